@@ -1,0 +1,128 @@
+"""Core value types shared by every suite, agent and executor.
+
+Persisted records (:class:`EpisodeRecord`, :class:`RunSpec`) carry a
+``schema_version`` so a store written by an older harness can be read, or
+refused with a clear message, by a newer one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+#: Version of the persisted record layout (EpisodeRecord / RunSpec / store tables).
+SCHEMA_VERSION = 1
+
+# --- Documented ``info`` keys -------------------------------------------------
+# Every suite's env puts these in the ``info`` dict returned by ``reset`` and
+# ``step``. The runner reads them; nothing else about an env is assumed.
+INFO_SUCCESS = "success"  #: bool - task goal satisfied now
+INFO_GC_SATISFIED = "gc_satisfied"  #: int - goal conditions satisfied now (ALFRED ``s``)
+INFO_GC_TOTAL = "gc_total"  #: int - goal conditions in the task (ALFRED ``ts``); 0 where a suite has none
+INFO_INVALID_ACTIONS = "invalid_actions"  #: int - invalid actions so far in the episode
+INFO_EXPERT_LENGTH = "expert_length"  #: int | None - expert plan length L* when known
+INFO_TASK_TYPE = "task_type"  #: str | None - task family, for per-type breakdowns
+INFO_ACTION_OK = "action_ok"  #: bool - the last action succeeded; False makes the runner drop the rest of a plan and ask the agent again
+INFO_FEEDBACK = "feedback"  #: str - text feedback on the last action (shown to planners)
+INFO_TERMINATION = "termination"  #: str | None - why the episode ended (e.g. "success", "max_steps", "max_invalid")
+INFO_PRIVILEGED = "privileged_state"  #: only when reset with options={"privileged": True}: a picklable true state for oracle agents
+
+#: Termination reason the runner records when an agent returns no action at all.
+TERMINATION_EMPTY_PLAN = "empty_plan"
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One episode of a suite: what to reset the env to.
+
+    ``metadata`` must be JSON-serialisable (task type, subset, floor plan, ...).
+    The key ``(suite, split, episode_id, seed)`` identifies the episode in a run.
+    """
+
+    suite: str
+    split: str
+    episode_id: str
+    seed: int
+    instruction: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.suite, self.split, self.episode_id, self.seed)
+
+
+@dataclass
+class EpisodeRecord:
+    """The outcome of one finished (or failed) episode. One store row each."""
+
+    run_id: str
+    variant: str
+    suite: str
+    split: str
+    episode_id: str
+    seed: int
+    task_type: str | None = None
+    success: bool = False
+    gc_satisfied: int = 0
+    gc_total: int = 0
+    steps: int = 0
+    agent_calls: int = 0
+    invalid_actions: int = 0
+    expert_length: int | None = None
+    wall_time_s: float = 0.0
+    termination: str | None = None
+    #: None for a completed episode; otherwise "env", "agent", "timeout" or "worker".
+    error_kind: str | None = None
+    error_message: str | None = None
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.suite, self.split, self.episode_id, self.seed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "EpisodeRecord":
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"episode record has schema_version {version}, newer than this harness "
+                f"({SCHEMA_VERSION}); upgrade the harness to read it"
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one ``harness run`` evaluates. Resolved from the CLI's config.
+
+    ``suite_params`` / ``agent_params`` are passed to the registered factories.
+    Executor settings (``executor``, ``num_workers``, ``batch_size``) do not change
+    results and are therefore not part of the run identity.
+    """
+
+    suite: str
+    split: str
+    agent: str
+    variant: str
+    agent_kind: str = "planner"  # "planner" or "policy"
+    suite_params: Mapping[str, Any] = field(default_factory=dict)
+    agent_params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    limit: int | None = None
+    executor: str = "local"
+    num_workers: int = 1
+    batch_size: int = 8
+    episode_timeout_s: float | None = None
+    max_retries: int = 1
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
