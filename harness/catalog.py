@@ -1,0 +1,25 @@
+"""Every built-in plugin, registered once, as lazy ``module:attr`` targets.
+
+Keys are the names used in configs (``configs/suite/eb_alfred.yaml`` <->
+``SUITES`` key ``eb_alfred``). Nothing here imports a simulator or a model.
+"""
+
+from __future__ import annotations
+
+from harness.registry import Registry
+
+SUITES = Registry("suite")
+PLANNERS = Registry("planner")
+POLICIES = Registry("policy")
+EXECUTORS = Registry("executor")
+
+SUITES.register(
+    "eb_alfred", "envs.eb_alfred.suite:EBAlfredSuite",
+    "EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)",
+)
+
+PLANNERS.register("oracle", "planners.oracle:OraclePlanner", "plans from the true state (upper bound; privileged)")
+PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one uniformly random valid action per call")
+
+EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
+EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")

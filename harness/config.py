@@ -1,0 +1,143 @@
+"""Hydra at the edge: compose ``configs/`` with overrides, check the result
+against a typed schema, and turn it into a :class:`RunSpec`.
+
+Only the CLI calls this module; the runner sees dataclasses, never Hydra.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from harness.types import RunSpec
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+class ConfigError(ValueError):
+    """A bad override or config; ``str()`` is one line naming the fix."""
+
+
+@dataclass
+class SuiteConfig:
+    name: str = MISSING
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AgentConfig:
+    name: str = MISSING
+    kind: str = "planner"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class VariantConfig:
+    name: str = MISSING
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ExecutorConfig:
+    name: str = "local"
+    num_workers: int = 1
+    batch_size: int = 8
+
+
+@dataclass
+class RunConfig:
+    suite: SuiteConfig = field(default_factory=SuiteConfig)
+    planner: AgentConfig = field(default_factory=AgentConfig)
+    variant: VariantConfig = field(default_factory=VariantConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    split: str = MISSING
+    seed: int = 0
+    limit: Optional[int] = None
+    out: str = "outputs"
+    episode_timeout_s: Optional[float] = None
+    max_retries: int = 1
+    progress: bool = True
+
+
+def expand_sweeps(overrides: list[str]) -> list[list[str]]:
+    """Expand Hydra sweep overrides (``planner=oracle,random``) into one override list per job."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as exc:
+        raise ConfigError(f"bad override: {_first_line(exc)}") from None
+    choices = []
+    for ov in parsed:
+        if ov.is_sweep_override():
+            key = ov.get_key_element()
+            choices.append([f"{key}={v}" for v in ov.sweep_string_iterator()])
+        else:
+            choices.append([ov.input_line])
+    return [list(combo) for combo in itertools.product(*choices)]
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """Compose ``configs/config.yaml`` with overrides and validate types."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=overrides)
+        schema = OmegaConf.structured(RunConfig)
+        merged = OmegaConf.merge(schema, cfg)
+        OmegaConf.resolve(merged)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(_hint(exc)) from None
+    return merged  # type: ignore[return-value]
+
+
+def to_run_spec(cfg: DictConfig) -> RunSpec:
+    suite_params = OmegaConf.to_container(cfg.suite.params, resolve=True) or {}
+    agent_params = {
+        **(OmegaConf.to_container(cfg.planner.params, resolve=True) or {}),
+        **(OmegaConf.to_container(cfg.variant.params, resolve=True) or {}),
+    }
+    if cfg.limit is not None and cfg.limit < 0:
+        raise ConfigError(f"limit must be >= 0, got {cfg.limit}")
+    return RunSpec(
+        suite=cfg.suite.name,
+        split=cfg.split,
+        agent=cfg.planner.name,
+        variant=cfg.variant.name,
+        agent_kind=cfg.planner.kind,
+        suite_params=suite_params,  # type: ignore[arg-type]
+        agent_params=agent_params,
+        seed=cfg.seed,
+        limit=cfg.limit,
+        executor=cfg.executor.name,
+        num_workers=cfg.executor.num_workers,
+        batch_size=cfg.executor.batch_size,
+        episode_timeout_s=cfg.episode_timeout_s,
+        max_retries=cfg.max_retries,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _hint(exc: BaseException) -> str:
+    line = _first_line(exc)
+    if "Could not find" in line or "not found in the defaults list" in line:
+        groups = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir())
+        return f"{line} (config groups: {', '.join(groups)}; `harness list` shows the choices)"
+    if "Could not override" in line or "Key '" in line:
+        return f"{line} (append with +key=value to add a new key)"
+    return line

