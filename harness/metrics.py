@@ -1,0 +1,286 @@
+"""Episode metrics computed from :class:`~harness.types.EpisodeRecord` rows.
+
+Every figure here is a pure function of the stored records, so a table can be
+recomputed at any time without re-running an episode.
+
+Formula sources
+---------------
+* ALFRED, ``models/eval/eval_task.py`` (``get_metrics`` and the per-episode
+  metric block): SR = successes / episodes; GC = sum(s) / sum(ts) *pooled* over
+  episodes (not a mean of per-episode ratios); ``s_spl = success * min(1, L*/T)``,
+  ``pc_spl = (s/ts) * min(1, L*/T)``; PLW SR = sum(s_spl * L*) / sum(L*) and
+  PLW GC = sum(pc_spl * L*) / sum(L*), where L* is the expert plan length and T
+  the number of agent steps.
+* EmbodiedBench (EB-ALFRED): ``task_progress`` is the per-episode ratio s/ts,
+  and its summary averages it over episodes (our ``progress``).
+* Wilson score interval: E. B. Wilson, "Probable inference, the law of
+  succession, and statistical inference", JASA 22 (1927).
+
+Decisions (documented here, tested in ``tests/harness/test_metrics.py``)
+------------------------------------------------------------------------
+* **Error records count as failures.** A record with ``error_kind`` set is a
+  failed episode for SR and PLW SR whatever its ``success`` field says; it is
+  never dropped, and :func:`summarize` reports how many there were in
+  ``errors``. Its goal-condition counts are used as recorded (an episode that
+  crashed before reset has ``gc_total == 0`` and so cannot enter GC: the number
+  of conditions it would have had is unknown). ``mean_steps`` is over completed
+  episodes only, since an error's step count measures the crash, not the agent.
+* **T = 0 in the path-length weight.** ALFRED divides by T and crashes (and its
+  evaluation then silently drops the episode). We use the SPL form of the same
+  weight, ``L* / max(T, L*)`` (Anderson et al. 2018, "On Evaluation of Embodied
+  Navigation Agents"), which equals ``min(1, L*/T)`` whenever T > 0 and is its
+  limit as T -> 0. The weight only penalises agents that take *more* steps than
+  the expert, so a zero-step success (goal already satisfied at reset) keeps
+  full credit, exactly as SR credits it; for integer L* >= 1 this is the same
+  as clamping T to ``max(T, 1)``. When L* = 0 the episode has weight L* = 0 in
+  both PLW sums, so its factor is irrelevant; we define it as 1 to avoid 0/0.
+* **Empty inputs give NaN**, never 0: a rate over no episodes (or GC over no
+  goal conditions, PLW over no known expert lengths) is undefined, and tables
+  render NaN as "–". Likewise ``wilson_interval(0, 0)`` is ``(nan, nan)``: SR
+  itself is undefined at n = 0, and a (0, 1) interval could be misread as
+  measured data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from harness.types import EpisodeRecord
+
+#: Column order of :func:`records_frame` (the EpisodeRecord fields, in order).
+RECORD_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EpisodeRecord))
+
+#: Metric columns of :func:`summarize`, in order (after the group columns).
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "episodes",
+    "errors",
+    "successes",
+    "sr",
+    "sr_lo",
+    "sr_hi",
+    "gc",
+    "progress",
+    "plw_sr",
+    "plw_gc",
+    "invalid_rate",
+    "mean_steps",
+)
+
+#: Summary columns that are fractions in [0, 1] (tables print them as percentages).
+RATE_COLUMNS: tuple[str, ...] = (
+    "sr",
+    "sr_lo",
+    "sr_hi",
+    "gc",
+    "progress",
+    "plw_sr",
+    "plw_gc",
+    "invalid_rate",
+)
+
+
+# --- Records -> frame ---------------------------------------------------------
+
+
+def records_frame(records: Iterable[EpisodeRecord]) -> pd.DataFrame:
+    """Return one DataFrame row per record, columns exactly the EpisodeRecord fields.
+
+    The column order is :data:`RECORD_COLUMNS` even when ``records`` is empty,
+    so it matches what the store hands to :func:`summarize`.
+    """
+    rows = [dataclasses.asdict(r) for r in records]
+    return pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+
+
+# --- Pure formulas on arrays --------------------------------------------------
+
+
+def _floats(values: ArrayLike) -> np.ndarray:
+    """1-D float array; None becomes NaN."""
+    series = pd.Series(values, dtype="object") if not isinstance(values, pd.Series) else values
+    return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _bools(values: ArrayLike) -> np.ndarray:
+    """1-D boolean array; None/NaN become False."""
+    arr = np.asarray(values, dtype=object).ravel()
+    return np.array([False if pd.isna(v) else bool(v) for v in arr], dtype=bool)
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _ratio(num: float, den: float) -> float:
+    """num / den, NaN when den == 0."""
+    return float(num) / float(den) if den != 0 else math.nan
+
+
+def success_rate(success: ArrayLike) -> float:
+    """Fraction of episodes that succeeded (ALFRED SR); NaN for no episodes."""
+    s = _bools(success)
+    return _ratio(s.sum(), s.size)
+
+
+def pooled_gc(s: ArrayLike, ts: ArrayLike) -> float:
+    """Goal-condition success pooled over episodes: sum(s) / sum(ts) (ALFRED GC).
+
+    This is *not* the mean of per-episode ratios (see :func:`mean_goal_progress`).
+    NaN when no episode has goal conditions (sum(ts) == 0).
+    """
+    s_arr, ts_arr = _floats(s), _floats(ts)
+    return _ratio(np.nansum(s_arr), np.nansum(ts_arr))
+
+
+def mean_goal_progress(s: ArrayLike, ts: ArrayLike) -> float:
+    """Mean per-episode s/ts over episodes with ts > 0 (EB-ALFRED ``task_progress``).
+
+    NaN when no episode has goal conditions.
+    """
+    s_arr, ts_arr = _floats(s), _floats(ts)
+    has_goals = ts_arr > 0
+    if not has_goals.any():
+        return math.nan
+    return float(np.mean(s_arr[has_goals] / ts_arr[has_goals]))
+
+
+def path_length_factor(expert_length: ArrayLike, steps: ArrayLike) -> np.ndarray:
+    """Per-episode ``min(1, L*/T)`` from ALFRED, as ``L* / max(T, L*)``.
+
+    Identical to ALFRED's factor for T > 0; defined for T = 0 (factor 1, the
+    limit) and for L* = T = 0 (factor 1; such an episode has PLW weight 0 anyway).
+    Unknown L* (NaN) gives NaN.
+    """
+    length, t = _floats(expert_length), _floats(steps)
+    denominator = np.fmax(t, length)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(denominator > 0, length / np.where(denominator > 0, denominator, 1.0), 1.0)
+    return np.where(np.isnan(length), np.nan, factor)
+
+
+def plw_success_rate(success: ArrayLike, expert_length: ArrayLike, steps: ArrayLike) -> float:
+    """Path-length-weighted SR: sum(s_spl * L*) / sum(L*) over episodes with known L*.
+
+    ``s_spl = success * min(1, L*/T)`` (ALFRED eval_task.py). NaN when no episode
+    has a known, positive expert length.
+    """
+    ok = _bools(success)
+    length = _floats(expert_length)
+    known = ~np.isnan(length)
+    factor = path_length_factor(length, steps)
+    s_spl = ok[known] * factor[known]
+    return _ratio(np.sum(s_spl * length[known]), np.sum(length[known]))
+
+
+def plw_goal_condition(
+    s: ArrayLike, ts: ArrayLike, expert_length: ArrayLike, steps: ArrayLike
+) -> float:
+    """Path-length-weighted GC: sum(pc_spl * L*) / sum(L*).
+
+    ``pc_spl = (s/ts) * min(1, L*/T)`` (ALFRED eval_task.py). Computed over
+    episodes with a known expert length and ts > 0 (ALFRED tasks always have
+    ts >= 1; an episode without goal conditions has no s/ts). NaN when none.
+    """
+    s_arr, ts_arr, length = _floats(s), _floats(ts), _floats(expert_length)
+    use = ~np.isnan(length) & (ts_arr > 0)
+    factor = path_length_factor(length, steps)
+    pc_spl = s_arr[use] / ts_arr[use] * factor[use]
+    return _ratio(np.sum(pc_spl * length[use]), np.sum(length[use]))
+
+
+def invalid_action_rate(invalid_actions: ArrayLike, steps: ArrayLike) -> float:
+    """sum(invalid actions) / sum(steps), pooled; NaN when no steps were taken."""
+    return _ratio(np.nansum(_floats(invalid_actions)), np.nansum(_floats(steps)))
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for k successes in n trials (default 95 %).
+
+    Returns ``(nan, nan)`` for n = 0 (the proportion is undefined). Raises
+    ValueError unless 0 <= k <= n.
+    """
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"wilson_interval needs 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+# --- Grouped summaries --------------------------------------------------------
+
+
+def _is_error(df: pd.DataFrame) -> np.ndarray:
+    """True where a record is an error record (error_kind set)."""
+    kinds = df["error_kind"]
+    return kinds.notna().to_numpy() & (kinds.astype("object") != "").to_numpy()
+
+
+def summarize_group(df: pd.DataFrame) -> dict[str, float]:
+    """Every :data:`SUMMARY_COLUMNS` metric for one group of records."""
+    errors = _is_error(df)
+    success = _bools(df["success"]) & ~errors  # errors count as failures
+    n = int(len(df))
+    k = int(success.sum())
+    lo, hi = wilson_interval(k, n)
+    completed_steps = _floats(df["steps"])[~errors]
+    return {
+        "episodes": n,
+        "errors": int(errors.sum()),
+        "successes": k,
+        "sr": success_rate(success),
+        "sr_lo": lo,
+        "sr_hi": hi,
+        "gc": pooled_gc(df["gc_satisfied"], df["gc_total"]),
+        "progress": mean_goal_progress(df["gc_satisfied"], df["gc_total"]),
+        "plw_sr": plw_success_rate(success, df["expert_length"], df["steps"]),
+        "plw_gc": plw_goal_condition(
+            df["gc_satisfied"], df["gc_total"], df["expert_length"], df["steps"]
+        ),
+        "invalid_rate": invalid_action_rate(df["invalid_actions"], df["steps"]),
+        "mean_steps": float(np.mean(completed_steps)) if completed_steps.size else math.nan,
+    }
+
+
+def summarize(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """One row per group of ``by`` with the :data:`SUMMARY_COLUMNS` metrics.
+
+    ``episodes`` counts every record, errors included; ``sr`` = successes /
+    episodes, so error records are failures (and are counted in ``errors``).
+    Groups are sorted; a missing key (e.g. task_type None) forms its own group.
+    Rates are fractions in [0, 1]; undefined rates are NaN.
+    """
+    by = list(by)
+    missing = [c for c in by if c not in df.columns]
+    if missing:
+        raise ValueError(f"cannot group by {missing}: not record columns")
+    rows = []
+    if len(df):
+        for key, group in df.groupby(by, sort=True, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            labels = {c: (None if _is_nan(v) else v) for c, v in zip(by, key)}
+            rows.append({**labels, **summarize_group(group)})
+    out = pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
+    for column in ("episodes", "errors", "successes"):
+        out[column] = out[column].astype("int64")
+    return out
+
+
+def by_split(df: pd.DataFrame) -> pd.DataFrame:
+    """Summary per (variant, suite, split): the cells of a transfer table."""
+    return summarize(df, ["variant", "suite", "split"])
+
+
+def by_task_type(df: pd.DataFrame) -> pd.DataFrame:
+    """Summary per (variant, suite, split, task_type): the per-task-type breakdown."""
+    return summarize(df, ["variant", "suite", "split", "task_type"])

@@ -1,0 +1,198 @@
+"""Transfer/breakdown tables: behaviour tests and golden files for the formats.
+
+Golden files live in tests/harness/testdata/. After an intended format change,
+rewrite them with ``UPDATE_GOLDEN=1 pytest tests/harness/test_tables.py`` and
+review the diff figure by figure.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.metrics import records_frame
+from harness.tables import (
+    breakdown_table,
+    format_value,
+    latex_escape,
+    to_csv,
+    to_latex,
+    to_markdown,
+    transfer_table,
+)
+from harness.types import EpisodeRecord
+
+TESTDATA = Path(__file__).parent / "testdata"
+PICK = "pick_and_place_simple"
+HEAT = "pick_heat_then_place_in_recep"
+
+
+def rec(variant: str, suite: str, split: str, episode: str, **kw) -> EpisodeRecord:
+    return EpisodeRecord(
+        run_id=f"run-{variant}", variant=variant, suite=suite, split=split,
+        episode_id=episode, seed=0, **kw,
+    )
+
+
+def alfred(variant: str, episode: str, task_type: str, ok: bool, s: int, ts: int, **kw) -> EpisodeRecord:
+    return rec(variant, "alfred", "valid_unseen", episode, task_type=task_type,
+               success=ok, gc_satisfied=s, gc_total=ts, steps=10, expert_length=8, **kw)
+
+
+def libero(variant: str, successes: int) -> list[EpisodeRecord]:
+    return [rec(variant, "libero", "spatial", f"l{i}", success=i < successes, steps=50)
+            for i in range(5)]
+
+
+def golden_records() -> list[EpisodeRecord]:
+    """Three variants, two suite/splits (libero has no goal conditions), one error.
+
+    Expected by hand (percent):
+      alfred/valid_unseen SR / GC: base 2/4=50.0 / 4/8=50.0; favor_sft 50.0 / 6/8=75.0;
+        cfg_sft 3/4=75.0 / 7/8=87.5 (e4 is an agent error with 0 of 1 conditions).
+      libero/spatial SR: base 40.0, favor_sft 20.0, cfg_sft 60.0; GC undefined.
+      avg SR: base 45.0, favor_sft 35.0 (-10.0), cfg_sft 67.5 (+22.5);
+      avg GC (alfred only): 50.0, 75.0 (+25.0), 87.5 (+37.5).
+    """
+    return [
+        alfred("base", "e1", PICK, True, 2, 2),
+        alfred("base", "e2", PICK, False, 1, 3),
+        alfred("base", "e3", HEAT, False, 0, 2),
+        alfred("base", "e4", HEAT, True, 1, 1),
+        alfred("favor_sft", "e1", PICK, True, 2, 2),
+        alfred("favor_sft", "e2", PICK, True, 3, 3),
+        alfred("favor_sft", "e3", HEAT, False, 1, 2),
+        alfred("favor_sft", "e4", HEAT, False, 0, 1),
+        alfred("cfg_sft", "e1", PICK, True, 2, 2),
+        alfred("cfg_sft", "e2", PICK, True, 3, 3),
+        alfred("cfg_sft", "e3", HEAT, True, 2, 2),
+        alfred("cfg_sft", "e4", HEAT, False, 0, 1, error_kind="agent", error_message="bad JSON"),
+        *libero("base", 2),
+        *libero("favor_sft", 1),
+        *libero("cfg_sft", 3),
+    ]
+
+
+@pytest.fixture
+def df() -> pd.DataFrame:
+    return records_frame(golden_records())
+
+
+def check_golden(name: str, text: str) -> None:
+    """Compare text to testdata/name; UPDATE_GOLDEN=1 rewrites the file instead."""
+    path = TESTDATA / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8")
+
+
+# --- table values -------------------------------------------------------------
+
+
+def test_transfer_table_values(df: pd.DataFrame) -> None:
+    t = transfer_table(df, variants_order=["favor_sft", "cfg_sft"])
+    assert list(t.index) == ["base", "favor_sft", "cfg_sft"]
+    assert list(t.columns) == [
+        ("alfred/valid_unseen", "sr"), ("alfred/valid_unseen", "gc"),
+        ("libero/spatial", "sr"), ("libero/spatial", "gc"),
+        ("avg", "sr"), ("avg", "gc"), ("avg", "Δsr"), ("avg", "Δgc"),
+    ]
+    assert t[("alfred/valid_unseen", "gc")].tolist() == [0.5, 0.75, 0.875]
+    assert t[("libero/spatial", "gc")].isna().all()
+    assert t[("avg", "sr")].tolist() == pytest.approx([0.45, 0.35, 0.675])
+    assert t[("avg", "gc")].tolist() == pytest.approx([0.5, 0.75, 0.875])
+    assert math.isnan(t.at["base", ("avg", "Δsr")])
+    assert t.at["cfg_sft", ("avg", "Δsr")] == pytest.approx(0.225)
+    assert t.attrs["errors"] == [
+        {"row": "cfg_sft", "group": "alfred/valid_unseen", "errors": 1, "episodes": 4, "kinds": "1 agent"}
+    ]
+
+
+def test_transfer_table_default_order_is_alphabetical_after_baseline(df: pd.DataFrame) -> None:
+    assert list(transfer_table(df).index) == ["base", "cfg_sft", "favor_sft"]
+
+
+def test_variants_order_selects(df: pd.DataFrame) -> None:
+    assert list(transfer_table(df, variants_order=["cfg_sft"]).index) == ["base", "cfg_sft"]
+    with pytest.raises(ValueError, match="variants present: base, cfg_sft, favor_sft"):
+        transfer_table(df, variants_order=["nope"])
+
+
+def test_missing_baseline_names_variants_present(df: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match=r"'gpt4'.*variants present: base, cfg_sft, favor_sft"):
+        transfer_table(df, baseline="gpt4")
+
+
+def test_unknown_metric_rejected(df: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match="mean_steps"):
+        transfer_table(df, metrics=["mean_steps"])
+
+
+def test_variant_missing_a_group_has_no_average(df: pd.DataFrame) -> None:
+    partial = df[~((df["variant"] == "favor_sft") & (df["suite"] == "libero"))]
+    t = transfer_table(partial)
+    assert math.isnan(t.at["favor_sft", ("libero/spatial", "sr")])
+    assert math.isnan(t.at["favor_sft", ("avg", "sr")])  # not a mean over fewer columns
+    assert t.at["favor_sft", ("avg", "gc")] == 0.75  # gc only exists on alfred
+    assert "– | 75.0 | – | +25.0" in to_markdown(t)
+
+
+def test_per_column_delta(df: pd.DataFrame) -> None:
+    t = transfer_table(df, per_column_delta=True)
+    assert t.at["favor_sft", ("libero/spatial", "Δsr")] == pytest.approx(-0.2)
+    assert t.at["cfg_sft", ("alfred/valid_unseen", "Δgc")] == pytest.approx(0.375)
+
+
+def test_format_value() -> None:
+    assert format_value(0.5625) == "56.2"  # 56.25 is exact in binary; round-half-even
+    assert format_value(0.563) == "56.3"
+    assert format_value(0.05, delta=True) == "+5.0"
+    assert format_value(-0.004, delta=True) == "-0.4"
+    assert format_value(float("nan")) == ""
+
+
+def test_latex_escape() -> None:
+    assert latex_escape("cfg_sft 50%") == r"cfg\_sft 50\%"
+    assert latex_escape("ΔSR †") == r"$\Delta$SR $^\dagger$"
+
+
+def test_breakdown_values(df: pd.DataFrame) -> None:
+    t = breakdown_table(df[df["suite"] == "alfred"])
+    assert list(t.index) == [PICK, HEAT, "all"]
+    assert t[("base", "gc")].tolist() == pytest.approx([3 / 5, 1 / 3, 0.5])
+    assert t[("cfg_sft", "sr")].tolist() == pytest.approx([1.0, 0.5, 0.75])
+
+
+def test_breakdown_prefixes_suite_when_several(df: pd.DataFrame) -> None:
+    t = breakdown_table(df, by="split")
+    assert list(t.index) == ["alfred/valid_unseen", "libero/spatial", "all"]
+
+
+# --- golden files -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "render"),
+    [("transfer.md", to_markdown), ("transfer.tex", to_latex), ("transfer.csv", to_csv)],
+)
+def test_transfer_golden(df: pd.DataFrame, name: str, render) -> None:
+    check_golden(name, render(transfer_table(df, variants_order=["favor_sft", "cfg_sft"])))
+
+
+def test_transfer_per_column_delta_golden(df: pd.DataFrame) -> None:
+    table = transfer_table(df, variants_order=["favor_sft", "cfg_sft"], per_column_delta=True)
+    check_golden("transfer_per_column_delta.md", to_markdown(table))
+
+
+@pytest.mark.parametrize(
+    ("name", "render"),
+    [("breakdown.md", to_markdown), ("breakdown.tex", to_latex), ("breakdown.csv", to_csv)],
+)
+def test_breakdown_golden(df: pd.DataFrame, name: str, render) -> None:
+    table = breakdown_table(df[df["suite"] == "alfred"], variants_order=["favor_sft", "cfg_sft"])
+    check_golden(name, render(table))
