@@ -1,0 +1,127 @@
+"""Deterministic scene construction from a real ALFRED floor plan.
+
+Static receptacles come from the floor plan's layout (instances as the floor
+plan has them); every other listed type gets one static instance; each
+pickupable type gets 1..``MAX_NUM_OF_OBJ_INSTANCES`` instances (the task's
+target 1..``PICKUP_REPEAT_MAX``, ALFRED gen/constants.py), each placed in a
+static receptacle instance that ALFRED's ``VAL_RECEPTACLE_OBJECTS`` allows for
+its type. A pickupable type that no receptacle of the floor plan accepts (a
+Plunger in a bathroom without a Cabinet) lies on the floor (``parent=None``),
+as in AI2-THOR. Openables start closed, toggleables off.
+"""
+
+from __future__ import annotations
+
+import random
+
+from envs.household.constants import (
+    CLEAN_BASIN, CLEAN_SOURCE, COOL_SOURCE, HEAT_SOURCE, KNIFE_TYPES, alfred_constants,
+)
+from envs.household.scene import Inventory, floor_plan_inventory
+from envs.household.world import Obj, TaskSpec, World
+
+
+class SceneError(ValueError):
+    """A floor plan cannot host a task (a needed object type is missing)."""
+
+
+def required_types(task: TaskSpec) -> list[tuple[str, ...]]:
+    """The object types a task needs, as alternatives (any one of each tuple suffices)."""
+    needs: list[tuple[str, ...]] = [(task.object_target,)]
+    for name in (task.parent_target, task.mrecep_target, task.toggle_target):
+        if name:
+            needs.append((name,))
+    if task.object_sliced:
+        needs.append(tuple(sorted(KNIFE_TYPES)))
+    extra = {
+        "pick_clean_then_place_in_recep": (CLEAN_BASIN, CLEAN_SOURCE),
+        "pick_heat_then_place_in_recep": (HEAT_SOURCE,),
+        "pick_cool_then_place_in_recep": (COOL_SOURCE,),
+    }.get(task.task_type, ())
+    needs.extend((t,) for t in extra)
+    return needs
+
+
+def check_task(inventory: Inventory, task: TaskSpec) -> None:
+    """Raise :class:`SceneError` unless the floor plan has every type ``task`` needs."""
+    for alternatives in required_types(task):
+        if not any(inventory.has(t) for t in alternatives):
+            missing = " or ".join(alternatives)
+            raise SceneError(
+                f"FloorPlan{inventory.floor_plan} ({inventory.room_type}) has no {missing}, "
+                f"which the {task.task_type} task for {task.target_type} needs"
+            )
+    if task.object_sliced and task.object_target not in alfred_constants().sliceable:
+        raise SceneError(f"{task.object_target} is not sliceable (ALFRED VAL_ACTION_OBJECTS['Sliceable'])")
+
+
+def _goal_relevant(obj_type: str, task: TaskSpec | None) -> bool:
+    """Types ALFRED's substring matching (``name in objectId``) would count as the
+    task's object or movable receptacle; they must not start inside the parent."""
+    if task is None:
+        return False
+    return task.object_target in obj_type or bool(task.mrecep_target and task.mrecep_target in obj_type)
+
+
+def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None) -> World:
+    """A world for ``FloorPlan<floor_plan>``, deterministic for (floor_plan, seed, task).
+
+    With a task, the floor plan must have every type the task needs
+    (:func:`required_types`), else :class:`SceneError`; the task's objects are
+    placed outside any receptacle of the parent type, so the goal is unmet at
+    reset.
+    """
+    consts = alfred_constants()
+    inv = floor_plan_inventory(floor_plan)
+    if task is not None:
+        check_task(inv, task)
+    rng = random.Random(f"household|{floor_plan}|{seed}|{task!r}")
+    vro = consts.val_receptacle_objects
+    pickupable = consts.pickupable
+    openable = consts.openable
+    toggleable = consts.toggleable
+    sliceable = consts.sliceable
+
+    objects: dict[str, Obj] = {}
+    counters: dict[str, int] = {}
+
+    def new_id(obj_type: str) -> str:
+        counters[obj_type] = counters.get(obj_type, 0) + 1
+        return f"{obj_type}_{counters[obj_type]}"
+
+    # Static receptacles, as the floor plan has them.
+    statics: list[Obj] = []
+    for rtype, thor_id in inv.receptacles:
+        o = Obj(new_id(rtype), rtype, receptacle=True, openable=rtype in openable,
+                toggleable=rtype in toggleable, thor_id=thor_id)
+        objects[o.id] = o
+        statics.append(o)
+    static_types = {o.type for o in statics}
+    # Other static objects (Faucet, lamps, Window, ...): one instance each.
+    for t in inv.object_types:
+        if t in static_types or t in pickupable:
+            continue
+        o = Obj(new_id(t), t, receptacle=t in vro, openable=t in openable, toggleable=t in toggleable)
+        objects[o.id] = o
+
+    # Pickupable objects, placed in receptacles ALFRED allows.
+    placed_types = [t for t in inv.object_types if t in pickupable]
+    for t in placed_types:
+        if task is not None and t == task.object_target:
+            n = rng.randint(2 if task.task_type == "pick_two_obj_and_place" else 1, consts.pickup_repeat_max)
+        else:
+            n = rng.randint(1, consts.max_num_of_obj_instances)
+        candidates = [r for r in statics if t in vro[r.type]]
+        if _goal_relevant(t, task) and task is not None and task.parent_target:
+            candidates = [r for r in candidates if task.parent_target not in r.type]
+            if not candidates and t in (task.object_target, task.mrecep_target):
+                raise SceneError(
+                    f"FloorPlan{floor_plan}: no receptacle other than a {task.parent_target} "
+                    f"may hold a {t} (ALFRED VAL_RECEPTACLE_OBJECTS), so the task would start solved or unsolvable"
+                )
+        for _ in range(n):
+            parent = rng.choice(candidates).id if candidates else None
+            o = Obj(new_id(t), t, parent, receptacle=t in vro, openable=t in openable,
+                    toggleable=t in toggleable, sliceable=t in sliceable, pickupable=True)
+            objects[o.id] = o
+    return World(floor_plan, seed, task, objects)

@@ -1,0 +1,244 @@
+"""Transition rules: the primitives ALFRED's wrapper applies to AI2-THOR.
+
+Every primitive returns an :class:`ActionResult` and never raises for a
+legal-but-failing action (unknown ids included). Reach: the agent can act on
+what it faces; an object is in reach when it shares the faced object's
+outermost receptacle (the agent at ``CounterTop_1`` reaches the Apple in the
+Bowl on it), and a Faucet and its SinkBasin are in reach of each other.
+
+State-changing wrapper rules (ALFRED env/thor_env.py ``update_states``):
+toggling a Faucet on cleans everything in its SinkBasin; toggling a Microwave
+on heats everything in it; closing a Fridge cools everything in it. Placing an
+object into an already running sink/microwave or an already closed fridge
+changes nothing, as in ALFRED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from envs.household.constants import (
+    CLEAN_SOURCE, COOL_SOURCE, HEAT_SOURCE, KNIFE_TYPES, SLICE_PIECES, SLICED_TYPE,
+    alfred_constants,
+)
+from envs.household.world import Obj, World
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    """Outcome of one primitive: ``message`` is the failure reason, "" on success."""
+
+    ok: bool
+    message: str = ""
+
+
+OK = ActionResult(True, "")
+
+#: Names of the engine's primitives, in a fixed order.
+PRIMITIVES: tuple[str, ...] = (
+    "goto", "pickup", "put", "drop", "open", "close", "toggle_on", "toggle_off", "slice",
+)
+
+
+class HouseholdEngine:
+    """Applies primitives to ``self.world`` (the live state, mutated in place)."""
+
+    __slots__ = ("world", "_vro")
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self._vro = alfred_constants().val_receptacle_objects
+
+    # --- helpers ----------------------------------------------------------------
+    def _closed_container(self, obj_id: str) -> str | None:
+        """The innermost closed openable holding ``obj_id``, if any."""
+        objects = self.world.objects
+        parent = objects[obj_id].parent
+        while parent is not None:
+            p = objects[parent]
+            if p.openable and not p.is_open:
+                return parent
+            parent = p.parent
+        return None
+
+    def _lookup(self, obj_id: str) -> tuple[Obj | None, ActionResult | None]:
+        o = self.world.objects.get(obj_id)
+        if o is None:
+            return None, ActionResult(False, f"There is no {obj_id} in this scene.")
+        return o, None
+
+    def _mark(self, recep_id: str, attr: str) -> None:
+        world = self.world
+        for k in world.contents(recep_id, recursive=True):
+            setattr(world.objects[k], attr, True)
+
+    # --- primitives ----------------------------------------------------------------
+    def goto(self, obj_id: str) -> ActionResult:
+        """Face ``obj_id`` (teleport, as EB-ALFRED's ``find``)."""
+        o, err = self._lookup(obj_id)
+        if err:
+            return err
+        if self.world.is_held(obj_id):
+            return ActionResult(False, f"{obj_id} is in your hand.")
+        self.world.at = obj_id
+        return OK
+
+    def pickup(self, obj_id: str) -> ActionResult:
+        """Pick up a pickupable object in reach, with empty hands, not inside a closed receptacle.
+        A movable receptacle's contents come along."""
+        o, err = self._lookup(obj_id)
+        if err:
+            return err
+        world = self.world
+        if world.holding is not None:
+            return ActionResult(False, f"Your hands are full: you are holding {world.holding}.")
+        if not o.pickupable:
+            return ActionResult(False, f"{obj_id} cannot be picked up.")
+        if not self.world.in_reach(obj_id):
+            return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
+        closed = self._closed_container(obj_id)
+        if closed is not None:
+            return ActionResult(False, f"{obj_id} is inside {closed}, which is closed.")
+        root = world.root(obj_id)
+        if world.at is not None and (world.at == obj_id or world.is_inside(world.at, obj_id)):
+            # The agent keeps facing the place it took the object from.
+            world.at = root if root != obj_id else None
+        o.parent = None
+        world.holding = obj_id
+        return OK
+
+    def put(self, recep_id: str) -> ActionResult:
+        """Put the held object into ``recep_id``: open, in reach, and allowed by
+        ALFRED's VAL_RECEPTACLE_OBJECTS for the held type."""
+        r, err = self._lookup(recep_id)
+        if err:
+            return err
+        world = self.world
+        held = world.holding
+        if held is None:
+            return ActionResult(False, "You are not holding anything.")
+        if not r.receptacle:
+            return ActionResult(False, f"{recep_id} is not a receptacle.")
+        if world.is_held(recep_id):
+            return ActionResult(False, f"{recep_id} is in your hand.")
+        if not self.world.in_reach(recep_id):
+            return ActionResult(False, f"{recep_id} is not in reach; go to it first.")
+        if r.openable and not r.is_open:
+            return ActionResult(False, f"{recep_id} is closed.")
+        closed = self._closed_container(recep_id)
+        if closed is not None:
+            return ActionResult(False, f"{recep_id} is inside {closed}, which is closed.")
+        h = world.objects[held]
+        if h.type not in self._vro.get(r.type, ()):
+            return ActionResult(False, f"{h.type} cannot be put in a {r.type}.")
+        h.parent = recep_id
+        world.holding = None
+        return OK
+
+    def drop(self) -> ActionResult:
+        """Drop the held object on the floor (ALFRED DropHandObject)."""
+        world = self.world
+        if world.holding is None:
+            return ActionResult(False, "You are not holding anything.")
+        world.objects[world.holding].parent = None
+        world.holding = None
+        return OK
+
+    def _open_close(self, obj_id: str, want_open: bool) -> ActionResult:
+        o, err = self._lookup(obj_id)
+        if err:
+            return err
+        verb = "opened" if want_open else "closed"
+        if not o.openable:
+            return ActionResult(False, f"{obj_id} cannot be {verb}.")
+        if self.world.is_held(obj_id):
+            return ActionResult(False, f"{obj_id} is in your hand.")
+        if not self.world.in_reach(obj_id):
+            return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
+        if o.is_open == want_open:
+            return ActionResult(False, f"{obj_id} is already {'open' if want_open else 'closed'}.")
+        closed = self._closed_container(obj_id)
+        if closed is not None:
+            return ActionResult(False, f"{obj_id} is inside {closed}, which is closed.")
+        o.is_open = want_open
+        if not want_open and o.type == COOL_SOURCE:
+            self._mark(obj_id, "cooled")
+        return OK
+
+    def open(self, obj_id: str) -> ActionResult:
+        """Open an openable object in reach."""
+        return self._open_close(obj_id, True)
+
+    def close(self, obj_id: str) -> ActionResult:
+        """Close an openable object in reach; closing a Fridge cools its contents."""
+        return self._open_close(obj_id, False)
+
+    def _toggle(self, obj_id: str, on: bool) -> ActionResult:
+        o, err = self._lookup(obj_id)
+        if err:
+            return err
+        if not o.toggleable:
+            return ActionResult(False, f"{obj_id} cannot be turned {'on' if on else 'off'}.")
+        if not self.world.in_reach(obj_id):
+            return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
+        if o.is_on == on:
+            return ActionResult(False, f"{obj_id} is already {'on' if on else 'off'}.")
+        o.is_on = on
+        if on:
+            if o.type == CLEAN_SOURCE:
+                basin = self.world.basin_of(obj_id)
+                if basin is not None:
+                    self._mark(basin, "cleaned")
+            elif o.type == HEAT_SOURCE:
+                self._mark(obj_id, "heated")
+        return OK
+
+    def toggle_on(self, obj_id: str) -> ActionResult:
+        """Turn on; a Faucet cleans its SinkBasin's contents, a Microwave heats its own."""
+        return self._toggle(obj_id, True)
+
+    def toggle_off(self, obj_id: str) -> ActionResult:
+        """Turn off."""
+        return self._toggle(obj_id, False)
+
+    def slice(self, obj_id: str) -> ActionResult:
+        """Slice a sliceable object in reach with a Knife/ButterKnife in hand. The
+        object is replaced in place by its ``<Type>Sliced`` pieces (new ids, so
+        they are not cleaned/heated/cooled: ALFRED tracks those by object id)."""
+        o, err = self._lookup(obj_id)
+        if err:
+            return err
+        world = self.world
+        held = world.holding
+        if held is None or world.objects[held].type not in KNIFE_TYPES:
+            return ActionResult(False, "You need to hold a Knife or ButterKnife to slice.")
+        if not o.sliceable or o.type not in SLICED_TYPE:
+            return ActionResult(False, f"{obj_id} cannot be sliced.")
+        if not self.world.in_reach(obj_id):
+            return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
+        closed = self._closed_container(obj_id)
+        if closed is not None:
+            return ActionResult(False, f"{obj_id} is inside {closed}, which is closed.")
+        piece_type = SLICED_TYPE[o.type]
+        pieces = []
+        del world.objects[obj_id]
+        for _ in range(SLICE_PIECES[o.type]):
+            pid = world.next_id(piece_type)
+            world.objects[pid] = Obj(pid, piece_type, o.parent, is_sliced=True, pickupable=True)
+            pieces.append(pid)
+        if world.at == obj_id:
+            world.at = pieces[0]
+        return OK
+
+    # --- dispatch ---------------------------------------------------------------
+    def execute(self, primitive: str, obj_id: str | None = None) -> ActionResult:
+        """Run a primitive by name (``drop`` takes no object)."""
+        fn: Callable[..., ActionResult] | None = getattr(self, primitive, None) if primitive in PRIMITIVES else None
+        if fn is None:
+            return ActionResult(False, f"Unknown primitive {primitive!r}; expected one of {PRIMITIVES}.")
+        if primitive == "drop":
+            return fn()
+        if obj_id is None:
+            return ActionResult(False, f"{primitive} needs an object id.")
+        return fn(obj_id)
