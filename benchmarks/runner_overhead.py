@@ -1,0 +1,113 @@
+"""Runner overhead: the shared runner (local executor, SQLite store) against a
+bare loop over the same suite with the same zero-cost agent, in one process.
+
+    python benchmarks/runner_overhead.py --episodes 300 --repeats 3
+
+Prints the time of each and the ratio runner / bare loop (target <= 1.05).
+The fastest of ``--repeats`` alternating trials of each is compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+from harness.interfaces import AgentRequest
+from harness.runner import Runner
+from harness.store import ResultStore
+from harness.types import INFO_ACTION_OK, RunSpec
+
+
+class ZeroCostAgent:
+    """Returns a fixed plan of valid skills (by index into the episode's action list)."""
+
+    name = "zero_cost"
+    privileged = False
+
+    def __init__(self, plan_length: int = 5):
+        self.plan_length = plan_length
+
+    def identity(self):
+        return {"plan_length": self.plan_length}
+
+    def reset(self, episode):
+        pass
+
+    def act(self, requests):
+        plans = []
+        for r in requests:
+            actions = r.observation["actions"]
+            start = (r.episode.seed + len(r.history)) % len(actions)
+            plans.append([actions[(start + 7 * i) % len(actions)] for i in range(self.plan_length)])
+        return plans
+
+
+def bare_loop(suite, split: str, n: int, agent) -> int:
+    env = suite.make_env()
+    steps = 0
+    for spec in list(suite.episodes(split))[:n]:
+        obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": False})
+        agent.reset(spec)
+        history: list = []
+        done = False
+        while not done:
+            plan = agent.act([AgentRequest(spec, obs, info, tuple(history))])[0]
+            if not plan:
+                break
+            for action in plan:
+                obs, _, terminated, truncated, info = env.step(action)
+                steps += 1
+                history.append((action, info.get("feedback", "")))
+                if terminated or truncated:
+                    done = True
+                    break
+                if info.get(INFO_ACTION_OK, True) is False:
+                    break
+    env.close()
+    return steps
+
+
+def with_runner(suite, split: str, n: int, agent, batch_size: int) -> int:
+    spec = RunSpec(suite=suite.name, split=split, agent=agent.name, variant="bench", limit=n,
+                   batch_size=batch_size)
+    with tempfile.TemporaryDirectory() as tmp, ResultStore(tmp) as store:
+        summary = Runner(spec, suite, agent, store).run()
+    return sum(r.steps for r in summary.records)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=int, default=300)
+    parser.add_argument("--split", default="seen")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--render", action="store_true", help="render observation images (off by default)")
+    args = parser.parse_args()
+
+    from envs.eb_alfred.suite import EBAlfredSuite
+
+    suite = EBAlfredSuite(render=args.render, generated_per_split=args.episodes)
+    agent = ZeroCostAgent()
+    timings: dict[str, list[float]] = {"bare": [], "runner_b1": [], "runner_b8": []}
+    steps: dict[str, int] = {}
+    for _ in range(args.repeats):
+        for name, fn in (
+            ("bare", lambda: bare_loop(suite, args.split, args.episodes, agent)),
+            ("runner_b1", lambda: with_runner(suite, args.split, args.episodes, agent, 1)),
+            ("runner_b8", lambda: with_runner(suite, args.split, args.episodes, agent, 8)),
+        ):
+            t0 = time.perf_counter()
+            steps[name] = fn()
+            timings[name].append(time.perf_counter() - t0)
+    if len(set(steps.values())) != 1:
+        raise SystemExit(f"runs disagree on the number of env steps: {steps}")
+    base = min(timings["bare"])
+    print(f"episodes={args.episodes} env_steps={steps['bare']} render={args.render}")
+    print(f"bare loop:              {base:.3f} s ({steps['bare'] / base:,.0f} steps/s)")
+    for name, label in (("runner_b1", "runner (batch 1)"), ("runner_b8", "runner (batch 8)")):
+        t = min(timings[name])
+        print(f"{label + ':':<23} {t:.3f} s  ratio {t / base:.3f}  (target <= 1.05)")
+
+
+if __name__ == "__main__":
+    main()

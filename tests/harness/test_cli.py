@@ -1,0 +1,91 @@
+"""CLI behaviour: bad input exits 2 with one line and no traceback."""
+
+import pytest
+
+from harness.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_usage_error(code, err, *needles):
+    assert code == 2
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("harness: error: ")
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_unknown_suite(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "suite=eb_alfrd", f"out={tmp_path}")
+    assert_usage_error(code, err, "eb_alfrd")
+
+
+def test_unknown_planner_in_registry_gets_did_you_mean(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "planner.name=oracel", f"out={tmp_path}")
+    assert_usage_error(code, err, "did you mean 'oracle'")
+
+
+def test_bad_override_syntax(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "limit=[1,", f"out={tmp_path}")
+    assert_usage_error(code, err, "override")
+
+
+def test_override_of_unknown_key(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "no_such_key=3", f"out={tmp_path}")
+    assert_usage_error(code, err, "no_such_key")
+
+
+def test_type_error_caught_at_load_time(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "limit=abc", f"out={tmp_path}")
+    assert_usage_error(code, err, "limit")
+
+
+def test_sweep_without_multirun_flag(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "planner=oracle,random", f"out={tmp_path}")
+    assert_usage_error(code, err, "-m")
+
+
+def test_unknown_split(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "split=unsen", f"out={tmp_path}")
+    assert_usage_error(code, err, "did you mean 'unseen'")
+
+
+def test_missing_data_path(capsys, tmp_path):
+    code, _, err = run_cli(
+        capsys, "run", "split=base", f"suite.params.data_dir={tmp_path / 'nowhere'}", f"out={tmp_path}"
+    )
+    assert_usage_error(code, err, "data_dir")
+
+
+def test_table_on_missing_store(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "table", str(tmp_path / "empty"))
+    assert_usage_error(code, err, "no result store")
+
+
+def test_table_on_unreadable_store(capsys, tmp_path):
+    (tmp_path / "results.sqlite").write_bytes(b"garbage" * 100)
+    code, _, err = run_cli(capsys, "table", str(tmp_path))
+    assert_usage_error(code, err, "cannot read")
+
+
+def test_list_is_instant_and_names_everything(capsys):
+    code, out, _ = run_cli(capsys, "list")
+    assert code == 0
+    for name in ("eb_alfred", "oracle", "random", "local", "process"):
+        assert name in out
+
+
+def test_run_then_table_with_missing_baseline(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "limit=3", "suite.params.render=false", f"out={tmp_path}")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "table", str(tmp_path))
+    assert_usage_error(code, err, "oracle")  # names the variants present
+    code, out, err = run_cli(capsys, "table", str(tmp_path), "--baseline", "oracle")
+    assert code == 0, err
+    assert "oracle" in out and "eb_alfred/seen" in out

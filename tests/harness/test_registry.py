@@ -1,0 +1,43 @@
+import pytest
+
+from harness.catalog import EXECUTORS, PLANNERS, SUITES
+from harness.registry import Registry, UnknownPluginError
+
+
+def test_unknown_name_suggests_close_match():
+    with pytest.raises(UnknownPluginError) as err:
+        SUITES.entry("eb_alfrd")
+    assert "did you mean 'eb_alfred'" in str(err.value)
+
+
+def test_lazy_targets_import_only_when_loaded():
+    reg = Registry("thing")
+    reg.register("json_dumps", "json:dumps")
+    reg.register("missing", "no_such_module_xyz:thing")
+    assert reg.names() == ["json_dumps", "missing"]  # listing imports nothing
+    assert reg.load("json_dumps")({"a": 1}) == '{"a": 1}'
+    with pytest.raises(ModuleNotFoundError):
+        reg.load("missing")
+
+
+def test_duplicate_and_malformed_registration_rejected():
+    reg = Registry("thing")
+    reg.register("a", "json:dumps")
+    with pytest.raises(ValueError):
+        reg.register("a", "json:loads")
+    with pytest.raises(ValueError):
+        reg.register("b", "json.dumps")
+
+
+@pytest.mark.parametrize("registry", [SUITES, PLANNERS, EXECUTORS], ids=lambda r: r.kind)
+def test_every_builtin_target_resolves(registry):
+    for name in registry.names():
+        assert callable(registry.load(name)), name
+
+
+def test_config_groups_match_registry_keys():
+    from harness.config import CONFIG_DIR
+
+    for group, registry in (("suite", SUITES), ("planner", PLANNERS), ("executor", EXECUTORS)):
+        stems = {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")}
+        assert stems == set(registry.names()), group

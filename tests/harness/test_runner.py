@@ -1,0 +1,217 @@
+"""The shared runner, end to end, on the real EB-ALFRED suite (household backend).
+
+Fault-injection wrappers below wrap the real env; they are not fake simulators.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from harness.catalog import PLANNERS
+from harness.runner import Runner, run_id_of, run_identity
+from harness.store import ResultStore
+from harness.types import RunSpec
+
+SPLIT = "seen"
+
+
+@pytest.fixture(scope="module")
+def suite():
+    from envs.eb_alfred.suite import EBAlfredSuite
+
+    return EBAlfredSuite(render=False, generated_per_split=40)
+
+
+def spec(**kw) -> RunSpec:
+    base = dict(suite="eb_alfred", split=SPLIT, agent="oracle", variant="oracle", limit=8, batch_size=4)
+    base.update(kw)
+    return RunSpec(**base)
+
+
+class CountingAgent:
+    """Wraps a real agent; records the size of every batched call."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name, self.privileged = inner.name, inner.privileged
+        self.batches: list[int] = []
+
+    def identity(self):
+        return self.inner.identity()
+
+    def reset(self, episode):
+        self.inner.reset(episode)
+
+    def act(self, requests):
+        self.batches.append(len(requests))
+        return self.inner.act(requests)
+
+
+class RaisingAgent(CountingAgent):
+    def __init__(self, inner, bad_episode: str):
+        super().__init__(inner)
+        self.bad = bad_episode
+
+    def act(self, requests):
+        if any(r.episode.episode_id == self.bad for r in requests):
+            raise RuntimeError("model server said no")
+        return self.inner.act(requests)
+
+
+class EmptyPlanAgent(CountingAgent):
+    def act(self, requests):
+        return [[] for _ in requests]
+
+
+@dataclass
+class FaultyEnv:
+    """Wraps a real env and injects a fault into chosen episodes."""
+
+    inner: object
+    mode: str
+    bad_episode: str
+    counter: str  # file holding how many more times to fail (shared across envs and processes)
+
+    def _should_fail(self) -> bool:
+        with open(self.counter) as f:
+            left = int(f.read())
+        if left > 0:
+            with open(self.counter, "w") as f:
+                f.write(str(left - 1))
+        return left > 0
+
+    def reset(self, *, seed=None, options=None):
+        self._current = options["episode"].episode_id
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self._current == self.bad_episode and self._should_fail():
+            if self.mode == "raise":
+                raise RuntimeError("simulator crashed")
+            time.sleep(30)  # "hang"
+        return self.inner.step(action)
+
+    def close(self):
+        self.inner.close()
+
+
+@dataclass(frozen=True)
+class FaultyEnvFactory:
+    """Picklable, for the process executor."""
+
+    mode: str
+    bad_episode: str
+    counter: str
+
+    @classmethod
+    def create(cls, tmp_path, mode: str, bad_episode: str, failures: int) -> "FaultyEnvFactory":
+        path = tmp_path / f"failures-{mode}-{failures}"
+        path.write_text(str(failures))
+        return cls(mode, bad_episode, str(path))
+
+    def __call__(self):
+        from envs.eb_alfred.suite import EBAlfredSuite
+
+        inner = EBAlfredSuite(render=False, generated_per_split=40).make_env()
+        return FaultyEnv(inner, self.mode, self.bad_episode, self.counter)
+
+
+def first_ids(suite, n):
+    return [e.episode_id for e in suite.episodes(SPLIT)[:n]]
+
+
+def test_oracle_end_to_end_with_batched_calls(suite, tmp_path):
+    agent = CountingAgent(PLANNERS.build("oracle"))
+    with ResultStore(tmp_path) as store:
+        summary = Runner(spec(), suite, agent, store).run()
+        records = store.records()
+    assert summary.total == 8 and summary.finished == 8 and summary.errors == 0
+    assert len(records) == 8 and all(r.success for r in records)
+    assert all(r.gc_satisfied == r.gc_total > 0 for r in records)
+    assert all(r.steps > 0 and r.agent_calls >= 1 for r in records)
+    assert max(agent.batches) == 4  # one call served every waiting episode
+
+
+def test_resume_skips_recorded_episodes(suite, tmp_path):
+    with ResultStore(tmp_path) as store:
+        first = Runner(spec(limit=3), suite, PLANNERS.build("oracle"), store).run()
+        second = Runner(spec(limit=7), suite, PLANNERS.build("oracle"), store).run()
+        records = store.records()
+    assert first.run_id == second.run_id
+    assert (second.skipped, second.finished) == (3, 4)
+    assert len(records) == len({r.key for r in records}) == 7
+
+
+def test_run_identity_ignores_workers_but_not_agent_or_suite(suite):
+    agent = PLANNERS.build("oracle")
+    a = run_id_of(run_identity(spec(), suite, agent))
+    assert a == run_id_of(run_identity(spec(num_workers=8, batch_size=1, executor="process", limit=3), suite, agent))
+    assert a != run_id_of(run_identity(spec(variant="other"), suite, agent))
+    assert a != run_id_of(run_identity(spec(split="unseen"), suite, agent))
+
+
+def test_agent_exception_is_an_error_record_for_that_episode_only(suite, tmp_path):
+    bad = first_ids(suite, 3)[1]
+    agent = RaisingAgent(PLANNERS.build("oracle"), bad)
+    with ResultStore(tmp_path) as store:
+        summary = Runner(spec(limit=5), suite, agent, store).run()
+        records = {r.episode_id: r for r in store.records()}
+    assert summary.finished == 5 and summary.errors == 1
+    assert records[bad].error_kind == "agent" and "model server said no" in records[bad].error_message
+    assert not records[bad].success
+    assert all(r.success for k, r in records.items() if k != bad)
+
+
+def test_empty_plan_ends_episode(suite, tmp_path):
+    summary = Runner(spec(limit=2), suite, EmptyPlanAgent(PLANNERS.build("oracle")), None).run()
+    assert [r.termination for r in summary.records] == ["empty_plan", "empty_plan"]
+    assert not any(r.success for r in summary.records) and all(r.steps == 0 for r in summary.records)
+
+
+@pytest.mark.parametrize("executor", ["local", "process"])
+def test_simulator_fault_is_retried_then_recorded(suite, tmp_path, executor):
+    bad = first_ids(suite, 2)[0]
+    # one failure: the retry succeeds
+    factory = FaultyEnvFactory.create(tmp_path, "raise", bad, failures=1)
+    s = spec(limit=3, executor=executor, num_workers=2, max_retries=1)
+    summary = Runner(s, suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+    rec = {r.episode_id: r for r in summary.records}
+    assert rec[bad].attempts == 2
+    assert all(r.success for r in summary.records)
+    # always failing: an error record after max_retries, never a crash
+    factory = FaultyEnvFactory.create(tmp_path, "raise", bad, failures=10**6)
+    summary = Runner(s, suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+    rec = {r.episode_id: r for r in summary.records}
+    assert summary.finished == 3
+    assert rec[bad].error_kind == "env" and "simulator crashed" in rec[bad].error_message
+    assert rec[bad].attempts == 2
+    assert sum(r.success for r in summary.records) == 2
+
+
+def test_process_executor_kills_hung_episode_at_deadline(suite, tmp_path):
+    bad = first_ids(suite, 2)[1]
+    factory = FaultyEnvFactory.create(tmp_path, "hang", bad, failures=1)
+    s = spec(limit=3, executor="process", num_workers=2, episode_timeout_s=3.0)
+    t0 = time.monotonic()
+    summary = Runner(s, suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+    assert time.monotonic() - t0 < 25
+    rec = {r.episode_id: r for r in summary.records}
+    assert rec[bad].error_kind == "timeout"
+    assert sum(r.success for r in summary.records) == 2
+
+
+def test_process_and_local_executors_agree(suite):
+    from harness.executors import SuiteEnvFactory
+
+    local = Runner(spec(limit=6), suite, PLANNERS.build("random"), None).run()
+    factory = SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 40})
+    proc = Runner(spec(limit=6, executor="process", num_workers=2), suite, PLANNERS.build("random"), None,
+                  env_factory=factory).run()
+
+    def key(summary):
+        return sorted((r.episode_id, r.success, r.steps, r.gc_satisfied, r.invalid_actions) for r in summary.records)
+
+    assert key(local) == key(proc)

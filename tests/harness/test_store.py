@@ -1,0 +1,80 @@
+import sqlite3
+
+import pytest
+
+from harness.store import ResultStore, StoreError
+from harness.types import EpisodeRecord, RunSpec
+
+SPEC = RunSpec(suite="s", split="a", agent="oracle", variant="v")
+
+
+def rec(ep: str, **kw) -> EpisodeRecord:
+    base = dict(run_id="r1", variant="v", suite="s", split="a", episode_id=ep, seed=0)
+    base.update(kw)
+    return EpisodeRecord(**base)
+
+
+def test_roundtrip_and_resume_keys(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {"x": 1}, {"git": {}})
+        assert store.add(rec("e1", success=True, gc_satisfied=1, gc_total=1, extra={"k": [1]}))
+        assert store.add(rec("e2", error_kind="env", error_message="boom"))
+        assert store.completed_keys("r1") == {("s", "a", "e1", 0)}
+        back = {r.episode_id: r for r in store.records()}
+    assert back["e1"].success is True and back["e1"].extra == {"k": [1]}
+    assert back["e2"].error_kind == "env"
+    assert (tmp_path / "results.sqlite").is_file()
+    assert sqlite3.connect(tmp_path / "results.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_completed_rows_never_duplicated_or_overwritten(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        assert store.add(rec("e1", success=True))
+        assert not store.add(rec("e1", success=False))
+        assert len(store.records()) == 1 and store.records()[0].success
+
+
+def test_error_row_replaced_when_episode_finishes(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        store.add(rec("e1", error_kind="timeout"))
+        assert store.add(rec("e1", success=True, attempts=2))
+        (only,) = store.records()
+    assert only.error_kind is None and only.success and only.attempts == 2
+
+
+def test_sessions_keep_provenance_of_every_invocation(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {"n": 1})
+        store.begin_run("r1", SPEC, {}, {"n": 2})
+        assert [p["n"] for p in store.provenance("r1")] == [1, 2]
+        assert int(store.runs()["sessions"].iloc[0]) == 2
+
+
+def test_latest_frame_leaves_out_superseded_runs(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.begin_run("old", SPEC, {}, {})
+        store.add(rec("e1", run_id="old", success=False))
+        store.begin_run("new", SPEC, {"prompt": 2}, {})
+        store.add(rec("e1", run_id="new", success=True))
+        df, notes = store.latest_frame()
+    assert df["run_id"].tolist() == ["new"]
+    assert len(notes) == 1 and "old" in notes[0]
+
+
+def test_readonly_missing_or_garbage_store_is_a_clear_error(tmp_path):
+    with pytest.raises(StoreError, match="no result store"):
+        ResultStore(tmp_path / "nope", readonly=True)
+    bad = tmp_path / "results.sqlite"
+    bad.write_text("not a database")
+    with pytest.raises(StoreError, match="cannot read"):
+        ResultStore(tmp_path, readonly=True)
+
+
+def test_newer_schema_refused(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store._db.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
+        store._db.commit()
+    with pytest.raises(StoreError, match="schema version 999"):
+        ResultStore(tmp_path, readonly=True)

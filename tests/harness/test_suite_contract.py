@@ -1,0 +1,119 @@
+"""One contract every registered suite passes (like Gymnasium's check_env over all specs):
+reset/step types, documented info keys, determinism under a seed, step limits honoured.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.catalog import PLANNERS, SUITES
+from harness.interfaces import AgentRequest, EpisodeEnv, Suite
+from harness.types import (
+    INFO_ACTION_OK,
+    INFO_GC_SATISFIED,
+    INFO_GC_TOTAL,
+    INFO_INVALID_ACTIONS,
+    INFO_SUCCESS,
+    EpisodeSpec,
+)
+
+#: How to build each suite without external data, a split that needs none,
+#: and a baseline agent that acts through the public interface. A suite
+#: registered without an entry here fails the first test.
+CONTRACT = {
+    "eb_alfred": dict(params={"render": True, "generated_per_split": 6}, split="seen", agent="random"),
+}
+
+
+def test_every_registered_suite_has_a_contract_entry():
+    assert set(SUITES.names()) == set(CONTRACT)
+
+
+@pytest.fixture(params=sorted(CONTRACT), scope="module")
+def case(request):
+    entry = CONTRACT[request.param]
+    return request.param, SUITES.build(request.param, **entry["params"]), entry
+
+
+def _json(obj) -> str:
+    return json.dumps(obj, sort_keys=True)
+
+
+def test_suite_protocol(case):
+    name, suite, entry = case
+    assert isinstance(suite, Suite)
+    assert suite.name == name and isinstance(suite.version, str) and suite.version
+    protocol = suite.protocol()
+    _json(dict(protocol))  # JSON-serialisable: hashed into the run identity
+    assert isinstance(protocol["max_steps"], int) and protocol["max_steps"] > 0
+    assert entry["split"] in suite.splits()
+    episodes = suite.episodes(entry["split"])
+    assert episodes and all(isinstance(e, EpisodeSpec) and e.suite == name for e in episodes)
+    assert len({e.key for e in episodes}) == len(episodes)
+    assert [e.key for e in suite.episodes(entry["split"])] == [e.key for e in episodes]  # stable order
+    for e in episodes:
+        _json(dict(e.metadata))
+    with pytest.raises(KeyError):
+        suite.episodes("no-such-split")
+
+
+def _check_info(info):
+    assert isinstance(info[INFO_SUCCESS], bool)
+    assert isinstance(info[INFO_GC_SATISFIED], int) and isinstance(info[INFO_GC_TOTAL], int)
+    assert 0 <= info[INFO_GC_SATISFIED] <= info[INFO_GC_TOTAL] or info[INFO_GC_TOTAL] == 0
+    assert isinstance(info[INFO_INVALID_ACTIONS], int)
+
+
+def _rollout(suite, spec, agent_name):
+    env = suite.make_env()
+    assert isinstance(env, EpisodeEnv)
+    agent = PLANNERS.build(agent_name)
+    obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": agent.privileged})
+    _check_info(info)
+    agent.reset(spec)
+    trace, history = [], []
+    max_steps = suite.protocol()["max_steps"]
+    for _ in range(max_steps + 5):
+        (plan,) = agent.act([AgentRequest(spec, obs, info, tuple(history))])
+        assert plan, "baseline agent returned an empty plan"
+        obs, reward, terminated, truncated, info = env.step(plan[0])
+        assert isinstance(reward, float) and isinstance(terminated, bool) and isinstance(truncated, bool)
+        _check_info(info)
+        assert isinstance(info[INFO_ACTION_OK], bool)
+        history.append((plan[0], info.get("feedback", "")))
+        trace.append((plan[0], reward, terminated, truncated, _json({k: v for k, v in info.items()
+                                                                      if k != "privileged_state"})))
+        if terminated or truncated:
+            break
+    env.close()
+    return trace
+
+
+def test_reset_step_types_and_step_limit(case):
+    _, suite, entry = case
+    spec = suite.episodes(entry["split"])[0]
+    trace = _rollout(suite, spec, entry["agent"])
+    assert trace[-1][2] or trace[-1][3], "episode never ended"
+    assert len(trace) <= suite.protocol()["max_steps"]
+
+
+def test_deterministic_under_seed(case):
+    _, suite, entry = case
+    for spec in suite.episodes(entry["split"])[:3]:
+        assert _rollout(suite, spec, entry["agent"]) == _rollout(suite, spec, entry["agent"])
+
+
+def test_invalid_actions_are_feedback_not_exceptions(case):
+    _, suite, entry = case
+    spec = suite.episodes(entry["split"])[0]
+    env = suite.make_env()
+    env.reset(seed=spec.seed, options={"episode": spec})
+    for bad in ("", "fly to the moon", 10**9, None, "{'action_id': 3"):
+        _, _, terminated, truncated, info = env.step(bad)
+        assert info[INFO_ACTION_OK] is False and info["feedback"]
+        if terminated or truncated:
+            break
+    assert info[INFO_INVALID_ACTIONS] >= 1
+    env.close()
