@@ -140,8 +140,9 @@ def _draw_tiles(world: World, draw: ImageDraw.ImageDraw, font: ImageFont.ImageFo
         draw.rectangle((cx + 2, cy + 2, cx + w - 2, cy + h - 2), fill=_colour(o.type), outline=outline, width=2)
         draw.text((cx + 4, cy + 3), k[: max(3, w // 6)], fill=(0, 0, 0), font=font)
         marks = [(o.heated, (230, 60, 30)), (o.cooled, (60, 120, 230)), (o.cleaned, (240, 240, 255))]
-        for j, (flag, colour) in enumerate(m for m in marks):
+        for j, (flag, colour) in enumerate(marks):
             if flag:
                 draw.rectangle((cx + 4 + 8 * j, cy + h - 10, cx + 10 + 8 * j, cy + h - 4), fill=colour)
-        if o.receptacle and world.contents(k):
-            draw.text((cx + 4, cy + h // 2), f"+{len(world.contents(k))}", fill=(0, 0, 0), font=font)
+        inner = world.contents(k) if o.receptacle else []
+        if inner:
+            draw.text((cx + 4, cy + h // 2), f"+{len(inner)}", fill=(0, 0, 0), font=font)
