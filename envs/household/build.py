@@ -68,8 +68,8 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None) -> Wor
 
     With a task, the floor plan must have every type the task needs
     (:func:`required_types`), else :class:`SceneError`; the task's objects are
-    placed outside any receptacle of the parent type, so the goal is unmet at
-    reset.
+    placed outside any receptacle of the parent type (on the floor when no
+    other receptacle allows them), so the goal is unmet at reset.
     """
     consts = alfred_constants()
     inv = floor_plan_inventory(floor_plan)
@@ -112,13 +112,10 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None) -> Wor
         else:
             n = rng.randint(1, consts.max_num_of_obj_instances)
         candidates = [r for r in statics if t in vro[r.type]]
-        if _goal_relevant(t, task) and task is not None and task.parent_target:
+        if task is not None and task.parent_target and _goal_relevant(t, task):
+            # Outside the parent; with no other allowed receptacle (a Plunger whose only
+            # allowed receptacle is the task's Cabinet) it starts on the floor.
             candidates = [r for r in candidates if task.parent_target not in r.type]
-            if not candidates and t in (task.object_target, task.mrecep_target):
-                raise SceneError(
-                    f"FloorPlan{floor_plan}: no receptacle other than a {task.parent_target} "
-                    f"may hold a {t} (ALFRED VAL_RECEPTACLE_OBJECTS), so the task would start solved or unsolvable"
-                )
         for _ in range(n):
             parent = rng.choice(candidates).id if candidates else None
             o = Obj(new_id(t), t, parent, receptacle=t in vro, openable=t in openable,
