@@ -1,0 +1,1 @@
+"""EB-ALFRED (EmbodiedBench): skill-language planning on ALFRED household tasks."""
