@@ -10,7 +10,7 @@ from harness.registry import Registry
 
 SUITES = Registry("suite")
 PLANNERS = Registry("planner")
-POLICIES = Registry("policy")
+POLICIES = Registry("policy", "policies")
 EXECUTORS = Registry("executor")
 
 SUITES.register(

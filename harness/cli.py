@@ -209,7 +209,7 @@ def _cmd_list() -> int:
     from harness.config import CONFIG_DIR
 
     for registry in (SUITES, PLANNERS, POLICIES, EXECUTORS):
-        print(f"{registry.kind}s:")
+        print(f"{registry.plural}:")
         for entry in registry.entries():
             print(f"  {entry.name:<18} {entry.summary}")
         if not registry.names():

@@ -134,10 +134,24 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _hint(exc: BaseException) -> str:
+    import difflib
+    import re
+
+    from hydra.errors import OverrideParseException
+
     line = _first_line(exc)
-    if "Could not find" in line or "not found in the defaults list" in line:
-        groups = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir())
-        return f"{line} (config groups: {', '.join(groups)}; `harness list` shows the choices)"
-    if "Could not override" in line or "Key '" in line:
-        return f"{line} (append with +key=value to add a new key)"
+    if isinstance(exc, OverrideParseException):
+        return f"bad override: {line}"
+    full_key = getattr(exc, "full_key", None)
+    if full_key:
+        return f"{full_key}: {line}"
+    missing = re.search(r"Could not find '([\w-]+)/([^']+)'", line)
+    if missing:
+        group, name = missing.groups()
+        choices = sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+        close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
+        hint = f"did you mean {group}={close[0]}? " if close else ""
+        return f"unknown {group} {name!r}: {hint}(choices: {', '.join(choices)}; `harness list` describes them)"
+    if "Could not override" in line:
+        return f"{line} It is not a config key (`+key=value` adds a new one)."
     return line

@@ -29,8 +29,9 @@ class Entry:
 
 
 class Registry:
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, plural: str | None = None):
         self.kind = kind
+        self.plural = plural or f"{kind}s"
         self._entries: dict[str, Entry] = {}
 
     def register(self, name: str, target: str, summary: str = "") -> None:
