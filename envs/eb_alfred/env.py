@@ -1,0 +1,168 @@
+"""The EB-ALFRED episode env (gymnasium-style) on the household backend.
+
+Episode rules (EmbodiedBench EBAlfEnv.py / eb_alfred_evaluator.py):
+
+- ``step(action)`` takes a skill string or an action id into the scene's list.
+- A well-formed skill runs in the backend and counts as an env step; if it fails
+  it also counts as an invalid action, with feedback "Last action is invalid. <reason>".
+- Anything that is not an action of the skill language (unknown text, an
+  out-of-range id, a non-string) is an invalid action *without* an env step:
+  in EmbodiedBench such output never reaches the env (the planner's
+  ``json_to_action`` returns -1 and the evaluator adds one invalid action).
+- The episode ends on success (terminated), at 10 invalid actions (terminated,
+  "max_invalid") or after 30 env steps (truncated, "max_steps").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from envs.eb_alfred.episodes import task_from_metadata
+from envs.eb_alfred.executor import ExecutorState, SkillExecutor
+from envs.eb_alfred.expert import expert_plan
+from envs.eb_alfred.protocol import (
+    FEEDBACK_INVALID_PREFIX, FEEDBACK_SUCCESS, MAX_INVALID_ACTIONS, MAX_STEPS, TERM_MAX_INVALID, TERM_MAX_STEPS,
+    TERM_SUCCESS,
+)
+from envs.eb_alfred.skills import SceneVocabulary, Skill, parse_skill
+from envs.household import TaskSpec, World, build_world, describe, goal_conditions_met, render
+from harness.types import (
+    INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
+    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
+)
+
+#: Extra info keys of this env.
+INFO_ENV_STEPS = "env_steps"
+INFO_ACTION = "action"
+
+
+class EBAlfredEnv:
+    """One EB-ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``."""
+
+    def __init__(self, backend: str = "household", render_images: bool = True, image_size: int = 224) -> None:
+        if backend != "household":
+            raise ValueError(f"EB-ALFRED backend {backend!r} is not available here; use 'household'")
+        self.backend = backend
+        self.render_images = render_images
+        self.image_size = image_size
+        self._executor: SkillExecutor | None = None
+        self._spec: EpisodeSpec | None = None
+        self._task: TaskSpec | None = None
+        self._privileged = False
+        self._steps = 0
+        self._invalid = 0
+        self._done = False
+        self._termination: str | None = None
+        self._expert_length: int | None = None
+
+    # --- gymnasium API ------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
+        """Start the episode ``options["episode"]``; raises ValueError/SceneError if it cannot be built."""
+        options = dict(options or {})
+        spec = options.get("episode")
+        if not isinstance(spec, EpisodeSpec):
+            raise ValueError("EBAlfredEnv.reset needs options={'episode': EpisodeSpec}")
+        task = task_from_metadata(spec.metadata)
+        floor_plan = int(spec.metadata["floor_plan"])
+        world_seed = spec.seed if seed is None else int(seed)
+        world = build_world(floor_plan, world_seed, task)  # SceneError names what is missing
+        self._executor = SkillExecutor(world, SceneVocabulary(world), ExecutorState())
+        self._spec, self._task = spec, task
+        self._privileged = bool(options.get("privileged", False))
+        self._steps = self._invalid = 0
+        self._done = False
+        self._termination = None
+        plan = expert_plan(self._executor, task)
+        self._expert_length = len(plan) if plan is not None else None
+        return self._observation(), self._info(action_ok=True, feedback="")
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        if self._executor is None or self._task is None:
+            raise RuntimeError("call reset() before step()")
+        if self._done:
+            raise RuntimeError("the episode has ended; call reset()")
+        skill, text = self._to_skill(action)
+        if skill is None:
+            self._invalid += 1
+            ok, feedback = False, FEEDBACK_INVALID_PREFIX + (
+                f"'{text}' is not a valid action. Choose an action from the available action list.")
+        else:
+            self._steps += 1
+            res = self._executor.execute(skill)
+            ok = res.ok
+            if ok:
+                feedback = FEEDBACK_SUCCESS
+            else:
+                self._invalid += 1
+                feedback = FEEDBACK_INVALID_PREFIX + res.message
+        s, ts = goal_conditions_met(self.world, self._task)
+        success = s == ts
+        terminated = truncated = False
+        if success:
+            terminated, self._termination = True, TERM_SUCCESS
+        elif self._invalid >= MAX_INVALID_ACTIONS:
+            terminated, self._termination = True, TERM_MAX_INVALID
+        elif self._steps >= MAX_STEPS:
+            truncated, self._termination = True, TERM_MAX_STEPS
+        self._done = terminated or truncated
+        info = self._info(action_ok=ok, feedback=feedback, gc=(s, ts))
+        info[INFO_ACTION] = skill.text if skill is not None else text
+        return self._observation(), float(success), terminated, truncated, info
+
+    def close(self) -> None:
+        self._executor = None
+
+    # --- helpers ------------------------------------------------------------------
+    @property
+    def world(self) -> World:
+        assert self._executor is not None
+        return self._executor.world
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """The scene's numbered action list (index = action id)."""
+        assert self._executor is not None
+        return self._executor.vocab.actions
+
+    def _to_skill(self, action: Any) -> tuple[Skill | None, str]:
+        actions = self.actions
+        if isinstance(action, bool):
+            return None, repr(action)
+        if isinstance(action, int):
+            if 0 <= action < len(actions):
+                return parse_skill(actions[action]), actions[action]
+            return None, f"action id {action}"
+        if isinstance(action, str):
+            text = action.strip()
+            skill = parse_skill(text)
+            return skill, text[:200]
+        return None, repr(action)[:200]
+
+    def _observation(self) -> dict[str, Any]:
+        assert self._spec is not None
+        world = self.world
+        return {
+            "text": describe(world),
+            "image": render(world, size=self.image_size) if self.render_images else None,
+            "actions": list(self.actions),
+            "instruction": self._spec.instruction,
+        }
+
+    def _info(self, *, action_ok: bool, feedback: str, gc: tuple[int, int] | None = None) -> dict[str, Any]:
+        assert self._task is not None
+        s, ts = gc if gc is not None else goal_conditions_met(self.world, self._task)
+        info: dict[str, Any] = {
+            INFO_SUCCESS: s == ts,
+            INFO_GC_SATISFIED: s,
+            INFO_GC_TOTAL: ts,
+            INFO_INVALID_ACTIONS: self._invalid,
+            INFO_EXPERT_LENGTH: self._expert_length,
+            INFO_TASK_TYPE: self._task.task_type,
+            INFO_ACTION_OK: action_ok,
+            INFO_FEEDBACK: feedback,
+            INFO_TERMINATION: self._termination,
+            INFO_ENV_STEPS: self._steps,
+        }
+        if self._privileged:
+            info[INFO_PRIVILEGED] = self.world.copy()
+        return info

@@ -1,0 +1,203 @@
+"""The six official EB-ALFRED subsets, read in place from EmbodiedBench's data folder.
+
+``<data_dir>/splits/splits.json`` maps each subset to 50 entries
+``{"task": "<task_type>-<Object>-<MRecep>-<Parent>-<scene>/trial_...", "repeat_idx": k,
+"instruction": "..."}``. ALFRED names task folders after ``pddl_params``: a sliced
+target is written ``<Object>Sliced`` (``pick_heat_then_place_in_recep-AppleSliced-...``,
+pddl_params ``object_target="Apple", object_sliced=True``); for
+look_at_obj_in_light the parent slot holds the lamp (``toggle_target``; the
+pddl ``parent_target`` is empty); unused slots are ``None``.
+
+When ``<data_dir>/trajectories/<task>/pp/ann_<k>.json`` exists its ``pddl_params``
+are used; otherwise they are derived from the task path. Metadata records which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from envs.household import TaskSpec
+from envs.household.constants import TASK_TYPES
+from envs.eb_alfred.protocol import DATA_ENV_VAR, OFFICIAL_SPLITS
+from harness.types import EpisodeSpec
+
+SUITE_NAME = "eb_alfred"
+
+
+class EpisodeDataError(ValueError):
+    """The EB-ALFRED data files are malformed."""
+
+
+@dataclass(frozen=True)
+class TaskPath:
+    """A parsed ALFRED task path."""
+
+    task_type: str
+    object_target: str
+    object_sliced: bool
+    mrecep_target: str
+    parent_slot: str
+    floor_plan: int
+    trial: str
+
+    def task_spec(self) -> TaskSpec:
+        if self.task_type == "look_at_obj_in_light":
+            return TaskSpec(self.task_type, self.object_target, "", toggle_target=self.parent_slot,
+                            object_sliced=self.object_sliced)
+        return TaskSpec(self.task_type, self.object_target, self.parent_slot,
+                        mrecep_target=self.mrecep_target, object_sliced=self.object_sliced)
+
+
+def parse_task_path(task: str) -> TaskPath:
+    """Parse ``<task_type>-<Object>-<MRecep>-<Parent>-<scene>/<trial>``; ValueError names the problem."""
+    if not isinstance(task, str) or "/" not in task:
+        raise EpisodeDataError(f"task path {task!r} is not '<task folder>/<trial>'")
+    folder, _, trial = task.partition("/")
+    parts = folder.split("-")
+    if len(parts) != 5:
+        raise EpisodeDataError(
+            f"task folder {folder!r} should have 5 '-'-separated fields "
+            "(<task_type>-<Object>-<MRecep>-<Parent>-<scene_num>)")
+    task_type, obj, mrecep, parent, scene = parts
+    if task_type not in TASK_TYPES:
+        raise EpisodeDataError(f"task folder {folder!r}: unknown ALFRED task type {task_type!r}")
+    if not scene.isdigit():
+        raise EpisodeDataError(f"task folder {folder!r}: scene number {scene!r} is not an integer")
+    sliced = obj.endswith("Sliced")
+    return TaskPath(
+        task_type=task_type,
+        object_target=obj[: -len("Sliced")] if sliced else obj,
+        object_sliced=sliced,
+        mrecep_target="" if mrecep == "None" else mrecep,
+        parent_slot="" if parent == "None" else parent,
+        floor_plan=int(scene),
+        trial=trial,
+    )
+
+
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The data folder: the argument, else ``$EB_ALFRED_DATA_DIR``, else None."""
+    chosen = data_dir if data_dir not in (None, "") else os.environ.get(DATA_ENV_VAR) or None
+    return Path(chosen).expanduser() if chosen else None
+
+
+def missing_data_message(path: Path | None) -> str:
+    where = f"'{path}' has no splits/splits.json" if path else "no EB-ALFRED data folder is set"
+    return (
+        f"{where}. The official EB-ALFRED subsets need EmbodiedBench's data folder "
+        "(embodiedbench/envs/eb_alfred/data in the EmbodiedBench repository: splits/splits.json, "
+        "and optionally json_2.1.0 trajectories as trajectories/<task>/pp/ann_<k>.json). "
+        f"Point the suite at it with EBAlfredSuite(data_dir=...) (config: suite.params.data_dir) "
+        f"or the environment variable {DATA_ENV_VAR}. The generated splits 'seen'/'unseen' need no data."
+    )
+
+
+def splits_file(data_dir: Path | None) -> Path:
+    """``<data_dir>/splits/splits.json``; FileNotFoundError with instructions when absent."""
+    if data_dir is None or not (data_dir / "splits" / "splits.json").is_file():
+        raise FileNotFoundError(missing_data_message(data_dir))
+    return data_dir / "splits" / "splits.json"
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _trajectory_params(data_dir: Path, task: str, repeat_idx: int) -> tuple[dict[str, Any] | None, str | None]:
+    """``pddl_params`` and ``task_type`` from the trajectory file, if present."""
+    path = data_dir / "trajectories" / task / "pp" / f"ann_{repeat_idx}.json"
+    if not path.is_file():
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            traj = json.load(fh)
+        params = dict(traj["pddl_params"])
+        return params, str(traj.get("task_type", ""))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EpisodeDataError(f"trajectory file {path} is malformed: {exc}") from exc
+
+
+def task_spec_from_params(params: Mapping[str, Any], task_type: str) -> TaskSpec:
+    """A TaskSpec from ALFRED ``pddl_params``."""
+    return TaskSpec(
+        task_type=task_type,
+        object_target=str(params.get("object_target") or ""),
+        parent_target=str(params.get("parent_target") or ""),
+        mrecep_target=str(params.get("mrecep_target") or ""),
+        toggle_target=str(params.get("toggle_target") or ""),
+        object_sliced=bool(params.get("object_sliced", False)),
+    )
+
+
+def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSpec:
+    where = f"{split}[{index}]"
+    if not isinstance(entry, Mapping):
+        raise EpisodeDataError(f"splits.json {where} is not an object")
+    missing = [k for k in ("task", "repeat_idx", "instruction") if k not in entry]
+    if missing:
+        raise EpisodeDataError(f"splits.json {where} lacks {', '.join(missing)}")
+    task = entry["task"]
+    try:
+        repeat_idx = int(entry["repeat_idx"])
+    except (TypeError, ValueError) as exc:
+        raise EpisodeDataError(f"splits.json {where}: repeat_idx {entry['repeat_idx']!r} is not an int") from exc
+    parsed = parse_task_path(task)
+    params, traj_type = _trajectory_params(data_dir, task, repeat_idx)
+    if params is not None:
+        spec = task_spec_from_params(params, traj_type or parsed.task_type)
+        source = "trajectory"
+    else:
+        spec = parsed.task_spec()
+        source = "task_path"
+    metadata = {
+        "subset": split,
+        "style": split,
+        "task": task,
+        "repeat_idx": repeat_idx,
+        "floor_plan": parsed.floor_plan,
+        "task_type": spec.task_type,
+        "pddl_params": {
+            "object_target": spec.object_target, "parent_target": spec.parent_target,
+            "mrecep_target": spec.mrecep_target, "toggle_target": spec.toggle_target,
+            "object_sliced": spec.object_sliced,
+        },
+        "pddl_source": source,
+    }
+    return EpisodeSpec(SUITE_NAME, split, f"{split}/{index:02d}", 0, str(entry["instruction"]), metadata)
+
+
+def load_official(data_dir: Path | None) -> dict[str, list[EpisodeSpec]]:
+    """All six subsets from ``<data_dir>/splits/splits.json``, in file order.
+
+    Raises FileNotFoundError (with instructions) without data and
+    :class:`EpisodeDataError` for malformed files.
+    """
+    path = splits_file(data_dir)
+    assert data_dir is not None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = json.load(fh)
+    except ValueError as exc:
+        raise EpisodeDataError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(raw, Mapping):
+        raise EpisodeDataError(f"{path} should map subset names to episode lists")
+    out: dict[str, list[EpisodeSpec]] = {}
+    for split in OFFICIAL_SPLITS:
+        entries = raw.get(split)
+        if not isinstance(entries, list):
+            raise EpisodeDataError(f"{path} has no episode list for subset {split!r}")
+        out[split] = [_entry_spec(data_dir, split, i, e) for i, e in enumerate(entries)]
+    return out
+
+
+def task_from_metadata(metadata: Mapping[str, Any]) -> TaskSpec:
+    """Rebuild the TaskSpec an EpisodeSpec describes (ValueError if malformed)."""
+    try:
+        return task_spec_from_params(metadata["pddl_params"], metadata["task_type"])
+    except KeyError as exc:
+        raise EpisodeDataError(f"episode metadata lacks {exc}") from exc

@@ -1,0 +1,56 @@
+"""The oracle planner: plans in EB-ALFRED's skill language from the true state.
+
+Privileged: it reads ``info["privileged_state"]`` (a copy of the household
+World) and asks the suite's skill-level expert for the shortest plan that
+reaches the goal from there, so asking again after a failure replans from the
+current state. An upper bound for planners, and a check that episodes are solvable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from envs.eb_alfred.executor import ExecutorState, SkillExecutor
+from envs.eb_alfred.expert import expert_plan
+from envs.eb_alfred.skills import SceneVocabulary
+from envs.household import World
+from harness.interfaces import AgentRequest
+from harness.types import INFO_PRIVILEGED, EpisodeSpec
+
+ORACLE_VERSION = "1"
+
+
+class OraclePlanner:
+    """Privileged planner: whole expert plans from the current true state."""
+
+    name = "oracle"
+    privileged = True
+
+    def __init__(self, max_plan_length: int = 60, **_: Any) -> None:
+        self.max_plan_length = int(max_plan_length)
+        # Instance names are fixed when an episode starts, so the vocabulary is
+        # built from the first state seen in each episode.
+        self._vocab: dict[tuple, SceneVocabulary] = {}
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"name": self.name, "version": ORACLE_VERSION, "max_plan_length": self.max_plan_length}
+
+    def reset(self, episode: EpisodeSpec) -> None:
+        self._vocab.pop(episode.key, None)
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[Sequence[Any]]:
+        return [self._plan(r) for r in requests]
+
+    def _plan(self, request: AgentRequest) -> list[str]:
+        world = request.info.get(INFO_PRIVILEGED)
+        if not isinstance(world, World):
+            raise ValueError("the oracle planner needs info['privileged_state'] (reset with privileged=True)")
+        if world.task is None:
+            raise ValueError("the privileged world carries no task")
+        key = request.episode.key
+        vocab = self._vocab.get(key)
+        if vocab is None:
+            vocab = self._vocab[key] = SceneVocabulary(world)
+        executor = SkillExecutor(world.copy(), vocab, ExecutorState())
+        plan = expert_plan(executor, world.task, max_len=self.max_plan_length)
+        return list(plan) if plan else []
