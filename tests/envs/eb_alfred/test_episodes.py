@@ -1,0 +1,125 @@
+"""Official subsets from EmbodiedBench data; generated splits; the suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envs.eb_alfred.episodes import EpisodeDataError, load_official, parse_task_path
+from envs.eb_alfred.generator import floor_plans, generate
+from envs.eb_alfred.protocol import (
+    EPISODES_PER_SUBSET, OFFICIAL_SPLITS, STYLES, TEST_UNSEEN_FLOOR_PLANS, VALID_UNSEEN_FLOOR_PLANS,
+)
+from envs.eb_alfred.suite import EBAlfredSuite
+from envs.household import TaskSpec, all_floor_plans, alfred_constants, floor_plan_inventory
+from harness.interfaces import Suite
+
+
+def test_parse_task_path_sliced_and_look_at() -> None:
+    p = parse_task_path("pick_heat_then_place_in_recep-AppleSliced-None-GarbageCan-11/trial_T1")
+    assert p.task_spec() == TaskSpec("pick_heat_then_place_in_recep", "Apple", "GarbageCan", object_sliced=True)
+    assert p.floor_plan == 11 and p.trial == "trial_T1"
+    p = parse_task_path("look_at_obj_in_light-Pillow-None-FloorLamp-223/trial_T2")
+    assert p.task_spec() == TaskSpec("look_at_obj_in_light", "Pillow", "", toggle_target="FloorLamp")
+    p = parse_task_path("pick_and_place_with_movable_recep-Spoon-Cup-SinkBasin-6/trial_T3")
+    assert p.task_spec().mrecep_target == "Cup"
+
+
+@pytest.mark.parametrize("bad", ["no-slash", "pick_and_place_simple-Book-Sofa-229/trial",
+                                 "jump_around-Book-None-Sofa-229/trial", "pick_and_place_simple-Book-None-Sofa-x/t"])
+def test_parse_task_path_rejects_malformed(bad: str) -> None:
+    with pytest.raises(EpisodeDataError):
+        parse_task_path(bad)
+
+
+def test_official_splits_load(data_dir: Path) -> None:
+    official = load_official(data_dir)
+    assert tuple(official) == OFFICIAL_SPLITS
+    for split, eps in official.items():
+        assert len(eps) == EPISODES_PER_SUBSET
+        assert [e.episode_id for e in eps] == [f"{split}/{i:02d}" for i in range(50)]
+    first = official["base"][0]
+    assert first.instruction == "Rinse off a ladle and move it to the table."
+    assert first.metadata["task_type"] == "pick_clean_then_place_in_recep"
+    assert first.metadata["floor_plan"] == 4
+    assert {e.metadata["task_type"] for e in official["long_horizon"]} <= {
+        "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"}
+    sources = {e.metadata["pddl_source"] for eps in official.values() for e in eps}
+    assert sources == {"trajectory", "task_path"}
+    from_traj = [e for eps in official.values() for e in eps if e.metadata["pddl_source"] == "trajectory"]
+    assert any(e.metadata["pddl_params"]["mrecep_target"] == "Cup" for e in from_traj)
+
+
+def test_official_split_without_data_says_how_to_fix(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("EB_ALFRED_DATA_DIR", raising=False)
+    suite = EBAlfredSuite(data_dir=None, generated_per_split=0)
+    with pytest.raises(FileNotFoundError, match="EB_ALFRED_DATA_DIR") as err:
+        suite.episodes("base")
+    assert "data_dir" in str(err.value) and "EmbodiedBench" in str(err.value)
+    with pytest.raises(FileNotFoundError):
+        EBAlfredSuite(data_dir=str(tmp_path)).episodes("spatial")
+    assert suite.protocol()["splits_sha256"] is None
+
+
+def test_malformed_splits_file_gives_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "splits").mkdir()
+    path = tmp_path / "splits" / "splits.json"
+    path.write_text("{not json")
+    with pytest.raises(EpisodeDataError, match="not valid JSON"):
+        load_official(tmp_path)
+    path.write_text(json.dumps({s: [] for s in OFFICIAL_SPLITS[:-1]}))
+    with pytest.raises(EpisodeDataError, match="long_horizon"):
+        load_official(tmp_path)
+    bad = {s: [{"task": "pick_and_place_simple-Book-None-Sofa-229/t", "repeat_idx": 0}] for s in OFFICIAL_SPLITS}
+    path.write_text(json.dumps(bad))
+    with pytest.raises(EpisodeDataError, match="instruction"):
+        load_official(tmp_path)
+    bad = {s: [{"task": "broken", "repeat_idx": 0, "instruction": "x"}] for s in OFFICIAL_SPLITS}
+    path.write_text(json.dumps(bad))
+    with pytest.raises(EpisodeDataError, match="broken"):
+        load_official(tmp_path)
+
+
+def test_suite_protocol_and_splits(data_dir: Path) -> None:
+    suite = EBAlfredSuite(data_dir=str(data_dir), render=False, generated_per_split=6)
+    assert isinstance(suite, Suite)
+    assert suite.name == "eb_alfred" and suite.version
+    assert tuple(suite.splits()) == (*OFFICIAL_SPLITS, "seen", "unseen")
+    proto = suite.protocol()
+    assert proto["max_steps"] == 30 and proto["max_invalid_actions"] == 10 and proto["backend"] == "household"
+    assert len(proto["splits_sha256"]) == 64
+    json.dumps(proto)
+    assert len(suite.episodes("visual_appearance")) == 50
+    assert len(suite.episodes("seen")) == 6
+    with pytest.raises(KeyError):
+        suite.episodes("nope")
+
+
+def test_generated_splits_floor_plans() -> None:
+    assert VALID_UNSEEN_FLOOR_PLANS == (10, 219, 308, 424)
+    assert floor_plans("unseen") == VALID_UNSEEN_FLOOR_PLANS
+    seen = floor_plans("seen")
+    assert len(seen) == 108  # ALFRED's train floor plans (oct21.json)
+    assert not set(seen) & (set(VALID_UNSEEN_FLOOR_PLANS) | set(TEST_UNSEEN_FLOOR_PLANS))
+    assert set(seen) | set(VALID_UNSEEN_FLOOR_PLANS) | set(TEST_UNSEEN_FLOOR_PLANS) == set(all_floor_plans())
+
+
+def test_generator_is_deterministic_and_valid() -> None:
+    a = generate("unseen", 14, seed=3)
+    b = generate("unseen", 14, seed=3)
+    assert a == b
+    assert generate("unseen", 14, seed=4) != a
+    consts = alfred_constants()
+    assert [e.episode_id for e in a] == [f"unseen/{i:03d}" for i in range(14)]
+    for e in a:
+        fp = e.metadata["floor_plan"]
+        assert fp in VALID_UNSEEN_FLOOR_PLANS
+        assert e.metadata["style"] in STYLES
+        room = floor_plan_inventory(fp).room_type
+        assert room in consts.goals_valid[e.metadata["task_type"]]
+        assert e.instruction and e.instruction[0].isupper()
+    assert {e.metadata["style"] for e in a} == set(STYLES)
+    seen = generate("seen", 10, seed=0)
+    assert all(e.metadata["floor_plan"] in floor_plans("seen") for e in seen)
