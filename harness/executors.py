@@ -25,12 +25,12 @@ from harness.types import INFO_ACTION_OK, INFO_FEEDBACK, EpisodeSpec
 EnvFactory = Callable[[], EpisodeEnv]
 
 
-@dataclass
+@dataclass(slots=True)
 class Transition:
     """Where an episode stands after a reset or a run of actions."""
 
     observation: Any = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] | None = None
     done: bool = False
     steps: int = 0
     history: list[tuple[Any, str]] = field(default_factory=list)
@@ -78,23 +78,25 @@ def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Tr
     """Execute ``actions`` open-loop until one fails, the episode ends, or time runs out."""
     out = Transition()
     history = out.history
+    step = env.step
+    obs = info = None
     for action in actions:
         try:
-            obs, _reward, terminated, truncated, info = env.step(action)
+            obs, _reward, terminated, truncated, info = step(action)
         except Exception:
             out.error = _error("env")
-            return out
-        out.steps += 1
-        out.observation, out.info = obs, info
+            break
         history.append((action, info.get(INFO_FEEDBACK, "")))
         if terminated or truncated:
             out.done = True
-            return out
+            break
         if info.get(INFO_ACTION_OK, True) is False:
             break
         if deadline is not None and time.monotonic() > deadline:
             out.error = ("timeout", "episode exceeded its wall-clock limit")
-            return out
+            break
+    out.steps = len(history)
+    out.observation, out.info = obs, info
     return out
 
 
@@ -127,7 +129,8 @@ class LocalExecutor:
         return out
 
     def advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> list[Transition]:
-        return [drive(self._env(slot), actions, deadline) for slot, actions, deadline in items]
+        envs = self._envs  # every slot in items was reset, so its env exists
+        return [drive(envs[slot], actions, deadline) for slot, actions, deadline in items]
 
     def discard(self, slot: int) -> None:
         """Drop a slot's env after a fault; the next reset builds a fresh one."""

@@ -40,11 +40,14 @@ class Suite(Protocol):
     #: Bumped whenever the suite's rules, episodes or scoring change.
     version: str
 
-    def protocol(self) -> Mapping[str, Any]:
-        """Constants that change results (step limits, backend, data hash...).
+    def protocol(self, split: str) -> Mapping[str, Any]:
+        """Constants that change the results of ``split`` (step limits, backend,
+        data hash...).
 
         Hashed into the run identity, so changing any of them starts a new run
-        instead of resuming an old one. Must be JSON-serialisable.
+        instead of resuming an old one. Per split, because limits can differ
+        between splits (LIBERO's max steps) and data files may back only some.
+        Must be JSON-serialisable and include ``max_steps``.
         """
         ...
 

@@ -43,7 +43,7 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "suite": suite.name,
         "suite_version": suite.version,
-        "protocol": dict(suite.protocol()),
+        "protocol": dict(suite.protocol(spec.split)),
         "split": spec.split,
         "agent": spec.agent,
         "agent_identity": dict(agent.identity()),
@@ -116,6 +116,7 @@ class Runner:
         self.on_start, self.on_record = on_start, on_record
         self.identity = run_identity(spec, suite, agent)
         self.run_id = run_id_of(self.identity)
+        self._writer: Any = None
 
     # ------------------------------------------------------------------
     def run(self) -> RunSummary:
@@ -134,10 +135,13 @@ class Runner:
             self.spec.executor, self.env_factory,
             num_workers=self.spec.num_workers, batch_size=self.spec.batch_size,
         )
+        self._writer = self.store.writer() if self.store is not None else None
         try:
             self._loop(executor, deque(_Live(e) for e in todo), summary)
         finally:
             executor.close()
+            if self._writer is not None:
+                self._writer.close()  # every finished episode committed before run() returns
         return summary
 
     # ------------------------------------------------------------------
@@ -170,27 +174,26 @@ class Runner:
 
             if not active:
                 continue
-            slots = list(active)
-            plans = self._decide([active[s] for s in slots])
+            waiting = list(active.items())
+            plans = self._decide([live for _, live in waiting])
             moves = []
-            for slot, plan in zip(slots, plans):
-                live = active[slot]
+            for (slot, live), plan in zip(waiting, plans):
                 live.agent_calls += 1
                 if isinstance(plan, BaseException):
                     del active[slot]
                     self._finish(slot, live, free, summary, error=("agent", _describe(plan)))
-                elif len(plan) == 0:
+                elif not plan:
                     del active[slot]
                     self._finish(slot, live, free, summary, termination=TERMINATION_EMPTY_PLAN)
                 else:
                     moves.append((slot, plan, live.deadline))
             if not moves:
                 continue
-            for (slot, _, _), tr in zip(moves, executor.advance(moves)):
+            for (slot, _, deadline), tr in zip(moves, executor.advance(moves)):
                 live = active[slot]
-                live.steps += tr.steps
-                live.history.extend(tr.history)
                 if tr.steps:
+                    live.steps += tr.steps
+                    live.history += tr.history
                     live.observation, live.info = tr.observation, tr.info
                 if tr.error:
                     del active[slot]
@@ -198,7 +201,7 @@ class Runner:
                 elif tr.done:
                     del active[slot]
                     self._finish(slot, live, free, summary)
-                elif live.deadline is not None and time.monotonic() > live.deadline:
+                elif deadline is not None and time.monotonic() > deadline:
                     del active[slot]
                     self._finish(slot, live, free, summary, error=("timeout", "episode exceeded its wall-clock limit"))
 
@@ -206,13 +209,11 @@ class Runner:
         """One batched agent call; on failure, retry one by one to isolate the culprit."""
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
         try:
-            plans = list(self.agent.act(requests))
+            plans = self.agent.act(requests)
             if len(plans) != len(requests):
                 raise RuntimeError(f"agent returned {len(plans)} plans for {len(requests)} requests")
             return plans
         except Exception:
-            if len(requests) == 1:
-                return [_exc_or(lambda: self.agent.act(requests)[0])]
             return [_exc_or(lambda r=r: self.agent.act([r])[0]) for r in requests]
 
     def _fault(self, executor: Any, slot: int, live: _Live, tr: Transition,
@@ -251,8 +252,8 @@ class Runner:
             error_message=error[1] if error else None,
             attempts=live.attempts,
         )
-        if self.store is not None:
-            self.store.add(record)
+        if self._writer is not None:
+            self._writer.add(record)
         summary.finished += 1
         summary.successes += record.success
         summary.errors += record.error_kind is not None

@@ -11,11 +11,13 @@ overwritten.
 from __future__ import annotations
 
 import json
+import queue
 import sqlite3
+import threading
 import time
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -25,6 +27,14 @@ STORE_FILENAME = "results.sqlite"
 
 _RECORD_FIELDS = [f.name for f in fields(EpisodeRecord)]
 _KEY = ("run_id", "suite", "split", "episode_id", "seed")
+_INSERT_COLUMNS = _RECORD_FIELDS + ["finished_at"]
+# A completed row is never overwritten; an error row is replaced by a rerun's result.
+_INSERT_SQL = (
+    f"INSERT INTO episodes ({', '.join(_INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(_INSERT_COLUMNS))}) "
+    f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c}=excluded.{c}" for c in _INSERT_COLUMNS if c not in _KEY)
+    + " WHERE episodes.error_kind IS NOT NULL"
+)
 
 
 class StoreError(RuntimeError):
@@ -154,19 +164,26 @@ class ResultStore:
 
     def add(self, record: EpisodeRecord) -> bool:
         """Commit one record. Returns False if a completed row already had its key."""
-        row = record.to_dict()
-        row["success"] = int(bool(row["success"]))
-        row["extra"] = json.dumps(row["extra"], sort_keys=True, default=str)
-        cols = _RECORD_FIELDS + ["finished_at"]
-        values = [row[c] for c in _RECORD_FIELDS] + [time.time()]
-        updates = ", ".join(f"{c}=excluded.{c}" for c in cols if c not in _KEY)
-        sql = (
-            f"INSERT INTO episodes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-            f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET {updates} WHERE episodes.error_kind IS NOT NULL"
-        )
+        return self.add_many([record]) == 1
+
+    def add_many(self, records: Sequence[EpisodeRecord]) -> int:
+        """Commit records in one transaction; returns how many rows were written."""
+        now = time.time()
+        rows = []
+        for record in records:
+            row = record.to_dict()
+            row["success"] = int(bool(row["success"]))
+            row["extra"] = json.dumps(row["extra"], sort_keys=True, default=str)
+            rows.append([row[c] for c in _RECORD_FIELDS] + [now])
+        written = 0
         with self._db:
-            cur = self._db.execute(sql, values)
-        return cur.rowcount > 0
+            for values in rows:
+                written += self._db.execute(_INSERT_SQL, values).rowcount
+        return written
+
+    def writer(self) -> "RecordWriter":
+        """A background writer on this store's file (see :class:`RecordWriter`)."""
+        return RecordWriter(self.path)
 
     def frame(self, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Records as a DataFrame whose columns are the EpisodeRecord fields."""
@@ -206,3 +223,82 @@ class ResultStore:
             if r.run_id not in set(latest["run_id"])
         ]
         return self.frame(latest["run_id"].tolist()), notes
+
+
+_STOP = object()
+
+
+class RecordWriter:
+    """Commits records on a background thread with its own connection, one
+    transaction per record, in the order given.
+
+    The runner hands records over and goes on stepping episodes while SQLite
+    writes (the sqlite3 module releases the GIL), so persisting costs the
+    episode loop almost nothing. Records that queued up while a commit was
+    running are committed together. A record is committed within milliseconds
+    of :meth:`add`; until then it counts as in flight. :meth:`close` (or leaving
+    the ``with`` block, also on an exception) waits until every record handed
+    over is committed. A write error is raised from the next ``add``/``close``.
+    """
+
+    def __init__(self, path: Path):
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(path,), name="harness-store-writer", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        self._raise()
+
+    def _run(self, path: Path) -> None:
+        try:
+            store = ResultStore(path)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            stop = False
+            while not stop:
+                # Group commit: everything already queued goes in one transaction;
+                # when the writer keeps up, that is one record per commit.
+                batch = [self._queue.get()]
+                while len(batch) < 256:
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                if batch[-1] is _STOP:
+                    stop = True
+                    batch.pop()
+                if batch and self._error is None:
+                    try:
+                        store.add_many(batch)
+                    except BaseException as exc:  # noqa: BLE001
+                        self._error = exc
+        finally:
+            store.close()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise StoreError(f"writing to the result store failed: {error}") from error
+
+    def add(self, record: EpisodeRecord) -> None:
+        self._raise()
+        if not self._thread.is_alive():
+            raise StoreError("the result store writer has stopped")
+        self._queue.put(record)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
+        self._raise()
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -85,7 +85,8 @@ class EpisodeRecord:
         return (self.suite, self.split, self.episode_id, self.seed)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """A shallow dict of the fields (``extra`` is shared, not copied)."""
+        return {name: getattr(self, name) for name in _RECORD_FIELD_NAMES}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "EpisodeRecord":
@@ -126,3 +127,6 @@ class RunSpec:
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+
+
+_RECORD_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(EpisodeRecord))

@@ -36,6 +36,24 @@ INFO_ENV_STEPS = "env_steps"
 INFO_ACTION = "action"
 
 
+#: Expert lengths already computed in this process, by (floor plan, world seed, task).
+_EXPERT_LENGTHS: dict[tuple[int, int, TaskSpec], int | None] = {}
+
+
+def _expert_length(spec: EpisodeSpec, floor_plan: int, world_seed: int, task: TaskSpec,
+                   executor: SkillExecutor) -> int | None:
+    """L* of the episode: from the episode's metadata when it was computed for this
+    very world (generated episodes), else planned once per process and cached."""
+    if spec.metadata.get("expert_length_seed") == world_seed and "expert_length" in spec.metadata:
+        return int(spec.metadata["expert_length"])
+    key = (floor_plan, world_seed, task)
+    if key not in _EXPERT_LENGTHS:
+        # expert_plan works on copies of the executor's world; the live state is untouched.
+        plan = expert_plan(executor, task)
+        _EXPERT_LENGTHS[key] = len(plan) if plan is not None else None
+    return _EXPERT_LENGTHS[key]
+
+
 class EBAlfredEnv:
     """One EB-ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``."""
 
@@ -72,8 +90,7 @@ class EBAlfredEnv:
         self._steps = self._invalid = 0
         self._done = False
         self._termination = None
-        plan = expert_plan(self._executor, task)
-        self._expert_length = len(plan) if plan is not None else None
+        self._expert_length = _expert_length(spec, floor_plan, world_seed, task, self._executor)
         return self._observation(), self._info(action_ok=True, feedback="")
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:

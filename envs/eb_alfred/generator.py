@@ -137,6 +137,10 @@ def generate(split: str, count: int, seed: int = 0) -> list[EpisodeSpec]:
                 },
                 "pddl_source": "generated",
                 "generator_seed": seed,
+                # The expert plan was just computed for this world: the env reuses
+                # its length instead of planning again at reset.
+                "expert_length": len(plan),
+                "expert_length_seed": world_seed,
             }
             episodes.append(EpisodeSpec(SUITE_NAME, split, f"{split}/{index:03d}", world_seed, instruction, metadata))
             break

@@ -42,21 +42,25 @@ class EBAlfredSuite:
         self.generator_seed = int(generator_seed)
         self._official: dict[str, list[EpisodeSpec]] | None = None
 
-    def protocol(self) -> Mapping[str, Any]:
-        """Constants that change results; the data hash only when the official data is present."""
+    def protocol(self, split: str) -> Mapping[str, Any]:
+        """Constants that change the results of ``split``.
+
+        Official subsets add the sha256 of ``splits.json``; generated splits add
+        the generator settings (episode i depends only on the generator seed and
+        i, so ``generated_per_split`` is left out: a longer split extends a
+        shorter one, and resuming with a larger one runs only the new episodes).
+        """
         proto: dict[str, Any] = {
             "max_steps": MAX_STEPS,
             "max_invalid_actions": MAX_INVALID_ACTIONS,
             "num_global_actions": NUM_GLOBAL_ACTIONS,
             "backend": self.backend,
-            "generated_per_split": self.generated_per_split,
-            "generator_seed": self.generator_seed,
-            "unseen_floor_plans": list(floor_plans("unseen")),
         }
-        try:
+        if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
-        except FileNotFoundError:
-            proto["splits_sha256"] = None
+        else:
+            proto["generator_seed"] = self.generator_seed
+            proto["floor_plans"] = list(floor_plans(split)) if split in GENERATED_SPLITS else None
         return proto
 
     def splits(self) -> Sequence[str]:

@@ -78,3 +78,24 @@ def test_newer_schema_refused(tmp_path):
         store._db.commit()
     with pytest.raises(StoreError, match="schema version 999"):
         ResultStore(tmp_path, readonly=True)
+
+
+def test_background_writer_commits_everything_in_order_by_close(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        with store.writer() as writer:
+            for i in range(300):
+                writer.add(rec(f"e{i:03d}", success=i % 2 == 0))
+        records = store.records()
+    assert [r.episode_id for r in records] == [f"e{i:03d}" for i in range(300)]
+    assert sum(r.success for r in records) == 150
+
+
+def test_background_writer_reports_write_errors(tmp_path):
+    with ResultStore(tmp_path) as store:
+        writer = store.writer()
+        store._db.execute("DROP TABLE episodes")
+        store._db.commit()
+        writer.add(rec("e1"))
+        with pytest.raises(StoreError, match="writing to the result store failed"):
+            writer.close()

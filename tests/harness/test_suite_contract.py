@@ -45,7 +45,7 @@ def test_suite_protocol(case):
     name, suite, entry = case
     assert isinstance(suite, Suite)
     assert suite.name == name and isinstance(suite.version, str) and suite.version
-    protocol = suite.protocol()
+    protocol = suite.protocol(entry["split"])
     _json(dict(protocol))  # JSON-serialisable: hashed into the run identity
     assert isinstance(protocol["max_steps"], int) and protocol["max_steps"] > 0
     assert entry["split"] in suite.splits()
@@ -74,7 +74,7 @@ def _rollout(suite, spec, agent_name):
     _check_info(info)
     agent.reset(spec)
     trace, history = [], []
-    max_steps = suite.protocol()["max_steps"]
+    max_steps = suite.protocol(spec.split)["max_steps"]
     for _ in range(max_steps + 5):
         (plan,) = agent.act([AgentRequest(spec, obs, info, tuple(history))])
         assert plan, "baseline agent returned an empty plan"
@@ -96,7 +96,7 @@ def test_reset_step_types_and_step_limit(case):
     spec = suite.episodes(entry["split"])[0]
     trace = _rollout(suite, spec, entry["agent"])
     assert trace[-1][2] or trace[-1][3], "episode never ended"
-    assert len(trace) <= suite.protocol()["max_steps"]
+    assert len(trace) <= suite.protocol(spec.split)["max_steps"]
 
 
 def test_deterministic_under_seed(case):

@@ -60,7 +60,9 @@ def test_official_split_without_data_says_how_to_fix(tmp_path: Path, monkeypatch
     assert "data_dir" in str(err.value) and "EmbodiedBench" in str(err.value)
     with pytest.raises(FileNotFoundError):
         EBAlfredSuite(data_dir=str(tmp_path)).episodes("spatial")
-    assert suite.protocol()["splits_sha256"] is None
+    with pytest.raises(FileNotFoundError):
+        suite.protocol("base")
+    assert "splits_sha256" not in suite.protocol("seen")
 
 
 def test_malformed_splits_file_gives_a_clear_error(tmp_path: Path) -> None:
@@ -87,10 +89,13 @@ def test_suite_protocol_and_splits(data_dir: Path) -> None:
     assert isinstance(suite, Suite)
     assert suite.name == "eb_alfred" and suite.version
     assert tuple(suite.splits()) == (*OFFICIAL_SPLITS, "seen", "unseen")
-    proto = suite.protocol()
+    proto = suite.protocol("base")
     assert proto["max_steps"] == 30 and proto["max_invalid_actions"] == 10 and proto["backend"] == "household"
     assert len(proto["splits_sha256"]) == 64
     json.dumps(proto)
+    seen = suite.protocol("seen")
+    assert "splits_sha256" not in seen and seen["generator_seed"] == 0 and seen["max_steps"] == 30
+    json.dumps(seen)
     assert len(suite.episodes("visual_appearance")) == 50
     assert len(suite.episodes("seen")) == 6
     with pytest.raises(KeyError):
