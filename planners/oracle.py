@@ -14,6 +14,7 @@ from envs.eb_alfred.executor import ExecutorState, SkillExecutor
 from envs.eb_alfred.expert import expert_plan
 from envs.eb_alfred.skills import SceneVocabulary
 from envs.household import World
+from planners.episode_cache import EpisodeCache
 from harness.interfaces import AgentRequest
 from harness.types import INFO_PRIVILEGED, EpisodeSpec
 
@@ -30,13 +31,13 @@ class OraclePlanner:
         self.max_plan_length = int(max_plan_length)
         # Instance names are fixed when an episode starts, so the vocabulary is
         # built from the first state seen in each episode.
-        self._vocab: dict[tuple, SceneVocabulary] = {}
+        self._vocab: EpisodeCache[SceneVocabulary] = EpisodeCache()
 
     def identity(self) -> Mapping[str, Any]:
         return {"name": self.name, "version": ORACLE_VERSION, "max_plan_length": self.max_plan_length}
 
     def reset(self, episode: EpisodeSpec) -> None:
-        self._vocab.pop(episode.key, None)
+        self._vocab.pop(episode.key)
 
     def act(self, requests: Sequence[AgentRequest]) -> list[Sequence[Any]]:
         return [self._plan(r) for r in requests]
@@ -47,10 +48,7 @@ class OraclePlanner:
             raise ValueError("the oracle planner needs info['privileged_state'] (reset with privileged=True)")
         if world.task is None:
             raise ValueError("the privileged world carries no task")
-        key = request.episode.key
-        vocab = self._vocab.get(key)
-        if vocab is None:
-            vocab = self._vocab[key] = SceneVocabulary(world)
+        vocab = self._vocab.get(request.episode.key, lambda: SceneVocabulary(world))
         executor = SkillExecutor(world.copy(), vocab, ExecutorState())
         plan = expert_plan(executor, world.task, max_len=self.max_plan_length)
         return list(plan) if plan else []

@@ -6,6 +6,7 @@ import random
 from typing import Any, Mapping, Sequence
 
 from harness.interfaces import AgentRequest
+from planners.episode_cache import EpisodeCache
 from harness.types import EpisodeSpec
 
 
@@ -17,13 +18,13 @@ class RandomPlanner:
 
     def __init__(self, seed: int = 0, **_: Any) -> None:
         self.seed = int(seed)
-        self._rngs: dict[tuple, random.Random] = {}
+        self._rngs: EpisodeCache[random.Random] = EpisodeCache()
 
     def identity(self) -> Mapping[str, Any]:
         return {"name": self.name, "seed": self.seed}
 
     def reset(self, episode: EpisodeSpec) -> None:
-        self._rngs[episode.key] = self._rng_for(episode)
+        self._rngs.pop(episode.key)  # a restarted episode replays from its seed
 
     def _rng_for(self, episode: EpisodeSpec) -> random.Random:
         return random.Random(f"random-planner|{self.seed}|{'|'.join(map(str, episode.key))}")
@@ -34,8 +35,6 @@ class RandomPlanner:
             actions = r.observation.get("actions") if isinstance(r.observation, Mapping) else None
             if not actions:
                 raise ValueError("the random planner needs observation['actions'] (the valid action list)")
-            rng = self._rngs.get(r.episode.key)
-            if rng is None:
-                rng = self._rngs[r.episode.key] = self._rng_for(r.episode)
+            rng = self._rngs.get(r.episode.key, lambda: self._rng_for(r.episode))
             out.append([rng.choice(list(actions))])
         return out

@@ -149,3 +149,16 @@ def test_random_planner_baseline_on_generated_splits() -> None:
     print("random SR:", results)
     for ok, n in results.values():
         assert n == 500 and ok < n * 0.1
+
+
+def test_episode_cache_is_bounded_and_lru() -> None:
+    from planners.episode_cache import EpisodeCache
+
+    cache: EpisodeCache[int] = EpisodeCache(capacity=3)
+    for i in range(3):
+        cache.get(i, lambda i=i: i * 10)
+    assert cache.get(0, lambda: -1) == 0  # 0 becomes most recent
+    cache.get(3, lambda: 30)  # evicts 1, the least recently used
+    assert len(cache) == 3
+    assert cache.get(1, lambda: -1) == -1
+    assert cache.get(0, lambda: -1) == 0
