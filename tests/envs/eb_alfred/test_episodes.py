@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from envs.eb_alfred.episodes import EpisodeDataError, load_official, parse_task_path
+from envs.eb_alfred.episodes import EpisodeDataError, load_official, parse_task_path, task_from_metadata
 from envs.eb_alfred.generator import floor_plans, generate
 from envs.eb_alfred.protocol import (
     EPISODES_PER_SUBSET, OFFICIAL_SPLITS, STYLES, TEST_UNSEEN_FLOOR_PLANS, VALID_UNSEEN_FLOOR_PLANS,
 )
 from envs.eb_alfred.suite import EBAlfredSuite
-from envs.household import TaskSpec, all_floor_plans, alfred_constants, floor_plan_inventory
+from envs.household import (
+    TaskSpec, all_floor_plans, alfred_constants, build_world, floor_plan_inventory, goal_conditions_met, room_type,
+)
 from harness.interfaces import Suite
 
 
@@ -128,3 +130,17 @@ def test_generator_is_deterministic_and_valid() -> None:
     assert {e.metadata["style"] for e in a} == set(STYLES)
     seen = generate("seen", 10, seed=0)
     assert all(e.metadata["floor_plan"] in floor_plans("seen") for e in seen)
+
+
+def test_every_official_task_builds_unsolved_on_its_floor_plan(data_dir: Path) -> None:
+    """The 128 distinct (task, floor plan) pairs of EB-ALFRED's 300 episodes all build, unsolved."""
+    pairs = {}
+    for episodes in load_official(data_dir).values():
+        for e in episodes:
+            pairs[(int(e.metadata["floor_plan"]), task_from_metadata(e.metadata))] = e.episode_id
+    assert len(pairs) == 128
+    for floor_plan, task in pairs:
+        world = build_world(floor_plan, 0, task)
+        s, ts = goal_conditions_met(world, task)
+        assert s == 0 and ts >= 1, (floor_plan, task)
+        assert room_type(floor_plan) in alfred_constants().goals_valid[task.task_type]
