@@ -98,6 +98,7 @@ def _run_one(cfg: Any) -> int:
         raise UsageError(str(exc)) from None
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
+        SUITES.entry(spec.suite), registry.entry(spec.agent)  # unknown names fail before any work
         suite = SUITES.build(spec.suite, **dict(spec.suite_params))
         if spec.split not in suite.splits():
             import difflib
@@ -197,7 +198,8 @@ def _cmd_table(args: argparse.Namespace) -> int:
             table = tables.transfer_table(df, baseline=args.baseline, metrics=metrics)
     except ValueError as exc:
         raise UsageError(_one_line(exc)) from None
-    sys.stdout.write(render(table))
+    text = render(table)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
