@@ -83,22 +83,11 @@ class SkillExecutor:
         types.append(real)
         return tuple(dict.fromkeys(types))
 
-    def closed_container(self, obj_id: str) -> str | None:
-        """The innermost closed openable holding ``obj_id``, if any."""
-        objects = self.world.objects
-        parent = objects[obj_id].parent
-        while parent is not None:
-            p = objects[parent]
-            if p.openable and not p.is_open:
-                return parent
-            parent = p.parent
-        return None
-
     def _rank(self, obj_id: str, pieces_first: bool) -> tuple:
         """Sort key standing in for AI2-THOR's distance/visibility ranking."""
         world = self.world
         o = world.objects[obj_id]
-        in_closed = self.closed_container(obj_id) is not None
+        in_closed = self.world.closed_container(obj_id) is not None
         occupied = o.type == "StoveBurner" and bool(world.contents(obj_id))
         at = world.at
         if obj_id == at:
@@ -175,7 +164,7 @@ class SkillExecutor:
             return ActionResult(False, f"Cannot find {name} to pick up. Find the object before picking up it")
         if world.holding is not None:
             return ActionResult(False, f"Robot is currently holding {world.objects[world.holding].type}")
-        closed = self.closed_container(target)
+        closed = self.world.closed_container(target)
         if not world.in_reach(target) or closed is not None:
             parent = world.objects[target].parent
             if parent is not None:

@@ -92,12 +92,12 @@ class _Sim:
         if w.holding == obj_id:
             return
         self.empty_hands()
-        closed = self.ex.closed_container(obj_id)
+        closed = self.ex.world.closed_container(obj_id)
         if closed is not None:
             if w.at != closed:
                 self.goto(closed)
             self.open_if_closed(closed)
-            if self.ex.closed_container(obj_id) is not None:
+            if self.ex.world.closed_container(obj_id) is not None:
                 raise _Fail("nested closed containers")
         base = self.base(obj_id)
         if not self._pickable_here(base, obj_id):
@@ -118,7 +118,7 @@ class _Sim:
     def _pickable_here(self, base: str, obj_id: str) -> bool:
         """True if ``pick up the <base>`` would take ``obj_id`` now."""
         return (self.ex.resolve(base, exact_instance=False, prop="pickupable") == obj_id
-                and self.w.in_reach(obj_id) and self.ex.closed_container(obj_id) is None)
+                and self.w.in_reach(obj_id) and self.ex.world.closed_container(obj_id) is None)
 
     def place(self, recep_id: str) -> None:
         """Put the held object into ``recep_id``."""
@@ -174,7 +174,7 @@ class _Sim:
     def slice_one(self, whole_id: str, knife_id: str) -> None:
         """Slice ``whole_id`` with ``knife_id`` in hand, then free the hand."""
         self.acquire(knife_id)
-        closed = self.ex.closed_container(whole_id)
+        closed = self.ex.world.closed_container(whole_id)
         if closed is not None:
             self.goto(closed)
             self.open_if_closed(closed)
@@ -192,7 +192,7 @@ def _rank_objects(ex: SkillExecutor, ids: list[str]) -> list[str]:
     w = ex.world
 
     def key(k: str) -> tuple:
-        return (w.holding != k, ex.closed_container(k) is not None, split_instance(k))
+        return (w.holding != k, ex.world.closed_container(k) is not None, split_instance(k))
 
     return sorted(ids, key=key)[:MAX_CANDIDATES]
 
@@ -255,7 +255,7 @@ def _candidate_programs(ex: SkillExecutor, task: TaskSpec) -> Iterator[Callable[
         for obj, mrecep, parent in itertools.product(targets, movables, parents):
             def obj_first(sim: _Sim, obj: str = obj, m: str = mrecep, parent: str = parent) -> None:
                 if not sim.w.is_inside(obj, m):
-                    closed = sim.ex.closed_container(m)
+                    closed = sim.ex.world.closed_container(m)
                     if closed is not None and sim.w.holding is None:
                         sim.goto(closed)
                         sim.open_if_closed(closed)

@@ -51,17 +51,6 @@ class HouseholdEngine:
         self._vro = alfred_constants().val_receptacle_objects
 
     # --- helpers ----------------------------------------------------------------
-    def _closed_container(self, obj_id: str) -> str | None:
-        """The innermost closed openable holding ``obj_id``, if any."""
-        objects = self.world.objects
-        parent = objects[obj_id].parent
-        while parent is not None:
-            p = objects[parent]
-            if p.openable and not p.is_open:
-                return parent
-            parent = p.parent
-        return None
-
     def _lookup(self, obj_id: str) -> tuple[Obj | None, ActionResult | None]:
         o = self.world.objects.get(obj_id)
         if o is None:
@@ -97,7 +86,7 @@ class HouseholdEngine:
             return ActionResult(False, f"{obj_id} cannot be picked up.")
         if not self.world.in_reach(obj_id):
             return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
-        closed = self._closed_container(obj_id)
+        closed = self.world.closed_container(obj_id)
         if closed is not None:
             return ActionResult(False, f"{obj_id} is inside {closed}, which is closed.")
         root = world.root(obj_id)
@@ -126,7 +115,7 @@ class HouseholdEngine:
             return ActionResult(False, f"{recep_id} is not in reach; go to it first.")
         if r.openable and not r.is_open:
             return ActionResult(False, f"{recep_id} is closed.")
-        closed = self._closed_container(recep_id)
+        closed = self.world.closed_container(recep_id)
         if closed is not None:
             return ActionResult(False, f"{recep_id} is inside {closed}, which is closed.")
         h = world.objects[held]
@@ -158,7 +147,7 @@ class HouseholdEngine:
             return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
         if o.is_open == want_open:
             return ActionResult(False, f"{obj_id} is already {'open' if want_open else 'closed'}.")
-        closed = self._closed_container(obj_id)
+        closed = self.world.closed_container(obj_id)
         if closed is not None:
             return ActionResult(False, f"{obj_id} is inside {closed}, which is closed.")
         o.is_open = want_open
@@ -217,7 +206,7 @@ class HouseholdEngine:
             return ActionResult(False, f"{obj_id} cannot be sliced.")
         if not self.world.in_reach(obj_id):
             return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
-        closed = self._closed_container(obj_id)
+        closed = self.world.closed_container(obj_id)
         if closed is not None:
             return ActionResult(False, f"{obj_id} is inside {closed}, which is closed.")
         piece_type = SLICED_TYPE[o.type]

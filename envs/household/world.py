@@ -181,6 +181,15 @@ class World:
             yield parent
             parent = objects[parent].parent
 
+    def closed_container(self, obj_id: str) -> str | None:
+        """The innermost closed openable receptacle holding ``obj_id``, if any."""
+        objects = self.objects
+        for parent in self.ancestors(obj_id):
+            p = objects[parent]
+            if p.openable and not p.is_open:
+                return parent
+        return None
+
     def is_inside(self, obj_id: str, recep_id: str) -> bool:
         """True if ``obj_id`` is (transitively) inside ``recep_id``."""
         objects = self.objects
