@@ -114,6 +114,8 @@ def _run_one(cfg: Any) -> int:
         raise UsageError(_one_line(exc)) from None
     except TypeError as exc:
         raise UsageError(f"bad parameters for {spec.suite}/{spec.agent}: {_one_line(exc)}") from None
+    except ValueError as exc:  # malformed data files, bad parameter values
+        raise UsageError(f"{spec.suite}/{spec.split}: {_one_line(exc)}") from None
     try:
         store = ResultStore(cfg.out)
     except StoreError as exc:

@@ -63,6 +63,13 @@ def test_missing_data_path(capsys, tmp_path):
     assert_usage_error(code, err, "data_dir")
 
 
+def test_malformed_episode_file(capsys, tmp_path):
+    (tmp_path / "splits").mkdir()
+    (tmp_path / "splits" / "splits.json").write_text("{not json")
+    code, _, err = run_cli(capsys, "run", "split=base", f"suite.params.data_dir={tmp_path}", f"out={tmp_path}")
+    assert_usage_error(code, err, "splits.json")
+
+
 def test_table_on_missing_store(capsys, tmp_path):
     code, _, err = run_cli(capsys, "table", str(tmp_path / "empty"))
     assert_usage_error(code, err, "no result store")
