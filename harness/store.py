@@ -91,7 +91,10 @@ class ResultStore:
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"cannot read result store {self.path}: {exc}") from None
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create output directory {self.path.parent}: {exc.strerror or exc}") from None
         try:
             self._db = sqlite3.connect(self.path, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -70,6 +70,13 @@ def test_malformed_episode_file(capsys, tmp_path):
     assert_usage_error(code, err, "splits.json")
 
 
+def test_output_directory_that_cannot_be_created(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code, _, err = run_cli(capsys, "run", "limit=1", f"out={blocker / 'sub'}")
+    assert_usage_error(code, err, "cannot create output directory")
+
+
 def test_table_on_missing_store(capsys, tmp_path):
     code, _, err = run_cli(capsys, "table", str(tmp_path / "empty"))
     assert_usage_error(code, err, "no result store")
