@@ -130,6 +130,8 @@ def _run_one(cfg: Any) -> int:
     try:
         with bar:
             summary = runner.run()
+    except StoreError as exc:
+        raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
     finally:
         store.close()
     done = summary.skipped + summary.finished

@@ -95,7 +95,8 @@ class Runner:
 
     ``env_factory`` builds one env per executor slot (for the ``process``
     executor it must be picklable, e.g. :class:`harness.executors.SuiteEnvFactory`).
-    ``on_record`` is called after each record is committed (progress bars).
+    ``on_record`` is called as each record is handed to the store's writer
+    (progress bars); all are committed before :meth:`run` returns.
     """
 
     def __init__(
