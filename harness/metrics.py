@@ -56,33 +56,11 @@ from harness.types import EpisodeRecord
 #: Column order of :func:`records_frame` (the EpisodeRecord fields, in order).
 RECORD_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EpisodeRecord))
 
-#: Metric columns of :func:`summarize`, in order (after the group columns).
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    "episodes",
-    "errors",
-    "successes",
-    "sr",
-    "sr_lo",
-    "sr_hi",
-    "gc",
-    "progress",
-    "plw_sr",
-    "plw_gc",
-    "invalid_rate",
-    "mean_steps",
-)
-
 #: Summary columns that are fractions in [0, 1] (tables print them as percentages).
-RATE_COLUMNS: tuple[str, ...] = (
-    "sr",
-    "sr_lo",
-    "sr_hi",
-    "gc",
-    "progress",
-    "plw_sr",
-    "plw_gc",
-    "invalid_rate",
-)
+RATE_COLUMNS: tuple[str, ...] = ("sr", "sr_lo", "sr_hi", "gc", "progress", "plw_sr", "plw_gc", "invalid_rate")
+
+#: Metric columns of :func:`summarize`, in order (after the group columns).
+SUMMARY_COLUMNS: tuple[str, ...] = ("episodes", "errors", "successes", *RATE_COLUMNS, "mean_steps")
 
 
 # --- Records -> frame ---------------------------------------------------------
