@@ -7,7 +7,7 @@ through :mod:`harness.registry` and only have to satisfy these protocols.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from harness.types import EpisodeSpec
 
@@ -16,11 +16,22 @@ from harness.types import EpisodeSpec
 class EpisodeEnv(Protocol):
     """Gymnasium's API, one episode at a time.
 
-    ``reset(seed=spec.seed, options={"episode": spec, "privileged": bool})``
-    starts the episode described by an :class:`EpisodeSpec`. ``info`` carries
-    the documented keys of :mod:`harness.types` (``INFO_*``). An invalid action
-    (unknown string, unparseable model output) is *not* an exception: the env
-    counts it and reports ``action_ok=False`` with a feedback message.
+    ``reset(seed=spec.seed, options={"episode": spec, "privileged": bool, ...})``
+    starts the episode described by an :class:`EpisodeSpec`. Further reset
+    options the runner passes (an env ignores those it has no use for):
+
+    * ``"render"`` (bool, default True): False when the agent never reads
+      images (``Agent.reads_images``); the env may then skip rendering.
+    * ``"artifacts_dir"`` (str | None): a folder for this run's per-episode
+      files (videos); the env names files by the episode key so nothing is
+      overwritten, and reports them in ``info["artifacts"]`` (name -> path).
+
+    ``info`` carries the documented keys of :mod:`harness.types` (``INFO_*``).
+    An invalid action (unknown string, an :class:`InvalidOutput`) is *not* an
+    exception: the env counts it and reports ``action_ok=False`` with a
+    feedback message. An action that breaks the agent contract (NaN, wrong
+    shape) raises :class:`AgentContractError`: the episode becomes an
+    ``agent`` error record and the simulator is never fed garbage.
     """
 
     def reset(
@@ -62,6 +73,49 @@ class Suite(Protocol):
         ...
 
 
+class AgentContractError(ValueError):
+    """Raised by ``env.step`` for an action that breaks the agent contract
+    (NaN, wrong shape or type). The runner records an ``agent`` error naming
+    the problem; the env is not stepped."""
+
+
+@dataclass(frozen=True)
+class InvalidOutput:
+    """Model output that yields no action (unparseable text, an out-of-range first id).
+
+    An agent puts it in :attr:`AgentReply.output_error` form, or passes it as
+    the single action of a plan. EmbodiedBench's semantics: the env counts one
+    invalid action and takes **no** env step, and the runner does **not** add
+    it to the episode history (the next prompt is identical to this one); the
+    record counts it in ``planner_output_errors``.
+    """
+
+    raw: str
+    reason: str
+
+
+@dataclass
+class AgentReply:
+    """An agent's answer for one request, with the evidence behind it.
+
+    ``actions`` are executed open-loop as a plain sequence would be. When
+    ``output_error`` is set the output was unusable: ``actions`` must be empty
+    and the runner steps the env with one :class:`InvalidOutput`. An empty
+    ``actions`` without ``output_error`` is an empty plan (the episode ends).
+    ``raw_output`` (the model's text) is kept with the episode's transcript;
+    ``prompt`` only when the run records prompts.
+    """
+
+    actions: Sequence[Any] = ()
+    raw_output: str | None = None
+    output_error: str | None = None
+    prompt: Any = None
+
+
+#: What ``Agent.act`` returns per request: a plan / chunk, or an :class:`AgentReply`.
+AgentOutput = Union[Sequence[Any], AgentReply]
+
+
 @dataclass
 class AgentRequest:
     """What an agent sees when asked for its next plan / action chunk."""
@@ -78,11 +132,16 @@ class Agent(Protocol):
     """A planner or a policy. Batched: one ``act`` call serves many episodes.
 
     ``act`` returns, for each request, the actions to execute open-loop: a plan
-    for a planner, an action chunk for a policy. The runner executes them one
-    ``env.step`` each until one fails (``info["action_ok"] is False``) or the
-    episode ends, then asks again. An empty sequence ends the episode
-    (termination ``"empty_plan"``). Unparseable model output should be passed
-    on as the raw text so the env counts it as an invalid action.
+    for a planner, an action chunk for a policy (a list / sequence, or an
+    :class:`AgentReply` carrying the raw model output too). The runner executes
+    them one ``env.step`` each until one fails (``info["action_ok"] is False``),
+    the episode ends, or ``replan_steps`` actions ran, then asks again. An
+    empty plan ends the episode (termination ``"empty_plan"``). Unparseable
+    model output is an :class:`InvalidOutput` (see there), never an exception.
+
+    Optional attributes the runner reads with defaults: ``reads_images``
+    (True; False lets envs skip rendering) and ``replan_steps`` (None: the
+    whole plan / chunk; openpi clients use 5).
     """
 
     name: str
@@ -100,4 +159,4 @@ class Agent(Protocol):
         """Called once when an episode starts, before its first ``act``."""
         ...
 
-    def act(self, requests: Sequence[AgentRequest]) -> list[Sequence[Any]]: ...
+    def act(self, requests: Sequence[AgentRequest]) -> list[AgentOutput]: ...

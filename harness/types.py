@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 #: Version of the persisted record layout (EpisodeRecord / RunSpec / store tables).
-SCHEMA_VERSION = 1
+#: 2: ``planner_output_errors`` and ``empty_plan`` on records; the ``transcripts`` table.
+SCHEMA_VERSION = 2
 
 # --- Documented ``info`` keys -------------------------------------------------
 # Every suite's env puts these in the ``info`` dict returned by ``reset`` and
@@ -28,6 +29,7 @@ INFO_ACTION_OK = "action_ok"  #: bool - the last action succeeded; False makes t
 INFO_FEEDBACK = "feedback"  #: str - text feedback on the last action (shown to planners)
 INFO_TERMINATION = "termination"  #: str | None - why the episode ended (e.g. "success", "max_steps", "max_invalid")
 INFO_PRIVILEGED = "privileged_state"  #: only when reset with options={"privileged": True}: a picklable true state for oracle agents
+INFO_ARTIFACTS = "artifacts"  #: dict name -> path of files the env wrote for this episode (videos); kept in the record's extra
 
 #: Termination reason the runner records when an agent returns no action at all.
 TERMINATION_EMPTY_PLAN = "empty_plan"
@@ -77,6 +79,10 @@ class EpisodeRecord:
     error_kind: str | None = None
     error_message: str | None = None
     attempts: int = 1
+    #: Agent outputs that yielded no action (EmbodiedBench ``planner_output_error``).
+    planner_output_errors: int = 0
+    #: The episode ended because the agent returned an empty plan.
+    empty_plan: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
@@ -122,7 +128,12 @@ class RunSpec:
     num_workers: int = 1
     batch_size: int = 8
     episode_timeout_s: float | None = None
+    #: Wall-clock limit of one batched agent call; a call past it becomes a
+    #: ``timeout`` error record for every episode it served.
+    agent_timeout_s: float | None = None
     max_retries: int = 1
+    #: Keep each agent call's full prompt in the transcripts table (raw outputs are always kept).
+    record_prompts: bool = False
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
