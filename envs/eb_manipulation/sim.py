@@ -1,0 +1,521 @@
+"""The MuJoCo twin's physics: a Panda (robosuite 1.4's model) on a table, per-episode objects,
+an IK + joint-space controller that moves the gripper to an absolute pose in a bounded number
+of simulator steps, and the per-family success checks.
+
+Scene geometry is the twin's own (the original's CoppeliaSim scene files carry its sensor
+volumes; no numbers from them are used). World frame chosen to match the original's scene
+bounds: table top at z = 0.752 m, robot base at x = -0.32 m, objects spawn in front of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from envs.eb_manipulation.grammar import SCENE_BOUNDS, euler_xyz_to_matrix
+
+import mujoco  # noqa: E402  (robosuite's MuJoCo)
+
+# --- Scene constants (the twin's own; chosen so the original's bins land on the table) -----
+#: Table top height (m). The original's objects on the table show Z bins 17-18 (EmbodiedBench
+#: in-context examples), i.e. a table top near 0.75 m; RLBench's table top is 0.752 m.
+TABLE_Z = 0.752
+TABLE_CENTER_X = 0.2
+TABLE_SIZE = (0.9, 1.0)  # x, y extent (m)
+ROBOT_BASE = (-0.32, 0.0, TABLE_Z)
+#: The original's workspace check: the table's box widened 0.2 m in x/y, z in [table-0.04, table+1.0].
+WORKSPACE_MARGIN = 0.2
+WORKSPACE_Z = (-0.04, 1.0)
+#: Standard Panda "ready" joint configuration (gripper pointing down, ~0.5 m above the table).
+HOME_Q = np.array([0.0, -0.6, 0.0, -2.3, 0.0, 1.7, math.pi / 4])
+
+# --- Controller constants ------------------------------------------------------------------
+TIMESTEP = 0.002  # robosuite's default MuJoCo timestep
+KP = 400.0  # joint-space stiffness (1/s^2, mass-matrix weighted)
+KD = 2.0 * math.sqrt(KP)  # critically damped
+MAX_SPEED = 0.35  # m/s of the Cartesian interpolation
+MAX_ANG_SPEED = 2.0  # rad/s
+MIN_MOVE_S, MAX_MOVE_S = 0.25, 1.6  # interpolation time bounds
+HOLD_STEPS = 200  # at most this many steps to converge at the goal after interpolation
+GRIPPER_STEPS = 175  # steps to let the fingers close / open
+SETTLE_STEPS = 150  # settling after an open (the original settles 10 of its 50 ms steps)
+#: Upper bound of simulator steps one grammar action can take (motion + gripper + settle).
+MAX_STEPS_PER_ACTION = int(MAX_MOVE_S / TIMESTEP) + HOLD_STEPS + GRIPPER_STEPS + SETTLE_STEPS
+IK_POS_TOL = 0.004
+IK_ROT_TOL = 0.03
+GOAL_POS_TOL = 0.006  # a reached motion: tracking error under 6 mm ...
+GOAL_ROT_TOL = 0.05  # ... and ~3 degrees
+
+# --- Objects ---------------------------------------------------------------------------------
+#: EmbodiedBench's 20 seen colours (``amsolver/const.py``, from RLBench): name -> RGB.
+COLORS: dict[str, tuple[float, float, float]] = {
+    "red": (1.0, 0.0, 0.0), "maroon": (0.5, 0.0, 0.0), "lime": (0.0, 1.0, 0.0), "green": (0.0, 0.5, 0.0),
+    "blue": (0.0, 0.0, 1.0), "navy": (0.0, 0.0, 0.5), "yellow": (1.0, 1.0, 0.0), "cyan": (0.0, 1.0, 1.0),
+    "magenta": (1.0, 0.0, 1.0), "silver": (0.75, 0.75, 0.75), "gray": (0.5, 0.5, 0.5), "orange": (1.0, 0.5, 0.0),
+    "olive": (0.5, 0.5, 0.0), "purple": (0.5, 0.0, 0.5), "teal": (0.0, 0.5, 0.5), "azure": (0.0, 0.5, 1.0),
+    "violet": (0.5, 0.0, 1.0), "rose": (1.0, 0.0, 0.5), "black": (0.0, 0.0, 0.0), "white": (1.0, 1.0, 1.0),
+}
+#: The graspable shapes (EmbodiedBench's seen object shapes).
+SHAPES = ("star", "triangular", "cylinder", "cube", "moon")
+#: Nominal half-height (m) of each shape at scale 1 (bodies rest with their origin this high).
+SHAPE_HALF_HEIGHT = {"star": 0.0125, "triangular": 0.017, "cylinder": 0.02, "cube": 0.02, "moon": 0.015}
+#: Footprint radius (m) at scale 1, for spawning without overlap.
+SHAPE_RADIUS = {"star": 0.03, "triangular": 0.03, "cylinder": 0.022, "cube": 0.029, "moon": 0.03}
+CONTAINER_INNER = 0.11  # inner side of a pick container (m)
+CONTAINER_WALL = 0.01
+CONTAINER_HEIGHT = 0.05
+SORTER_SIDE = 0.2
+SORTER_HEIGHT = 0.09
+SORTER_HOLE = 0.075  # 2 x 2 square openings, one per shape in the original
+SORTER_PLATE = 0.01
+SPONGE_SIZE = (0.05, 0.09, 0.03)  # x (grasp axis), y, z
+AREA_SIZE = (0.07, 0.30)  # width, length of a wipe area
+DIRT_SPOTS = 50  # EmbodiedBench ``DIRT_POINTS``
+DIRT_SUCCESS_MAX_LEFT = 25  # success when at most half remain (LengthCondition(spots, 50 * 0.5))
+SPONGE_REACH = 0.012  # a spot is wiped when within the sponge footprint widened by this (m) ...
+SPONGE_LIFT = 0.02  # ... while the sponge's bottom is at most this high above the table
+STACK_XY_TOL = 0.03  # stacked cube within 3 cm (issue text) of the bottom cube's start
+STACK_Z_TOL = 0.015
+
+
+def _rgba(color: str, alpha: float = 1.0) -> list[float]:
+    return [*COLORS[color], alpha]
+
+
+@functools.lru_cache(maxsize=1)
+def base_xml() -> str:
+    """Panda + Panda gripper + table, from robosuite 1.4's models (built once per process)."""
+    from robosuite.models import MujocoWorldBase
+    from robosuite.models.arenas import TableArena
+    from robosuite.models.grippers import gripper_factory
+    from robosuite.models.robots import Panda
+
+    world = MujocoWorldBase()
+    robot = Panda()
+    robot.add_gripper(gripper_factory("PandaGripper"))
+    robot.set_base_xpos(list(ROBOT_BASE))
+    world.merge(robot)
+    arena = TableArena(table_full_size=(*TABLE_SIZE, 0.05), table_offset=(TABLE_CENTER_X, 0.0, TABLE_Z))
+    world.merge(arena)
+    return world.get_xml()
+
+
+def _base_spec() -> "mujoco.MjSpec":
+    spec = mujoco.MjSpec.from_string(base_xml())
+    spec.visual.global_.offwidth = 640
+    spec.visual.global_.offheight = 640
+    # Front camera: beyond the table's far edge looking back at the robot, so world +y is
+    # image-right and +x comes toward the viewer (the original's front view orientation).
+    eye, look = np.array([1.25, 0.0, 1.45]), np.array([0.12, 0.0, 0.78])
+    z = (eye - look) / np.linalg.norm(eye - look)
+    x = np.array([0.0, 1.0, 0.0])
+    y = np.cross(z, x)
+    spec.worldbody.add_camera(name="front", pos=eye, fovy=42.0, mode=mujoco.mjtCamLight.mjCAMLIGHT_FIXED)
+    spec.cameras[-1].alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
+    spec.cameras[-1].alt.xyaxes = [*x, *y]
+    return spec
+
+
+def _box(body, size, rgba, pos=(0, 0, 0), quat=(1, 0, 0, 0), collide=True, name=None):
+    kw = dict(type=mujoco.mjtGeom.mjGEOM_BOX, size=list(size), rgba=list(rgba), pos=list(pos), quat=list(quat))
+    if name:
+        kw["name"] = name
+    g = body.add_geom(**kw)
+    if not collide:
+        g.contype = 0
+        g.conaffinity = 0
+    return g
+
+
+def _quat_z(yaw: float) -> list[float]:
+    return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
+
+
+def _add_shape(spec, name: str, shape: str, color: str, pos, yaw: float, scale: float):
+    """A free graspable object; its body origin is its bounding-box centre."""
+    hh = SHAPE_HALF_HEIGHT[shape] * scale
+    body = spec.worldbody.add_body(name=name, pos=[pos[0], pos[1], TABLE_Z + hh + 0.001], quat=_quat_z(yaw))
+    body.add_freejoint(name=f"{name}_joint")
+    rgba = _rgba(color)
+    geoms = []
+    s = scale
+    if shape == "cube":
+        geoms.append(_box(body, [0.02 * s] * 3, rgba))
+    elif shape == "cylinder":
+        geoms.append(body.add_geom(type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.02 * s, 0.02 * s, 0], rgba=rgba))
+    elif shape == "triangular":
+        # a prism lying on a side face: triangle in the x-z plane (apex up), extruded along y
+        half_w, h, half_l = 0.025 * s, 0.034 * s, 0.02 * s
+        verts = []
+        for yy in (-half_l, half_l):
+            verts += [-half_w, yy, -h / 2, half_w, yy, -h / 2, 0.0, yy, h / 2]
+        spec.add_mesh(name=f"{name}_mesh", uservert=verts)
+        geoms.append(body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"{name}_mesh", rgba=rgba))
+    elif shape == "star":
+        # a flat five-pointed star: a pentagon prism and five triangular prisms (all convex)
+        r_out, r_in, half_t = 0.028 * s, 0.012 * s, 0.0125 * s
+        pent = [(r_in * math.cos(math.radians(90 + 72 * k + 36)), r_in * math.sin(math.radians(90 + 72 * k + 36)))
+                for k in range(5)]
+        verts = [c for (px, py) in pent for zz in (-half_t, half_t) for c in (px, py, zz)]
+        spec.add_mesh(name=f"{name}_core", uservert=verts)
+        geoms.append(body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"{name}_core", rgba=rgba))
+        for k in range(5):
+            a = math.radians(90 + 72 * k)
+            tip = (r_out * math.cos(a), r_out * math.sin(a))
+            b1, b2 = pent[(k - 1) % 5], pent[k]
+            verts = [c for (px, py) in (tip, b1, b2) for zz in (-half_t, half_t) for c in (px, py, zz)]
+            spec.add_mesh(name=f"{name}_tip{k}", uservert=verts)
+            geoms.append(body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"{name}_tip{k}", rgba=rgba))
+    elif shape == "moon":
+        # a crescent: five blocks on an arc around the body's -x side; the middle block is at +x
+        radius, thick, half_h = 0.022 * s, 0.006 * s, 0.015 * s
+        for k, deg in enumerate((-64, -32, 0, 32, 64)):
+            a = math.radians(deg)
+            cx, cy = radius * math.cos(a) - radius * 0.5, radius * math.sin(a)
+            geoms.append(_box(body, [thick, 0.0075 * s, half_h], rgba, pos=(cx, cy, 0), quat=_quat_z(a)))
+    else:
+        raise ValueError(f"unknown shape {shape!r}")
+    for g in geoms:
+        g.friction = [1.2, 0.01, 0.0005]
+        g.condim = 4
+        g.density = 400.0
+    return body
+
+
+def _add_container(spec, name: str, color: str, pos, yaw: float):
+    body = spec.worldbody.add_body(name=name, pos=[pos[0], pos[1], TABLE_Z], quat=_quat_z(yaw))
+    rgba = _rgba(color)
+    half, w, h = CONTAINER_INNER / 2, CONTAINER_WALL / 2, CONTAINER_HEIGHT / 2
+    _box(body, [half + 2 * w, half + 2 * w, 0.004], rgba, pos=(0, 0, 0.004))
+    for sx, sy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        size = [w, half + 2 * w, h] if sx else [half + 2 * w, w, h]
+        _box(body, size, rgba, pos=(sx * (half + w), sy * (half + w), h))
+    return body
+
+
+def _add_sorter(spec, name: str, pos, yaw: float):
+    body = spec.worldbody.add_body(name=name, pos=[pos[0], pos[1], TABLE_Z], quat=_quat_z(yaw))
+    rgba = [0.85, 0.1, 0.1, 1.0]  # the original's sorter is red
+    half, w, h = SORTER_SIDE / 2, 0.005, SORTER_HEIGHT / 2
+    for sx, sy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        size = [w, half, h] if sx else [half, w, h]
+        _box(body, size, rgba, pos=(sx * (half - w), sy * (half - w), h))
+    # top plate: a grid of bars leaving 2 x 2 square holes
+    bar = (SORTER_SIDE - 2 * SORTER_HOLE) / 3
+    zt = SORTER_HEIGHT - SORTER_PLATE / 2
+    for c in (-1, 0, 1):
+        off = c * (SORTER_HOLE + bar) / 1.0 if c else 0.0
+        off = c * (half - bar / 2)
+        _box(body, [bar / 2, half, SORTER_PLATE / 2], rgba, pos=(off, 0, zt))
+        _box(body, [half, bar / 2, SORTER_PLATE / 2], rgba, pos=(0, off, zt))
+    return body
+
+
+def sorter_holes(pos, yaw: float) -> list[np.ndarray]:
+    """World xy centres of the sorter's four openings."""
+    off = SORTER_HOLE / 2 + (SORTER_SIDE - 2 * SORTER_HOLE) / 3 / 2
+    c, s = math.cos(yaw), math.sin(yaw)
+    return [np.array([pos[0] + c * dx - s * dy, pos[1] + s * dx + c * dy])
+            for dx in (-off, off) for dy in (-off, off)]
+
+
+def _add_area(spec, name: str, color: str, pos, yaw: float):
+    body = spec.worldbody.add_body(name=name, pos=[pos[0], pos[1], TABLE_Z + 0.0006], quat=_quat_z(yaw))
+    # long axis along body x
+    _box(body, [AREA_SIZE[1] / 2, AREA_SIZE[0] / 2, 0.0005], _rgba(color, 0.6), collide=False)
+    return body
+
+
+def _add_sponge(spec, name: str, color: str, pos, yaw: float):
+    body = spec.worldbody.add_body(name=name, pos=[pos[0], pos[1], TABLE_Z + SPONGE_SIZE[2] / 2 + 0.001],
+                                   quat=_quat_z(yaw))
+    body.add_freejoint(name=f"{name}_joint")
+    g = _box(body, [d / 2 for d in SPONGE_SIZE], _rgba(color))
+    g.friction = [1.0, 0.01, 0.0005]
+    g.condim = 4
+    g.density = 150.0
+    return body
+
+
+@dataclass
+class MoveResult:
+    ok: bool
+    reason: str = ""
+    sim_steps: int = 0
+
+
+class PandaTable:
+    """One episode's MuJoCo world: build from a layout, move, grip, check success."""
+
+    def __init__(self, layout: Mapping[str, Any]) -> None:
+        self.layout = layout
+        spec = _base_spec()
+        self.objects: dict[str, dict[str, Any]] = {}
+        for obj in layout["objects"]:
+            kind = obj["kind"]
+            if kind == "shape":
+                _add_shape(spec, obj["name"], obj["shape"], obj["color"], obj["pos"], obj["yaw"], obj["scale"])
+            elif kind == "container":
+                _add_container(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"])
+            elif kind == "sorter":
+                _add_sorter(spec, obj["name"], obj["pos"], obj["yaw"])
+            elif kind == "area":
+                _add_area(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"])
+            elif kind == "sponge":
+                _add_sponge(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"])
+            else:
+                raise ValueError(f"unknown object kind {kind!r}")
+            self.objects[obj["name"]] = obj
+        spots = layout.get("spots") or []
+        spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, TABLE_Z + 0.0013])
+        for i, (sx, sy) in enumerate(spots):
+            g = spot_body.add_geom(name=f"spot{i}", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.006, 0.0003, 0],
+                                   pos=[sx, sy, 0], rgba=[0.35, 0.25, 0.1, 1.0])
+            g.contype = 0
+            g.conaffinity = 0
+        self.model = spec.compile()
+        self.model.opt.timestep = TIMESTEP
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self.arm_joints = [m.joint(f"robot0_joint{i}").id for i in range(1, 8)]
+        self.arm_qpos = np.array([m.jnt_qposadr[j] for j in self.arm_joints])
+        self.arm_dofs = np.array([m.jnt_dofadr[j] for j in self.arm_joints])
+        self.arm_act = np.array([m.actuator(f"robot0_torq_j{i}").id for i in range(1, 8)])
+        self.finger_act = np.array([m.actuator("gripper0_gripper_finger_joint1").id,
+                                    m.actuator("gripper0_gripper_finger_joint2").id])
+        self.finger_qpos = np.array([m.jnt_qposadr[m.joint(n).id] for n in
+                                     ("gripper0_finger_joint1", "gripper0_finger_joint2")])
+        self.site = m.site("gripper0_grip_site").id
+        self.q_lo = m.jnt_range[self.arm_joints, 0] + 1e-3
+        self.q_hi = m.jnt_range[self.arm_joints, 1] - 1e-3
+        self.torque_limit = m.actuator_ctrlrange[self.arm_act, 1]
+        self._ik_data = mujoco.MjData(m)
+        self._jacp = np.zeros((3, m.nv))
+        self._jacr = np.zeros((3, m.nv))
+        self._M = np.zeros((m.nv, m.nv))
+        self.spot_ids = np.array([m.geom(f"spot{i}").id for i in range(len(spots))], dtype=int)
+        self.spot_xy = np.array(spots, dtype=float).reshape(-1, 2)
+        self.spot_alive = np.ones(len(spots), dtype=bool)
+        self.sponge = next((o["name"] for o in layout["objects"] if o["kind"] == "sponge"), None)
+        self.sim_steps = 0
+        self.gripper_open = True
+        # start pose
+        self.data.qpos[self.arm_qpos] = HOME_Q
+        self.data.qpos[self.finger_qpos] = [0.04, -0.04]
+        self.q_ref = HOME_Q.copy()
+        self._set_gripper_ctrl(True)
+        mujoco.mj_forward(m, self.data)
+        self._run(100)  # let objects settle on the table
+        self.start_positions = {n: self.body_pos(n).copy() for n in self.objects}
+
+    # --- state ------------------------------------------------------------------------------
+    def body_pos(self, name: str) -> np.ndarray:
+        return self.data.body(name).xpos
+
+    def body_rot(self, name: str) -> np.ndarray:
+        return self.data.body(name).xmat.reshape(3, 3)
+
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()
+
+    def finger_width(self) -> float:
+        q = self.data.qpos[self.finger_qpos]
+        return float(q[0] - q[1])
+
+    # --- low level ----------------------------------------------------------------------------
+    def _set_gripper_ctrl(self, open_: bool) -> None:
+        self.data.ctrl[self.finger_act] = [0.04, -0.04] if open_ else [0.0, 0.0]
+
+    def _torques(self) -> None:
+        m, d = self.model, self.data
+        mujoco.mj_fullM(m, self._M, d.qM)
+        mass = self._M[np.ix_(self.arm_dofs, self.arm_dofs)]
+        e = self.q_ref - d.qpos[self.arm_qpos]
+        qd = d.qvel[self.arm_dofs]
+        tau = mass @ (KP * e - KD * qd) + d.qfrc_bias[self.arm_dofs]
+        d.ctrl[self.arm_act] = np.clip(tau, -self.torque_limit, self.torque_limit)
+
+    def _run(self, n: int) -> None:
+        m, d = self.model, self.data
+        wipe = self.sponge is not None and self.spot_alive.any()
+        for _ in range(n):
+            self._torques()
+            mujoco.mj_step(m, d)
+            if wipe:
+                self._wipe()
+        self.sim_steps += n
+
+    def _wipe(self) -> None:
+        body = self.data.body(self.sponge)
+        p, r = body.xpos, body.xmat.reshape(3, 3)
+        # bottom of the sponge: lowest corner height
+        half = np.array(SPONGE_SIZE) / 2
+        bottom = p[2] - float(np.abs(r[2]) @ half)
+        if bottom - TABLE_Z > SPONGE_LIFT:
+            return
+        local = (self.spot_xy - p[:2]) @ r[:2, :2]  # spot offsets in the sponge's x/y axes
+        hit = (np.abs(local[:, 0]) <= half[0] + SPONGE_REACH) & (np.abs(local[:, 1]) <= half[1] + SPONGE_REACH)
+        new = hit & self.spot_alive
+        if new.any():
+            self.spot_alive &= ~new
+            self.model.geom_rgba[self.spot_ids[new], 3] = 0.0
+
+    # --- inverse kinematics -------------------------------------------------------------------
+    def ik(self, pos: np.ndarray, rot: np.ndarray, q0: np.ndarray, iters: int = 120,
+           damping: float = 0.02) -> tuple[np.ndarray, float, float]:
+        """Damped least squares on the arm; returns (q, position error, rotation error)."""
+        m, d = self.model, self._ik_data
+        d.qpos[:] = self.data.qpos
+        q = np.array(q0, dtype=float)
+        ep_n = er_n = float("inf")
+        for _ in range(iters):
+            d.qpos[self.arm_qpos] = q
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            p = d.site_xpos[self.site]
+            r = d.site_xmat[self.site].reshape(3, 3)
+            ep = pos - p
+            er = 0.5 * (np.cross(r[:, 0], rot[:, 0]) + np.cross(r[:, 1], rot[:, 1]) + np.cross(r[:, 2], rot[:, 2]))
+            ep_n, er_n = float(np.linalg.norm(ep)), float(np.linalg.norm(er))
+            if ep_n < IK_POS_TOL * 0.25 and er_n < IK_ROT_TOL * 0.25:
+                break
+            mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self.site)
+            jac = np.vstack([self._jacp[:, self.arm_dofs], self._jacr[:, self.arm_dofs]])
+            err = np.concatenate([ep, er])
+            jjt = jac @ jac.T + damping ** 2 * np.eye(6)
+            dq = jac.T @ np.linalg.solve(jjt, err)
+            # null space: stay near the ready posture
+            pinv = jac.T @ np.linalg.inv(jjt)
+            dq += (np.eye(7) - pinv @ jac) @ (0.05 * (HOME_Q - q))
+            step = np.linalg.norm(dq)
+            if step > 0.3:
+                dq *= 0.3 / step
+            q = np.clip(q + dq, self.q_lo, self.q_hi)
+        return q, ep_n, er_n
+
+    def in_workspace(self, pos: np.ndarray) -> bool:
+        x0 = TABLE_CENTER_X - TABLE_SIZE[0] / 2 - WORKSPACE_MARGIN
+        x1 = TABLE_CENTER_X + TABLE_SIZE[0] / 2 + WORKSPACE_MARGIN
+        y1 = TABLE_SIZE[1] / 2 + WORKSPACE_MARGIN
+        return (x0 <= pos[0] <= x1 and -y1 <= pos[1] <= y1
+                and TABLE_Z + WORKSPACE_Z[0] <= pos[2] <= TABLE_Z + WORKSPACE_Z[1])
+
+    # --- one grammar action -------------------------------------------------------------------
+    def move_to(self, pos: np.ndarray, rot: np.ndarray) -> MoveResult:
+        """Move the gripper to (pos, rot) through the joint controller, bounded in steps."""
+        start = self.sim_steps
+        if not self.in_workspace(pos):
+            return MoveResult(False, "The target position is outside the robot's workspace", 0)
+        q_now = self.data.qpos[self.arm_qpos].copy()
+        best = None
+        for seed in (q_now, HOME_Q):
+            q, ep, er = self.ik(pos, rot, seed)
+            if ep < IK_POS_TOL and er < IK_ROT_TOL:
+                best = q
+                break
+        if best is None:
+            return MoveResult(False, "No inverse-kinematics solution reaches the target pose", 0)
+        p0, r0 = self.ee_pose()
+        dist = float(np.linalg.norm(pos - p0))
+        rel = r0.T @ rot
+        ang = math.acos(max(-1.0, min(1.0, (np.trace(rel) - 1) / 2)))
+        duration = min(MAX_MOVE_S, max(MIN_MOVE_S, dist / MAX_SPEED, ang / MAX_ANG_SPEED))
+        ticks = max(1, int(round(duration / (5 * TIMESTEP))))
+        q_ref = self.q_ref.copy()
+        cartesian = True
+        for k in range(1, ticks + 1):
+            s = k / ticks
+            s = s * s * s * (10 - 15 * s + 6 * s * s)  # minimum jerk
+            if cartesian:
+                pk = p0 + s * (pos - p0)
+                rk = r0 @ _axis_angle_matrix(rel, s)
+                q_new, ep, er = self.ik(pk, rk, q_ref, iters=4)
+                if ep > 0.03 or er > 0.2:  # the straight line leaves the reachable set: go joint-space
+                    cartesian = False
+                    q_from, k_from = q_ref.copy(), k
+                else:
+                    q_ref = q_new
+            if not cartesian:
+                frac = (k - k_from + 1) / (ticks - k_from + 1)
+                q_ref = q_from + frac * (best - q_from)
+            self.q_ref = q_ref
+            self._run(5)
+        # converge at the goal (refine IK from where the interpolation ended)
+        q_goal, ep, er = self.ik(pos, rot, self.q_ref)
+        if not (ep < IK_POS_TOL and er < IK_ROT_TOL):
+            q_goal = best
+        self.q_ref = q_goal
+        for _ in range(HOLD_STEPS // 10):
+            self._run(10)
+            p, r = self.ee_pose()
+            if np.linalg.norm(p - pos) < GOAL_POS_TOL * 0.5 and np.linalg.norm(self.data.qvel[self.arm_dofs]) < 0.05:
+                break
+        return MoveResult(True, "", self.sim_steps - start)
+
+    def set_gripper(self, open_: bool) -> int:
+        """Actuate the fingers if the commanded state differs; settle after an open."""
+        if open_ == self.gripper_open:
+            return 0
+        start = self.sim_steps
+        self.gripper_open = open_
+        self._set_gripper_ctrl(open_)
+        self._run(GRIPPER_STEPS)
+        if open_:
+            self._run(SETTLE_STEPS)
+        return self.sim_steps - start
+
+    # --- success --------------------------------------------------------------------------------
+    def inside(self, obj: str, holder: str) -> bool:
+        """Is ``obj``'s centre inside ``holder``'s success volume (a container or the sorter)?"""
+        kind = self.objects[holder]["kind"]
+        p = self.body_pos(obj)
+        h = self.body_pos(holder)
+        r = self.body_rot(holder)
+        local = r.T @ (p - h)
+        if kind == "container":
+            half = CONTAINER_INNER / 2
+            return abs(local[0]) <= half and abs(local[1]) <= half and 0.0 <= local[2] <= CONTAINER_HEIGHT + 0.01
+        if kind == "sorter":
+            half = SORTER_SIDE / 2 - 0.01
+            return abs(local[0]) <= half and abs(local[1]) <= half and 0.0 <= local[2] <= SORTER_HEIGHT - SORTER_PLATE
+        raise ValueError(f"{holder} is not a container")
+
+    def stacked(self, top: str, bottom: str) -> bool:
+        """Both cubes in the success volume at the bottom cube's start position."""
+        start = self.start_positions[bottom]
+        pb, pt = self.body_pos(bottom), self.body_pos(top)
+        hb = SHAPE_HALF_HEIGHT["cube"] * self.objects[bottom]["scale"]
+        ht = SHAPE_HALF_HEIGHT["cube"] * self.objects[top]["scale"]
+        bottom_ok = np.linalg.norm(pb[:2] - start[:2]) <= STACK_XY_TOL and abs(pb[2] - start[2]) <= STACK_Z_TOL
+        top_ok = (np.linalg.norm(pt[:2] - start[:2]) <= STACK_XY_TOL
+                  and abs(pt[2] - (start[2] + hb + ht)) <= STACK_Z_TOL)
+        return bool(bottom_ok and top_ok)
+
+    def spots_left(self) -> int:
+        return int(self.spot_alive.sum())
+
+
+def _axis_angle_matrix(rel: np.ndarray, s: float) -> np.ndarray:
+    """``rel`` raised to the power ``s`` (geodesic interpolation of a rotation)."""
+    angle = math.acos(max(-1.0, min(1.0, (np.trace(rel) - 1) / 2)))
+    if angle < 1e-6:
+        return np.eye(3)
+    if abs(angle - math.pi) < 1e-4:
+        w, v = np.linalg.eigh((rel + rel.T) / 2 + np.eye(3))  # axis: eigenvector of eigenvalue 1
+        axis = v[:, -1]
+    else:
+        axis = np.array([rel[2, 1] - rel[1, 2], rel[0, 2] - rel[2, 0], rel[1, 0] - rel[0, 1]]) / (2 * math.sin(angle))
+    a = angle * s
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + math.sin(a) * k + (1 - math.cos(a)) * (k @ k)
+
+
+def top_down_rotation(finger_yaw: float) -> np.ndarray:
+    """The gripper rotation pointing straight down with the fingers closing along world yaw
+    ``finger_yaw`` (radians). For the twin's tool frame (robosuite's grip site: z = approach,
+    x = finger axis), this is extrinsic xyz Euler (180 deg, 0, finger_yaw)."""
+    return euler_xyz_to_matrix(math.pi, 0.0, finger_yaw)
