@@ -1,0 +1,181 @@
+"""Reference agents for EB-Manipulation: a privileged oracle and a seeded random agent.
+
+Both satisfy :class:`harness.interfaces.Agent`. The lead rewires ``planner=oracle`` /
+``planner=random`` per suite; until then they are registered as ``eb_manipulation_oracle``
+and ``eb_manipulation_random``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from envs.eb_manipulation import grammar as G
+from envs.eb_manipulation import sim as S
+from harness.interfaces import AgentRequest
+from harness.types import INFO_PRIVILEGED, EpisodeSpec
+
+ORACLE_VERSION = "1"
+APPROACH_HEIGHT = 0.09  # m above the grasp / release point for the approach and lift poses
+RELEASE_CLEARANCE = 0.015  # object bottom above the holder's rim when the fingers open
+
+
+def _wrap_half_turn(a: float) -> float:
+    """Finger axes are symmetric under a half turn: map to [-pi/2, pi/2)."""
+    return (a + math.pi / 2) % math.pi - math.pi / 2
+
+
+def _act(p: Sequence[float], finger_yaw: float, open_: bool, z_round: str = "nearest") -> list[int]:
+    a = G.pose_to_action(p, S.top_down_rotation(_wrap_half_turn(finger_yaw)), open_)
+    if z_round == "up":  # never command a grasp below the computed height
+        while G.bin_to_position(a[:3])[2] < p[2] - 1e-9:
+            a[2] += 1
+    return a
+
+
+def _grasp(obj: Mapping[str, Any]) -> tuple[np.ndarray, float]:
+    """Grasp point (world) and finger yaw for a graspable object."""
+    p = np.array(obj["xyz"], dtype=float)
+    yaw = float(obj["yaw_now"])
+    if obj["kind"] == "sponge":
+        return p, yaw  # fingers across the sponge's short side
+    shape, s = obj["shape"], float(obj["scale"])
+    if shape in ("triangular", "star"):
+        yaw += math.pi / 2  # fingers on the prism's triangular ends / across the star
+    elif shape == "moon":
+        # grip the middle block of the crescent across its thickness
+        off = 0.022 * s * 0.5
+        p = p + np.array([math.cos(yaw) * off, math.sin(yaw) * off, 0.0])
+    elif shape == "cylinder":
+        yaw = 0.0
+    p[2] = max(p[2], S.TABLE_Z + 0.014)
+    return p, yaw
+
+
+def _holding(state: Mapping[str, Any], name: str) -> bool:
+    if state["gripper_open"]:
+        return False
+    obj = np.array(state["objects"][name]["xyz"])
+    return bool(np.linalg.norm(obj - np.array(state["ee_position"])) < 0.05)
+
+
+def _pick_up(obj: Mapping[str, Any]) -> tuple[list[list[int]], float]:
+    p, yaw = _grasp(obj)
+    above = p + [0, 0, APPROACH_HEIGHT]
+    return [_act(above, yaw, True), _act(p, yaw, False, z_round="up"), _act(above, yaw, False)], yaw
+
+
+def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
+    """The discretised action sequence that finishes the task from ``state``."""
+    cls, t, objs = state["task_class"], state["target"], state["objects"]
+    if cls in ("pick", "place", "stack"):
+        name = t["object"] if cls != "stack" else t["top"]
+        obj = objs[name]
+        half = S.SHAPE_HALF_HEIGHT[obj["shape"]] * float(obj["scale"])
+        if _holding(state, name):
+            plan, yaw = [], float(obj["yaw_now"])
+            yaw = _grasp(obj)[1]
+        else:
+            plan, yaw = _pick_up(obj)
+        if cls == "pick":
+            holder = objs[t["container"]]
+            dest = np.array([*holder["xyz"][:2], S.TABLE_Z + S.CONTAINER_HEIGHT + half + RELEASE_CLEARANCE + 0.01])
+        elif cls == "place":
+            holder = objs["sorter"]
+            holes = S.sorter_holes(holder["xyz"], holder["yaw"])
+            hole = min(holes, key=lambda h: float(np.linalg.norm(h - np.array(obj["xyz"][:2]))))
+            dest = np.array([*hole, S.TABLE_Z + S.SORTER_HEIGHT + half + RELEASE_CLEARANCE])
+        else:
+            bottom = objs[t["bottom"]]
+            hb = S.SHAPE_HALF_HEIGHT["cube"] * float(bottom["scale"])
+            dest = np.array([*bottom["xyz"][:2], bottom["xyz"][2] + hb + half + 0.012])
+            yaw = float(bottom["yaw_now"])  # align the faces
+        plan += [_act(dest + [0, 0, APPROACH_HEIGHT * 0.6], yaw, False), _act(dest, yaw, True)]
+        return plan
+    if cls == "wipe":
+        sponge = objs["sponge"]
+        area = objs[t["area"]]
+        plan = [] if _holding(state, "sponge") else _pick_up(sponge)[0]
+        a = float(area["yaw"])
+        axis = np.array([math.cos(a), math.sin(a), 0.0])
+        centre = np.array([*area["pos"], 0.0])
+        half = S.AREA_SIZE[1] / 2 + 0.01
+        # sweep away from the robot's side first: start at the end nearer the sponge
+        ends = [centre - axis * half, centre + axis * half]
+        sp = np.array(sponge["xyz"])
+        if np.linalg.norm(ends[1][:2] - sp[:2]) < np.linalg.norm(ends[0][:2] - sp[:2]):
+            ends.reverse()
+        z = S.TABLE_Z + S.SPONGE_SIZE[2] / 2 - 0.004  # press the sponge lightly on the table
+        start, end = ends[0] + [0, 0, z], ends[1] + [0, 0, z]
+        plan += [_act(start + [0, 0, 0.06], a, False), _act(start, a, False), _act(end, a, False)]
+        return plan
+    raise ValueError(f"unknown task class {cls!r}")
+
+
+class OracleAgent:
+    """Plans the discretised actions from the true state (privileged upper bound).
+
+    Each call re-plans from the current state (``info["privileged_state"]``): the whole
+    remaining plan is returned and executed open-loop, as a planner's plan is.
+    """
+
+    name = "eb_manipulation_oracle"
+    privileged = True
+    reads_images = False
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"name": self.name, "version": ORACLE_VERSION}
+
+    def reset(self, episode: EpisodeSpec) -> None:
+        pass
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[list[list[int]]]:
+        out = []
+        for r in requests:
+            state = r.info.get(INFO_PRIVILEGED)
+            if state is None:
+                raise ValueError("the oracle needs info['privileged_state'] (reset with privileged=True)")
+            out.append(oracle_plan(state))
+        return out
+
+
+def random_action(rng: random.Random, gripper_open_only: bool = False) -> list[int]:
+    """A random in-range action: position bins 0..100, rotation bins 0..119, gripper 0/1
+    (always open with ``gripper_open_only``, as the original's fallback)."""
+    return [rng.randint(0, G.VOXEL_SIZE), rng.randint(0, G.VOXEL_SIZE), rng.randint(0, G.VOXEL_SIZE),
+            rng.randint(0, G.ROTATION_BINS - 1), rng.randint(0, G.ROTATION_BINS - 1),
+            rng.randint(0, G.ROTATION_BINS - 1), 1 if gripper_open_only else rng.randint(0, 1)]
+
+
+class RandomAgent:
+    """One random in-range 7-integer action per call, seeded by (seed, episode key)."""
+
+    name = "eb_manipulation_random"
+    privileged = False
+    reads_images = False
+
+    def __init__(self, seed: int = 0, **_: Any) -> None:
+        self.seed = int(seed)
+        self._rngs: dict[tuple, random.Random] = {}
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"name": self.name, "seed": self.seed}
+
+    def reset(self, episode: EpisodeSpec) -> None:
+        self._rngs[episode.key] = random.Random(f"eb_manipulation_random|{self.seed}|{'|'.join(map(str, episode.key))}")
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[list[list[int]]]:
+        out = []
+        for r in requests:
+            rng = self._rngs.get(r.episode.key)
+            if rng is None:
+                self.reset(r.episode)
+                rng = self._rngs[r.episode.key]
+            out.append([random_action(rng)])
+        return out
