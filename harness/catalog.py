@@ -18,8 +18,16 @@ SUITES.register(
     "EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)",
 )
 
+SUITES.register(
+    "eb_manipulation", "envs.eb_manipulation.suite:EBManipulationSuite",
+    "EmbodiedBench EB-Manipulation on a MuJoCo twin: 5 subsets, 228 episodes (backend: mujoco)",
+)
+
 PLANNERS.register("oracle", "planners.oracle:OraclePlanner", "plans from the true state (upper bound; privileged)")
 PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one uniformly random valid action per call")
+
+PLANNERS.register("eb_manipulation_oracle", "envs.eb_manipulation.agents:OracleAgent", "EB-Manipulation: discretised actions from the true state (privileged)")
+PLANNERS.register("eb_manipulation_random", "envs.eb_manipulation.agents:RandomAgent", "EB-Manipulation: one random in-range 7-integer action per call")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")

@@ -24,8 +24,9 @@ RELEASE_CLEARANCE = 0.015  # object bottom above the holder's rim when the finge
 
 
 def _wrap_half_turn(a: float) -> float:
-    """Finger axes are symmetric under a half turn: map to [-pi/2, pi/2)."""
-    return (a + math.pi / 2) % math.pi - math.pi / 2
+    """Finger axes are symmetric under a half turn: map to [0, pi), the range the Panda's
+    last joint reaches from its ready posture with the gripper pointing down."""
+    return a % math.pi
 
 
 def _act(p: Sequence[float], finger_yaw: float, open_: bool, z_round: str = "nearest") -> list[int]:
@@ -43,8 +44,13 @@ def _grasp(obj: Mapping[str, Any]) -> tuple[np.ndarray, float]:
     if obj["kind"] == "sponge":
         return p, yaw  # fingers across the sponge's short side
     shape, s = obj["shape"], float(obj["scale"])
-    if shape in ("triangular", "star"):
-        yaw += math.pi / 2  # fingers on the prism's triangular ends / across the star
+    if shape == "star":
+        yaw += math.pi / 2  # fingers across the star, tip against notch
+    elif shape == "triangular":
+        # fingers along body x: one on the side facing -x, one on the vertex at +x; grip
+        # at the middle of that line so both fingers close together
+        off = 0.026 * s * 0.25
+        p = p + np.array([math.cos(yaw) * off, math.sin(yaw) * off, 0.0])
     elif shape == "moon":
         # grip the middle block of the crescent across its thickness
         off = 0.022 * s * 0.5
@@ -75,11 +81,13 @@ def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
         name = t["object"] if cls != "stack" else t["top"]
         obj = objs[name]
         half = S.SHAPE_HALF_HEIGHT[obj["shape"]] * float(obj["scale"])
-        if _holding(state, name):
-            plan, yaw = [], float(obj["yaw_now"])
-            yaw = _grasp(obj)[1]
-        else:
-            plan, yaw = _pick_up(obj)
+        if not _holding(state, name):
+            # pick up, then re-plan the release from the held object's true offset
+            return _pick_up(obj)[0]
+        ee = np.array(state["ee_position"])
+        offset = np.array(obj["xyz"]) - ee  # where the object sits in the fingers
+        offset[2] = 0.0
+        yaw = float(state["ee_finger_yaw"])
         if cls == "pick":
             holder = objs[t["container"]]
             dest = np.array([*holder["xyz"][:2], S.TABLE_Z + S.CONTAINER_HEIGHT + half + RELEASE_CLEARANCE + 0.01])
@@ -92,9 +100,11 @@ def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
             bottom = objs[t["bottom"]]
             hb = S.SHAPE_HALF_HEIGHT["cube"] * float(bottom["scale"])
             dest = np.array([*bottom["xyz"][:2], bottom["xyz"][2] + hb + half + 0.012])
-            yaw = float(bottom["yaw_now"])  # align the faces
-        plan += [_act(dest + [0, 0, APPROACH_HEIGHT * 0.6], yaw, False), _act(dest, yaw, True)]
-        return plan
+            # turn the held cube to the bottom cube's faces (the smaller turn of a quarter-turn set)
+            turn = (float(bottom["yaw_now"]) - float(obj["yaw_now"]) + math.pi / 4) % (math.pi / 2) - math.pi / 4
+            yaw = yaw + turn
+        dest = dest - offset
+        return [_act(dest + [0, 0, APPROACH_HEIGHT * 0.6], yaw, False), _act(dest, yaw, True)]
     if cls == "wipe":
         sponge = objs["sponge"]
         area = objs[t["area"]]

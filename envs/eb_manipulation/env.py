@@ -223,6 +223,7 @@ class EBManipulationEnv:
             "target": dict(world.layout["target"]), "objects": objs,
             "spots_left": world.spots_left(), "ee_position": world.ee_pose()[0].tolist(),
             "gripper_open": world.gripper_open, "steps": self._steps,
+            "ee_finger_yaw": float(math.atan2(world.ee_pose()[1][1, 0], world.ee_pose()[1][0, 0])),
         }
 
     def _info(self, *, action_ok: bool, motion_ok: bool, reward: float) -> dict[str, Any]:

@@ -51,7 +51,7 @@ DIRECTIONS = ("horizontal", "vertical")
 RELATIONS = ("left", "right", "front", "rear")
 
 #: Spawn region of object centres (m): reachable top-down by the Panda at ROBOT_BASE.
-SPAWN_X = (0.0, 0.3)
+SPAWN_X = (-0.02, 0.32)
 SPAWN_Y = (-0.28, 0.28)
 
 
@@ -69,6 +69,10 @@ def _extreme(direction: str, xy: Sequence[float]) -> float:
     return {"front": xy[0], "rear": -xy[0], "left": xy[1], "right": -xy[1]}[direction]
 
 
+class _NoRoom(Exception):
+    """The sampled objects so far leave no room for the next one: resample the scene."""
+
+
 class _Placer:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -80,7 +84,7 @@ class _Placer:
             if all(math.hypot(px - qx, py - qy) >= radius + qr + gap for qx, qy, qr in self.placed):
                 self.placed.append((px, py, radius))
                 return round(px, 4), round(py, 4)
-        raise RuntimeError("could not place an object without overlap")
+        raise _NoRoom()
 
     def block_segment(self, cx: float, cy: float, yaw: float, length: float, width: float) -> None:
         """Reserve the footprint of a wipe area as a chain of discs."""
@@ -167,7 +171,7 @@ def _scene_stack(index: int, rng: random.Random, relative: bool) -> dict[str, An
 
 def _scene_place(index: int, rng: random.Random, relative: bool) -> dict[str, Any]:
     placer = _Placer(rng)
-    sorter_xy = placer.place(S.SORTER_SIDE * 0.72, x=(0.05, 0.25))
+    sorter_xy = placer.place(0.19, x=(0.05, 0.25), gap=0.0)  # room for the hand beside it
     sorter = {"name": "sorter", "kind": "sorter", "pos": list(sorter_xy), "yaw": round(rng.uniform(-0.2, 0.2), 4)}
     shape = rng.choice(PLACE_SHAPES)
     if not relative:
@@ -255,7 +259,10 @@ def make_scene(family: str, index: int, seed: int = GENERATOR_SEED) -> dict[str,
     cls = FAMILY_CLASS[family]
     relative = family.endswith("_relative")
     for _ in range(5000):
-        scene = _SCENES[cls](index, rng, relative)
+        try:
+            scene = _SCENES[cls](index, rng, relative)
+        except _NoRoom:
+            continue
         if scene:
             scene["family"] = family
             scene["task_class"] = cls

@@ -81,6 +81,10 @@ def validate_action(action: Any) -> list[int]:
 
 def is_non_finite(action: Any) -> bool:
     """True for a numeric sequence containing NaN or infinity (an agent contract breach)."""
+    if isinstance(action, (str, bytes)) or not isinstance(action, (Sequence, np.ndarray)):
+        return False
+    if any(v is None or isinstance(v, (str, bytes)) for v in (action.reshape(-1) if isinstance(action, np.ndarray) else action)):
+        return False
     try:
         arr = np.asarray(action, dtype=float)
     except (TypeError, ValueError):

@@ -62,7 +62,7 @@ COLORS: dict[str, tuple[float, float, float]] = {
 #: The graspable shapes (EmbodiedBench's seen object shapes).
 SHAPES = ("star", "triangular", "cylinder", "cube", "moon")
 #: Nominal half-height (m) of each shape at scale 1 (bodies rest with their origin this high).
-SHAPE_HALF_HEIGHT = {"star": 0.0125, "triangular": 0.017, "cylinder": 0.02, "cube": 0.02, "moon": 0.015}
+SHAPE_HALF_HEIGHT = {"star": 0.0125, "triangular": 0.016, "cylinder": 0.02, "cube": 0.02, "moon": 0.015}
 #: Footprint radius (m) at scale 1, for spawning without overlap.
 SHAPE_RADIUS = {"star": 0.03, "triangular": 0.03, "cylinder": 0.022, "cube": 0.029, "moon": 0.03}
 CONTAINER_INNER = 0.11  # inner side of a pick container (m)
@@ -70,7 +70,7 @@ CONTAINER_WALL = 0.01
 CONTAINER_HEIGHT = 0.05
 SORTER_SIDE = 0.2
 SORTER_HEIGHT = 0.09
-SORTER_HOLE = 0.075  # 2 x 2 square openings, one per shape in the original
+SORTER_HOLE = 0.08  # 2 x 2 square openings, one per shape in the original
 SORTER_PLATE = 0.01
 SPONGE_SIZE = (0.05, 0.09, 0.03)  # x (grasp axis), y, z
 AREA_SIZE = (0.07, 0.30)  # width, length of a wipe area
@@ -110,13 +110,14 @@ def _base_spec() -> "mujoco.MjSpec":
     spec.visual.global_.offheight = 640
     # Front camera: beyond the table's far edge looking back at the robot, so world +y is
     # image-right and +x comes toward the viewer (the original's front view orientation).
-    eye, look = np.array([1.25, 0.0, 1.45]), np.array([0.12, 0.0, 0.78])
+    eye, look = np.array([1.0, 0.0, 1.32]), np.array([0.1, 0.0, 0.8])
     z = (eye - look) / np.linalg.norm(eye - look)
     x = np.array([0.0, 1.0, 0.0])
     y = np.cross(z, x)
-    spec.worldbody.add_camera(name="front", pos=eye, fovy=42.0, mode=mujoco.mjtCamLight.mjCAMLIGHT_FIXED)
-    spec.cameras[-1].alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
-    spec.cameras[-1].alt.xyaxes = [*x, *y]
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.stack([x, y, z], axis=1).reshape(-1))
+    spec.worldbody.add_camera(name="front", pos=eye, quat=quat, fovy=45.0)
+    spec.option.enableflags |= mujoco.mjtEnableBit.mjENBL_MULTICCD  # several contacts per convex pair
     return spec
 
 
@@ -148,11 +149,11 @@ def _add_shape(spec, name: str, shape: str, color: str, pos, yaw: float, scale: 
     elif shape == "cylinder":
         geoms.append(body.add_geom(type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.02 * s, 0.02 * s, 0], rgba=rgba))
     elif shape == "triangular":
-        # a prism lying on a side face: triangle in the x-z plane (apex up), extruded along y
-        half_w, h, half_l = 0.025 * s, 0.034 * s, 0.02 * s
-        verts = []
-        for yy in (-half_l, half_l):
-            verts += [-half_w, yy, -h / 2, half_w, yy, -h / 2, 0.0, yy, h / 2]
+        # an upright triangular prism: an equilateral triangle (centroid at the origin, one
+        # side parallel to body y) extruded along z
+        r, half_h = 0.026 * s, SHAPE_HALF_HEIGHT["triangular"] * s
+        tri = [(r * math.cos(math.radians(a)), r * math.sin(math.radians(a))) for a in (0, 120, 240)]
+        verts = [c for (px, py) in tri for zz in (-half_h, half_h) for c in (px, py, zz)]
         spec.add_mesh(name=f"{name}_mesh", uservert=verts)
         geoms.append(body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"{name}_mesh", rgba=rgba))
     elif shape == "star":
