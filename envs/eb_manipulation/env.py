@@ -7,7 +7,8 @@ Rules (EmbodiedBench ``EBManEnv.py`` / ``eb_manipulation_evaluator.py``; the ref
   (at most :data:`sim.MAX_STEPS_PER_ACTION` simulator steps), then the fingers act if their
   commanded state changed. A target outside the workspace or with no IK solution fails: the
   step still counts, reward -1, nothing moves, the feedback gives the reason. As in the
-  original, such a failed motion does not interrupt the plan (``action_ok`` stays True; the
+  original, such a failed motion does not interrupt the plan (it is counted in
+  ``invalid_actions``, as the original's feedback calls it invalid) (``action_ok`` stays True; the
   failure is in ``info["motion_ok"]`` and the feedback) unless the suite is built with
   ``replan_on_failure=True``.
 * Unusable output: an :class:`harness.interfaces.InvalidOutput`, or a value that is not 7
@@ -129,8 +130,10 @@ class EBManipulationEnv:
                 self._feedback = self._format_feedback(f"invalid ({e})", 0.0)
             else:
                 reward, motion_ok, reason = self._execute(act)
-                if not motion_ok and self.replan_on_failure:
-                    action_ok = False
+                if not motion_ok:
+                    self._invalid += 1
+                    if self.replan_on_failure:
+                        action_ok = False
                 self._feedback = self._format_feedback("valid" if motion_ok else f"invalid ({reason})", reward)
         terminated = truncated = False
         if self._success:
