@@ -1,0 +1,74 @@
+"""Oracle and random agents through harness.runner.Runner (a CI slice: one episode per family)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envs.eb_manipulation import episodes as E
+from envs.eb_manipulation.agents import OracleAgent, RandomAgent, random_action
+from envs.eb_manipulation.suite import EBManipulationSuite
+from harness.catalog import PLANNERS
+from harness.interfaces import Agent, AgentRequest
+from harness.runner import Runner
+from harness.types import RunSpec
+
+
+class _Slice(EBManipulationSuite):
+    """The real suite restricted to a few episodes of a split (same envs, same protocol)."""
+
+    def __init__(self, pick, **kw):
+        super().__init__(**kw)
+        self._pick = pick
+
+    def episodes(self, split):
+        return [e for e in super().episodes(split) if self._pick(e)]
+
+
+def _run(agent, split="base", pick=lambda e: e.metadata["index"] == 4):
+    suite = _Slice(pick, render=False)
+    spec = RunSpec(suite="eb_manipulation", split=split, agent=agent.name, variant="test", batch_size=4)
+    return Runner(spec, suite, agent, None).run()
+
+
+def test_agents_are_registered_and_satisfy_the_protocol():
+    oracle, rnd = PLANNERS.build("eb_manipulation_oracle"), PLANNERS.build("eb_manipulation_random")
+    assert isinstance(oracle, OracleAgent) and isinstance(rnd, RandomAgent)
+    assert isinstance(oracle, Agent) and isinstance(rnd, Agent)
+    assert oracle.privileged and not rnd.privileged
+
+
+def test_random_agent_is_in_range_and_seeded_per_episode():
+    spec = E.episodes("base")[0]
+    other = E.episodes("base")[1]
+
+    def seq(agent, ep, n=20):
+        agent.reset(ep)
+        return [agent.act([AgentRequest(ep, {}, {})])[0][0] for _ in range(n)]
+
+    a = seq(RandomAgent(seed=0), spec)
+    assert a == seq(RandomAgent(seed=0), spec)
+    assert a != seq(RandomAgent(seed=0), other) and a != seq(RandomAgent(seed=1), spec)
+    for act in a:
+        assert len(act) == 7 and all(0 <= v <= 100 for v in act[:3])
+        assert all(0 <= v < 120 for v in act[3:6]) and act[6] in (0, 1)
+    import random
+    assert random_action(random.Random(3), gripper_open_only=True)[6] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_oracle_and_random_through_the_runner_ci_slice():
+    summary = _run(OracleAgent())
+    assert summary.finished == 4 and summary.errors == 0
+    assert summary.successes == 4, [(r.episode_id, r.termination, r.error_message) for r in summary.records]
+    assert {r.task_type for r in summary.records} == {"pick", "stack", "place", "wipe"}
+    assert all(r.steps <= 15 for r in summary.records)
+    summary = _run(RandomAgent())
+    assert summary.finished == 4 and summary.errors == 0 and summary.successes == 0
+    assert all(r.steps == 15 and r.termination == "max_steps" for r in summary.records)
+
+
+@pytest.mark.slow
+def test_oracle_on_every_spatial_family():
+    summary = _run(OracleAgent(), split="spatial", pick=lambda e: e.metadata["index"] in (5, 10))
+    assert summary.finished == 8 and summary.successes == 8
