@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from envs.eb_manipulation.grammar import SCENE_BOUNDS, euler_xyz_to_matrix
 
+# Headless rendering by default (an explicit MUJOCO_GL wins; "osmesa" where EGL is missing).
+os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402  (robosuite's MuJoCo)
 
 # --- Scene constants (the twin's own; chosen so the original's bins land on the table) -----

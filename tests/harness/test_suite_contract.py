@@ -24,7 +24,7 @@ from harness.types import (
 #: registered without an entry here fails the first test.
 CONTRACT = {
     "eb_alfred": dict(params={"render": True, "generated_per_split": 6}, split="seen", agent="random"),
-    "eb_manipulation": dict(params={"render": True, "image_size": 128}, split="base", agent="eb_manipulation_random"),
+    "eb_manipulation": dict(params={"render": False}, split="base", agent="eb_manipulation_random"),
 }
 
 
