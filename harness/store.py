@@ -247,6 +247,13 @@ class ResultStore:
     def begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any]) -> None:
         """Record the run (once) and this invocation of it (every time)."""
         now = time.time()
+        try:
+            self._begin_run(run_id, spec, identity, provenance, now)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_db_error("write to", self.path, exc)) from None
+
+    def _begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any],
+                   now: float) -> None:
         with self._db:
             self._db.execute(
                 "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
