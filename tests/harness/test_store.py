@@ -2,7 +2,7 @@ import sqlite3
 
 import pytest
 
-from harness.store import ResultStore, StoreError
+from harness.store import RecordWriter, ResultStore, StoreError
 from harness.types import EpisodeRecord, RunSpec
 
 SPEC = RunSpec(suite="s", split="a", agent="oracle", variant="v")
@@ -85,20 +85,37 @@ def test_newer_schema_refused(tmp_path):
         ResultStore(tmp_path, readonly=True)
 
 
-def test_writer_commits_each_record_before_add_returns(tmp_path):
-    """Durability: a record handed to the writer is in the file when ``add`` returns
-    (mutation: buffering records in memory until close loses them on SIGKILL)."""
+def count_rows(path) -> int:
+    other = sqlite3.connect(path / "results.sqlite")
+    try:
+        return other.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+    finally:
+        other.close()
+
+
+def test_writer_commits_by_count_by_age_and_on_close(tmp_path):
+    """Durability bounds (mutations guarded: never flushing before close; flushing only by count)."""
+    now = [0.0]
     with ResultStore(tmp_path) as store:
         store.begin_run("r1", SPEC, {}, {})
-        with store.writer() as writer:
-            for i in range(30):
-                writer.add(rec(f"e{i:03d}", success=i % 2 == 0))
-                other = sqlite3.connect(tmp_path / "results.sqlite")
-                assert other.execute("SELECT COUNT(*) FROM episodes").fetchone()[0] == i + 1
-                other.close()
+        writer = RecordWriter(store, clock=lambda: now[0])
+        for i in range(RecordWriter.GROUP_SIZE - 1):
+            writer.add(rec(f"a{i:03d}"))
+        assert count_rows(tmp_path) == 0  # grouped: waiting
+        writer.add(rec("a999"))
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE  # a full group is committed at once
+        writer.add(rec("b0"))
+        now[0] += RecordWriter.GROUP_SECONDS / 2
+        writer.add(rec("b1"))
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE
+        now[0] += RecordWriter.GROUP_SECONDS
+        writer.add(rec("b2"))  # the oldest waited too long: everything waiting is committed
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE + 3
+        writer.add(rec("c0"))
+        writer.close()
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE + 4
         records = store.records()
-    assert [r.episode_id for r in records] == [f"e{i:03d}" for i in range(30)]
-    assert sum(r.success for r in records) == 15
+    assert len({r.key for r in records}) == RecordWriter.GROUP_SIZE + 4
 
 
 def test_writer_reports_write_errors(tmp_path):
@@ -106,5 +123,6 @@ def test_writer_reports_write_errors(tmp_path):
         writer = store.writer()
         store._db.execute("DROP TABLE episodes")
         store._db.commit()
+        writer.add(rec("e1"))
         with pytest.raises(StoreError, match="cannot write to result store"):
-            writer.add(rec("e1"))
+            writer.close()
