@@ -145,6 +145,33 @@ def test_resume_skips_recorded_episodes(suite, tmp_path):
     assert len(records) == len({r.key for r in records}) == 7
 
 
+def test_two_runs_in_one_store_each_resume_only_their_own(suite, tmp_path):
+    """Two agents write to one output directory; each rerun skips exactly its own
+    recorded episodes. Mutation caught: ``completed_keys`` ignoring ``run_id``
+    (the random run would skip the episodes the oracle recorded)."""
+    def oracle(limit):
+        return Runner(spec(limit=limit), suite, PLANNERS.build("oracle"), store).run()
+
+    def random(limit):
+        return Runner(spec(agent="random", variant="random", limit=limit), suite, PLANNERS.build("random"),
+                      store).run()
+
+    with ResultStore(tmp_path) as store:
+        a1, b1 = oracle(3), random(5)
+        a2, b2 = oracle(5), random(6)
+        records = store.records()
+    assert a1.run_id == a2.run_id != b1.run_id == b2.run_id
+    assert (a1.skipped, a1.finished) == (0, 3)
+    assert (b1.skipped, b1.finished) == (0, 5)
+    assert (a2.skipped, a2.finished) == (3, 2)
+    assert (b2.skipped, b2.finished) == (5, 1)
+    by_run = {run: sorted(r.episode_id for r in records if r.run_id == run) for run in (a1.run_id, b1.run_id)}
+    assert by_run[a1.run_id] == sorted(first_ids(suite, 5))
+    assert by_run[b1.run_id] == sorted(first_ids(suite, 6))
+    assert all(r.success for r in records if r.run_id == a1.run_id)
+    assert {r.variant for r in records if r.run_id == b1.run_id} == {"random"}
+
+
 def test_run_identity_ignores_workers_but_not_agent_or_suite(suite):
     agent = PLANNERS.build("oracle")
     a = run_id_of(run_identity(spec(), suite, agent))
