@@ -32,6 +32,21 @@ def test_roundtrip_and_resume_keys(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite"]
 
 
+def test_completed_keys_are_per_run(tmp_path):
+    """Two runs share one store and one episode key. Mutation caught: ``completed_keys``
+    ignoring ``run_id``."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {"agent": 1}, {})
+        store.begin_run("r2", SPEC, {"agent": 2}, {})
+        assert store.add(rec("e1", run_id="r1", success=True))
+        assert store.add(rec("e1", run_id="r2", error_kind="agent"))
+        assert store.add(rec("e2", run_id="r2"))
+        assert store.completed_keys("r1") == {("s", "a", "e1", 0)}
+        assert store.completed_keys("r2") == {("s", "a", "e2", 0)}
+        assert store.completed_keys("r3") == set()
+        assert len(store.records()) == 3
+
+
 def test_completed_rows_never_duplicated_or_overwritten(tmp_path):
     with ResultStore(tmp_path) as store:
         store.begin_run("r1", SPEC, {}, {})
