@@ -28,6 +28,8 @@ class SceneRenderer:
         self.model = model
         self._r = mujoco.Renderer(model, size, size)
         self._cam = model.camera("front").id
+        self._opt = mujoco.MjvOption()
+        self._opt.sitegroup[:] = 0  # robosuite's marker sites (grip-site cylinder) are not drawn
 
     def close(self) -> None:
         self._r.close()
@@ -43,7 +45,7 @@ class SceneRenderer:
         return np.stack([u, w], axis=1)
 
     def front(self, world: S.PandaTable, centres: Sequence[np.ndarray] | None, annotate: bool = True) -> np.ndarray:
-        self._r.update_scene(world.data, camera=self._cam)
+        self._r.update_scene(world.data, camera=self._cam, scene_option=self._opt)
         img = self._r.render().copy()
         if not annotate:
             return img
@@ -71,5 +73,5 @@ class SceneRenderer:
         return np.asarray(im)
 
     def wrist(self, world: S.PandaTable) -> np.ndarray:
-        self._r.update_scene(world.data, camera=self.model.camera("robot0_eye_in_hand").id)
+        self._r.update_scene(world.data, camera=self.model.camera("robot0_eye_in_hand").id, scene_option=self._opt)
         return self._r.render().copy()

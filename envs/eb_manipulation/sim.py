@@ -117,6 +117,10 @@ def _base_spec() -> "mujoco.MjSpec":
     z = (eye - look) / np.linalg.norm(eye - look)
     x = np.array([0.0, 1.0, 0.0])
     y = np.cross(z, x)
+    # robosuite's collision geoms (group 0, drawn green) stay invisible: its visual meshes show the robot
+    for g in spec.geoms:
+        if g.name.startswith(("robot0_", "gripper0_")) and g.group == 0 and (g.contype or g.conaffinity):
+            g.rgba = [0.0, 0.0, 0.0, 0.0]
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, np.stack([x, y, z], axis=1).reshape(-1))
     spec.worldbody.add_camera(name="front", pos=eye, quat=quat, fovy=45.0)
