@@ -72,3 +72,56 @@ def test_oracle_and_random_through_the_runner_ci_slice():
 def test_oracle_on_every_spatial_family():
     summary = _run(OracleAgent(), split="spatial", pick=lambda e: e.metadata["index"] in (5, 10))
     assert summary.finished == 8 and summary.successes == 8
+
+
+class _ScriptedTextAgent:
+    """A text planner whose "model" answers with the oracle's plan as JSON (or garbage on the
+    first call): exercises the prompt builder on real observations and the parser into the env."""
+
+    name = "scripted_text"
+    privileged = True  # only to script the model's answer
+    reads_images = False
+
+    def __init__(self, garbage_first: bool):
+        from planners import eb_manipulation_prompt as P
+
+        self.P, self.examples, self.garbage_first = P, P.load_examples(), garbage_first
+        self.calls: dict = {}
+        self.prompts: list[str] = []
+
+    def identity(self):
+        return {"name": self.name}
+
+    def reset(self, episode):
+        self.calls[episode.key] = 0
+
+    def act(self, requests):
+        import json
+
+        from envs.eb_manipulation.agents import oracle_plan
+
+        out = []
+        for r in requests:
+            k = self.calls[r.episode.key]
+            self.calls[r.episode.key] = k + 1
+            self.prompts.append(self.P.build_prompt_text(
+                r.observation["instruction"], r.observation["object_coordinates_text"],
+                r.episode.metadata["task_class"], r.history, self.examples))
+            raw = ("I cannot see the image." if self.garbage_first and k == 0 else
+                   json.dumps({"visual_state_description": "", "reasoning_and_reflection": "",
+                               "language_plan": "", "executable_plan": str(oracle_plan(r.info["privileged_state"]))}))
+            out.append(self.P.reply_from_output(raw, episode_key=r.episode.key, call_index=k))
+        return out
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_text_planner_path_prompt_parse_env():
+    agent = _ScriptedTextAgent(garbage_first=True)
+    summary = _run(agent, pick=lambda e: e.episode_id == "base/stack_cubes_color/01")
+    (rec,) = summary.records
+    assert rec.success and rec.planner_output_errors == 1 and rec.invalid_actions == 1
+    assert rec.agent_calls >= 3  # garbage, pick-up plan, release plan
+    # the later prompts carry the executed (action, feedback) history
+    assert "Step 0: action" not in agent.prompts[0] and "Step 0: action" in agent.prompts[-1]
+    assert "Objects: {'object 1': [" in agent.prompts[0]
