@@ -85,6 +85,10 @@ STACK_XY_TOL = 0.03  # stacked cube within 3 cm (issue text) of the bottom cube'
 STACK_Z_TOL = 0.015
 
 
+#: Largest camera image side (the offscreen framebuffer's size).
+MAX_IMAGE_SIZE = 1024
+
+
 def _rgba(color: str, alpha: float = 1.0) -> list[float]:
     return [*COLORS[color], alpha]
 
@@ -109,8 +113,8 @@ def base_xml() -> str:
 
 def _base_spec() -> "mujoco.MjSpec":
     spec = mujoco.MjSpec.from_string(base_xml())
-    spec.visual.global_.offwidth = 640
-    spec.visual.global_.offheight = 640
+    spec.visual.global_.offwidth = MAX_IMAGE_SIZE
+    spec.visual.global_.offheight = MAX_IMAGE_SIZE
     # Front camera: beyond the table's far edge looking back at the robot, so world +y is
     # image-right and +x comes toward the viewer (the original's front view orientation).
     eye, look = np.array([1.0, 0.0, 1.32]), np.array([0.1, 0.0, 0.8])

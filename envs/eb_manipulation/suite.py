@@ -33,6 +33,8 @@ class EBManipulationSuite:
         if backend != "mujoco":
             raise ValueError(f"EB-Manipulation backend {backend!r} is not available here; use 'mujoco' "
                              "(the CoppeliaSim adapter is envs.eb_manipulation.coppelia, outside the runner)")
+        if not 16 <= int(image_size) <= S.MAX_IMAGE_SIZE:
+            raise ValueError(f"image_size must be in [16, {S.MAX_IMAGE_SIZE}], got {image_size}")
         self.render = bool(render)
         self.image_size = int(image_size)
         self.annotate = bool(annotate)
