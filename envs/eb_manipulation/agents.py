@@ -103,6 +103,8 @@ def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
             # turn the held cube to the bottom cube's faces (the smaller turn of a quarter-turn set)
             turn = (float(bottom["yaw_now"]) - float(obj["yaw_now"]) + math.pi / 4) % (math.pi / 2) - math.pi / 4
             yaw = yaw + turn
+            c, s_ = math.cos(turn), math.sin(turn)
+            offset = np.array([c * offset[0] - s_ * offset[1], s_ * offset[0] + c * offset[1], 0.0])
         dest = dest - offset
         return [_act(dest + [0, 0, APPROACH_HEIGHT * 0.6], yaw, False), _act(dest, yaw, True)]
     if cls == "wipe":
@@ -113,7 +115,7 @@ def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
         axis = np.array([math.cos(a), math.sin(a), 0.0])
         centre = np.array([*area["pos"], 0.0])
         half = S.AREA_SIZE[1] / 2 + 0.01
-        # sweep away from the robot's side first: start at the end nearer the sponge
+        # start at the end of the area nearer the sponge
         ends = [centre - axis * half, centre + axis * half]
         sp = np.array(sponge["xyz"])
         if np.linalg.norm(ends[1][:2] - sp[:2]) < np.linalg.norm(ends[0][:2] - sp[:2]):

@@ -68,6 +68,8 @@ SHAPES = ("star", "triangular", "cylinder", "cube", "moon")
 SHAPE_HALF_HEIGHT = {"star": 0.0125, "triangular": 0.016, "cylinder": 0.02, "cube": 0.02, "moon": 0.015}
 #: Footprint radius (m) at scale 1, for spawning without overlap.
 SHAPE_RADIUS = {"star": 0.03, "triangular": 0.03, "cylinder": 0.022, "cube": 0.029, "moon": 0.03}
+#: Contact time constant of the graspable objects (s); >= 2 timesteps for stability.
+OBJECT_SOLREF_TIMECONST = 0.008
 CONTAINER_INNER = 0.11  # inner side of a pick container (m)
 CONTAINER_WALL = 0.01
 CONTAINER_HEIGHT = 0.05
@@ -195,6 +197,7 @@ def _add_shape(spec, name: str, shape: str, color: str, pos, yaw: float, scale: 
         g.friction = [1.2, 0.01, 0.0005]
         g.condim = 4
         g.density = 400.0
+        g.solref = [OBJECT_SOLREF_TIMECONST, 1.0]  # stiffer than the default 0.02: no sinking into thin walls
     return body
 
 
