@@ -29,35 +29,48 @@ def _wrap_half_turn(a: float) -> float:
     return a % math.pi
 
 
-def _act(p: Sequence[float], finger_yaw: float, open_: bool, z_round: str = "nearest") -> list[int]:
+#: Lowest grasp height of the grip site above the table (m): robosuite's Panda finger
+#: collision boxes reach 12.5 mm below the grip site.
+GRASP_FLOOR = 0.012
+
+
+def _act(p: Sequence[float], finger_yaw: float, open_: bool, z_floor: float | None = None) -> list[int]:
+    """The nearest action; with ``z_floor``, the nearest Z bin not below that height."""
     a = G.pose_to_action(p, S.top_down_rotation(_wrap_half_turn(finger_yaw)), open_)
-    if z_round == "up":  # never command a grasp below the computed height
-        while G.bin_to_position(a[:3])[2] < p[2] - 1e-9:
+    if z_floor is not None:
+        while G.bin_to_position(a[:3])[2] < z_floor - 1e-9:
             a[2] += 1
     return a
 
 
-def _grasp(obj: Mapping[str, Any]) -> tuple[np.ndarray, float]:
-    """Grasp point (world) and finger yaw for a graspable object."""
+#: Finger-axis symmetry of each graspable (radians between equivalent grasps).
+_GRASP_PERIOD = {"cube": math.pi / 2, "star": 2 * math.pi / 5, "triangular": 2 * math.pi / 3, "cylinder": math.pi / 6,
+                 "moon": 2 * math.pi, "sponge": math.pi}
+
+
+def _grasp(obj: Mapping[str, Any], avoid: Sequence[np.ndarray] = ()) -> tuple[np.ndarray, float]:
+    """Grasp point (world) and finger yaw for a graspable object.
+
+    Among the object's symmetric grasps, the one whose finger axis (the hand's long side) is
+    most nearly perpendicular to the nearest point in ``avoid`` (holders beside the object)."""
     p = np.array(obj["xyz"], dtype=float)
-    yaw = float(obj["yaw_now"])
-    if obj["kind"] == "sponge":
-        return p, yaw  # fingers across the sponge's short side
-    shape, s = obj["shape"], float(obj["scale"])
-    if shape == "star":
-        yaw += math.pi / 2  # fingers across the star, tip against notch
-    elif shape == "triangular":
-        # fingers along body x: one on the side facing -x, one on the vertex at +x; grip
-        # at the middle of that line so both fingers close together
-        off = 0.026 * s * 0.25
-        p = p + np.array([math.cos(yaw) * off, math.sin(yaw) * off, 0.0])
-    elif shape == "moon":
-        # grip the middle block of the crescent across its thickness
-        off = 0.022 * s * 0.5
-        p = p + np.array([math.cos(yaw) * off, math.sin(yaw) * off, 0.0])
-    elif shape == "cylinder":
-        yaw = 0.0
-    p[2] = max(p[2], S.TABLE_Z + 0.014)
+    yaw0 = float(obj["yaw_now"])
+    kind = "sponge" if obj["kind"] == "sponge" else obj["shape"]
+    s = float(obj.get("scale", 1.0))
+    period = _GRASP_PERIOD[kind]
+    candidates = [yaw0 + k * period for k in range(max(1, round(2 * math.pi / period)))]
+    if avoid:
+        near = min(avoid, key=lambda q: float(np.linalg.norm(q[:2] - p[:2])))
+        away = math.atan2(near[1] - p[1], near[0] - p[0])
+        yaw = min(candidates, key=lambda y: abs(math.cos(y - away)))
+    else:
+        yaw = candidates[0]
+    # the grasp centre in the object's frame, turned to the chosen grasp
+    local = {"star": (0.0, 0.026 * s * math.sin(math.radians(18))),  # fingers on two side tips
+             "triangular": (0.026 * s * 0.25, 0.0),  # one finger on a side, one on the opposite vertex
+             "moon": (0.022 * s * 0.5, 0.0)}.get(kind, (0.0, 0.0))  # the crescent's middle block
+    c, sn = math.cos(yaw), math.sin(yaw)
+    p = p + np.array([c * local[0] - sn * local[1], sn * local[0] + c * local[1], 0.0])
     return p, yaw
 
 
@@ -68,10 +81,11 @@ def _holding(state: Mapping[str, Any], name: str) -> bool:
     return bool(np.linalg.norm(obj - np.array(state["ee_position"])) < 0.05)
 
 
-def _pick_up(obj: Mapping[str, Any]) -> tuple[list[list[int]], float]:
-    p, yaw = _grasp(obj)
+def _pick_up(obj: Mapping[str, Any], avoid: Sequence[np.ndarray] = ()) -> tuple[list[list[int]], float]:
+    p, yaw = _grasp(obj, avoid)
     above = p + [0, 0, APPROACH_HEIGHT]
-    return [_act(above, yaw, True), _act(p, yaw, False, z_round="up"), _act(above, yaw, False)], yaw
+    grasp = _act(p, yaw, False, z_floor=S.TABLE_Z + GRASP_FLOOR)
+    return [_act(above, yaw, True), grasp, _act(above, yaw, False)], yaw
 
 
 def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
@@ -83,7 +97,8 @@ def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
         half = S.SHAPE_HALF_HEIGHT[obj["shape"]] * float(obj["scale"])
         if not _holding(state, name):
             # pick up, then re-plan the release from the held object's true offset
-            return _pick_up(obj)[0]
+            avoid = [np.array(o["xyz"]) for o in objs.values() if o["kind"] in ("container", "sorter")]
+            return _pick_up(obj, avoid)[0]
         ee = np.array(state["ee_position"])
         offset = np.array(obj["xyz"]) - ee  # where the object sits in the fingers
         offset[2] = 0.0
