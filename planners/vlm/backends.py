@@ -98,7 +98,7 @@ class HFBackend:
         torch = self._torch
         inputs = self.processor.apply_chat_template(
             list(conversations), add_generation_prompt=True, tokenize=True, return_dict=True,
-            return_tensors="pt", padding=True,
+            return_tensors="pt", processor_kwargs={"padding": True},
         )
         inputs = inputs.to(self.device)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
@@ -121,7 +121,10 @@ def load_processor(path: str, *, trust_remote_code: bool = False) -> Any:
     try:
         return AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, ImportError) as exc:
-        if "video" not in str(exc).lower() and "torchvision" not in str(exc).lower():
+        text = str(exc).lower()
+        # No torchvision: the video processor cannot load. Custom code not trusted: the
+        # folder ships its own (image-only) processor class; use the stock one instead.
+        if not any(k in text for k in ("video", "torchvision", "custom code")):
             raise
         first = exc
     return _image_only_processor(path, first)
@@ -134,14 +137,11 @@ def _image_only_processor(path: str, cause: BaseException) -> Any:
     import transformers
     from transformers import AutoImageProcessor, AutoTokenizer
 
-    cls_name = None
-    for name in ("processor_config.json", "preprocessor_config.json", "tokenizer_config.json"):
-        f = Path(path) / name
-        if f.is_file():
-            cls_name = json.loads(f.read_text()).get("processor_class") or cls_name
-        if cls_name:
-            break
-    base = getattr(transformers, cls_name or "", None)
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+    config = Path(path) / "config.json"
+    model_type = json.loads(config.read_text()).get("model_type") if config.is_file() else None
+    base = getattr(transformers, PROCESSOR_MAPPING_NAMES.get(model_type or "", "") or "", None)
     if base is None:
         raise cause
     chat_template = None
