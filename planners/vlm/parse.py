@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -178,7 +179,9 @@ def _load_object(candidate: str) -> Any:
     # Single-quoted objects (Python literals); JSON's true/false/null spelled for Python.
     py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate)))
     try:
-        return ast.literal_eval(py)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences in model text
+            return ast.literal_eval(py)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 
