@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
+from envs.eb_alfred.skills import BASIN_ALIASES
 from harness.interfaces import AgentReply, AgentRequest
 from harness.types import EpisodeSpec
 from planners.oracle import OraclePlanner
@@ -22,11 +23,22 @@ from planners.vlm.prompt import action_id_and_text
 ORACLE_JSON_VERSION = "1"
 
 
+def listed_form(action: str) -> str:
+    """The action as the list writes it: the oracle addresses basins by their engine type
+    (``find a SinkBasin``), the list by the skill name (``find a Sink``, skills.BASIN_ALIASES)."""
+    for name, basin in BASIN_ALIASES.items():
+        if action.endswith(" " + basin):
+            return action[: -len(basin)] + name
+    return action
+
+
 def plan_to_output(plan: Sequence[str], actions: Sequence[str], instruction: str = "") -> str:
     """The model-format JSON text of a plan (ids from the episode's action list)."""
     entries = []
     for step in plan:
         action_id, text = action_id_and_text(actions, step)
+        if action_id < 0:
+            action_id, text = action_id_and_text(actions, listed_form(step))
         entries.append({"action_id": action_id, "action_name": text})
     return json.dumps({
         "visual_state_description": "Not used: this output is scripted from the true state.",
