@@ -21,7 +21,7 @@ from pathlib import Path
 
 #: Kept small so that one forward pass with an image takes milliseconds on a CPU.
 HIDDEN = 64
-VOCAB = 640
+VOCAB = 2048
 #: Image size bounds of the tiny processor (pixels): 112x112 -> 8x8 patches -> 16 image tokens.
 MIN_PIXELS = 56 * 56
 MAX_PIXELS = 112 * 112
@@ -64,7 +64,12 @@ def _corpus() -> list[str]:
     words += ["action_id", "action_name", "executable_plan", "language_plan", "visual_state_description",
               "reasoning_and_reflection", "Step", "env feedback", "Last action executed successfully.",
               "Last action is invalid.", "human instruction", '{"": [], 0123456789}']
-    return words * 4
+    from planners.vlm import prompt
+
+    texts = [prompt.RULES, prompt.FIRST_CALL_SUFFIX, prompt.LATER_CALL_SUFFIX, prompt.OUTPUT_TEMPLATE,
+             prompt.HISTORY_LINE, prompt.INSTRUCTION]
+    texts += [", ".join(f"\naction id {i}: {a}" for i, a in enumerate(global_actions()))]
+    return (words + texts) * 4
 
 
 def build_tokenizer(out: Path):
