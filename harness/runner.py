@@ -74,6 +74,10 @@ def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
     return episodes
 
 
+#: Longest step history kept in a record's ``extra["history"]`` (ALFRED allows 1000 steps).
+_MAX_KEPT_HISTORY = 1000
+
+
 class AgentTimeout(Exception):
     """An agent call ran past ``agent_timeout_s``."""
 
@@ -358,6 +362,12 @@ class Runner:
         if gc_total is None:  # e.g. an error at reset: the task's count, where the suite knows it
             gc_total = spec.metadata.get("gc_total", 0)
         extra: dict[str, Any] = {}
+        history = live.history
+        if history and len(history) <= _MAX_KEPT_HISTORY and all(
+                type(a) is str or type(a) is int for a, _ in history):
+            # Text actions (skills, ids) and their feedback: the evidence failure
+            # analyses and episode browsers read. Numeric action chunks are not kept.
+            extra["history"] = [[a, f] for a, f in history]
         if info.get(INFO_ARTIFACTS):
             extra["artifacts"] = dict(info[INFO_ARTIFACTS])
         record = EpisodeRecord(
