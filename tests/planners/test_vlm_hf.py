@@ -35,7 +35,11 @@ def _requests(n: int) -> list[AgentRequest]:
 def test_batched_act_on_both_families(tiny_ckpts: dict[str, Path], family: str) -> None:
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(model=str(tiny_ckpts[family]), **FAST)
+    # qwen2: the checkpoint's own (image-only) processor class via trust_remote_code, as
+    # `transformers serve` loads it; base: the stock class rebuilt without its video half.
+    planner = VLMPlanner(model=str(tiny_ckpts[family]), trust_remote_code=family == "qwen2", **FAST)
+    expected = "ImageOnlyQwen2VLProcessor" if family == "qwen2" else "ImageOnlyQwen2_5_VLProcessor"
+    assert type(planner.backend.processor).__name__ == expected
     assert isinstance(planner, Agent) and planner.reads_images and not planner.privileged
     requests = _requests(3)
     replies = planner.act(requests)
