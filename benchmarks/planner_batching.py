@@ -12,8 +12,8 @@ length (random weights never emit an end token, so every call generates
     python benchmarks/planner_batching.py --max-new-tokens 512 --num-examples 0
 
 Measured on the shared 2-core CPU machine (load ~9 from other jobs, so
-+-30 %): 1.08x with the protocol's prompt (10 examples, ~6.5k tokens with the
-tiny tokenizer) and 256 new tokens; 2.11x with no examples (~2.2k tokens) and
++-30 %): 1.08x with the protocol's prompt (10 examples, ~5.7k tokens with the
+tiny tokenizer) and 256 new tokens; 2.11x with no examples (~2.9k tokens) and
 512 new tokens. The >= 3x target is NOT met on this machine. Where the time
 goes (no examples, per call): alone, prefill 0.30 s and 0.029 s per new token;
 8 batched, prefill 5.9 s (left padding forces a masked attention kernel, ~4x
