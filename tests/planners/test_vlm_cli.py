@@ -18,6 +18,7 @@ def test_variants_choose_the_vlm_planner_and_their_weights(monkeypatch: pytest.M
     monkeypatch.setenv("CFG_SFT_ADAPTER", "/ckpt/cfg")
     monkeypatch.delenv("FAVOR_SFT_ADAPTER", raising=False)
     monkeypatch.setenv("FAVOR_SFT_MODEL", "/ckpt/favor_full")
+    monkeypatch.delenv("CFG_SFT_MODEL", raising=False)
     specs = {v: to_run_spec(compose([f"variant={v}", "split=base"])) for v in ("base", "favor_sft", "cfg_sft")}
     assert {s.agent for s in specs.values()} == {"vlm"}
     assert {v: s.variant for v, s in specs.items()} == {"base": "base", "favor_sft": "favor_sft", "cfg_sft": "cfg_sft"}
@@ -39,7 +40,8 @@ def test_multirun_of_three_variants_prints_a_three_row_table(
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "EB_ALFRED_DATA_DIR": str(data_dir),
            "FAVOR_SFT_ADAPTER": str(tiny_ckpts["favor"]), "CFG_SFT_ADAPTER": str(tiny_ckpts["cfg"])}
-    env.pop("BASE_MODEL", None)
+    for name in ("BASE_MODEL", "FAVOR_SFT_MODEL", "CFG_SFT_MODEL"):
+        env.pop(name, None)
     cmd = [sys.executable, "-m", "harness.cli", "run", "-m", "variant=base,favor_sft,cfg_sft", "suite=eb_alfred",
            "split=base", "limit=1", f"variant.params.model={tiny_ckpts['base']}",
            "planner.params.max_new_tokens=4", "planner.params.num_examples=0", "planner.params.image_size=112",
