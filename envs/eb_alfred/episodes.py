@@ -8,8 +8,11 @@ pddl_params ``object_target="Apple", object_sliced=True``); for
 look_at_obj_in_light the parent slot holds the lamp (``toggle_target``; the
 pddl ``parent_target`` is empty); unused slots are ``None``.
 
-When ``<data_dir>/trajectories/<task>/pp/ann_<k>.json`` exists its ``pddl_params``
-are used; otherwise they are derived from the task path. Metadata records which.
+When a trajectory file ``<data_dir>/json_2.1.0/<task>/pp/ann_<k>.json`` exists
+(EmbodiedBench's own folder name; ``trajectories/`` is accepted too, and the real
+name wins when both hold the file) its ``pddl_params`` are used; otherwise they are
+derived from the task path. Metadata records which, and the file's path relative
+to the data folder (``trajectory``), so a backend can restore the scene from it.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ def missing_data_message(path: Path | None) -> str:
     return (
         f"{where}. The official EB-ALFRED subsets need EmbodiedBench's data folder "
         "(embodiedbench/envs/eb_alfred/data in the EmbodiedBench repository: splits/splits.json, "
-        "and optionally json_2.1.0 trajectories as trajectories/<task>/pp/ann_<k>.json). "
+        "and optionally the trajectory files json_2.1.0/<task>/pp/ann_<k>.json). "
         f"Point the suite at it with EBAlfredSuite(data_dir=...) (config: suite.params.data_dir) "
         f"or the environment variable {DATA_ENV_VAR}. The generated splits 'seen'/'unseen' need no data."
     )
@@ -108,17 +111,45 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _trajectory_params(data_dir: Path, task: str, repeat_idx: int) -> tuple[dict[str, Any] | None, str | None]:
-    """``pddl_params`` and ``task_type`` from the trajectory file, if present."""
-    path = data_dir / "trajectories" / task / "pp" / f"ann_{repeat_idx}.json"
-    if not path.is_file():
-        return None, None
+#: Folders of trajectory files under the data folder, preferred first: EmbodiedBench's
+#: real name (``embodiedbench/envs/eb_alfred/data/json_2.1.0``), then the older
+#: ``trajectories`` name this harness used first.
+TRAJECTORY_DIRS: tuple[str, ...] = ("json_2.1.0", "trajectories")
+
+
+def trajectory_file(data_dir: Path, task: str, repeat_idx: int) -> Path | None:
+    """The trajectory file of ``(task, repeat_idx)`` in the first folder of
+    :data:`TRAJECTORY_DIRS` that has it, else None."""
+    for folder in TRAJECTORY_DIRS:
+        path = data_dir / folder / task / "pp" / f"ann_{repeat_idx}.json"
+        if path.is_file():
+            return path
+    return None
+
+
+def read_trajectory(path: Path) -> dict[str, Any]:
+    """A trajectory JSON; :class:`EpisodeDataError` when unreadable or not an object."""
     try:
         with open(path, encoding="utf-8") as fh:
             traj = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise EpisodeDataError(f"trajectory file {path} is malformed: {exc}") from exc
+    if not isinstance(traj, dict):
+        raise EpisodeDataError(f"trajectory file {path} is not a JSON object")
+    return traj
+
+
+def _trajectory_params(data_dir: Path, task: str, repeat_idx: int
+                       ) -> tuple[dict[str, Any] | None, str | None, Path | None]:
+    """``pddl_params``, ``task_type`` and the path of the trajectory file, if present."""
+    path = trajectory_file(data_dir, task, repeat_idx)
+    if path is None:
+        return None, None, None
+    traj = read_trajectory(path)
+    try:
         params = dict(traj["pddl_params"])
-        return params, str(traj.get("task_type", ""))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return params, str(traj.get("task_type", "")), path
+    except (KeyError, TypeError, ValueError) as exc:
         raise EpisodeDataError(f"trajectory file {path} is malformed: {exc}") from exc
 
 
@@ -147,7 +178,7 @@ def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSp
     except (TypeError, ValueError) as exc:
         raise EpisodeDataError(f"splits.json {where}: repeat_idx {entry['repeat_idx']!r} is not an int") from exc
     parsed = parse_task_path(task)
-    params, traj_type = _trajectory_params(data_dir, task, repeat_idx)
+    params, traj_type, traj_path = _trajectory_params(data_dir, task, repeat_idx)
     if params is not None:
         spec = task_spec_from_params(params, traj_type or parsed.task_type)
         source = "trajectory"
@@ -168,6 +199,8 @@ def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSp
         },
         "pddl_source": source,
     }
+    if traj_path is not None:
+        metadata["trajectory"] = traj_path.relative_to(data_dir).as_posix()
     return EpisodeSpec(SUITE_NAME, split, f"{split}/{index:02d}", 0, str(entry["instruction"]), metadata)
 
 
