@@ -13,8 +13,10 @@ from envs.eb_alfred.protocol import (
 from envs.eb_alfred.skills import NUM_GLOBAL_ACTIONS
 from harness.types import EpisodeSpec
 
-#: Bumped whenever rules, episodes or scoring change.
-SUITE_VERSION = "1.0.0"
+#: Bumped whenever rules, episodes or scoring change. 1.1.0: a Microwave turns on only
+#: when closed; slicing keeps the whole (isSliced) with its marks; one faucet fills
+#: every basin of a double sink; trajectories read from json_2.1.0/.
+SUITE_VERSION = "1.1.0"
 
 
 class EBAlfredSuite:
