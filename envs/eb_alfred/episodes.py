@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from envs.household import TaskSpec
 from envs.household.constants import TASK_TYPES
+from envs.household.restore import SceneFacts, scene_facts
 from envs.eb_alfred.protocol import DATA_ENV_VAR, OFFICIAL_SPLITS
 from harness.types import EpisodeSpec
 
@@ -140,16 +141,17 @@ def read_trajectory(path: Path) -> dict[str, Any]:
 
 
 def _trajectory_params(data_dir: Path, task: str, repeat_idx: int
-                       ) -> tuple[dict[str, Any] | None, str | None, Path | None]:
-    """``pddl_params``, ``task_type`` and the path of the trajectory file, if present."""
+                       ) -> tuple[dict[str, Any] | None, str | None, Path | None, SceneFacts | None]:
+    """``pddl_params``, ``task_type``, the path and the scene facts of the trajectory file, if present."""
     path = trajectory_file(data_dir, task, repeat_idx)
     if path is None:
-        return None, None, None
+        return None, None, None, None
     traj = read_trajectory(path)
     try:
         params = dict(traj["pddl_params"])
-        return params, str(traj.get("task_type", "")), path
-    except (KeyError, TypeError, ValueError) as exc:
+        facts = scene_facts(traj) if "scene" in traj else None  # pddl-only files restore nothing
+        return params, str(traj.get("task_type", "")), path, facts
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise EpisodeDataError(f"trajectory file {path} is malformed: {exc}") from exc
 
 
@@ -165,7 +167,7 @@ def task_spec_from_params(params: Mapping[str, Any], task_type: str) -> TaskSpec
     )
 
 
-def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSpec:
+def _entry_spec(data_dir: Path, split: str, index: int, entry: Any, restore_scenes: bool = True) -> EpisodeSpec:
     where = f"{split}[{index}]"
     if not isinstance(entry, Mapping):
         raise EpisodeDataError(f"splits.json {where} is not an object")
@@ -178,7 +180,7 @@ def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSp
     except (TypeError, ValueError) as exc:
         raise EpisodeDataError(f"splits.json {where}: repeat_idx {entry['repeat_idx']!r} is not an int") from exc
     parsed = parse_task_path(task)
-    params, traj_type, traj_path = _trajectory_params(data_dir, task, repeat_idx)
+    params, traj_type, traj_path, facts = _trajectory_params(data_dir, task, repeat_idx)
     if params is not None:
         spec = task_spec_from_params(params, traj_type or parsed.task_type)
         source = "trajectory"
@@ -201,11 +203,17 @@ def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSp
     }
     if traj_path is not None:
         metadata["trajectory"] = traj_path.relative_to(data_dir).as_posix()
+    if facts is not None and restore_scenes:
+        # What the household backend restores from the trajectory (envs/household/restore.py).
+        metadata["scene"] = facts.to_dict()
     return EpisodeSpec(SUITE_NAME, split, f"{split}/{index:02d}", 0, str(entry["instruction"]), metadata)
 
 
-def load_official(data_dir: Path | None) -> dict[str, list[EpisodeSpec]]:
+def load_official(data_dir: Path | None, restore_scenes: bool = True) -> dict[str, list[EpisodeSpec]]:
     """All six subsets from ``<data_dir>/splits/splits.json``, in file order.
+
+    With ``restore_scenes`` (default) an episode whose trajectory file exists
+    carries its :class:`~envs.household.restore.SceneFacts` as ``metadata["scene"]``.
 
     Raises FileNotFoundError (with instructions) without data and
     :class:`EpisodeDataError` for malformed files.
@@ -224,7 +232,7 @@ def load_official(data_dir: Path | None) -> dict[str, list[EpisodeSpec]]:
         entries = raw.get(split)
         if not isinstance(entries, list):
             raise EpisodeDataError(f"{path} has no episode list for subset {split!r}")
-        out[split] = [_entry_spec(data_dir, split, i, e) for i, e in enumerate(entries)]
+        out[split] = [_entry_spec(data_dir, split, i, e, restore_scenes) for i, e in enumerate(entries)]
     return out
 
 
@@ -234,3 +242,14 @@ def task_from_metadata(metadata: Mapping[str, Any]) -> TaskSpec:
         return task_spec_from_params(metadata["pddl_params"], metadata["task_type"])
     except KeyError as exc:
         raise EpisodeDataError(f"episode metadata lacks {exc}") from exc
+
+
+def scene_from_metadata(metadata: Mapping[str, Any]) -> SceneFacts | None:
+    """The restored scene facts an EpisodeSpec carries, or None."""
+    raw = metadata.get("scene")
+    if raw is None:
+        return None
+    try:
+        return SceneFacts.from_dict(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EpisodeDataError(f"episode metadata 'scene' is malformed: {exc}") from exc

@@ -15,8 +15,9 @@ from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change. 1.1.0: a Microwave turns on only
 #: when closed; slicing keeps the whole (isSliced) with its marks; one faucet fills
-#: every basin of a double sink; trajectories read from json_2.1.0/.
-SUITE_VERSION = "1.1.0"
+#: every basin of a double sink; trajectories read from json_2.1.0/. 1.2.0: official
+#: episodes start from the scene facts of their trajectory (envs/household/restore.py).
+SUITE_VERSION = "1.2.0"
 
 
 class EBAlfredSuite:
@@ -32,7 +33,7 @@ class EBAlfredSuite:
     version = SUITE_VERSION
 
     def __init__(self, data_dir: str | None = None, backend: str = "household", render: bool = True,
-                 generated_per_split: int = 500, generator_seed: int = 0) -> None:
+                 generated_per_split: int = 500, generator_seed: int = 0, restore_scenes: bool = True) -> None:
         if backend != "household":
             raise ValueError(f"EB-ALFRED backend {backend!r} is not available; use 'household'")
         if generated_per_split < 0:
@@ -42,6 +43,8 @@ class EBAlfredSuite:
         self.render = render
         self.generated_per_split = int(generated_per_split)
         self.generator_seed = int(generator_seed)
+        #: official episodes with a trajectory file start from its restored scene facts.
+        self.restore_scenes = bool(restore_scenes)
         self._official: dict[str, list[EpisodeSpec]] | None = None
 
     def protocol(self, split: str) -> Mapping[str, Any]:
@@ -60,6 +63,7 @@ class EBAlfredSuite:
         }
         if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
+            proto["restore_scenes"] = self.restore_scenes
         else:
             proto["generator_seed"] = self.generator_seed
             proto["floor_plans"] = list(floor_plans(split)) if split in GENERATED_SPLITS else None
@@ -71,7 +75,7 @@ class EBAlfredSuite:
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         if split in OFFICIAL_SPLITS:
             if self._official is None:
-                self._official = load_official(self.data_dir)
+                self._official = load_official(self.data_dir, self.restore_scenes)
             return list(self._official[split])
         if split in GENERATED_SPLITS:
             return list(generate_cached(split, self.generated_per_split, self.generator_seed))
