@@ -203,17 +203,24 @@ def oracle_plan(ex: AlfredExecutor, task: TaskSpec, max_len: int = 200) -> list[
     if goal_satisfied(ex.world, task):
         return []
     best: list[str] | None = None
-    for prog in _programs(ex, task):
-        limit = max_len if best is None else min(max_len, len(best) - 1)
-        if limit <= 0:
-            break
-        sim = _Sim(ex, task, limit)
-        try:
-            prog(sim)
-        except _Fail:
-            continue
-        if goal_satisfied(sim.w, task) and (best is None or len(sim.plan) < len(best)):
-            best = sim.plan
+    # Replanning mid-way can find receptacles left open, which FLARE's expansions would
+    # try to open again (a failed action): also try closing them first.
+    opened = [o.type for o in ex.world.objects.values() if o.openable and o.is_open and not ex.world.is_held(o.id)]
+    preludes: list[list[str]] = [[]] + ([sorted(set(opened))] if opened else [])
+    for prelude in preludes:
+        for prog in _programs(ex, task):
+            limit = max_len if best is None else min(max_len, len(best) - 1)
+            if limit <= 0:
+                break
+            sim = _Sim(ex, task, limit)
+            try:
+                for t in prelude:
+                    sim.run(Triplet("CloseObject", t))
+                prog(sim)
+            except _Fail:
+                continue
+            if goal_satisfied(sim.w, task) and (best is None or len(sim.plan) < len(best)):
+                best = sim.plan
     return best
 
 
