@@ -28,12 +28,13 @@ import hashlib
 import json
 import os
 import random
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from envs.alfred.protocol import DATA_ENV_VAR, EB_SPLIT, NAVIGATION_ACTIONS, TEST_SPLITS
 from envs.eb_alfred.episodes import EpisodeDataError, read_trajectory, task_spec_from_params
-from envs.eb_alfred.generator import generate_cached
+from envs.eb_alfred.generator import generate_one
 from envs.eb_alfred.language import make_instruction
 from envs.household import build_world
 from envs.household.restore import scene_facts
@@ -135,17 +136,43 @@ def load_eb_split(eb_data_dir: Path, restore_scenes: bool = True) -> list[Episod
     return out
 
 
-def generated_split(split: str, count: int, seed: int) -> list[EpisodeSpec]:
+@lru_cache(maxsize=8192)
+def generated_one(split: str, index: int, seed: int) -> EpisodeSpec:
+    """Generated episode ``index`` with an ALFRED-style (base) instruction (memoised)."""
+    e = generate_one(split, index, seed)
+    meta = {k: v for k, v in e.metadata.items() if k not in ("expert_length", "expert_length_seed", "style")}
+    task = task_spec_from_params(meta["pddl_params"], meta["task_type"])
+    world = build_world(int(meta["floor_plan"]), e.seed, task)
+    rng = random.Random(f"alfred-instruction|{split}|{seed}|{e.episode_id}")
+    instruction = make_instruction(task, "base", world, rng)
+    return EpisodeSpec(SUITE_NAME, split, e.episode_id, e.seed, instruction, meta)
+
+
+class GeneratedSplit(Sequence[EpisodeSpec]):
+    """The household generator's first ``count`` episodes of a split, built when read."""
+
+    def __init__(self, split: str, count: int, seed: int, start: int = 0) -> None:
+        self.split, self.count, self.seed, self.start = split, count, seed, start
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(self.count)
+            if step != 1:
+                return [self[i] for i in range(lo, hi, step)]
+            return GeneratedSplit(self.split, max(0, hi - lo), self.seed, self.start + lo)
+        if index < 0:
+            index += self.count
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return generated_one(self.split, self.start + index, self.seed)
+
+
+def generated_split(split: str, count: int, seed: int) -> GeneratedSplit:
     """The household generator's episodes with ALFRED-style (base) instructions."""
-    out = []
-    for e in generate_cached(split, count, seed):
-        meta = {k: v for k, v in e.metadata.items() if k not in ("expert_length", "expert_length_seed", "style")}
-        task = task_spec_from_params(meta["pddl_params"], meta["task_type"])
-        world = build_world(int(meta["floor_plan"]), e.seed, task)
-        rng = random.Random(f"alfred-instruction|{split}|{seed}|{e.episode_id}")
-        instruction = make_instruction(task, "base", world, rng)
-        out.append(EpisodeSpec(SUITE_NAME, split, e.episode_id, e.seed, instruction, meta))
-    return out
+    return GeneratedSplit(split, count, seed)
 
 
 def files_digest(paths: Iterable[Path], root: Path) -> str:

@@ -92,10 +92,10 @@ class AlfredSuite:
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         if split not in self.splits():
             raise KeyError(f"unknown alfred split {split!r}; splits are {', '.join(self.splits())}")
+        if split in GENERATED_SPLITS:  # lazy: only the episodes read are built
+            return generated_split(split, self.generated_per_split, self.generator_seed)
         if split not in self._cache:
-            if split in GENERATED_SPLITS:
-                eps = generated_split(split, self.generated_per_split, self.generator_seed)
-            elif split == EB_SPLIT:
+            if split == EB_SPLIT:
                 self._eb_folder()
                 assert self.eb_dir is not None
                 eps = load_eb_split(self.eb_dir, self.restore_scenes)
