@@ -89,5 +89,5 @@ def test_generated_splits_use_alfred_floor_plans() -> None:
     assert len(unseen) == 12 and {e.metadata["floor_plan"] for e in unseen} <= set(VALID_UNSEEN_FLOOR_PLANS)
     seen = suite.episodes("seen")
     assert not {e.metadata["floor_plan"] for e in seen} & set(VALID_UNSEEN_FLOOR_PLANS)
-    assert all(e.suite == "alfred" and e.instruction for e in unseen + seen)
+    assert all(e.suite == "alfred" and e.instruction for e in [*unseen, *seen])
     assert [e.instruction for e in suite.episodes("unseen")] == [e.instruction for e in unseen]
