@@ -77,10 +77,9 @@ class AlfredEnv:
         task = task_from_metadata(meta) if meta.get("task_type") else None
         floor_plan = int(meta["floor_plan"])
         world_seed = spec.seed if seed is None else int(seed)
-        scene = scene_from_metadata(meta)
-        world = build_world(floor_plan, world_seed, task, scene=scene)
-        self._ex = AlfredExecutor(world)
         self._spec, self._task = spec, task
+        self._ex = self._start(spec, floor_plan, world_seed, task)
+        world = self._ex.world
         self._privileged = bool(options.get("privileged", False))
         self._render = bool(options.get("render", True))
         self._steps = self._fails = 0
@@ -90,7 +89,7 @@ class AlfredEnv:
             self._expert_length = int(meta["expert_length"])
         elif task is not None:
             key = (floor_plan, world_seed, task, json.dumps(meta.get("scene"), sort_keys=True))
-            self._expert_length = _generated_expert_length(world, task, key)
+            self._expert_length = _generated_expert_length(world.copy(), task, key)
         else:
             self._expert_length = None
         consts = alfred_constants()
@@ -131,6 +130,14 @@ class AlfredEnv:
         reward = float(info[INFO_SUCCESS]) if self._done else 0.0
         return self._observation(), reward, terminated, truncated, info
 
+    def _start(self, spec: EpisodeSpec, floor_plan: int, world_seed: int, task: TaskSpec | None) -> AlfredExecutor:
+        """The episode's start state (household: built, with the trajectory's scene facts)."""
+        world = build_world(floor_plan, world_seed, task, scene=scene_from_metadata(spec.metadata))
+        return AlfredExecutor(world)
+
+    def _image(self) -> Any:
+        return render(self.world, size=self.image_size)
+
     def _reward_and_flags(self, terminated: bool) -> tuple[float, bool, bool]:
         s, ts = self._gc()
         return float(ts > 0 and s == ts), terminated, False
@@ -158,7 +165,7 @@ class AlfredEnv:
         world = self.world
         return {
             "text": describe(world),
-            "image": render(world, size=self.image_size) if (self.render_images and self._render) else None,
+            "image": self._image() if (self.render_images and self._render) else None,
             "actions": list(self._actions),
             "objects": sorted({o.type for o in world.objects.values() if not o.inactive}),
             "instruction": self._spec.instruction,

@@ -30,9 +30,12 @@ ALIASES = {"Sink": "SinkBasin", "Bathtub": "BathtubBasin"}
 class AlfredExecutor:
     """Runs low-level steps on ``world`` (mutated in place)."""
 
-    def __init__(self, world: World, recent: list[str] | None = None, placed: set[str] | None = None) -> None:
+    def __init__(self, world: World, recent: list[str] | None = None, placed: set[str] | None = None,
+                 engine: object | None = None) -> None:
         self.world = world
-        self.engine = HouseholdEngine(world)
+        #: the household engine, or any engine with its primitives (the AI2-THOR one,
+        #: :class:`envs.thor.engine.ThorEngine`, which updates ``world`` in place).
+        self.engine = engine if engine is not None else HouseholdEngine(world)
         #: ids the agent picked up or put into, most recent last.
         self.recent: list[str] = list(recent or [])
         #: ids the agent put somewhere.
@@ -40,6 +43,7 @@ class AlfredExecutor:
         self._types = {o.type.casefold(): o.type for o in world.objects.values()}
 
     def copy(self) -> "AlfredExecutor":
+        """A look-ahead copy on the household engine (whatever engine this one drives)."""
         return AlfredExecutor(self.world.copy(), self.recent, self.placed)
 
     def canonical(self, name: str) -> str:

@@ -12,12 +12,16 @@ from envs.alfred.episodes import (
 from envs.alfred.protocol import DATA_SPLITS, EB_SPLIT, GENERATED_SPLITS, MAX_FAILS, MAX_STEPS, TEST_SPLITS
 from envs.eb_alfred.episodes import resolve_data_dir
 from envs.eb_alfred.generator import floor_plans
+from envs.thor.session import THOR_VERSION
 from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change.
 SUITE_VERSION = "1.0.0"
 #: How the household backend navigates (recorded in the protocol).
 NAVIGATION = "teleport: GotoLocation faces the grounded instance (privileged)"
+#: How the AI2-THOR backend navigates (recorded in the protocol).
+THOR_NAVIGATION = "teleport: TeleportFull to the reachable position nearest the grounded object (privileged)"
+BACKENDS = ("household", "thor")
 
 
 class AlfredSuite:
@@ -34,10 +38,10 @@ class AlfredSuite:
 
     def __init__(self, alfred_data_dir: str | None = None, eb_data_dir: str | None = None,
                  backend: str = "household", render: bool = True, generated_per_split: int = 500,
-                 generator_seed: int = 0, restore_scenes: bool = True) -> None:
-        if backend != "household":
-            raise ValueError(f"ALFRED backend {backend!r} is not available in this suite object; "
-                             "the AI2-THOR backend is envs.alfred.thor (needs the 'thor' extra and a display)")
+                 generator_seed: int = 0, restore_scenes: bool = True, x_display: str | None = None,
+                 step_timeout_s: float = 120.0, max_restarts: int = 2) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"ALFRED backend {backend!r} is unknown; backends are {', '.join(BACKENDS)}")
         if generated_per_split < 0:
             raise ValueError("generated_per_split must be >= 0")
         self.alfred_dir = resolve_alfred_dir(alfred_data_dir)
@@ -48,20 +52,28 @@ class AlfredSuite:
         self.generator_seed = int(generator_seed)
         self.restore_scenes = bool(restore_scenes)
         self._cache: dict[str, list[EpisodeSpec]] = {}
+        # AI2-THOR only (not results-changing: where and how patiently the simulator runs).
+        self.x_display, self.step_timeout_s, self.max_restarts = x_display, float(step_timeout_s), int(max_restarts)
+        #: tests put a fake controller factory here; None starts ai2thor's real Controller.
+        self.controller_factory: Any = None
 
     def splits(self) -> Sequence[str]:
-        return (*GENERATED_SPLITS, EB_SPLIT, *DATA_SPLITS, *TEST_SPLITS)
+        data = (EB_SPLIT, *DATA_SPLITS, *TEST_SPLITS)
+        # Generated episodes have no trajectory to restore on AI2-THOR.
+        return data if self.backend == "thor" else (*GENERATED_SPLITS, *data)
 
     def protocol(self, split: str) -> Mapping[str, Any]:
         proto: dict[str, Any] = {
             "max_steps": MAX_STEPS,
             "max_fails": MAX_FAILS,
             "backend": self.backend,
-            "navigation": NAVIGATION,
+            "navigation": NAVIGATION if self.backend == "household" else THOR_NAVIGATION,
             "action_language": "FLARE triplets expanded to GotoLocation + ALFRED interactions",
             "expert_length_unit": "interactions + GotoLocation subgoals",
             "success": "goal conditions at stop (ALFRED eval_task)",
         }
+        if self.backend == "thor":
+            proto["thor_version"] = THOR_VERSION
         if split in GENERATED_SPLITS:
             proto["generator_seed"] = self.generator_seed
             proto["floor_plans"] = list(floor_plans(split))
@@ -105,4 +117,10 @@ class AlfredSuite:
         return list(self._cache[split])
 
     def make_env(self) -> AlfredEnv:
+        if self.backend == "thor":
+            from envs.alfred.thor import AlfredThorEnv
+
+            return AlfredThorEnv([self.eb_dir, self.alfred_dir], self.controller_factory, render_images=self.render,
+                                 x_display=self.x_display, step_timeout_s=self.step_timeout_s,
+                                 max_restarts=self.max_restarts)
         return AlfredEnv(render_images=self.render)

@@ -90,8 +90,7 @@ class EBAlfredEnv:
         world_seed = spec.seed if seed is None else int(seed)
         # SceneError names what is missing; a restored scene (official episodes with a
         # trajectory file) fixes instance counts, start receptacles, lamps and the faced receptacle.
-        world = build_world(floor_plan, world_seed, task, scene=scene_from_metadata(spec.metadata))
-        self._executor = SkillExecutor(world, SceneVocabulary(world), ExecutorState())
+        self._executor = self._start(spec, floor_plan, world_seed, task)
         self._spec, self._task = spec, task
         self._privileged = bool(options.get("privileged", False))
         # An agent that never reads images (options["render"] False) gets none: no rendering cost.
@@ -102,6 +101,11 @@ class EBAlfredEnv:
         self._termination = None
         self._expert_length = _expert_length(spec, floor_plan, world_seed, task, self._executor)
         return self._observation(changed=True), self._info(action_ok=True, feedback="")
+
+    def _start(self, spec: EpisodeSpec, floor_plan: int, world_seed: int, task: TaskSpec) -> SkillExecutor:
+        """The episode's start state (household: built, with the trajectory's scene facts when known)."""
+        world = build_world(floor_plan, world_seed, task, scene=scene_from_metadata(spec.metadata))
+        return SkillExecutor(world, SceneVocabulary(world), ExecutorState())
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
         if self._executor is None or self._task is None:

@@ -54,10 +54,12 @@ class ExecutorState:
 class SkillExecutor:
     """Runs parsed skills on a world (mutated in place), as EB-ALFRED would."""
 
-    def __init__(self, world: World, vocab: SceneVocabulary, state: ExecutorState | None = None) -> None:
+    def __init__(self, world: World, vocab: SceneVocabulary, state: ExecutorState | None = None,
+                 engine: object | None = None) -> None:
         self.world = world
         self.vocab = vocab
-        self.engine = HouseholdEngine(world)
+        #: the household engine, or the AI2-THOR one (same primitives; updates ``world`` in place).
+        self.engine = engine if engine is not None else HouseholdEngine(world)
         self.state = state or ExecutorState()
         self._types = {o.type.casefold(): o.type for o in world.objects.values()}
 

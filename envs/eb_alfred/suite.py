@@ -48,8 +48,10 @@ class EBAlfredSuite:
     def __init__(self, data_dir: str | None = None, backend: str = "household", render: bool = True,
                  generated_per_split: int = 500, generator_seed: int = 0, on_bad_episode: str = "error",
                  restore_scenes: bool = True) -> None:
-        if backend != "household":
-            raise ValueError(f"EB-ALFRED backend {backend!r} is not available; use 'household'")
+        if backend not in ("household", "thor"):
+            raise ValueError(f"EB-ALFRED backend {backend!r} is unknown; use 'household' or 'thor'")
+        #: AI2-THOR only: tests put a fake controller factory here; None starts ai2thor's real Controller.
+        self.controller_factory: Any = None
         if generated_per_split < 0:
             raise ValueError("generated_per_split must be >= 0")
         if on_bad_episode not in BAD_EPISODE_POLICIES:
@@ -80,6 +82,11 @@ class EBAlfredSuite:
             "num_global_actions": NUM_GLOBAL_ACTIONS,
             "backend": self.backend,
         }
+        if self.backend == "thor":
+            from envs.thor.session import THOR_VERSION
+
+            proto["thor_version"] = THOR_VERSION
+            proto["find"] = "TeleportFull to the reachable position nearest the object (privileged)"
         if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
             proto["restore_scenes"] = self.restore_scenes
@@ -92,7 +99,8 @@ class EBAlfredSuite:
         return proto
 
     def splits(self) -> Sequence[str]:
-        return (*OFFICIAL_SPLITS, *GENERATED_SPLITS)
+        # Generated episodes have no trajectory to restore on AI2-THOR.
+        return OFFICIAL_SPLITS if self.backend == "thor" else (*OFFICIAL_SPLITS, *GENERATED_SPLITS)
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         """The split's episodes. Generated splits are lazy: only the episodes read are built."""
@@ -100,7 +108,7 @@ class EBAlfredSuite:
             if self._official is None:
                 self._official = self._checked(load_official(self.data_dir, self.restore_scenes))
             return list(self._official[split])
-        if split in GENERATED_SPLITS:
+        if split in GENERATED_SPLITS and self.backend != "thor":
             return GeneratedEpisodes(split, self.generated_per_split, self.generator_seed)
         raise KeyError(f"unknown eb_alfred split {split!r}; splits are {', '.join(self.splits())}")
 
@@ -135,4 +143,8 @@ class EBAlfredSuite:
         return out
 
     def make_env(self) -> EBAlfredEnv:
+        if self.backend == "thor":
+            from envs.eb_alfred.thor import EBAlfredThorEnv
+
+            return EBAlfredThorEnv(self.data_dir, self.controller_factory, render_images=self.render)
         return EBAlfredEnv(backend=self.backend, render_images=self.render)
