@@ -242,3 +242,22 @@ def test_real_simulator_restores_and_scores_an_episode(data_dir: Path) -> None:
         print("real AI2-THOR oracle result:", info["success"], info["gc_satisfied"], info["gc_total"])
     finally:
         env.close()
+
+
+def test_calls_fit_the_real_ai2thor_2_1_0_api() -> None:
+    """The session's controller calls bind to ai2thor 2.1.0's real signatures (no Unity needed)."""
+    ai2thor = pytest.importorskip("ai2thor", reason="ai2thor is not installed (pip install -e '.[thor]')")
+    import inspect
+
+    from ai2thor.controller import Controller
+    from envs.thor.session import DEFAULT_QUALITY, SCREEN_SIZE, THOR_VERSION, default_controller_factory
+
+    assert ai2thor.__version__ == THOR_VERSION
+    controller = default_controller_factory()
+    assert isinstance(controller, Controller) and controller.quality == DEFAULT_QUALITY
+    inspect.signature(Controller.start).bind(controller, player_screen_width=SCREEN_SIZE,
+                                             player_screen_height=SCREEN_SIZE, x_display="99")
+    inspect.signature(Controller.reset).bind(controller, "FloorPlan1")
+    inspect.signature(Controller.step).bind(controller, {"action": "Pass"})
+    for name in ("stop", "last_event", "unity_pid"):
+        assert hasattr(controller, name)
