@@ -35,6 +35,8 @@ class AlfredSuite:
 
     name = "alfred"
     version = SUITE_VERSION
+    #: ``planner=oracle`` runs this suite's oracle (harness CLI ``agent_aliases``).
+    agent_aliases = {"oracle": "alfred_oracle"}
 
     def __init__(self, alfred_data_dir: str | None = None, eb_data_dir: str | None = None,
                  backend: str = "household", render: bool = True, generated_per_split: int = 500,

@@ -135,3 +135,18 @@ def test_pooled_gc_and_plw_on_suite_records() -> None:
     assert s["plw_sr"] < s["sr"]
     by_type = summarize(df, ["task_type"])
     assert set(by_type["task_type"]) == {r.task_type for r in records}
+
+
+def test_cli_planner_oracle_runs_the_alfred_oracle(tmp_path: Path) -> None:
+    """`harness run suite=alfred split=unseen planner=oracle` (the suite aliases oracle -> alfred_oracle)."""
+    import sqlite3
+
+    from harness.cli import main
+
+    out = tmp_path / "out"
+    rc = main(["run", "suite=alfred", "split=unseen", "planner=oracle", "limit=6",
+               "suite.params.generated_per_split=6", "suite.params.render=false", f"out={out}", "progress=false"])
+    assert rc in (0, None)
+    con = sqlite3.connect(out / "results.sqlite")
+    rows = con.execute("SELECT success, gc_satisfied, gc_total FROM episodes").fetchall()
+    assert len(rows) == 6 and all(s and a == b for s, a, b in rows)
