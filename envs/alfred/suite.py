@@ -12,7 +12,7 @@ from envs.alfred.episodes import (
 from envs.alfred.protocol import DATA_SPLITS, EB_SPLIT, GENERATED_SPLITS, MAX_FAILS, MAX_STEPS, TEST_SPLITS
 from envs.eb_alfred.episodes import resolve_data_dir
 from envs.eb_alfred.generator import floor_plans
-from envs.thor.session import THOR_VERSION
+from envs.thor.session import THOR_VERSION, require_ai2thor
 from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change.
@@ -106,6 +106,8 @@ class AlfredSuite:
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         if split not in self.splits():
             raise KeyError(f"unknown alfred split {split!r}; splits are {', '.join(self.splits())}")
+        if self.backend == "thor":
+            require_ai2thor(self.controller_factory)
         if split in GENERATED_SPLITS:  # lazy: only the episodes read are built
             return generated_split(split, self.generated_per_split, self.generator_seed)
         if split not in self._cache:

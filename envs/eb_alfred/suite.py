@@ -104,6 +104,10 @@ class EBAlfredSuite:
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         """The split's episodes. Generated splits are lazy: only the episodes read are built."""
+        if self.backend == "thor":
+            from envs.thor.session import require_ai2thor
+
+            require_ai2thor(self.controller_factory)
         if split in OFFICIAL_SPLITS:
             if self._official is None:
                 self._official = self._checked(load_official(self.data_dir, self.restore_scenes))

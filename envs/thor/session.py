@@ -44,6 +44,15 @@ def default_controller_factory(quality: str = DEFAULT_QUALITY) -> Any:
     return Controller(quality=quality)
 
 
+def require_ai2thor(controller_factory: Any) -> None:
+    """ValueError (one line, with the fix) when the real simulator is asked for but ai2thor
+    is not installed; suites call it before any episode starts."""
+    import importlib.util
+
+    if controller_factory is None and importlib.util.find_spec("ai2thor") is None:
+        raise ValueError(f"backend 'thor' needs ai2thor=={THOR_VERSION}: pip install -e '.[thor]'")
+
+
 def ensure_display(x_display: str | None) -> tuple[str | None, subprocess.Popen | None]:
     """The X display number to start Unity on, starting Xvfb when none is available.
 

@@ -261,3 +261,16 @@ def test_calls_fit_the_real_ai2thor_2_1_0_api() -> None:
     inspect.signature(Controller.step).bind(controller, {"action": "Pass"})
     for name in ("stop", "last_event", "unity_pid"):
         assert hasattr(controller, name)
+
+
+def test_missing_ai2thor_is_one_line_before_any_episode(data_dir: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ai2thor") is not None:
+        pytest.skip("ai2thor is installed here")
+    with pytest.raises(ValueError, match=r"pip install -e '\.\[thor\]'"):
+        AlfredSuite(eb_data_dir=str(data_dir), backend="thor").episodes("eb_valid_seen")
+    with pytest.raises(ValueError, match="ai2thor==2.1.0"):
+        EBAlfredSuite(data_dir=str(data_dir), backend="thor").episodes("base")
+    with pytest.raises(ValueError, match="unknown"):
+        AlfredSuite(backend="unity")
