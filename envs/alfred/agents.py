@@ -179,7 +179,7 @@ def _programs(ex: AlfredExecutor, task: TaskSpec) -> Iterator[Callable[[_Sim], N
                 sim.run(Triplet("PutObject", target, task.mrecep_target))
             yield obj_first
             yield recep_first
-            if sim_closed(w, m):
+            if w.closed_container(m) is not None:
                 yield staged
         return
 
@@ -191,10 +191,6 @@ def _programs(ex: AlfredExecutor, task: TaskSpec) -> Iterator[Callable[[_Sim], N
                 sim.run(Triplet(treat, target))
             sim.run(Triplet("PutObject", target, parent))
         yield prog
-
-
-def sim_closed(world: World, obj_id: str) -> bool:
-    return world.closed_container(obj_id) is not None
 
 
 def oracle_plan(ex: AlfredExecutor, task: TaskSpec, max_len: int = 200) -> list[str] | None:
@@ -222,10 +218,6 @@ def oracle_plan(ex: AlfredExecutor, task: TaskSpec, max_len: int = 200) -> list[
             if goal_satisfied(sim.w, task) and (best is None or len(sim.plan) < len(best)):
                 best = sim.plan
     return best
-
-
-def oracle_triplets_for_display(plan: Sequence[str]) -> list[str]:  # pragma: no cover - debugging aid
-    return list(plan)
 
 
 class AlfredOraclePlanner:

@@ -25,7 +25,6 @@ subgoals of ``high_pddl``; ALFRED's raw ``len(low_actions)`` is kept as
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
 from functools import lru_cache
@@ -181,7 +180,3 @@ def files_digest(paths: Iterable[Path], root: Path) -> str:
     for p in sorted(paths):
         h.update(f"{p.relative_to(root).as_posix()}\0{p.stat().st_size}\n".encode())
     return h.hexdigest()
-
-
-def dump_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True)
