@@ -129,7 +129,7 @@ def triplets_from_trajectory(traj: Mapping[str, Any]) -> list[Triplet]:
         d = step.get("discrete_action", {})
         pa = step.get("planner_action", {})
         a, args = d.get("action"), [names.get(str(x).lower(), str(x)) for x in d.get("args", [])]
-        if a in ("GotoLocation", "NoOp", None) or not args:
+        if a in ("GotoLocation", "NoOp", None) or not args or not args[0]:
             continue
         obj = args[0] + "Sliced" if args[0] in sliced else args[0]
         if a == "PickupObject":

@@ -128,6 +128,7 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None,
     placed_types = [t for t in inv.object_types if t in pickupable]
     by_thor_id = {o.thor_id: o.id for o in statics}
     starts: dict[str, list[str]] = {}
+    fixed_ids: set[str] = set()
     if scene is not None:
         placed_types = sorted(set(placed_types) | {t for t, n in scene.counts.items() if n > 0})
         for st in scene.starts:
@@ -154,8 +155,15 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None,
             o = Obj(new_id(t), t, parent, receptacle=t in vro, openable=t in openable,
                     toggleable=t in toggleable, sliceable=t in sliceable, pickupable=True)
             objects[o.id] = o
+            if i < len(fixed):
+                fixed_ids.add(o.id)
     at = None
     if scene is not None:
+        for obj_type, container_type in scene.nested:
+            containers = [o for o in objects.values() if o.type == container_type]
+            movers = [o for o in objects.values() if o.type == obj_type and o.id not in fixed_ids]
+            if containers and movers:
+                movers[0].parent = containers[0].id
         for o in objects.values():
             if o.toggleable and o.type in scene.toggles:
                 o.is_on = scene.toggles[o.type]

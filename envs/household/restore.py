@@ -22,6 +22,9 @@ the file does tell (:func:`scene_facts`):
 - **toggles** (``object_toggles``: ``isOn`` per lamp type) and the
   **dirty/empty** flag (ALFRED makes every dirtyable object dirty and every
   fillable one empty; no goal condition reads either, so it is recorded only).
+- **pieces and nesting**: an object sliced where it lay starts in the receptacle the
+  first pickup of one of its pieces records; in a movable-receptacle task whose
+  target the expert never picks up, the target starts inside the movable receptacle.
 - **the start pose's nearest receptacle**: the receptacle whose layout agent
   pose (``-openable.json``) is nearest the ``init_action`` teleport; the agent
   starts facing it.
@@ -75,6 +78,9 @@ class SceneFacts:
     dirty_and_empty: bool = False
     #: floor-plan id of the receptacle nearest the start pose, or None.
     start_receptacle: str | None = None
+    #: (object type, movable receptacle type): one instance of the first starts inside the
+    #: movable receptacle's first task instance.
+    nested: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +90,7 @@ class SceneFacts:
             "toggles": dict(sorted(self.toggles.items())),
             "dirty_and_empty": self.dirty_and_empty,
             "start_receptacle": self.start_receptacle,
+            "nested": [list(n) for n in self.nested],
         }
 
     @classmethod
@@ -95,6 +102,7 @@ class SceneFacts:
             toggles={str(k): bool(v) for k, v in data.get("toggles", {}).items()},
             dirty_and_empty=bool(data.get("dirty_and_empty", False)),
             start_receptacle=data.get("start_receptacle"),
+            nested=tuple((str(a), str(b)) for a, b in data.get("nested", ())),
         )
 
 
@@ -160,7 +168,8 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
     starts: list[StartPlacement] = []
     seen: set[str] = set()
     goto_type: str | None = None
-    for step in traj["plan"]["high_pddl"]:
+    steps = traj["plan"]["high_pddl"]
+    for step in steps:
         discrete = step.get("discrete_action", {})
         action = step.get("planner_action", {})
         if discrete.get("action") == "GotoLocation":
@@ -176,6 +185,9 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
         obj_type = thor_id_type(obj_id)
         pos = id_position(obj_id)
         recorded = action.get("coordinateReceptacleObjectId")
+        if action.get("action") == "SliceObject" and not recorded:
+            # Sliced where it lay: the first pickup of one of its pieces records that receptacle.
+            recorded = _piece_receptacle(steps, obj_id)
         recep, source = None, "nearest"
         if recorded and recorded[0] not in consts.movable_receptacles:
             recep = _nearest(statics, coordinate_position(recorded[1]), {recorded[0]})
@@ -187,6 +199,15 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
             recep, source = _nearest(statics, pos, {t for t, _ in statics}), "nearest"
         if recep is not None and obj_type in pickupable:
             starts.append(StartPlacement(obj_type, obj_id, recep, source))
+
+    # A movable-receptacle task whose target the expert never picks up: the target starts
+    # inside the movable receptacle (the expert carries them together).
+    nested: list[tuple[str, str]] = []
+    params = traj.get("pddl_params") or {}
+    target, mrecep = str(params.get("object_target") or ""), str(params.get("mrecep_target") or "")
+    handled = {thor_id_type(k) for k in seen}
+    if mrecep and target and target not in handled and mrecep in handled:
+        nested.append((target, mrecep))
 
     toggles = {str(t["objectType"]): bool(t["isOn"]) for t in scene.get("object_toggles", ())}
 
@@ -205,7 +226,17 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
             start_receptacle = min(poses.items(), key=pose_key)[0]
 
     return SceneFacts(floor_plan, counts, tuple(starts), toggles, bool(scene.get("dirty_and_empty", False)),
-                      start_receptacle)
+                      start_receptacle, tuple(nested))
+
+
+def _piece_receptacle(steps: Sequence[Mapping[str, Any]], whole_id: str) -> Any:
+    """``coordinateReceptacleObjectId`` of the first recorded pickup of a piece of ``whole_id``."""
+    for step in steps:
+        action = step.get("planner_action", {})
+        if (action.get("action") == "PickupObject" and str(action.get("objectId", "")).startswith(whole_id + "|")
+                and action.get("coordinateReceptacleObjectId")):
+            return action["coordinateReceptacleObjectId"]
+    return None
 
 
 def _layout_poses(floor_plan: int) -> dict[str, Sequence[float]]:

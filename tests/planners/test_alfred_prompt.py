@@ -87,7 +87,7 @@ def test_triplets_from_a_real_trajectory(data_dir: Path) -> None:
 def test_replaying_the_trajectories_own_triplets(data_dir: Path) -> None:
     """Differential check of the expansion + engine against ALFRED's expert plans.
 
-    Measured: 173 of the 213 episodes succeed with their own trajectory's triplets.
+    Measured: 175 of the 213 episodes succeed with their own trajectory's triplets.
     Most failures are puts ALFRED's expert made where the receptacle whitelist
     (VAL_RECEPTACLE_OBJECTS) does not list the object (a Knife left in the Fridge:
     AI2-THOR's physics allows it, the household engine's put does not); the rest are
