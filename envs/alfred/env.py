@@ -11,9 +11,11 @@
   (models/eval/eval_task.py). A :class:`~harness.interfaces.InvalidOutput`
   counts one failure and takes no step.
 - As in ALFRED's evaluation, reaching the goal does not end the episode: the
-  agent stops (``"Stop"`` or an empty plan), and success / goal conditions
-  are read at that point (``goal_satisfied`` / ``goal_conditions_met`` of the
-  household engine, ALFRED env/tasks.py's counting).
+  agent stops (an empty plan, or a ``"Stop"`` action), and success / goal
+  conditions are read at that point (``goal_satisfied`` / ``goal_conditions_met``
+  of the household engine, ALFRED env/tasks.py's counting). ALFRED does not count
+  its stop token as a step; the runner counts every ``env.step`` call, so agents
+  stop with an empty plan (the oracle and the triplet planner do).
 - Episodes of the test splits carry no goal: ``gc_total`` is 0, success False.
 """
 
