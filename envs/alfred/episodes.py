@@ -98,7 +98,7 @@ def trajectory_episode(traj: Mapping[str, Any], split: str, episode_id: str, r: 
 
 
 def load_alfred_split(root: Path, split: str, restore_scenes: bool = True) -> list[EpisodeSpec]:
-    """Every (trial, annotation) of ``<root>/<split>/<task>/<trial>/traj_data.json``, sorted."""
+    """Every (trial, annotation) of ``<root>/<split>/[<task>/]<trial>/traj_data.json``, sorted."""
     folder = root / split
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -106,7 +106,8 @@ def load_alfred_split(root: Path, split: str, restore_scenes: bool = True) -> li
             f"(data/json_2.1.0 with {split}/<task>/<trial>/traj_data.json); set suite.params.alfred_data_dir "
             f"or {DATA_ENV_VAR}")
     out = []
-    for path in sorted(folder.glob("*/*/traj_data.json")):
+    # <task>/<trial>/traj_data.json; test splits may hold <trial>/traj_data.json (no task name).
+    for path in sorted({*folder.glob("*/*/traj_data.json"), *folder.glob("*/traj_data.json")}):
         traj = read_trajectory(path)
         n = len(traj.get("turk_annotations", {}).get("anns", []))
         rel = path.relative_to(root).as_posix()

@@ -85,7 +85,8 @@ class AlfredSuite:
             proto["restore_scenes"] = self.restore_scenes
         elif split in (*DATA_SPLITS, *TEST_SPLITS):
             root = self._alfred_root(split)
-            proto["data_digest"] = files_digest((root / split).glob("*/*/traj_data.json"), root)
+            files = {*(root / split).glob("*/*/traj_data.json"), *(root / split).glob("*/traj_data.json")}
+            proto["data_digest"] = files_digest(files, root)
             proto["restore_scenes"] = self.restore_scenes
         return proto
 

@@ -52,7 +52,7 @@ def _alfred_tree(tmp_path: Path, data_dir: Path) -> Path:
     traj = json.loads(src.read_text())
     for key in ("task_type", "pddl_params"):  # ALFRED's test files carry no goal
         traj.pop(key)
-    test = root / "tests_seen" / "trial_T0" / "x" / "traj_data.json"
+    test = root / "tests_seen" / "x" / "trial_T0" / "traj_data.json"
     test.parent.mkdir(parents=True)
     test.write_text(json.dumps(traj))
     return tmp_path / "data"
@@ -67,6 +67,10 @@ def test_alfred_data_folder_valid_and_tests(tmp_path: Path, data_dir: Path) -> N
     assert [e.episode_id for e in eps] == [f"{KEYCHAIN}/{r}" for r in range(len(eps))]
     tests = suite.episodes("tests_seen")
     assert tests and all(e.metadata["task_type"] is None for e in tests)
+    flat = root / "json_2.1.0" / "tests_unseen" / "trial_T9" / "traj_data.json"  # no task folder
+    flat.parent.mkdir(parents=True)
+    shutil.copy(root / "json_2.1.0" / "tests_seen" / "x" / "trial_T0" / "traj_data.json", flat)
+    assert [e.episode_id for e in suite.episodes("tests_unseen")][0] == "trial_T9/0"
     assert suite.protocol("valid_seen")["data_digest"] != suite.protocol("tests_seen")["data_digest"]
     # A goal-less trajectory in a split with goals is refused.
     shutil.copytree(root / "json_2.1.0/tests_seen", root / "json_2.1.0/valid_unseen")
@@ -91,3 +95,34 @@ def test_generated_splits_use_alfred_floor_plans() -> None:
     assert not {e.metadata["floor_plan"] for e in seen} & set(VALID_UNSEEN_FLOOR_PLANS)
     assert all(e.suite == "alfred" and e.instruction for e in [*unseen, *seen])
     assert [e.instruction for e in suite.episodes("unseen")] == [e.instruction for e in unseen]
+
+
+def test_test_split_run_gives_an_action_sequence_dump(tmp_path: Path, data_dir: Path, capsys) -> None:
+    from envs.alfred.dump import main as dump_main
+    from harness.runner import Runner
+    from harness.store import ResultStore
+    from harness.types import RunSpec
+
+    class TwoSteps:
+        name, privileged = "two_steps", False
+
+        def identity(self):
+            return {"name": self.name}
+
+        def reset(self, episode):
+            self.calls = 0
+
+        def act(self, requests):
+            self.calls += 1
+            return [["GotoLocation Sofa", "GotoLocation SideTable"] if self.calls == 1 else [] for _ in requests]
+
+    suite = AlfredSuite(alfred_data_dir=str(_alfred_tree(tmp_path, data_dir)), render=False, generated_per_split=0)
+    store = ResultStore(tmp_path / "out")
+    agent = TwoSteps()
+    spec = RunSpec(suite="alfred", split="tests_seen", agent=agent.name, variant="v")
+    records = Runner(spec, suite, agent, store).run().records
+    store.close()
+    assert records and all(r.gc_total == 0 and not r.success for r in records)
+    assert dump_main([str(tmp_path / "out")]) == 0
+    dumped = json.loads(capsys.readouterr().out)
+    assert dumped["tests_seen"] == [{"trial_T0": ["GotoLocation Sofa", "GotoLocation SideTable"]}] * len(records)
