@@ -242,8 +242,8 @@ class World:
         (env/thor_env.py); the layouts carry no faucet positions, so id order
         stands in for distance: with F faucets and B basins (both in id order),
         basin j is fed by faucet min(j, F-1), so no basin is ever left without a
-        faucet (14 ALFRED floor plans have a double sink with one faucet: that
-        faucet fills both basins); a faucet beyond the last basin fills the first.
+        faucet (ALFRED's 14 double-sink floor plans have one faucet, listed in 12 of
+        them: it fills both basins); a faucet beyond the last basin fills the first.
         """
         basins = self.of_type(CLEAN_BASIN)
         faucets = self.of_type(CLEAN_SOURCE)
