@@ -3,9 +3,8 @@
 The kill lands mid-run by construction, not by timing: the killed run is the
 real CLI with the real random planner, held at a gate (``tests/harness/gated_cli.py``)
 before it answers for any episode with index >= K, so episodes K.. can never
-finish before the kill; and a pause (longer than the store's group-commit
-delay) at episode PAUSE_AT makes the store commit the episodes finished before
-it, so the kill always finds between 1 and K rows, with episodes in flight.
+finish before the kill; the runner commits finished episodes before each agent
+call, so the kill always finds between 1 and K rows, with episodes in flight.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 N = 40
 K = N // 2  # the gate: episodes with index >= K wait
 BATCH = 4
-PAUSE_AT = 2 * BATCH  # BATCH <= PAUSE_AT and PAUSE_AT + BATCH <= K (see gated_cli)
 ARGS = ["planner=random", "split=seen", f"limit={N}", "suite.params.generated_per_split=40",
         f"executor.batch_size={BATCH}", "progress=false"]
 
@@ -69,7 +67,7 @@ def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path):
     assert proc.returncode == 0, err
 
     db = killed / "results.sqlite"
-    proc = spawn("tests.harness.gated_cli", str(gate), str(PAUSE_AT), str(K), "run", *ARGS, f"out={killed}")
+    proc = spawn("tests.harness.gated_cli", str(gate), str(K), "run", *ARGS, f"out={killed}")
     try:
         deadline = time.monotonic() + 300
         # Wait until the run is held at the gate (rows are committed by then).
