@@ -37,7 +37,7 @@ def example_text(instruction: str, plan: list[str], global_ids: dict[str, int]) 
 def generate(out_dir: Path = DEFAULT_EXAMPLES_DIR, pool: int = 120) -> tuple[list[str], list[str]]:
     from envs.eb_alfred.executor import ExecutorState, SkillExecutor
     from envs.eb_alfred.expert import expert_plan
-    from envs.eb_alfred.generator import generate_cached
+    from envs.eb_alfred.generator import generate
     from envs.eb_alfred.episodes import task_from_metadata
     from envs.eb_alfred.skills import SceneVocabulary, global_actions
     from envs.household import build_world
@@ -45,7 +45,7 @@ def generate(out_dir: Path = DEFAULT_EXAMPLES_DIR, pool: int = 120) -> tuple[lis
     global_ids = {a: i for i, a in enumerate(global_actions())}
     regular: list[tuple[str, str, str]] = []  # (task type, style, text)
     long_h: list[str] = []
-    for spec in generate_cached("seen", pool, 0):
+    for spec in generate("seen", pool, 0):
         task = task_from_metadata(spec.metadata)
         world = build_world(int(spec.metadata["floor_plan"]), spec.seed, task)
         plan = expert_plan(SkillExecutor(world, SceneVocabulary(world), ExecutorState()), task)

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.golden import check_golden
+
 from envs.eb_alfred.suite import EBAlfredSuite
 from planners.vlm.prompt import (
     DEFAULT_EXAMPLES_DIR, HISTORY_HEADER, PromptBuilder, PromptOptions, action_id_and_text, is_long_horizon,
@@ -26,12 +28,7 @@ def _episode():
 
 
 def _check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"missing golden file {path}; run with UPDATE_GOLDEN=1 once"
-    assert text == path.read_text(encoding="utf-8"), f"prompt differs from {path} (UPDATE_GOLDEN=1 rewrites it)"
+    check_golden(GOLDEN / name, text)
 
 
 def test_first_and_later_call_match_golden_files() -> None:
@@ -112,3 +109,15 @@ def test_chat_mode_puts_history_in_earlier_turns() -> None:
     assert len(single) == 1
     with pytest.raises(ValueError, match="mode"):
         PromptOptions(mode="multi")
+
+
+def test_shipped_examples_are_what_the_generator_writes_today(tmp_path: Path) -> None:
+    """The default examples are oracle plans under the current household rules: a rule change
+    (e.g. the microwave must be closed before it is turned on) must regenerate them
+    (``python -m planners.vlm.make_examples``). Mutation guarded: stale shipped examples."""
+    from planners.vlm.make_examples import generate
+    from planners.vlm.prompt import DEFAULT_EXAMPLES_DIR, EXAMPLES_FILE, LONG_HORIZON_EXAMPLES_FILE
+
+    generate(tmp_path)
+    for name in (EXAMPLES_FILE, LONG_HORIZON_EXAMPLES_FILE):
+        assert (tmp_path / name).read_text() == (DEFAULT_EXAMPLES_DIR / name).read_text(), name
