@@ -9,7 +9,6 @@ and rerun without UPDATE_GOLDEN.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
