@@ -219,3 +219,23 @@ def test_fixture_placement_reproduces_the_standard_loop_in_any_order(slice_run):
         ids = [ours.sim.model.body_name2id(f.root_body) for f in ours.fixtures_dict.values()]
         got = np.concatenate([ours.sim.model.body_pos[ids].ravel(), ours.sim.model.body_quat[ids].ravel()])
         np.testing.assert_array_equal(got, loop[i])
+
+
+@pytest.mark.ci
+def test_two_envs_in_one_process_each_render_their_own_scene(spatial, slice_run):
+    """Several envs per process (local executor, envs_per_worker > 1): another env's
+    reset or render in between must not change what this env's cameras show."""
+    suite, env = spatial
+    other = slice_run[1]
+    spec = suite.episodes("libero_spatial")[0]
+    goal = LiberoSuite(max_steps=SHORT, tasks=[0], trials=1).episodes("libero_goal")[0]
+    action = [0.1, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]
+
+    env.reset(options={"episode": spec, "render": True})
+    alone = [env.step(action)[0]["agentview_image"] for _ in range(2)]
+    env.reset(options={"episode": spec, "render": True})
+    mixed = []
+    for _ in range(2):
+        other.reset(options={"episode": goal, "render": True})
+        mixed.append(env.step(action)[0]["agentview_image"])
+    np.testing.assert_array_equal(np.array(alone), np.array(mixed))
