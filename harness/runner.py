@@ -277,7 +277,7 @@ class Runner:
                 continue
             for (slot, _, deadline), tr in zip(moves, executor.advance(moves)):
                 live = active[slot]
-                if tr.steps:
+                if tr.info is not None:  # something was stepped (an InvalidOutput too)
                     live.steps += tr.steps
                     live.history += tr.history
                     live.observation, live.info = tr.observation, tr.info

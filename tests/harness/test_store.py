@@ -2,7 +2,7 @@ import sqlite3
 
 import pytest
 
-from harness.store import ResultStore, StoreError
+from harness.store import RecordWriter, ResultStore, StoreError
 from harness.types import EpisodeRecord, RunSpec
 
 SPEC = RunSpec(suite="s", split="a", agent="oracle", variant="v")
@@ -30,6 +30,21 @@ def test_roundtrip_and_resume_keys(tmp_path):
     # the last writer closed: back to a rollback journal, no -wal/-shm left beside the file
     assert sqlite3.connect(tmp_path / "results.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite"]
+
+
+def test_completed_keys_are_per_run(tmp_path):
+    """Two runs share one store and one episode key. Mutation caught: ``completed_keys``
+    ignoring ``run_id``."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {"agent": 1}, {})
+        store.begin_run("r2", SPEC, {"agent": 2}, {})
+        assert store.add(rec("e1", run_id="r1", success=True))
+        assert store.add(rec("e1", run_id="r2", error_kind="agent"))
+        assert store.add(rec("e2", run_id="r2"))
+        assert store.completed_keys("r1") == {("s", "a", "e1", 0)}
+        assert store.completed_keys("r2") == {("s", "a", "e2", 0)}
+        assert store.completed_keys("r3") == set()
+        assert len(store.records()) == 3
 
 
 def test_completed_rows_never_duplicated_or_overwritten(tmp_path):
@@ -85,20 +100,37 @@ def test_newer_schema_refused(tmp_path):
         ResultStore(tmp_path, readonly=True)
 
 
-def test_writer_commits_each_record_before_add_returns(tmp_path):
-    """Durability: a record handed to the writer is in the file when ``add`` returns
-    (mutation: buffering records in memory until close loses them on SIGKILL)."""
+def count_rows(path) -> int:
+    other = sqlite3.connect(path / "results.sqlite")
+    try:
+        return other.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+    finally:
+        other.close()
+
+
+def test_writer_commits_by_count_by_age_and_on_close(tmp_path):
+    """Durability bounds (mutations guarded: never flushing before close; flushing only by count)."""
+    now = [0.0]
     with ResultStore(tmp_path) as store:
         store.begin_run("r1", SPEC, {}, {})
-        with store.writer() as writer:
-            for i in range(30):
-                writer.add(rec(f"e{i:03d}", success=i % 2 == 0))
-                other = sqlite3.connect(tmp_path / "results.sqlite")
-                assert other.execute("SELECT COUNT(*) FROM episodes").fetchone()[0] == i + 1
-                other.close()
+        writer = RecordWriter(store, clock=lambda: now[0])
+        for i in range(RecordWriter.GROUP_SIZE - 1):
+            writer.add(rec(f"a{i:03d}"))
+        assert count_rows(tmp_path) == 0  # grouped: waiting
+        writer.add(rec("a999"))
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE  # a full group is committed at once
+        writer.add(rec("b0"))
+        now[0] += RecordWriter.GROUP_SECONDS / 2
+        writer.add(rec("b1"))
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE
+        now[0] += RecordWriter.GROUP_SECONDS
+        writer.add(rec("b2"))  # the oldest waited too long: everything waiting is committed
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE + 3
+        writer.add(rec("c0"))
+        writer.close()
+        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE + 4
         records = store.records()
-    assert [r.episode_id for r in records] == [f"e{i:03d}" for i in range(30)]
-    assert sum(r.success for r in records) == 15
+    assert len({r.key for r in records}) == RecordWriter.GROUP_SIZE + 4
 
 
 def test_writer_reports_write_errors(tmp_path):
@@ -106,5 +138,6 @@ def test_writer_reports_write_errors(tmp_path):
         writer = store.writer()
         store._db.execute("DROP TABLE episodes")
         store._db.commit()
+        writer.add(rec("e1"))
         with pytest.raises(StoreError, match="cannot write to result store"):
-            writer.add(rec("e1"))
+            writer.close()

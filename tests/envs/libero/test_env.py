@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("libero.libero", reason="LIBERO provider not installed (pip install -e '.[libero]')")
+from tests.envs.libero.conftest import require_libero  # noqa: E402
+
+require_libero()
 
 from envs.libero import protocol as P  # noqa: E402
 from envs.libero.suite import LiberoSuite  # noqa: E402

@@ -9,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("libero.libero", reason="LIBERO provider not installed (pip install -e '.[libero]')")
+from tests.envs.libero.conftest import require_libero  # noqa: E402
+
+require_libero()
 
 from envs.libero import protocol as P  # noqa: E402
 from envs.libero.env import fast_render_xml, validate_action  # noqa: E402
