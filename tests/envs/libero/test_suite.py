@@ -71,20 +71,21 @@ def test_protocol_constants_and_presets():
     std = LiberoSuite()
     assert [std.protocol(s)["max_steps"] for s in (*FOUR, "libero_90")] == [220, 280, 300, 520, 400]
     p = std.protocol("libero_spatial")
-    assert (p["num_steps_wait"], p["seed"], p["camera_size"], p["rotate_180"], p["trials"]) == (10, 7, 256, True, 50)
+    assert (p["num_steps_wait"], p["seed"], p["camera_size"], p["rotate_180"]) == (10, 7, 256, True)
     assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and p["fast_render"] is False and p["fixture_rng"] == "sequence"
     json.dumps(p)
     assert std.protocol("libero_goal_swap")["max_steps"] == 300  # perturbations use their base budget
     assert LiberoSuite(protocol="lerobot").protocol("libero_spatial")["max_steps"] == 280
     life = LiberoSuite(protocol="lifelong").protocol("libero_goal")
-    assert (life["max_steps"], life["num_steps_wait"], life["trials"]) == (600, 5, 20)
+    assert (life["max_steps"], life["num_steps_wait"], life["camera_size"]) == (600, 5, 128)
+    assert len(LiberoSuite(protocol="lifelong").episodes("libero_goal")) == 10 * 20
     # every knob that changes results changes the protocol (hence the run identity)
     variants = [LiberoSuite(fast_render=True), LiberoSuite(fixture_rng="per_trial"), LiberoSuite(max_steps=5),
                 LiberoSuite(protocol="lerobot")]
     for v in variants:
         assert v.protocol("libero_spatial") != p
     # video mode and task subsets do not change results
-    assert LiberoSuite(video="all", tasks=[0]).protocol("libero_spatial") == p
+    assert LiberoSuite(video="all", tasks=[0], trials=2).protocol("libero_spatial") == p
     with pytest.raises(ValueError, match="unknown LIBERO protocol preset"):
         LiberoSuite(protocol="standrad")
     with pytest.raises(ValueError):
