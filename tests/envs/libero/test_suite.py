@@ -169,7 +169,9 @@ def test_provider_choice_is_explicit(monkeypatch, tmp_path):
     # would ask for is written first, pointing at the user's assets.
     assets = tmp_path / "assets"
     assets.mkdir()
-    monkeypatch.delenv("LIBERO_CONFIG_PATH", raising=False)
+    # setenv records the variable's prior state (even "unset"), so teardown restores it:
+    # the config written here must not leak into later tests of this process.
+    monkeypatch.setenv("LIBERO_CONFIG_PATH", "")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     provider._ensure_official_config(str(assets))
     import os
@@ -178,6 +180,6 @@ def test_provider_choice_is_explicit(monkeypatch, tmp_path):
 
     cfg = yaml.safe_load(open(os.path.join(os.environ["LIBERO_CONFIG_PATH"], "config.yaml")))
     assert cfg["assets"] == str(assets) and os.path.isdir(cfg["bddl_files"]) and os.path.isdir(cfg["init_states"])
-    monkeypatch.delenv("LIBERO_CONFIG_PATH")
+    monkeypatch.setenv("LIBERO_CONFIG_PATH", "")
     with pytest.raises(provider.ProviderError, match="assets_dir"):
         provider._ensure_official_config(str(tmp_path / "missing"))
