@@ -89,7 +89,7 @@ def test_zero_policy_slice_records_sr_0(slice_run):
     for r in records:
         assert r.error_kind is None, r.error_message
         assert not r.success and r.termination == "max_steps" and r.steps == SHORT
-        assert r.gc_total >= 1 and r.gc_satisfied < r.gc_total or r.gc_total == 0
+        assert 0 <= r.gc_satisfied < r.gc_total  # BDDL goal predicates counted, not all satisfied
     assert sum(r.success for r in records) == 0  # SR 0
 
 
