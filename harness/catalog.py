@@ -19,11 +19,17 @@ SUITES.register(
 )
 
 SUITES.register(
+    "alfred", "envs.alfred.suite:AlfredSuite",
+    "ALFRED seen/unseen with FLARE-style triplets: generated splits, EmbodiedBench's 130 valid_seen trials, ALFRED data (backend: household)",
+)
+
+SUITES.register(
     "libero", "envs.libero.suite:LiberoSuite",
     "LIBERO on the real simulator: spatial/object/goal/10/90 (+ LIBERO-PRO perturbations), task x 50 fixed init states",
 )
 
 PLANNERS.register("oracle", "planners.oracle:OraclePlanner", "plans from the true state (upper bound; privileged)")
+PLANNERS.register("alfred_oracle", "envs.alfred.agents:AlfredOraclePlanner", "ALFRED: FLARE triplets from pddl_params and the true state (privileged)")
 PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one uniformly random valid action per call")
 
 POLICIES.register("zero", "policies.zero:ZeroPolicy", "LIBERO's dummy action (no-op, gripper open) every step")

@@ -30,6 +30,7 @@ from harness.types import (
 #: or fails when the ``require_env`` variable is 1, as in CI).
 CONTRACT = {
     "eb_alfred": dict(params={"render": True, "generated_per_split": 6}, split="seen", agent="random"),
+    "alfred": dict(params={"render": True, "generated_per_split": 6}, split="unseen", agent="random"),
     "libero": dict(params={"max_steps": 4, "tasks": [0], "trials": 2}, split="libero_spatial", agent="zero",
                    kind="policy", share_env=True, needs="libero.libero", require_env="REQUIRE_LIBERO"),
 }
