@@ -23,11 +23,19 @@ SUITES.register(
     "ALFRED seen/unseen with FLARE-style triplets: generated splits, EmbodiedBench's 130 valid_seen trials, ALFRED data (backend: household)",
 )
 
+SUITES.register(
+    "libero", "envs.libero.suite:LiberoSuite",
+    "LIBERO on the real simulator: spatial/object/goal/10/90 (+ LIBERO-PRO perturbations), task x 50 fixed init states",
+)
+
 PLANNERS.register("oracle", "planners.oracle:OraclePlanner", "plans from the true state (upper bound; privileged)")
 PLANNERS.register("alfred_oracle", "envs.alfred.agents:AlfredOraclePlanner", "ALFRED: FLARE triplets from pddl_params and the true state (privileged)")
 PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one uniformly random valid action per call")
 PLANNERS.register("vlm", "planners.vlm.planner:VLMPlanner", "a vision-language model (backend hf: in process; openai: a server)")
 PLANNERS.register("oracle_json", "planners.oracle_json:OracleJSONPlanner", "the oracle's plan as model JSON through the VLM parser (pipeline check)")
+
+POLICIES.register("zero", "policies.zero:ZeroPolicy", "LIBERO's dummy action (no-op, gripper open) every step")
+POLICIES.register("replay", "policies.replay:ReplayPolicy", "plays a demonstration's actions (HDF5/NPZ) open-loop")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")
