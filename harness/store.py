@@ -363,7 +363,27 @@ class ResultStore:
         return df
 
     def records(self, run_ids: Iterable[str] | None = None) -> list[EpisodeRecord]:
-        return [EpisodeRecord.from_dict(r) for r in self.frame(run_ids).to_dict("records")]
+        """The records as stored: read straight from SQLite (no pandas), so NULL stays
+        None and integers stay integers."""
+        select = [c if c in self._columns else f"{_ADDED_COLUMNS[c]} AS {c}" for c in _RECORD_FIELDS]
+        sql = f"SELECT {', '.join(select)} FROM episodes"
+        params: list[str] = []
+        if run_ids is not None:
+            params = list(run_ids)
+            sql += f" WHERE run_id IN ({', '.join('?' * len(params))})"
+        sql += " ORDER BY run_id, suite, split, episode_id, seed"
+        try:
+            rows = self._db.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+        out = []
+        for row in rows:
+            data = dict(zip(_RECORD_FIELDS, row))
+            data["success"] = bool(data["success"])
+            data["empty_plan"] = bool(data["empty_plan"])
+            data["extra"] = json.loads(data["extra"]) if isinstance(data["extra"], str) else {}
+            out.append(EpisodeRecord.from_dict(data))
+        return out
 
     def latest_frame(self) -> tuple["pd.DataFrame", list[str]]:
         """Records of the newest run per (variant, suite, split), and notes on superseded runs.

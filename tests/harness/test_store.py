@@ -131,3 +131,16 @@ def test_writer_reports_write_errors(tmp_path):
         writer.add(rec("e1"))
         with pytest.raises(StoreError, match="cannot write to result store"):
             writer.close()
+
+
+def test_records_keep_none_and_integers_when_rows_differ(tmp_path):
+    """Mutation guarded: records built through pandas turn NULL into NaN and ints into floats
+    when other rows of the same column have values."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        store.add(rec("e1", error_kind="env", error_message="boom", expert_length=None))
+        store.add(rec("e2", success=True, expert_length=7))
+        back = {r.episode_id: r for r in store.records()}
+    assert back["e2"].error_kind is None and back["e2"].error_message is None
+    assert back["e1"].expert_length is None and back["e2"].expert_length == 7
+    assert type(back["e2"].expert_length) is int and back["e2"].success is True
