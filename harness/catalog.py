@@ -23,3 +23,6 @@ PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one unifor
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")
+
+POLICIES.register("remote", "policies.remote:RemotePolicy", "a policy server over websockets (protocol=openpi | starvla)")
+POLICIES.register("vla", "policies.vla:VLAPolicy", "in-process minimal VLA: HF VLM backbone (+LoRA) + action-chunk head")
