@@ -127,12 +127,19 @@ def observation_from_openpi(msg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --- StarVLA messages -------------------------------------------------------------
-def starvla_example(obs: Mapping[str, Any], instruction: str, resize: int | None = STARVLA_RESIZE) -> dict[str, Any]:
+def starvla_example(obs: Mapping[str, Any], instruction: str, resize: int | None = STARVLA_RESIZE,
+                    send_state: bool = False) -> dict[str, Any]:
+    """One entry of a StarVLA ``examples`` list: ``{"image": [primary, wrist], "lang": str}``
+    (plus ``"state"`` when asked: StarVLA's LIBERO client sends none)."""
     image, wrist = np.asarray(obs[OBS_IMAGE]), np.asarray(obs[OBS_WRIST])
     if resize:
         image, wrist = resize_area(image, resize)[0], resize_area(wrist, resize)[0]
-    return {"image": [np.ascontiguousarray(image, dtype=np.uint8), np.ascontiguousarray(wrist, dtype=np.uint8)],
-            "lang": str(instruction)}
+    example: dict[str, Any] = {
+        "image": [np.ascontiguousarray(image, dtype=np.uint8), np.ascontiguousarray(wrist, dtype=np.uint8)],
+        "lang": str(instruction)}
+    if send_state:
+        example["state"] = np.asarray(obs[OBS_STATE], dtype=np.float32).reshape(-1)
+    return example
 
 
 def starvla_request(examples: Sequence[Mapping[str, Any]], sampling: Mapping[str, Any] | None = None,

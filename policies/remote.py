@@ -13,7 +13,9 @@ and the reply into a LIBERO action chunk ``[chunk, 7]``.
   checkpoint's statistics (``stats_path``: its ``dataset_statistics.json`` or
   the checkpoint directory; ``unnorm_key``; ``norm_mode`` min_max | q99), the
   gripper binarised and mapped to LIBERO's -1 open / +1 close. ``replan_steps``
-  defaults to the whole chunk (StarVLA's LIBERO client).
+  defaults to the whole chunk (StarVLA's LIBERO client). StarVLA's LIBERO
+  client sends no proprioception; ``send_state=true`` adds ``"state"`` (8
+  values) to each example for models that read it.
 
 Transport failures (refused connection, dropped socket, receive timeout)
 reconnect with exponential backoff and resend; when the server stays down
@@ -72,6 +74,7 @@ class RemotePolicy:
         sampling: Mapping[str, Any] | None = None,
         max_batch: int | None = None,
         checkpoint_id: str | None = None,
+        send_state: bool = False,
         api_key: str | None = None,
     ):
         if protocol not in P.PROTOCOLS:
@@ -83,6 +86,7 @@ class RemotePolicy:
         self.backoff_s, self.max_backoff_s = float(backoff_s), float(max_backoff_s)
         self.max_batch = int(max_batch) if max_batch else None
         self.checkpoint_id = checkpoint_id
+        self.send_state = bool(send_state)
         self.api_key = api_key
         default_resize = P.OPENPI_RESIZE if protocol == P.OPENPI else P.STARVLA_RESIZE
         self.resize = default_resize if resize is None else (int(resize) or None)
@@ -127,6 +131,7 @@ class RemotePolicy:
             ident["served"] = P._jsonable(served)
         if self.protocol == P.STARVLA:
             ident.update(resize_method=P.resize_method(), sampling=self.sampling, norm_mode=self.norm_mode,
+                         send_state=self.send_state,
                          unnorm_key=self.stats.key if self.stats else None,
                          action_stats=self.stats.digest() if self.stats else None)
         return ident
@@ -145,7 +150,8 @@ class RemotePolicy:
         step = self.max_batch or len(requests)
         for i in range(0, len(requests), step):
             group = requests[i:i + step]
-            msg = P.starvla_request([P.starvla_example(r.observation, _instruction(r), self.resize) for r in group],
+            msg = P.starvla_request([P.starvla_example(r.observation, _instruction(r), self.resize, self.send_state)
+                                     for r in group],
                                     self.sampling, request_id=f"{time.time_ns()}")
             (reply,) = self._exchange([msg])
             chunks.extend(self._starvla_chunks(reply, len(group)))
@@ -200,7 +206,7 @@ class RemotePolicy:
             try:
                 headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
                 ws = connect(self.url, compression=None, max_size=None, open_timeout=self.timeout_s,
-                             additional_headers=headers)
+                             additional_headers=headers).__enter__()  # closed by self.close()
                 metadata = wire.unpackb(ws.recv(timeout=self.timeout_s))
             except (OSError, TimeoutError, wire.WireError, _ws_errors()) as exc:
                 last = exc

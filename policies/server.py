@@ -139,15 +139,47 @@ class PolicyServer:
     def __init__(self, service: PolicyService, host: str = LOOPBACK, port: int = DEFAULT_PORT):
         self.service, self.host, self.port = service, host, int(port)
         self._metadata_frame = wire.packb(service.metadata())
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self.connections = 0
 
     def serve_forever(self, on_ready: Any = None) -> None:
         asyncio.run(self._serve(on_ready))
+
+    def start_background(self, timeout_s: float = 30.0) -> "PolicyServer":
+        """Serve from a daemon thread; returns once listening (``self.port`` is set)."""
+        import threading
+
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.serve_forever(on_ready=lambda host, port: ready.set())
+            except BaseException as exc:  # surfaced to the caller below
+                errors.append(exc)
+                ready.set()
+
+        self._thread = threading.Thread(target=run, daemon=True, name=f"policy-server-{self.port}")
+        self._thread.start()
+        if not ready.wait(timeout_s) or errors:
+            raise RuntimeError(f"policy server did not start: {errors[0] if errors else 'timeout'}")
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop a server started with :meth:`start_background` (closes its connections)."""
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join(timeout_s)
 
     async def _serve(self, on_ready: Any) -> None:
         import websockets.asyncio.server as ws_server
 
         batcher = _Batcher(self.service)
         task = asyncio.create_task(batcher.run())
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
 
         async def handler(conn: Any) -> None:
             await self._handle(conn, batcher)
@@ -159,7 +191,7 @@ class PolicyServer:
             if on_ready is not None:
                 on_ready(self.host, port)
             try:
-                await server.serve_forever()
+                await self._stop.wait()
             finally:
                 task.cancel()
 
@@ -167,6 +199,7 @@ class PolicyServer:
         import websockets
         import websockets.frames
 
+        self.connections += 1
         await conn.send(self._metadata_frame)
         while True:
             try:
