@@ -7,16 +7,33 @@ with status 2 and one line naming the fix; no traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
-from pathlib import Path
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 EXIT_USAGE = 2
 
 
 class UsageError(Exception):
     """Bad user input; printed as one line, exit status 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM / SIGHUP, handled like Ctrl-C (SIGINT)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: Any) -> None:
+    raise Terminated(signum)
+
+
+#: What this invocation has committed so far (for the message on an interrupt).
+_saved = {"episodes": 0, "out": None}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,9 +53,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_table = sub.add_parser("table", help="print the transfer table of an output directory (reads the store only)")
     p_table.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
     p_table.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown")
-    p_table.add_argument("--baseline", default="base", help="variant the delta column compares against (default: base)")
+    p_table.add_argument("--baseline", default=None,
+                         help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
     p_table.add_argument("--metrics", default="sr,gc", help="comma-separated: sr, gc, progress, plw_sr, plw_gc")
     p_table.add_argument("--by", choices=["task_type"], default=None, help="per-task-type breakdown instead")
+    p_table.add_argument("--columns", choices=["split", "suite"], default="split",
+                         help="one column group per suite/split (default) or per suite (the mean over its splits)")
+    p_table.add_argument("--stats", action="store_true",
+                         help="paired statistics for every Δ: exact McNemar p-value (SR) and paired bootstrap "
+                              "95%% intervals (ΔSR, ΔGC) over episodes both variants ran")
 
     sub.add_parser("list", help="registered suites, planners, policies, executors and config choices")
 
@@ -50,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_serve.add_argument("overrides", nargs="*", help="policy=NAME, policy.params.KEY=VALUE, host=, port=, max_batch=")
 
     args = parser.parse_args(argv)
+    handlers = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if args.command == "run":
             return _cmd_run(args.overrides, args.multirun)
@@ -63,12 +87,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("harness: interrupted; finished episodes are saved, rerun the same command to resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        what = signal.Signals(signum).name
+        if args.command == "run" and _saved["out"] is not None:
+            kept = (f"{_saved['episodes']} episode(s) finished in this invocation are saved in {_saved['out']}; "
+                    "rerun the same command to resume")
+        else:
+            kept = "nothing was written"
+        print(f"harness: stopped by {what}; {kept}", file=sys.stderr)
+        return 128 + int(signum)
+    finally:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
 
 
 # --- run ------------------------------------------------------------------
+@dataclass
+class _Job:
+    """One job of a run or sweep, validated before any job runs."""
+
+    cfg: Any
+    spec: Any
+    suite: Any
+    label: str
+
+
 def _cmd_run(overrides: list[str], multirun: bool) -> int:
     from harness.config import ConfigError, compose, expand_sweeps
 
@@ -76,14 +120,23 @@ def _cmd_run(overrides: list[str], multirun: bool) -> int:
         jobs = expand_sweeps(overrides) if multirun else [overrides]
         if not multirun and any(_is_sweep(o) for o in overrides):
             raise UsageError(f"{next(o for o in overrides if _is_sweep(o))!r} sweeps several values: add -m")
-        configs = [compose(job) for job in jobs]  # validate every job before running any
+        configs = [compose(job) for job in jobs]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    # Every job is checked (names, parameters, splits, data paths) before the first episode runs.
+    suites: dict[str, Any] = {}
+    prepared = []
+    for overrides_i, cfg in zip(jobs, configs):
+        try:
+            prepared.append(_prepare(cfg, suites, " ".join(overrides_i)))
+        except UsageError as exc:
+            where = f" (job {' '.join(overrides_i)})" if len(configs) > 1 else ""
+            raise UsageError(f"{exc}{where}") from None
     failed = 0
-    for i, cfg in enumerate(configs):
-        if len(configs) > 1:
-            print(f"[{i + 1}/{len(configs)}] {' '.join(jobs[i])}", file=sys.stderr)
-        failed += _run_one(cfg) != 0
+    for i, job in enumerate(prepared):
+        if len(prepared) > 1:
+            print(f"[{i + 1}/{len(prepared)}] {job.label}", file=sys.stderr)
+        failed += _run_one(job) != 0
     return 1 if failed else 0
 
 
@@ -92,16 +145,44 @@ def _is_sweep(override: str) -> bool:
     return "," in value and not value.startswith(("[", "{", "'", '"'))
 
 
-def _run_one(cfg: Any) -> int:
-    from omegaconf import OmegaConf
+def check_params(factory: Callable[..., Any], params: dict[str, Any], what: str) -> None:
+    """UsageError naming unknown parameters (with did-you-mean) and the accepted ones.
 
-    from harness import provenance
-    from harness.catalog import PLANNERS, POLICIES, SUITES
+    A mistyped checkpoint setting must not be ignored: it would also leave the
+    run identity unchanged. Factories taking ``**kwargs`` are not checked.
+    """
+    import difflib
+    import inspect
+
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    accepted = [n for n, p in sig.parameters.items()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    unknown = [k for k in params if k not in accepted]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], accepted, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"unknown parameter {unknown[0]!r} for {what}{hint} "
+                         f"(accepted: {', '.join(accepted) or 'none'})")
+    validate = getattr(factory, "check_params", None)
+    if callable(validate):  # an agent's own checks (paths exist, values in range)
+        try:
+            validate(**params)
+        except (ValueError, FileNotFoundError, TypeError) as exc:
+            raise UsageError(f"{what}: {_one_line(exc)}") from None
+
+
+def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
+    import difflib
+    import json
+
+    from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
     from harness.config import ConfigError, to_run_spec
-    from harness.executors import SuiteEnvFactory
     from harness.registry import UnknownPluginError
-    from harness.runner import Runner
-    from harness.store import ResultStore, StoreError
 
     try:
         spec = to_run_spec(cfg)
@@ -109,34 +190,69 @@ def _run_one(cfg: Any) -> int:
         raise UsageError(str(exc)) from None
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
-        SUITES.entry(spec.suite), registry.entry(spec.agent)  # unknown names fail before any work
-        suite = SUITES.build(spec.suite, **dict(spec.suite_params))
+        SUITES.entry(spec.suite), registry.entry(spec.agent), EXECUTORS.entry(spec.executor)
+        key = json.dumps([spec.suite, dict(spec.suite_params)], sort_keys=True, default=str)
+        suite = suites.get(key)
+        if suite is None:
+            factory = SUITES.load(spec.suite)
+            check_params(factory, dict(spec.suite_params), f"suite {spec.suite}")
+            suite = suites[key] = factory(**dict(spec.suite_params))
         if spec.split not in suite.splits():
-            import difflib
-
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
-        suite.episodes(spec.split)  # surfaces missing data before anything starts
-        agent = registry.build(spec.agent, **dict(spec.agent_params))
+        suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
+        check_params(registry.load(spec.agent), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
     except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
-    except (FileNotFoundError, NotADirectoryError) as exc:
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise UsageError(_one_line(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{spec.suite}/{spec.split}: cannot read its data: {_one_line(exc)}") from None
     except TypeError as exc:
         raise UsageError(f"bad parameters for {spec.suite}/{spec.agent}: {_one_line(exc)}") from None
     except ValueError as exc:  # malformed data files, bad parameter values
-        raise UsageError(f"{spec.suite}/{spec.split}: {_one_line(exc)}") from None
+        raise UsageError(f"{spec.suite}/{spec.split}: {_first_lines(exc)}") from None
+    return _Job(cfg, spec, suite, label)
+
+
+def _run_one(job: _Job) -> int:
+    from omegaconf import OmegaConf
+
+    from harness import provenance
+    from harness.catalog import PLANNERS, POLICIES
+    from harness.executors import SuiteEnvFactory
+    from harness.runner import Runner
+    from harness.store import ResultStore, StoreError
+
+    cfg, spec, suite = job.cfg, job.spec, job.suite
+    registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
+    try:
+        agent = registry.build(spec.agent, **dict(spec.agent_params))
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"bad parameters for {spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
     try:
         store = ResultStore(cfg.out)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
+    _saved["out"] = str(store.path.parent)
 
     env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor == "process" else None
     prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
     bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress)
-    runner = Runner(spec, suite, agent, store, env_factory=env_factory, provenance=prov,
-                    on_start=bar.start, on_record=bar.update)
+
+    def on_record(record: Any) -> None:
+        _saved["episodes"] += 1
+        bar.update(record)
+
+    try:
+        runner = Runner(spec, suite, agent, store, env_factory=env_factory, provenance=prov,
+                        on_start=bar.start, on_record=on_record)
+    except ValueError as exc:
+        store.close()
+        raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
     t0 = time.monotonic()
     try:
         with bar:
@@ -205,12 +321,20 @@ def _cmd_table(args: argparse.Namespace) -> int:
     if df.empty:
         raise UsageError(f"the store in {args.outdir} holds no episodes yet")
     render = {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
+    baseline = args.baseline
+    if baseline is None:
+        if "base" in set(df["variant"].astype(str)):
+            baseline = "base"
+        elif not args.by:
+            print("note: no variant is called 'base', so the table has no Δ columns "
+                  "(--baseline NAME compares against NAME)", file=sys.stderr)
     try:
         if args.by:
-            table = tables.breakdown_table(df, by=args.by)
+            table = tables.breakdown_table(df, by=args.by, baseline=baseline)
         else:
             metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
-            table = tables.transfer_table(df, baseline=args.baseline, metrics=metrics)
+            table = tables.transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns,
+                                          stats=args.stats)
     except ValueError as exc:
         raise UsageError(_one_line(exc)) from None
     text = render(table)
@@ -240,6 +364,13 @@ def _cmd_list() -> int:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _first_lines(exc: BaseException, limit: int = 40) -> str:
+    """The message, kept whole when it is a deliberate list (one bad episode per line)."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    more = f"\n  ... {len(lines) - limit} more" if len(lines) > limit else ""
+    return "\n".join(lines[:limit]) + more
 
 
 if __name__ == "__main__":

@@ -52,6 +52,8 @@ class ExecutorConfig:
 class RunConfig:
     suite: SuiteConfig = field(default_factory=SuiteConfig)
     planner: AgentConfig = field(default_factory=AgentConfig)
+    #: When set (``policy=zero``), the policy is the agent and ``planner`` is unused.
+    policy: Optional[AgentConfig] = None
     variant: VariantConfig = field(default_factory=VariantConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     split: str = MISSING
@@ -59,8 +61,14 @@ class RunConfig:
     limit: Optional[int] = None
     out: str = "outputs"
     episode_timeout_s: Optional[float] = None
+    agent_timeout_s: Optional[float] = None
     max_retries: int = 1
+    record_prompts: bool = False
     progress: bool = True
+
+
+#: Values of ``planner.kind`` / ``policy.kind``.
+AGENT_KINDS = ("planner", "policy")
 
 
 def expand_sweeps(overrides: list[str]) -> list[list[str]]:
@@ -102,20 +110,42 @@ def compose(overrides: list[str]) -> DictConfig:
     return merged  # type: ignore[return-value]
 
 
-def to_run_spec(cfg: DictConfig) -> RunSpec:
-    suite_params = OmegaConf.to_container(cfg.suite.params, resolve=True) or {}
-    agent_params = {
-        **(OmegaConf.to_container(cfg.planner.params, resolve=True) or {}),
-        **(OmegaConf.to_container(cfg.variant.params, resolve=True) or {}),
-    }
+def _check_values(cfg: DictConfig) -> None:
+    """ConfigError naming the key for values that would silently misbehave."""
+    def positive_or_null(key: str, value: Any) -> None:
+        if value is not None and not value > 0:
+            raise ConfigError(f"{key} must be > 0 seconds or null (no limit), got {value}")
+
     if cfg.limit is not None and cfg.limit < 0:
         raise ConfigError(f"limit must be >= 0, got {cfg.limit}")
+    positive_or_null("episode_timeout_s", cfg.episode_timeout_s)
+    positive_or_null("agent_timeout_s", cfg.agent_timeout_s)
+    if cfg.max_retries < 0:
+        raise ConfigError(f"max_retries must be >= 0, got {cfg.max_retries}")
+    for key in ("num_workers", "batch_size"):
+        if cfg.executor[key] < 1:
+            raise ConfigError(f"executor.{key} must be >= 1, got {cfg.executor[key]}")
+    agent_key = "policy" if cfg.policy is not None else "planner"
+    kind = cfg[agent_key].kind
+    if kind not in AGENT_KINDS:
+        raise ConfigError(f"{agent_key}.kind must be one of {', '.join(AGENT_KINDS)}, got {kind!r}")
+
+
+def to_run_spec(cfg: DictConfig) -> RunSpec:
+    _check_values(cfg)
+    agent_cfg = cfg.policy if cfg.policy is not None else cfg.planner
+    kind = "policy" if cfg.policy is not None else agent_cfg.kind
+    suite_params = OmegaConf.to_container(cfg.suite.params, resolve=True) or {}
+    agent_params = {
+        **(OmegaConf.to_container(agent_cfg.params, resolve=True) or {}),
+        **(OmegaConf.to_container(cfg.variant.params, resolve=True) or {}),
+    }
     return RunSpec(
         suite=cfg.suite.name,
         split=cfg.split,
-        agent=cfg.planner.name,
+        agent=agent_cfg.name,
         variant=cfg.variant.name,
-        agent_kind=cfg.planner.kind,
+        agent_kind=kind,
         suite_params=suite_params,  # type: ignore[arg-type]
         agent_params=agent_params,
         seed=cfg.seed,
@@ -124,7 +154,9 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         num_workers=cfg.executor.num_workers,
         batch_size=cfg.executor.batch_size,
         episode_timeout_s=cfg.episode_timeout_s,
+        agent_timeout_s=cfg.agent_timeout_s,
         max_retries=cfg.max_retries,
+        record_prompts=cfg.record_prompts,
     )
 
 
@@ -141,6 +173,10 @@ def _hint(exc: BaseException) -> str:
 
     line = _first_line(exc)
     if isinstance(exc, OverrideParseException):
+        text = str(exc)
+        if any(ord(ch) > 127 for ch in text):
+            return (f"bad override: {line} (a value with non-ASCII characters must be quoted: "
+                    "'out=\"runs/résumé\"' or out=\\'runs/résumé\\')")
         return f"bad override: {line}"
     full_key = getattr(exc, "full_key", None)
     if full_key:

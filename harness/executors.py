@@ -11,14 +11,16 @@ whichever executor runs it.
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
+import signal
 import time
 import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Mapping, Sequence
 
-from harness.interfaces import EpisodeEnv
-from harness.types import INFO_ACTION_OK, INFO_FEEDBACK, EpisodeSpec
+from harness.interfaces import AgentContractError, EpisodeEnv, InvalidOutput
+from harness.types import INFO_ACTION_OK, INFO_FEEDBACK
 
 #: Builds a fresh env. Must be picklable for the process executor
 #: (see :class:`SuiteEnvFactory`).
@@ -66,27 +68,42 @@ def _error(kind: str) -> tuple[str, str]:
     return (kind, traceback.format_exc(limit=8).strip())
 
 
-def reset_env(env: EpisodeEnv, spec: EpisodeSpec, privileged: bool) -> Transition:
+#: Reset options: {"episode": EpisodeSpec, "privileged": bool, "render": bool, "artifacts_dir": str | None}.
+ResetOptions = Mapping[str, Any]
+
+
+def reset_env(env: EpisodeEnv, options: ResetOptions) -> Transition:
     try:
-        obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": privileged})
+        obs, info = env.reset(seed=options["episode"].seed, options=dict(options))
     except Exception:
         return Transition(error=_error("env"))
     return Transition(observation=obs, info=info)
 
 
 def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Transition:
-    """Execute ``actions`` open-loop until one fails, the episode ends, or time runs out."""
+    """Execute ``actions`` open-loop until one fails, the episode ends, or time runs out.
+
+    An :class:`InvalidOutput` is stepped (the env counts it) but not added to
+    the history; an :class:`AgentContractError` from the env ends the episode
+    as an ``agent`` error.
+    """
     out = Transition()
     history = out.history
     step = env.step
     obs = info = None
+    stepped = 0
     for action in actions:
         try:
             obs, _reward, terminated, truncated, info = step(action)
+        except AgentContractError as exc:
+            out.error = ("agent", f"bad action: {exc}")
+            break
         except Exception:
             out.error = _error("env")
             break
-        history.append((action, info.get(INFO_FEEDBACK, "")))
+        stepped += 1
+        if not isinstance(action, InvalidOutput):
+            history.append((action, info.get(INFO_FEEDBACK, "")))
         if terminated or truncated:
             out.done = True
             break
@@ -96,7 +113,8 @@ def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Tr
             out.error = ("timeout", "episode exceeded its wall-clock limit")
             break
     out.steps = len(history)
-    out.observation, out.info = obs, info
+    if stepped:
+        out.observation, out.info = obs, info
     return out
 
 
@@ -117,15 +135,15 @@ class LocalExecutor:
             env = self._envs[slot] = self._factory()
         return env
 
-    def reset(self, items: Sequence[tuple[int, EpisodeSpec, bool]]) -> list[Transition]:
+    def reset(self, items: Sequence[tuple[int, ResetOptions]]) -> list[Transition]:
         out = []
-        for slot, spec, privileged in items:
+        for slot, options in items:
             try:
                 env = self._env(slot)
             except Exception:
                 out.append(Transition(error=_error("env")))
                 continue
-            out.append(reset_env(env, spec, privileged))
+            out.append(reset_env(env, options))
         return out
 
     def advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> list[Transition]:
@@ -147,6 +165,10 @@ class LocalExecutor:
 
 
 def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
+    # Ctrl-C and terminal hang-ups go to the parent, which closes the workers:
+    # a worker never prints a traceback of its own for them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     env = None
     try:
         while True:
@@ -164,7 +186,7 @@ def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
                 conn.send(Transition(error=_error("env")))
                 continue
             if op == "reset":
-                conn.send(reset_env(env, msg[1], msg[2]))
+                conn.send(reset_env(env, msg[1]))
             elif op == "advance":
                 conn.send(drive(env, msg[1], msg[2]))
     finally:
@@ -207,8 +229,14 @@ class ProcessExecutor:
         waiting: dict[Connection, tuple[int, float | None]] = {}
         for slot, msg, deadline in requests:
             try:
+                payload = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # the agent's actions cannot cross a process boundary
+                results[slot] = Transition(error=(
+                    "agent", f"actions cannot be sent to a worker process (not picklable): {type(exc).__name__}: {exc}"))
+                continue
+            try:
                 conn = self._conn(slot)
-                conn.send(msg)
+                conn.send_bytes(payload)
             except Exception:
                 results[slot] = Transition(error=_error("worker"))
                 self.discard(slot)
@@ -223,8 +251,7 @@ class ProcessExecutor:
                 try:
                     results[slot] = conn.recv()
                 except (EOFError, OSError):
-                    code = self._procs[slot].exitcode if self._procs[slot] else None
-                    results[slot] = Transition(error=("worker", f"worker process died (exit code {code})"))
+                    results[slot] = Transition(error=("worker", f"worker process died ({self._death_cause(slot)})"))
                     self.discard(slot)
             now = time.monotonic()
             for conn, (slot, deadline) in list(waiting.items()):
@@ -234,8 +261,24 @@ class ProcessExecutor:
                     self.discard(slot)
         return [results[slot] for slot, _, _ in requests]
 
-    def reset(self, items: Sequence[tuple[int, EpisodeSpec, bool]]) -> list[Transition]:
-        return self._roundtrip([(slot, ("reset", spec, priv), None) for slot, spec, priv in items])
+    def _death_cause(self, slot: int) -> str:
+        """'killed by SIGKILL' / 'exit code 3', waiting briefly for the process to be reaped."""
+        proc = self._procs[slot]
+        if proc is None:
+            return "unknown cause"
+        proc.join(timeout=2)
+        code = proc.exitcode
+        if code is None:
+            return "it closed its pipe but is still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def reset(self, items: Sequence[tuple[int, ResetOptions]]) -> list[Transition]:
+        return self._roundtrip([(slot, ("reset", dict(options)), None) for slot, options in items])
 
     def advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> list[Transition]:
         return self._roundtrip([(slot, ("advance", list(actions), dl), dl) for slot, actions, dl in items])

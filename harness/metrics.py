@@ -18,13 +18,14 @@ Formula sources
 
 Decisions (documented here, tested in ``tests/harness/test_metrics.py``)
 ------------------------------------------------------------------------
-* **Error records count as failures.** A record with ``error_kind`` set is a
-  failed episode for SR and PLW SR whatever its ``success`` field says; it is
-  never dropped, and :func:`summarize` reports how many there were in
-  ``errors``. Its goal-condition counts are used as recorded (an episode that
-  crashed before reset has ``gc_total == 0`` and so cannot enter GC: the number
-  of conditions it would have had is unknown). ``mean_steps`` is over completed
-  episodes only, since an error's step count measures the crash, not the agent.
+* **Error records count as failures, in every metric.** A record with
+  ``error_kind`` set is a failed episode for SR and PLW SR whatever its
+  ``success`` field says, and counts as *no goal condition met* for GC,
+  progress and PLW GC: 0 of its ``gc_total`` (the runner takes the total from
+  the task where the suite knows it, so an episode that failed at reset still
+  counts its conditions). It is never dropped, and :func:`summarize` reports
+  how many there were in ``errors``. ``mean_steps`` is over completed episodes
+  only, since an error's step count measures the crash, not the agent.
 * **T = 0 in the path-length weight.** ALFRED divides by T and crashes (and its
   evaluation then silently drops the episode). We use the SPL form of the same
   weight, ``L* / max(T, L*)`` (Anderson et al. 2018, "On Evaluation of Embodied
@@ -212,6 +213,7 @@ def summarize_group(df: pd.DataFrame) -> dict[str, float]:
     k = int(success.sum())
     lo, hi = wilson_interval(k, n)
     completed_steps = _floats(df["steps"])[~errors]
+    satisfied = np.where(errors, 0.0, _floats(df["gc_satisfied"]))  # errors: no goal condition met
     return {
         "episodes": n,
         "errors": int(errors.sum()),
@@ -219,12 +221,10 @@ def summarize_group(df: pd.DataFrame) -> dict[str, float]:
         "sr": success_rate(success),
         "sr_lo": lo,
         "sr_hi": hi,
-        "gc": pooled_gc(df["gc_satisfied"], df["gc_total"]),
-        "progress": mean_goal_progress(df["gc_satisfied"], df["gc_total"]),
+        "gc": pooled_gc(satisfied, df["gc_total"]),
+        "progress": mean_goal_progress(satisfied, df["gc_total"]),
         "plw_sr": plw_success_rate(success, df["expert_length"], df["steps"]),
-        "plw_gc": plw_goal_condition(
-            df["gc_satisfied"], df["gc_total"], df["expert_length"], df["steps"]
-        ),
+        "plw_gc": plw_goal_condition(satisfied, df["gc_total"], df["expert_length"], df["steps"]),
         "invalid_rate": invalid_action_rate(df["invalid_actions"], df["steps"]),
         "mean_steps": float(np.mean(completed_steps)) if completed_steps.size else math.nan,
     }

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from harness.executors import EnvFactory, Transition, make_executor
-from harness.interfaces import Agent, AgentRequest, Suite
+from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
 from harness.store import ResultStore
 from harness.types import (
+    INFO_ARTIFACTS,
     INFO_EXPERT_LENGTH,
     INFO_GC_SATISFIED,
     INFO_GC_TOTAL,
@@ -57,13 +60,69 @@ def run_id_of(identity: dict[str, Any]) -> str:
 
 
 def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
-    """The split's episodes in suite order, the run's seed offset applied, then the limit."""
-    episodes = list(suite.episodes(spec.split))
-    if spec.seed:
-        episodes = [replace(e, seed=e.seed + spec.seed) for e in episodes]
+    """The split's episodes in suite order, limited, then the run's seed offset applied.
+
+    The limit slices the suite's sequence before anything is materialised, so
+    a suite whose episodes are generated lazily builds only those selected.
+    """
+    episodes = suite.episodes(spec.split)
     if spec.limit is not None:
         episodes = episodes[: spec.limit]
+    episodes = list(episodes)
+    if spec.seed:
+        episodes = [replace(e, seed=e.seed + spec.seed) for e in episodes]
     return episodes
+
+
+class AgentTimeout(Exception):
+    """An agent call ran past ``agent_timeout_s``."""
+
+
+def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
+    """``fn()``, or AgentTimeout after ``timeout`` seconds.
+
+    The call runs on a daemon thread; one that hangs is abandoned (a thread
+    cannot be killed), and the run goes on without waiting for it.
+    """
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="harness-agent-call", daemon=True).start()
+    if not done.wait(timeout):
+        raise AgentTimeout(f"agent call exceeded agent_timeout_s={timeout:g}")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+#: What an agent's ``act`` must return per request (named in contract errors).
+_CONTRACT = "act() must return one list of actions (or an AgentReply) per request"
+
+
+def _check_plan(plan: Any) -> AgentReply:
+    """Normalise one agent output to an AgentReply; TypeError names the contract."""
+    if isinstance(plan, AgentReply):
+        if plan.output_error is not None and len(plan.actions):
+            raise TypeError(f"AgentReply with output_error must have no actions ({_CONTRACT})")
+        actions = plan.actions
+    else:
+        actions = plan
+    if isinstance(actions, (str, bytes)) or actions is None or not hasattr(actions, "__len__") \
+            or not hasattr(actions, "__getitem__"):
+        raise TypeError(f"{_CONTRACT}; got {type(actions).__name__}")
+    if isinstance(plan, AgentReply):
+        return plan
+    return AgentReply(actions=actions)
 
 
 @dataclass
@@ -77,6 +136,8 @@ class _Live:
     observation: Any = None
     info: dict[str, Any] = field(default_factory=dict)
     history: list[tuple[Any, str]] = field(default_factory=list)
+    output_errors: int = 0
+    transcript: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -110,6 +171,7 @@ class Runner:
         provenance: dict[str, Any] | None = None,
         on_start: Callable[[int, int], None] | None = None,
         on_record: Callable[[EpisodeRecord], None] | None = None,
+        artifacts_dir: str | Path | None = None,
     ):
         self.spec, self.suite, self.agent, self.store = spec, suite, agent, store
         self.env_factory = env_factory or suite.make_env
@@ -118,6 +180,13 @@ class Runner:
         self.identity = run_identity(spec, suite, agent)
         self.run_id = run_id_of(self.identity)
         self._writer: Any = None
+        if artifacts_dir is None and store is not None:
+            artifacts_dir = store.path.parent / "artifacts"
+        #: Per-episode files of this run (videos) go under <artifacts>/<run_id>/.
+        self.artifacts_dir = str(Path(artifacts_dir) / self.run_id) if artifacts_dir is not None else None
+        self._replan = getattr(agent, "replan_steps", None)
+        if self._replan is not None and int(self._replan) < 1:
+            raise ValueError(f"agent replan_steps must be >= 1, got {self._replan}")
 
     # ------------------------------------------------------------------
     def run(self) -> RunSummary:
@@ -149,7 +218,11 @@ class Runner:
     def _loop(self, executor: Any, pending: deque[_Live], summary: RunSummary) -> None:
         free = list(range(executor.capacity - 1, -1, -1))
         active: dict[int, _Live] = {}
-        privileged = bool(getattr(self.agent, "privileged", False))
+        options = {
+            "privileged": bool(getattr(self.agent, "privileged", False)),
+            "render": bool(getattr(self.agent, "reads_images", True)),
+            "artifacts_dir": self.artifacts_dir,
+        }
         timeout = self.spec.episode_timeout_s
 
         while pending or active:
@@ -160,7 +233,7 @@ class Runner:
                 live.deadline = live.started + timeout if timeout else None
                 starting.append((free.pop(), live))
             if starting:
-                results = executor.reset([(slot, live.spec, privileged) for slot, live in starting])
+                results = executor.reset([(slot, {**options, "episode": live.spec}) for slot, live in starting])
                 for (slot, live), tr in zip(starting, results):
                     if tr.error:
                         self._fault(executor, slot, live, tr, pending, free, summary)
@@ -182,12 +255,23 @@ class Runner:
                 live.agent_calls += 1
                 if isinstance(plan, BaseException):
                     del active[slot]
-                    self._finish(slot, live, free, summary, error=("agent", _describe(plan)))
-                elif not plan:
+                    kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
+                    self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
+                    continue
+                if plan.raw_output is not None or plan.output_error is not None:
+                    live.transcript.append(self._transcript_entry(live, plan))
+                if plan.output_error is not None:
+                    live.output_errors += 1
+                    moves.append((slot, [InvalidOutput(plan.raw_output or "", plan.output_error)], live.deadline))
+                elif not len(plan.actions):
                     del active[slot]
                     self._finish(slot, live, free, summary, termination=TERMINATION_EMPTY_PLAN)
                 else:
-                    moves.append((slot, plan, live.deadline))
+                    actions = plan.actions
+                    if self._replan is not None:
+                        actions = actions[: self._replan]
+                    live.output_errors += sum(isinstance(a, InvalidOutput) for a in actions)
+                    moves.append((slot, actions, live.deadline))
             if not moves:
                 continue
             for (slot, _, deadline), tr in zip(moves, executor.advance(moves)):
@@ -206,16 +290,45 @@ class Runner:
                     del active[slot]
                     self._finish(slot, live, free, summary, error=("timeout", "episode exceeded its wall-clock limit"))
 
-    def _decide(self, lives: Sequence[_Live]) -> list[Any]:
-        """One batched agent call; on failure, retry one by one to isolate the culprit."""
+    def _decide(self, lives: Sequence[_Live]) -> list[AgentReply | BaseException]:
+        """One batched agent call -> an AgentReply or an exception per episode.
+
+        An exception from the batch is retried one request at a time to isolate
+        the culprit; a timeout or a broken contract (wrong number of plans, a
+        plan that is not a list of actions) is not retried: it is reported for
+        the episodes concerned.
+        """
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
+        limit = self.spec.agent_timeout_s
         try:
-            plans = self.agent.act(requests)
-            if len(plans) != len(requests):
-                raise RuntimeError(f"agent returned {len(plans)} plans for {len(requests)} requests")
-            return plans
+            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
+        except AgentTimeout as exc:
+            return [exc] * len(requests)
         except Exception:
-            return [_exc_or(lambda r=r: self.agent.act([r])[0]) for r in requests]
+            plans = []
+            for r in requests:
+                try:
+                    plans.append(_one(_call_with_timeout(lambda r=r: self.agent.act([r]), limit)))
+                except Exception as exc:  # noqa: BLE001 - an error record
+                    plans.append(exc)
+            return [p if isinstance(p, BaseException) else _checked(p) for p in plans]
+        if not isinstance(plans, (list, tuple)) or len(plans) != len(requests):
+            got = f"{len(plans)} plans" if isinstance(plans, (list, tuple)) else type(plans).__name__
+            error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
+            return [error] * len(requests)
+        return [_checked(p) for p in plans]
+
+    def _transcript_entry(self, live: _Live, reply: AgentReply) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "call": live.agent_calls - 1,
+            "step": live.steps,
+            "raw_output": reply.raw_output,
+            "output_error": reply.output_error,
+            "actions": len(reply.actions),
+        }
+        if self.spec.record_prompts and reply.prompt is not None:
+            entry["prompt"] = reply.prompt
+        return entry
 
     def _fault(self, executor: Any, slot: int, live: _Live, tr: Transition,
                pending: deque[_Live], free: list[int], summary: RunSummary) -> None:
@@ -230,8 +343,14 @@ class Runner:
     def _finish(self, slot: int, live: _Live, free: list[int], summary: RunSummary, *,
                 termination: str | None = None, error: tuple[str, str] | None = None) -> None:
         free.append(slot)
-        info = live.info
+        info = live.info or {}
         spec = live.spec
+        gc_total = info.get(INFO_GC_TOTAL)
+        if gc_total is None:  # e.g. an error at reset: the task's count, where the suite knows it
+            gc_total = spec.metadata.get("gc_total", 0)
+        extra: dict[str, Any] = {}
+        if info.get(INFO_ARTIFACTS):
+            extra["artifacts"] = dict(info[INFO_ARTIFACTS])
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,
@@ -242,7 +361,7 @@ class Runner:
             task_type=info.get(INFO_TASK_TYPE) or spec.metadata.get("task_type"),
             success=bool(info.get(INFO_SUCCESS, False)) and error is None,
             gc_satisfied=int(info.get(INFO_GC_SATISFIED, 0) or 0),
-            gc_total=int(info.get(INFO_GC_TOTAL, 0) or 0),
+            gc_total=int(gc_total or 0),
             steps=live.steps,
             agent_calls=live.agent_calls,
             invalid_actions=int(info.get(INFO_INVALID_ACTIONS, 0) or 0),
@@ -252,9 +371,12 @@ class Runner:
             error_kind=error[0] if error else None,
             error_message=error[1] if error else None,
             attempts=live.attempts,
+            planner_output_errors=live.output_errors,
+            empty_plan=termination == TERMINATION_EMPTY_PLAN,
+            extra=extra,
         )
         if self._writer is not None:
-            self._writer.add(record)
+            self._writer.add(record, live.transcript)
         summary.finished += 1
         summary.successes += record.success
         summary.errors += record.error_kind is not None
@@ -267,8 +389,15 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _exc_or(fn: Callable[[], Any]) -> Any:
+def _one(plans: Any) -> Any:
+    """The single plan of a one-request call (contract checked)."""
+    if not isinstance(plans, (list, tuple)) or len(plans) != 1:
+        raise TypeError(f"{_CONTRACT}: got {len(plans) if isinstance(plans, (list, tuple)) else type(plans).__name__} for 1 request")
+    return plans[0]
+
+
+def _checked(plan: Any) -> AgentReply | BaseException:
     try:
-        return fn()
-    except Exception as exc:
+        return _check_plan(plan)
+    except TypeError as exc:
         return exc

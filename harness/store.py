@@ -1,29 +1,43 @@
-"""The result store: one SQLite file (WAL) per output directory.
+"""The result store: one SQLite file per output directory.
 
 Each finished episode is one row, committed as soon as the episode ends, so a
 crash (even SIGKILL) loses at most the episodes in flight. Rows are keyed by
 (run_id, suite, split, episode_id, seed): a rerun of the same run skips keys
 already completed and can never duplicate one. A row recording an error is
 replaced if the episode is run again and finishes; a completed row is never
-overwritten.
+overwritten. Each agent call's raw output (and, on request, its prompt) is
+kept in the ``transcripts`` table beside the episode row.
+
+While a run writes, the file is in WAL mode (concurrent runs and readers);
+when the last writer closes it goes back to a rollback journal, so an archived
+store reads in a read-only directory and ``harness table`` leaves no
+``-wal``/``-shm`` files behind. A file that is not a harness store is refused
+untouched; a store of an older schema is migrated in place when opened for
+writing, and read as it is otherwise.
 """
 
 from __future__ import annotations
 
 import json
-import queue
+import shutil
 import sqlite3
-import threading
+import tempfile
 import time
+import urllib.parse
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 
+if TYPE_CHECKING:  # pandas is imported where tables are built, not at start-up
+    import pandas as pd
+
 STORE_FILENAME = "results.sqlite"
+#: ``PRAGMA application_id`` of harness stores ("ETH1"): marks the file as ours.
+APPLICATION_ID = 0x45544831
+#: Tables a store has; a file with other tables and none of these is not a store.
+_STORE_TABLES = {"meta", "runs", "sessions", "episodes"}
 
 _RECORD_FIELDS = [f.name for f in fields(EpisodeRecord)]
 _KEY = ("run_id", "suite", "split", "episode_id", "seed")
@@ -43,7 +57,8 @@ class StoreError(RuntimeError):
 
 def _column_type(name: str) -> str:
     if name in ("seed", "gc_satisfied", "gc_total", "steps", "agent_calls", "invalid_actions",
-                "expert_length", "attempts", "schema_version", "success"):
+                "expert_length", "attempts", "schema_version", "success", "planner_output_errors",
+                "empty_plan"):
         return "INTEGER"
     if name == "wall_time_s":
         return "REAL"
@@ -72,54 +87,155 @@ CREATE TABLE IF NOT EXISTS episodes (
     finished_at REAL NOT NULL,
     PRIMARY KEY ({", ".join(_KEY)})
 );
+CREATE TABLE IF NOT EXISTS transcripts (
+    run_id TEXT NOT NULL, suite TEXT NOT NULL, split TEXT NOT NULL, episode_id TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    call INTEGER NOT NULL,
+    step INTEGER,
+    raw_output TEXT,
+    output_error TEXT,
+    actions INTEGER,
+    prompt TEXT,
+    schema_version INTEGER NOT NULL,
+    PRIMARY KEY (run_id, suite, split, episode_id, seed, call)
+);
 """
+
+#: Columns added since schema 1, with the value old rows get.
+_ADDED_COLUMNS = {"planner_output_errors": "0", "empty_plan": "0"}
+_TRANSCRIPT_COLUMNS = ("call", "step", "raw_output", "output_error", "actions", "prompt")
+_TRANSCRIPT_SQL = (
+    f"INSERT OR REPLACE INTO transcripts ({', '.join(_KEY)}, {', '.join(_TRANSCRIPT_COLUMNS)}, schema_version) "
+    f"VALUES ({', '.join('?' * (len(_KEY) + len(_TRANSCRIPT_COLUMNS) + 1))})"
+)
+
+
+def _ro_uri(path: Path) -> str:
+    """A read-only SQLite URI for ``path``, every special character escaped.
+
+    ``#``, ``?`` and ``%`` in a file name would otherwise end the path (fragment,
+    query) or be decoded: the URI must name exactly the path the user gave.
+    """
+    return "file:" + urllib.parse.quote(str(path.resolve()), safe="/") + "?mode=ro"
 
 
 class ResultStore:
-    """A SQLite result store. ``path`` is the output directory or the file itself."""
+    """A SQLite result store. ``path`` is the output directory or the ``.sqlite`` file itself."""
 
     def __init__(self, path: str | Path, *, readonly: bool = False):
         path = Path(path)
         self.path = path / STORE_FILENAME if path.suffix != ".sqlite" else path
+        self.readonly = readonly
+        self._tmpdir: str | None = None
         if readonly:
-            if not self.path.is_file():
-                raise StoreError(f"no result store at {self.path} (run `harness run ...` with this output directory first)")
-            uri = f"file:{self.path}?mode=ro"
-            try:
-                self._db = sqlite3.connect(uri, uri=True)
-                self._check_version()
-            except sqlite3.DatabaseError as exc:
+            self._open_readonly()
+        else:
+            self._open_writable()
+        self._columns = {r[1] for r in self._db.execute("PRAGMA table_info(episodes)")}
+
+    # --- opening ------------------------------------------------------------
+    def _open_readonly(self) -> None:
+        if not self.path.is_file():
+            raise StoreError(f"no result store at {self.path} (run `harness run ...` with this output directory first)")
+        try:
+            self._db = sqlite3.connect(_ro_uri(self.path), uri=True)
+            self._check_store()
+        except sqlite3.OperationalError as exc:
+            # A WAL-mode store (a run in progress, or one killed) in a directory we
+            # cannot write: SQLite cannot create its -shm there. Read a private
+            # copy of the file and its WAL instead: same rows, nothing left behind.
+            if "unable to open" not in str(exc) and "readonly" not in str(exc):
                 raise StoreError(f"cannot read result store {self.path}: {exc}") from None
-            return
+            self._db = self._open_copy()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+
+    def _open_copy(self) -> sqlite3.Connection:
+        self._tmpdir = tempfile.mkdtemp(prefix="harness-store-")
+        try:
+            for suffix in ("", "-wal"):
+                src = Path(str(self.path) + suffix)
+                if src.is_file():
+                    shutil.copyfile(src, Path(self._tmpdir) / (STORE_FILENAME + suffix))
+            db = sqlite3.connect(Path(self._tmpdir) / STORE_FILENAME)
+            self._db = db
+            self._check_store()
+            return db
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+
+    def _open_writable(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create output directory {self.path.parent}: {exc.strerror or exc}") from None
+        existed = self.path.is_file() and self.path.stat().st_size > 0
         try:
             self._db = sqlite3.connect(self.path, timeout=30)
+            if existed:
+                self._check_store()  # refuse a foreign file before writing a byte
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL is durable against process crashes (SIGKILL) in WAL mode;
             # only an OS crash / power loss can lose the last commits.
             self._db.execute("PRAGMA synchronous=NORMAL")
             with self._db:
                 self._db.executescript(_SCHEMA)
+                self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 self._db.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
-            self._check_version()
+                self._migrate()
+            self._check_store()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open result store {self.path}: {exc}") from None
+            raise StoreError(_db_error("open", self.path, exc)) from None
 
-    def _check_version(self) -> None:
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        version = int(row[0]) if row else None
-        if version is None or version > SCHEMA_VERSION:
+    def _check_store(self) -> None:
+        """StoreError unless the file is a harness store of a schema this harness reads."""
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
+        if app_id not in (0, APPLICATION_ID) or not _STORE_TABLES <= tables:
+            listed = ", ".join(sorted(tables)) or "no tables"
             raise StoreError(
-                f"result store {self.path} has schema version {version}; this harness reads up to {SCHEMA_VERSION}"
+                f"{self.path} is not a harness result store (it has {listed}); "
+                "give `out=` a new or harness-made output directory"
             )
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        try:
+            version = int(row[0]) if row else None
+        except (TypeError, ValueError):
+            raise StoreError(
+                f"result store {self.path} has a malformed schema_version {row[0]!r}; it was edited by hand "
+                "or is damaged: use another output directory"
+            ) from None
+        if version is None or version > SCHEMA_VERSION or version < 1:
+            raise StoreError(
+                f"result store {self.path} has schema version {version}; this harness reads 1 to {SCHEMA_VERSION}"
+                + (" (upgrade the harness)" if version and version > SCHEMA_VERSION else "")
+            )
+        self.schema_version = version
+
+    def _migrate(self) -> None:
+        """Bring an older store up to :data:`SCHEMA_VERSION` (inside the open transaction)."""
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(episodes)")}
+        for name, default in _ADDED_COLUMNS.items():
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE episodes ADD COLUMN {name} {_column_type(name)} DEFAULT {default}")
+                if name == "empty_plan":
+                    self._db.execute("UPDATE episodes SET empty_plan = (termination = 'empty_plan')")
+        self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
+        """Close; the last writer puts the file back in rollback-journal mode (see module doc)."""
+        if not self.readonly:
+            try:
+                self._db.execute("PRAGMA busy_timeout=0")
+                self._db.execute("PRAGMA journal_mode=DELETE")  # fails (locked) while another run writes
+            except sqlite3.DatabaseError:
+                pass
         self._db.close()
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
 
     def __enter__(self) -> "ResultStore":
         return self
@@ -131,6 +247,13 @@ class ResultStore:
     def begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any]) -> None:
         """Record the run (once) and this invocation of it (every time)."""
         now = time.time()
+        try:
+            self._begin_run(run_id, spec, identity, provenance, now)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_db_error("write to", self.path, exc)) from None
+
+    def _begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any],
+                   now: float) -> None:
         with self._db:
             self._db.execute(
                 "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -142,8 +265,10 @@ class ResultStore:
                 (run_id, now, json.dumps(provenance, sort_keys=True, default=str)),
             )
 
-    def runs(self) -> pd.DataFrame:
+    def runs(self) -> "pd.DataFrame":
         """One row per run, with the time its latest session started."""
+        import pandas as pd
+
         return pd.read_sql_query(
             "SELECT r.run_id, r.variant, r.suite, r.split, r.created_at, r.identity, r.spec, "
             "MAX(s.started_at) AS last_started_at, COUNT(s.session_id) AS sessions "
@@ -165,32 +290,63 @@ class ResultStore:
         )
         return {tuple(r) for r in rows}  # type: ignore[misc]
 
-    def add(self, record: EpisodeRecord) -> bool:
-        """Commit one record. Returns False if a completed row already had its key."""
-        return self.add_many([record]) == 1
+    def add(self, record: EpisodeRecord, transcript: Sequence[Mapping[str, Any]] = ()) -> bool:
+        """Commit one record (and its transcript). False if a completed row already had its key."""
+        return self.add_many([(record, transcript)]) == 1
 
-    def add_many(self, records: Sequence[EpisodeRecord]) -> int:
-        """Commit records in one transaction; returns how many rows were written."""
+    def add_many(self, items: Sequence[EpisodeRecord | tuple[EpisodeRecord, Sequence[Mapping[str, Any]]]]) -> int:
+        """Commit records (optionally with transcripts) in one transaction; returns rows written.
+
+        A transcript is written only with its record: when a completed row
+        already holds the key, both are left as they were.
+        """
         now = time.time()
-        rows = []
-        for record in records:
-            row = record.to_dict()
-            row["success"] = int(bool(row["success"]))
-            row["extra"] = json.dumps(row["extra"], sort_keys=True, default=str)
-            rows.append([row[c] for c in _RECORD_FIELDS] + [now])
         written = 0
         with self._db:
-            for values in rows:
-                written += self._db.execute(_INSERT_SQL, values).rowcount
+            for item in items:
+                record, transcript = item if isinstance(item, tuple) else (item, ())
+                row = record.to_dict()
+                row["success"] = int(bool(row["success"]))
+                row["empty_plan"] = int(bool(row["empty_plan"]))
+                row["extra"] = json.dumps(row["extra"], sort_keys=True, default=str)
+                n = self._db.execute(_INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
+                written += n
+                if n:
+                    key = [row[c] for c in _KEY]
+                    self._db.execute(
+                        f"DELETE FROM transcripts WHERE {' AND '.join(f'{c}=?' for c in _KEY)}", key)
+                    for entry in transcript:
+                        values = [entry.get(c) for c in _TRANSCRIPT_COLUMNS]
+                        if values[-1] is not None and not isinstance(values[-1], str):
+                            values[-1] = json.dumps(values[-1], default=str)
+                        self._db.execute(_TRANSCRIPT_SQL, key + values + [SCHEMA_VERSION])
         return written
 
     def writer(self) -> "RecordWriter":
-        """A background writer on this store's file (see :class:`RecordWriter`)."""
-        return RecordWriter(self.path)
+        """A writer on this store (see :class:`RecordWriter`)."""
+        return RecordWriter(self)
 
-    def frame(self, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    def transcripts(self, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Transcript rows (one per agent call that produced model output), in call order."""
+        if "transcripts" not in {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}:
+            return []  # a schema-1 store read as it is
+        sql = f"SELECT {', '.join(_KEY)}, {', '.join(_TRANSCRIPT_COLUMNS)} FROM transcripts"
+        params: list[str] = []
+        if run_ids is not None:
+            params = list(run_ids)
+            sql += f" WHERE run_id IN ({', '.join('?' * len(params))})"
+        sql += f" ORDER BY {', '.join(_KEY)}, call"
+        cur = self._db.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur]
+
+    def frame(self, run_ids: Iterable[str] | None = None) -> "pd.DataFrame":
         """Records as a DataFrame whose columns are the EpisodeRecord fields."""
-        sql = f"SELECT {', '.join(_RECORD_FIELDS)} FROM episodes"
+        import pandas as pd
+
+        # A schema-1 store read without migrating: its rows get the defaults of newer columns.
+        select = [c if c in self._columns else f"{_ADDED_COLUMNS[c]} AS {c}" for c in _RECORD_FIELDS]
+        sql = f"SELECT {', '.join(select)} FROM episodes"
         params: list[str] = []
         if run_ids is not None:
             ids = list(run_ids)
@@ -202,13 +358,14 @@ class ResultStore:
         except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
             raise StoreError(f"cannot read result store {self.path}: {exc}") from None
         df["success"] = df["success"].astype(bool)
+        df["empty_plan"] = df["empty_plan"].astype(bool)
         df["extra"] = [json.loads(x) if isinstance(x, str) else {} for x in df["extra"]]
         return df
 
     def records(self, run_ids: Iterable[str] | None = None) -> list[EpisodeRecord]:
         return [EpisodeRecord.from_dict(r) for r in self.frame(run_ids).to_dict("records")]
 
-    def latest_frame(self) -> tuple[pd.DataFrame, list[str]]:
+    def latest_frame(self) -> tuple["pd.DataFrame", list[str]]:
         """Records of the newest run per (variant, suite, split), and notes on superseded runs.
 
         If a variant was rerun on a split with something that changes results
@@ -228,80 +385,40 @@ class ResultStore:
         return self.frame(latest["run_id"].tolist()), notes
 
 
-_STOP = object()
-
-
 class RecordWriter:
-    """Commits records on a background thread with its own connection, one
-    transaction per record, in the order given.
+    """Commits each record, with its transcript, as the runner hands it over.
 
-    The runner hands records over and goes on stepping episodes while SQLite
-    writes (the sqlite3 module releases the GIL), so persisting costs the
-    episode loop almost nothing. Records that queued up while a commit was
-    running are committed together. A record is committed within milliseconds
-    of :meth:`add`; until then it counts as in flight. :meth:`close` (or leaving
-    the ``with`` block, also on an exception) waits until every record handed
-    over is committed. A write error is raised from the next ``add``/``close``.
+    One short transaction per record on the runner's thread: in WAL mode with
+    ``synchronous=NORMAL`` a commit is a write to the WAL file without fsync
+    (tens of microseconds), cheaper than waking a writer thread per record
+    (benchmarks/runner_overhead.py). A record is durable against a process
+    kill once :meth:`add` returns. A write error raises StoreError.
     """
 
-    def __init__(self, path: Path):
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._error: BaseException | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(path,), name="harness-store-writer", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        self._raise()
+    def __init__(self, store: ResultStore):
+        self._store = store
 
-    def _run(self, path: Path) -> None:
+    def add(self, record: EpisodeRecord, transcript: Sequence[Mapping[str, Any]] = ()) -> None:
         try:
-            store = ResultStore(path)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        try:
-            stop = False
-            while not stop:
-                # Group commit: everything already queued goes in one transaction;
-                # when the writer keeps up, that is one record per commit.
-                batch = [self._queue.get()]
-                while len(batch) < 256:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                if batch[-1] is _STOP:
-                    stop = True
-                    batch.pop()
-                if batch and self._error is None:
-                    try:
-                        store.add_many(batch)
-                    except BaseException as exc:  # noqa: BLE001
-                        self._error = exc
-        finally:
-            store.close()
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise StoreError(f"writing to the result store failed: {error}") from error
-
-    def add(self, record: EpisodeRecord) -> None:
-        self._raise()
-        if not self._thread.is_alive():
-            raise StoreError("the result store writer has stopped")
-        self._queue.put(record)
+            self._store.add_many([(record, transcript)])
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_db_error("write to", self._store.path, exc)) from None
 
     def close(self) -> None:
-        if self._thread.is_alive():
-            self._queue.put(_STOP)
-            self._thread.join()
-        self._raise()
+        """Nothing is buffered: every record was committed by :meth:`add`."""
 
     def __enter__(self) -> "RecordWriter":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _db_error(action: str, path: Path, exc: BaseException) -> str:
+    """One line for a SQLite error, naming the likely fix."""
+    text = str(exc)
+    if "disk" in text or "full" in text or "I/O" in text:
+        return f"cannot {action} result store {path}: {text} (free disk space or choose another `out=`)"
+    if "readonly" in text or "read-only" in text:
+        return f"cannot {action} result store {path}: {text} (the output directory is not writable)"
+    return f"cannot {action} result store {path}: {text}"

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics import RATE_COLUMNS, summarize
+from harness.stats import BOOTSTRAP_RESAMPLES, PAIRED_METRICS, PairedCell, paired_delta
 
 #: Prefix of delta metric names in table columns.
 DELTA = "Δ"
@@ -156,47 +157,71 @@ def _row_average(values: pd.DataFrame) -> pd.Series:
 
 def transfer_table(
     df: pd.DataFrame,
-    baseline: str = "base",
+    baseline: str | None = "base",
     metrics: Sequence[str] = ("sr", "gc"),
     variants_order: Sequence[str] | None = None,
     per_column_delta: bool = False,
+    columns: str = "split",
+    stats: bool = False,
 ) -> pd.DataFrame:
-    """Variants x (suite/split, metric) table with averages and deltas vs the baseline.
+    """Variants x (column, metric) table with averages and deltas vs the baseline.
 
     Rows: the baseline, then ``variants_order`` (which also selects) or the other
-    variants alphabetically. Columns: ``(suite/split, metric)`` for each
-    suite/split present (sorted), each ``(suite/split, Δmetric)`` too when
-    ``per_column_delta``, then ``("avg", metric)`` (see :func:`_row_average`)
-    and ``("avg", Δmetric)``. Values are fractions; deltas are row minus
-    baseline, NaN on the baseline row. Raises ValueError if the baseline has no
-    records.
+    variants alphabetically. Column groups: one per suite/split present (sorted)
+    with ``columns="split"``, or one per suite with ``columns="suite"`` (the mean
+    of the suite's split values, as EmbodiedBench averages its subsets); then
+    ``avg``, the mean of those groups (see :func:`_row_average`). Δ columns
+    (row minus baseline, NaN on the baseline row) follow the metrics of
+    ``avg``, and of every group when ``per_column_delta``, ``stats`` or
+    ``columns="suite"``. ``baseline=None`` gives no Δ columns.
+
+    ``stats`` adds, beside each Δ of SR and GC, its paired bootstrap 95 %
+    interval (``Δsr:lo``/``Δsr:hi``) and for SR the exact McNemar p-value
+    (``Δsr:p``), over the episodes both variants ran (:mod:`harness.stats`).
+    Raises ValueError if a named baseline has no records.
     """
     metrics = _check_metrics(metrics)
-    variants = ordered_variants(df, baseline, variants_order)
+    if columns not in ("split", "suite"):
+        raise ValueError(f"columns must be 'split' or 'suite', got {columns!r}")
+    if stats and baseline is None:
+        raise ValueError("paired statistics compare against a baseline: name one with --baseline")
+    variants = ordered_variants(df, baseline, variants_order, require_baseline=baseline is not None)
     df = df[df["variant"].astype(str).isin(variants)]
-    groups = _sorted_groups(df)
+    split_groups = _sorted_groups(df)
+    if columns == "split":
+        layout = {g: [g] for g in split_groups}
+    else:
+        layout = {}
+        for g in split_groups:
+            layout.setdefault(g.split("/", 1)[0], []).append(g)
     cells = summarize(df.assign(group=_split_labels(df)), ["variant", "group"])
     cells = cells.set_index(["variant", "group"])
 
-    columns: dict[tuple[str, str], pd.Series] = {}
-    for group in groups:
+    values: dict[tuple[str, str], pd.Series] = {}
+    for col, groups in layout.items():
         for metric in metrics:
-            columns[(group, metric)] = _cell_column(cells, variants, group, metric)
+            per_split = pd.DataFrame({g: _cell_column(cells, variants, g, metric) for g in groups})
+            values[(col, metric)] = per_split.iloc[:, 0] if len(groups) == 1 else _row_average(per_split)
     for metric in metrics:
-        per_group = pd.DataFrame({g: columns[(g, metric)] for g in groups})
-        columns[(AVG, metric)] = _row_average(per_group)
+        values[(AVG, metric)] = _row_average(pd.DataFrame({c: values[(c, metric)] for c in layout}))
 
+    every_delta = per_column_delta or stats or columns == "suite"
     table_columns: dict[tuple[str, str], pd.Series] = {}
-    for group in [*groups, AVG]:
+    for col in [*layout, AVG]:
         for metric in metrics:
-            table_columns[(group, metric)] = columns[(group, metric)]
-        if per_column_delta or group == AVG:
+            table_columns[(col, metric)] = values[(col, metric)]
+        if baseline is not None and (every_delta or col == AVG):
             for metric in metrics:
-                table_columns[(group, DELTA + metric)] = _delta(columns[(group, metric)], baseline)
+                table_columns[(col, DELTA + metric)] = _delta(values[(col, metric)], baseline)
+                if stats and metric in PAIRED_METRICS:
+                    weights = _cell_weights(layout, col)
+                    for suffix, series in _paired_columns(df, variants, baseline, weights, metric).items():
+                        table_columns[(col, DELTA + metric + suffix)] = series
 
     table = pd.DataFrame(table_columns, index=pd.Index(variants, name="variant"))
     table.columns = pd.MultiIndex.from_tuples(list(table_columns), names=["group", "metric"])
-    errors = _error_entries(df, df["variant"].astype(str), _split_labels(df))
+    labels = _split_labels(df) if columns == "split" else df["suite"].astype(str)
+    errors = _error_entries(df, df["variant"].astype(str), labels)
     marked = [(e["row"], e["group"]) for e in errors]
     marked += [(row, AVG) for row in dict.fromkeys(e["row"] for e in errors)]
     table.attrs.update(
@@ -206,9 +231,63 @@ def transfer_table(
             "row_name": "variant",
             "marked": marked,
             "errors": errors,
+            "stats": stats,
         }
     )
     return table
+
+
+def _cell_weights(layout: dict[str, list[str]], col: str) -> dict[str, float]:
+    """Weight of each suite/split cell in a column's value (``avg``: equal per column)."""
+    if col != AVG:
+        return {g: 1.0 / len(layout[col]) for g in layout[col]}
+    return {g: 1.0 / (len(layout) * len(gs)) for gs in layout.values() for g in gs}
+
+
+def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weights: dict[str, float],
+                    metric: str) -> dict[str, pd.Series]:
+    """``:lo``, ``:hi`` (and for SR ``:p``) of each variant's Δ vs the baseline."""
+    labels = _split_labels(df)
+    frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df))
+    base = frame[frame["variant"].astype(str) == baseline]
+    out = {":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {})
+    for variant in variants:
+        if variant == baseline:
+            for column in out.values():
+                column.append(np.nan)
+            continue
+        mine = frame[frame["variant"].astype(str) == variant]
+        cells = []
+        for group, weight in weights.items():
+            a = mine[mine["_group"] == group]
+            b = base[base["_group"] == group]
+            pairs = a.merge(b, on=["episode_id", "seed"], suffixes=("_v", "_b"))
+            cells.append(_paired_cell(pairs, weight))
+        result = paired_delta(cells, metric)
+        out[":lo"].append(result.lo)
+        out[":hi"].append(result.hi)
+        if ":p" in out:
+            out[":p"].append(result.p)
+    return {k: pd.Series(v, index=variants, dtype=float) for k, v in out.items()}
+
+
+def _paired_cell(pairs: pd.DataFrame, weight: float) -> PairedCell:
+    """Arrays of one cell's pairs; error records count as failures with no goal condition met."""
+    def side(suffix: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        err = pairs[f"_error{suffix}"].to_numpy(dtype=bool)
+        success = pairs[f"success{suffix}"].to_numpy(dtype=bool) & ~err
+        s = np.where(err, 0, pd.to_numeric(pairs[f"gc_satisfied{suffix}"]).to_numpy(dtype=float))
+        ts = pd.to_numeric(pairs[f"gc_total{suffix}"]).to_numpy(dtype=float)
+        return success, s, ts
+
+    sv, s_v, ts_v = side("_v")
+    sb, s_b, ts_b = side("_b")
+    return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight)
+
+
+def _error_mask(df: pd.DataFrame) -> np.ndarray:
+    kinds = df["error_kind"]
+    return kinds.notna().to_numpy() & (kinds.astype("object") != "").to_numpy()
 
 
 def _cell_column(cells: pd.DataFrame, variants: list[str], group: str, metric: str) -> pd.Series:
@@ -289,6 +368,38 @@ def _is_delta(metric: str) -> bool:
     return metric.startswith(DELTA)
 
 
+def _is_stat(metric: str) -> bool:
+    """A paired-statistics column (``Δsr:lo``, ``Δsr:hi``, ``Δsr:p``)."""
+    return ":" in metric
+
+
+def _shown_columns(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """Columns printed as their own cells in Markdown / LaTeX (statistics join their Δ cell)."""
+    return [(g, m) for g, m in table.columns if not _is_stat(m)]
+
+
+def format_p(p: float) -> str:
+    """A p-value: two significant digits, '<0.001' below that; '' for NaN."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return ""
+    return "<0.001" if p < 0.001 else f"{p:.2g}" if p < 0.1 else f"{p:.2f}"
+
+
+def _stats_suffix(table: pd.DataFrame, row: Any, group: str, metric: str) -> str:
+    """' [lo, hi] p=…' for a Δ cell that has paired statistics."""
+    cols = table.columns
+    text = ""
+    if (group, metric + ":lo") in cols:
+        lo, hi = table.at[row, (group, metric + ":lo")], table.at[row, (group, metric + ":hi")]
+        if not (math.isnan(lo) or math.isnan(hi)):
+            text += f" [{format_value(lo, True)}, {format_value(hi, True)}]"
+    if (group, metric + ":p") in cols:
+        p = format_p(table.at[row, (group, metric + ":p")])
+        if p:
+            text += f" p={p}" if not p.startswith("<") else f" p{p}"
+    return text
+
+
 def format_value(value: float, delta: bool = False) -> str:
     """Percentage with one decimal; signed for deltas; '' for NaN (callers substitute)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -297,22 +408,38 @@ def format_value(value: float, delta: bool = False) -> str:
 
 
 def _metric_label(metric: str) -> str:
+    metric, _, stat = metric.partition(":")
     if _is_delta(metric):
-        return DELTA + _METRIC_LABELS.get(metric[len(DELTA):], metric[len(DELTA):])
-    return _METRIC_LABELS.get(metric, metric)
+        label = DELTA + _METRIC_LABELS.get(metric[len(DELTA):], metric[len(DELTA):])
+    else:
+        label = _METRIC_LABELS.get(metric, metric)
+    return f"{label} {stat}" if stat else label
 
 
-def _cell_strings(table: pd.DataFrame, missing: str, dagger: str) -> list[list[str]]:
-    """Formatted body cells: percentages, "missing" for NaN, dagger on marked cells."""
+def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: bool = True) -> list[list[str]]:
+    """Formatted body cells: percentages, "missing" for NaN, dagger on marked cells.
+
+    With ``merge_stats`` (Markdown, LaTeX) paired statistics are appended to
+    their Δ cell; otherwise (CSV) each is a cell of its own.
+    """
     marked = {tuple(m) for m in table.attrs.get("marked", [])}
+    columns = _shown_columns(table) if merge_stats else list(table.columns)
     body = []
     for row in table.index:
         cells = []
-        for group, metric in table.columns:
+        for group, metric in columns:
             value = table.at[row, (group, metric)]
+            if metric.endswith(":p"):
+                if merge_stats:
+                    cells.append(format_p(value) or missing)
+                else:  # CSV stays numeric
+                    cells.append(missing if math.isnan(value) else f"{value:.6g}")
+                continue
             text = format_value(value, _is_delta(metric)) or missing
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
+            if merge_stats and _is_delta(metric) and text != missing:
+                text += _stats_suffix(table, row, group, metric)
             cells.append(text)
         body.append(cells)
     return body
@@ -323,10 +450,16 @@ def _notes(table: pd.DataFrame) -> list[str]:
     notes = []
     if any(_is_delta(m) for _, m in table.columns):
         notes.append(f"{DELTA}: percentage points vs {table.attrs.get('baseline')}.")
+    if table.attrs.get("stats"):
+        notes.append(
+            f"[lo, hi]: paired bootstrap 95 % interval of the {DELTA} over the episodes both variants ran "
+            f"({BOOTSTRAP_RESAMPLES} resamples within each suite/split, seed 0); "
+            "p: two-sided exact McNemar test on per-episode success."
+        )
     for e in table.attrs.get("errors", []):
         notes.append(
             f"{DAGGER} {e['row']}, {e['group']}: {e['errors']} of {e['episodes']} episodes "
-            f"ended in errors ({e['kinds']}), counted as failures."
+            f"ended in errors ({e['kinds']}), counted as failures (no goal condition met)."
         )
     return notes
 
@@ -338,10 +471,11 @@ def _md_escape(text: str) -> str:
 def to_markdown(table: pd.DataFrame) -> str:
     """GitHub Markdown table; headers 'group metric'; footnotes below the table."""
     row_name = table.attrs.get("row_name", table.index.name or "")
-    header = [row_name] + [f"{g} {_metric_label(m)}" for g, m in table.columns]
+    shown = _shown_columns(table)
+    header = [row_name] + [f"{g} {_metric_label(m)}" for g, m in shown]
     lines = [
         "| " + " | ".join(_md_escape(h) for h in header) + " |",
-        "|" + "|".join([":---"] + ["---:"] * len(table.columns)) + "|",
+        "|" + "|".join([":---"] + ["---:"] * len(shown)) + "|",
     ]
     for row, cells in zip(table.index, _cell_strings(table, MISSING, DAGGER)):
         lines.append("| " + " | ".join([_md_escape(row), *cells]) + " |")
@@ -364,6 +498,7 @@ _LATEX_SPECIAL = {
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
     DELTA: r"$\Delta$",
+    "<": r"$<$",
     DAGGER: r"$^\dagger$",
     MISSING: "--",
 }
@@ -377,7 +512,7 @@ def latex_escape(text: str) -> str:
 def _column_spans(table: pd.DataFrame) -> list[tuple[str, int, int]]:
     """(group, first, last) 1-based column spans of consecutive equal groups, after the row column."""
     spans: list[tuple[str, int, int]] = []
-    for i, (group, _) in enumerate(table.columns, start=2):
+    for i, (group, _) in enumerate(_shown_columns(table), start=2):
         if spans and spans[-1][0] == group:
             spans[-1] = (group, spans[-1][1], i)
         else:
@@ -387,7 +522,7 @@ def _column_spans(table: pd.DataFrame) -> list[tuple[str, int, int]]:
 
 def to_latex(table: pd.DataFrame) -> str:
     """booktabs tabular: grouped header with cmidrules; footnotes as rows after bottomrule."""
-    n = len(table.columns) + 1
+    n = len(_shown_columns(table)) + 1
     spans = _column_spans(table)
     row_name = table.attrs.get("row_name", table.index.name or "")
     lines = [
@@ -396,7 +531,7 @@ def to_latex(table: pd.DataFrame) -> str:
         " & ".join([""] + [rf"\multicolumn{{{b - a + 1}}}{{c}}{{{latex_escape(g)}}}" for g, a, b in spans])
         + r" \\",
         " ".join(rf"\cmidrule(lr){{{a}-{b}}}" for _, a, b in spans),
-        " & ".join([latex_escape(row_name)] + [latex_escape(_metric_label(m)) for _, m in table.columns])
+        " & ".join([latex_escape(row_name)] + [latex_escape(_metric_label(m)) for _, m in _shown_columns(table)])
         + r" \\",
         r"\midrule",
     ]
@@ -424,6 +559,6 @@ def to_csv(table: pd.DataFrame) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([row_name] + [f"{g}:{m}" for g, m in table.columns] + ["errors"])
-    for row, cells in zip(table.index, _cell_strings(table, "", "")):
+    for row, cells in zip(table.index, _cell_strings(table, "", "", merge_stats=False)):
         writer.writerow([row, *cells, "; ".join(per_row.get(row, []))])
     return out.getvalue()

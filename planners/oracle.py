@@ -27,7 +27,7 @@ class OraclePlanner:
     name = "oracle"
     privileged = True
 
-    def __init__(self, max_plan_length: int = 60, **_: Any) -> None:
+    def __init__(self, max_plan_length: int = 60) -> None:
         self.max_plan_length = int(max_plan_length)
         # Instance names are fixed when an episode starts, so the vocabulary is
         # built from the first state seen in each episode.

@@ -16,7 +16,7 @@ class RandomPlanner:
     name = "random"
     privileged = False
 
-    def __init__(self, seed: int = 0, **_: Any) -> None:
+    def __init__(self, seed: int = 0) -> None:
         self.seed = int(seed)
         self._rngs: EpisodeCache[random.Random] = EpisodeCache()
 

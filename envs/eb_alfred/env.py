@@ -26,6 +26,7 @@ from envs.eb_alfred.protocol import (
 )
 from envs.eb_alfred.skills import SceneVocabulary, Skill, parse_skill
 from envs.household import TaskSpec, World, build_world, describe, goal_conditions_met, render
+from harness.interfaces import InvalidOutput
 from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
     INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
@@ -72,6 +73,8 @@ class EBAlfredEnv:
         self._done = False
         self._termination: str | None = None
         self._expert_length: int | None = None
+        self._render_now = render_images
+        self._image: Any = None
 
     # --- gymnasium API ------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
@@ -87,11 +90,14 @@ class EBAlfredEnv:
         self._executor = SkillExecutor(world, SceneVocabulary(world), ExecutorState())
         self._spec, self._task = spec, task
         self._privileged = bool(options.get("privileged", False))
+        # An agent that never reads images (options["render"] False) gets none: no rendering cost.
+        self._render_now = self.render_images and bool(options.get("render", True))
+        self._image = None
         self._steps = self._invalid = 0
         self._done = False
         self._termination = None
         self._expert_length = _expert_length(spec, floor_plan, world_seed, task, self._executor)
-        return self._observation(), self._info(action_ok=True, feedback="")
+        return self._observation(changed=True), self._info(action_ok=True, feedback="")
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
         if self._executor is None or self._task is None:
@@ -99,7 +105,11 @@ class EBAlfredEnv:
         if self._done:
             raise RuntimeError("the episode has ended; call reset()")
         skill, text = self._to_skill(action)
-        if skill is None:
+        if isinstance(action, InvalidOutput):
+            # Unusable model output: one invalid action, no env step (EmbodiedBench's evaluator).
+            self._invalid += 1
+            ok, feedback = False, FEEDBACK_INVALID_PREFIX + f"The output could not be used: {action.reason}"
+        elif skill is None:
             self._invalid += 1
             ok, feedback = False, FEEDBACK_INVALID_PREFIX + (
                 f"'{text}' is not a valid action. Choose an action from the available action list.")
@@ -124,7 +134,8 @@ class EBAlfredEnv:
         self._done = terminated or truncated
         info = self._info(action_ok=ok, feedback=feedback, gc=(s, ts))
         info[INFO_ACTION] = skill.text if skill is not None else text
-        return self._observation(), float(success), terminated, truncated, info
+        # Output that is not a skill takes no env step and changes nothing: the last image is reused.
+        return self._observation(changed=skill is not None), float(success), terminated, truncated, info
 
     def close(self) -> None:
         self._executor = None
@@ -143,6 +154,8 @@ class EBAlfredEnv:
 
     def _to_skill(self, action: Any) -> tuple[Skill | None, str]:
         actions = self.actions
+        if isinstance(action, InvalidOutput):
+            return None, action.raw[:200]
         if isinstance(action, bool):
             return None, repr(action)
         if isinstance(action, int):
@@ -155,12 +168,14 @@ class EBAlfredEnv:
             return skill, text[:200]
         return None, repr(action)[:200]
 
-    def _observation(self) -> dict[str, Any]:
+    def _observation(self, changed: bool) -> dict[str, Any]:
         assert self._spec is not None
         world = self.world
+        if self._render_now and (changed or self._image is None):
+            self._image = render(world, size=self.image_size)
         return {
             "text": describe(world),
-            "image": render(world, size=self.image_size) if self.render_images else None,
+            "image": self._image,
             "actions": list(self.actions),
             "instruction": self._spec.instruction,
         }

@@ -15,6 +15,7 @@ same (split, count, seed) always gives the same episodes.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from functools import lru_cache
 
 from envs.eb_alfred.expert import plan_from_world
@@ -24,7 +25,9 @@ from envs.eb_alfred.protocol import (
 )
 from envs.eb_alfred.skills import BASIN_ALIASES, FIND_OBJECTS, PICKUP_OBJECTS, SLICE_OBJECTS, TOGGLE_OBJECTS
 from envs.eb_alfred.episodes import SUITE_NAME
-from envs.household import SceneError, TaskSpec, alfred_constants, all_floor_plans, build_world, floor_plan_inventory
+from envs.household import (
+    SceneError, TaskSpec, alfred_constants, all_floor_plans, build_world, floor_plan_inventory, goal_condition_total,
+)
 from envs.household.constants import TASK_TYPES
 from harness.types import EpisodeSpec
 
@@ -105,51 +108,72 @@ def _propose(rng: random.Random, plans: tuple[int, ...], task_type: str) -> tupl
 
 def generate(split: str, count: int, seed: int = 0) -> list[EpisodeSpec]:
     """``count`` episodes of ``split`` ('seen' / 'unseen'), identical for the same arguments."""
+    return [generate_one(split, index, seed) for index in range(count)]
+
+
+@lru_cache(maxsize=8192)
+def generate_one(split: str, index: int, seed: int = 0) -> EpisodeSpec:
+    """Episode ``index`` of ``split``: depends only on (split, index, seed), memoised per process."""
     plans = floor_plans(split)
-    episodes: list[EpisodeSpec] = []
-    for index in range(count):
-        rng = random.Random(f"eb_alfred-generated|{split}|{seed}|{index}")
-        style = STYLES[index % len(STYLES)]
-        types = LONG_HORIZON_TASK_TYPES if style == "long_horizon" else TASK_TYPES
-        task_type = rng.choice(types)
-        for _attempt in range(MAX_TRIES):
-            proposal = _propose(rng, plans, task_type)
-            if proposal is None:
-                continue
-            fp, task = proposal
-            world_seed = rng.randrange(2**31)
-            try:
-                world = build_world(fp, world_seed, task)
-            except SceneError:
-                continue
-            plan = plan_from_world(world, task, max_len=MAX_STEPS)
-            if not plan:
-                continue
-            instruction = make_instruction(task, style, world, rng)
-            metadata = {
-                "style": style,
-                "floor_plan": fp,
-                "task_type": task.task_type,
-                "pddl_params": {
-                    "object_target": task.object_target, "parent_target": task.parent_target,
-                    "mrecep_target": task.mrecep_target, "toggle_target": task.toggle_target,
-                    "object_sliced": task.object_sliced,
-                },
-                "pddl_source": "generated",
-                "generator_seed": seed,
-                # The expert plan was just computed for this world: the env reuses
-                # its length instead of planning again at reset.
-                "expert_length": len(plan),
-                "expert_length_seed": world_seed,
-            }
-            episodes.append(EpisodeSpec(SUITE_NAME, split, f"{split}/{index:03d}", world_seed, instruction, metadata))
-            break
-        else:  # pragma: no cover - would be a generator bug
-            raise RuntimeError(f"could not generate episode {index} of split {split!r}")
-    return episodes
+    rng = random.Random(f"eb_alfred-generated|{split}|{seed}|{index}")
+    style = STYLES[index % len(STYLES)]
+    types = LONG_HORIZON_TASK_TYPES if style == "long_horizon" else TASK_TYPES
+    task_type = rng.choice(types)
+    for _attempt in range(MAX_TRIES):
+        proposal = _propose(rng, plans, task_type)
+        if proposal is None:
+            continue
+        fp, task = proposal
+        world_seed = rng.randrange(2**31)
+        try:
+            world = build_world(fp, world_seed, task)
+        except SceneError:
+            continue
+        plan = plan_from_world(world, task, max_len=MAX_STEPS)
+        if not plan:
+            continue
+        instruction = make_instruction(task, style, world, rng)
+        metadata = {
+            "style": style,
+            "floor_plan": fp,
+            "task_type": task.task_type,
+            "pddl_params": {
+                "object_target": task.object_target, "parent_target": task.parent_target,
+                "mrecep_target": task.mrecep_target, "toggle_target": task.toggle_target,
+                "object_sliced": task.object_sliced,
+            },
+            "pddl_source": "generated",
+            "generator_seed": seed,
+            # The expert plan was just computed for this world: the env reuses
+            # its length instead of planning again at reset.
+            "expert_length": len(plan),
+            "expert_length_seed": world_seed,
+            "gc_total": goal_condition_total(task),
+        }
+        return EpisodeSpec(SUITE_NAME, split, f"{split}/{index:03d}", world_seed, instruction, metadata)
+    raise RuntimeError(f"could not generate episode {index} of split {split!r}")  # pragma: no cover - a generator bug
 
 
-@lru_cache(maxsize=8)
-def generate_cached(split: str, count: int, seed: int = 0) -> tuple[EpisodeSpec, ...]:
-    """:func:`generate`, memoised per process (suites ask for the same splits repeatedly)."""
-    return tuple(generate(split, count, seed))
+class GeneratedEpisodes(Sequence[EpisodeSpec]):
+    """The first ``count`` episodes of a generated split, built only when read.
+
+    Slicing returns another lazy view, so ``episodes[:1]`` builds one episode.
+    """
+
+    def __init__(self, split: str, count: int, seed: int, start: int = 0) -> None:
+        self.split, self.count, self.seed, self.start = split, count, seed, start
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(self.count)
+            if step != 1:
+                return [self[i] for i in range(lo, hi, step)]
+            return GeneratedEpisodes(self.split, max(0, hi - lo), self.seed, self.start + lo)
+        if index < 0:
+            index += self.count
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return generate_one(self.split, self.start + index, self.seed)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from envs.eb_alfred.env import EBAlfredEnv
-from envs.eb_alfred.episodes import SUITE_NAME, file_sha256, load_official, resolve_data_dir, splits_file
-from envs.eb_alfred.generator import floor_plans, generate_cached
+from envs.eb_alfred.episodes import (
+    SUITE_NAME, EpisodeDataError, file_sha256, load_official, resolve_data_dir, splits_file, task_from_metadata,
+)
+from envs.eb_alfred.generator import GeneratedEpisodes, floor_plans
+from envs.household import SceneError, build_world, goal_condition_total
 from envs.eb_alfred.protocol import (
     GENERATED_SPLITS, MAX_INVALID_ACTIONS, MAX_STEPS, OFFICIAL_SPLITS,
 )
@@ -15,6 +20,13 @@ from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change.
 SUITE_VERSION = "1.0.0"
+#: What to do with an official episode the backend cannot build (unknown object,
+#: receptacle or floor plan): fail the run before it starts, or leave it out and say so.
+BAD_EPISODE_POLICIES = ("error", "skip_and_report")
+
+
+class BadEpisodesError(EpisodeDataError):
+    """Official episodes that cannot be built; the message lists each one on its own line."""
 
 
 class EBAlfredSuite:
@@ -30,11 +42,16 @@ class EBAlfredSuite:
     version = SUITE_VERSION
 
     def __init__(self, data_dir: str | None = None, backend: str = "household", render: bool = True,
-                 generated_per_split: int = 500, generator_seed: int = 0) -> None:
+                 generated_per_split: int = 500, generator_seed: int = 0, on_bad_episode: str = "error") -> None:
         if backend != "household":
             raise ValueError(f"EB-ALFRED backend {backend!r} is not available; use 'household'")
         if generated_per_split < 0:
             raise ValueError("generated_per_split must be >= 0")
+        if on_bad_episode not in BAD_EPISODE_POLICIES:
+            raise ValueError(f"on_bad_episode must be one of {', '.join(BAD_EPISODE_POLICIES)}, got {on_bad_episode!r}")
+        self.on_bad_episode = on_bad_episode
+        #: Official episodes left out under on_bad_episode=skip_and_report: (episode id, reason).
+        self.skipped_episodes: list[tuple[str, str]] = []
         self.data_dir = resolve_data_dir(data_dir)
         self.backend = backend
         self.render = render
@@ -58,6 +75,9 @@ class EBAlfredSuite:
         }
         if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
+            if self.on_bad_episode != "error":
+                self.episodes(split)  # loads and checks: the episodes left out change results
+                proto["skipped_episodes"] = [eid for eid, _ in self.skipped_episodes]
         else:
             proto["generator_seed"] = self.generator_seed
             proto["floor_plans"] = list(floor_plans(split)) if split in GENERATED_SPLITS else None
@@ -67,13 +87,43 @@ class EBAlfredSuite:
         return (*OFFICIAL_SPLITS, *GENERATED_SPLITS)
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
+        """The split's episodes. Generated splits are lazy: only the episodes read are built."""
         if split in OFFICIAL_SPLITS:
             if self._official is None:
-                self._official = load_official(self.data_dir)
+                self._official = self._checked(load_official(self.data_dir))
             return list(self._official[split])
         if split in GENERATED_SPLITS:
-            return list(generate_cached(split, self.generated_per_split, self.generator_seed))
+            return GeneratedEpisodes(split, self.generated_per_split, self.generator_seed)
         raise KeyError(f"unknown eb_alfred split {split!r}; splits are {', '.join(self.splits())}")
+
+    def _checked(self, subsets: dict[str, list[EpisodeSpec]]) -> dict[str, list[EpisodeSpec]]:
+        """Build every official episode's world once (~0.5 ms each) so an episode naming an
+        unknown object, receptacle or floor plan is reported when the split is loaded, not
+        as a traceback at reset; add each task's goal-condition total to its metadata."""
+        bad: list[tuple[str, str]] = []
+        out: dict[str, list[EpisodeSpec]] = {}
+        for split, specs in subsets.items():
+            kept = []
+            for spec in specs:
+                try:
+                    task = task_from_metadata(spec.metadata)
+                    build_world(int(spec.metadata["floor_plan"]), spec.seed, task)
+                except (SceneError, ValueError, KeyError) as exc:
+                    bad.append((spec.episode_id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+                    continue
+                kept.append(replace(spec, metadata={**spec.metadata, "gc_total": goal_condition_total(task)}))
+            out[split] = kept
+        if bad and self.on_bad_episode == "error":
+            lines = "\n".join(f"  {eid}: {why}" for eid, why in bad)
+            raise BadEpisodesError(
+                f"{len(bad)} official episode(s) cannot be built on the {self.backend} backend "
+                f"(suite.params.on_bad_episode=skip_and_report leaves them out):\n{lines}")
+        for eid, why in bad:
+            print(f"eb_alfred: skipped episode {eid}: {why}", file=sys.stderr)
+        if bad:
+            print(f"eb_alfred: skipped {len(bad)} official episode(s) that cannot be built", file=sys.stderr)
+        self.skipped_episodes = bad
+        return out
 
     def make_env(self) -> EBAlfredEnv:
         return EBAlfredEnv(backend=self.backend, render_images=self.render)

@@ -15,7 +15,7 @@ Typical use::
 from envs.household.build import SceneError, build_world, check_task, required_types
 from envs.household.constants import TASK_TYPES, AlfredConstants, alfred_constants
 from envs.household.engine import PRIMITIVES, ActionResult, HouseholdEngine
-from envs.household.goals import goal_conditions_met, goal_satisfied
+from envs.household.goals import goal_condition_total, goal_conditions_met, goal_satisfied
 from envs.household.observe import describe, render
 from envs.household.scene import Inventory, all_floor_plans, floor_plan_inventory, room_type
 from envs.household.world import Obj, TaskSpec, World
@@ -23,6 +23,6 @@ from envs.household.world import Obj, TaskSpec, World
 __all__ = [
     "TASK_TYPES", "PRIMITIVES", "ActionResult", "AlfredConstants", "HouseholdEngine", "Inventory", "Obj",
     "SceneError", "TaskSpec", "World", "alfred_constants", "all_floor_plans", "build_world", "check_task",
-    "describe", "floor_plan_inventory", "goal_conditions_met", "goal_satisfied", "render", "required_types",
+    "describe", "floor_plan_inventory", "goal_condition_total", "goal_conditions_met", "goal_satisfied", "render", "required_types",
     "room_type",
 ]

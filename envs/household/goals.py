@@ -120,3 +120,23 @@ def goal_satisfied(world: World, task: TaskSpec) -> bool:
     """ALFRED ``goal_satisfied``: every goal condition met (``s == ts``)."""
     s, ts = goal_conditions_met(world, task)
     return s == ts
+
+
+#: ``ts`` of each task type before slicing (ALFRED env/tasks.py, see goal_conditions_met).
+_BASE_TOTALS = {
+    "pick_and_place_simple": 1,
+    "pick_two_obj_and_place": 2,
+    "look_at_obj_in_light": 2,
+    "pick_clean_then_place_in_recep": 3,
+    "pick_heat_then_place_in_recep": 3,
+    "pick_cool_then_place_in_recep": 3,
+    "pick_and_place_with_movable_recep": 3,
+}
+
+
+def goal_condition_total(task: TaskSpec) -> int:
+    """``ts`` of a task without a world: what :func:`goal_conditions_met` reports as
+    its second value (error records use it so an episode that never started
+    still counts its goal conditions as unmet)."""
+    sliced = "Sliced" in task.target_type
+    return _BASE_TOTALS[task.task_type] + ((2 if task.task_type == "pick_two_obj_and_place" else 1) if sliced else 0)

@@ -98,8 +98,12 @@ def test_list_is_instant_and_names_everything(capsys):
 def test_run_then_table_with_missing_baseline(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", "limit=3", "suite.params.render=false", f"out={tmp_path}")
     assert code == 0, err
+    # No variant called 'base' and no --baseline: a table without Δ columns, and a note saying so.
     code, out, err = run_cli(capsys, "table", str(tmp_path))
-    assert_usage_error(code, err, "oracle")  # names the variants present
+    assert code == 0 and "oracle" in out and "Δ" not in out and "no variant is called 'base'" in err
+    # A named baseline that has no records is bad input naming the variants present.
+    code, out, err = run_cli(capsys, "table", str(tmp_path), "--baseline", "base")
+    assert_usage_error(code, err, "oracle")
     code, out, err = run_cli(capsys, "table", str(tmp_path), "--baseline", "oracle")
     assert code == 0, err
     assert "oracle" in out and "eb_alfred/seen" in out

@@ -1,0 +1,128 @@
+"""Paired statistics for the Δ of two variants run on the same episodes.
+
+Every variant runs the same episode keys, so a difference between two
+variants is a *paired* comparison: the right tests look at each episode under
+both variants rather than at two independent proportions.
+
+* :func:`mcnemar_exact` — the exact (binomial) McNemar test on the discordant
+  pairs of per-episode success (Q. McNemar, Psychometrika 12, 1947; the exact
+  form: the conditional binomial test of b vs c with p = 1/2). Two-sided.
+* :func:`paired_bootstrap` — a percentile bootstrap over episode pairs
+  (B. Efron & R. Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 13):
+  pairs are resampled with replacement *within each cell* (suite/split), the
+  statistic recomputed, and the 2.5 / 97.5 percentiles reported. A fixed
+  generator seed makes a table reproducible byte for byte.
+
+A column of a table can average several cells (a suite's subsets); its
+statistic is then the weighted mean of the cells' statistics, and the
+bootstrap resamples every cell independently, as the design is stratified.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+#: Bootstrap resamples and generator seed used by tables.
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for ``b`` pairs that only the variant
+    solved and ``c`` that only the baseline solved. 1.0 when b + c == 0."""
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    # P(X <= k) for X ~ Binomial(n, 1/2), summed exactly in log space.
+    log_half_n = -n * math.log(2.0)
+    tail = sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + log_half_n)
+               for i in range(k + 1))
+    return min(1.0, 2.0 * tail)
+
+
+@dataclass(frozen=True)
+class PairedCell:
+    """One cell's episode pairs: arrays aligned by episode key (variant, baseline)."""
+
+    success_v: np.ndarray
+    success_b: np.ndarray
+    s_v: np.ndarray
+    ts_v: np.ndarray
+    s_b: np.ndarray
+    ts_b: np.ndarray
+    weight: float = 1.0
+
+    @property
+    def n(self) -> int:
+        return int(self.success_v.size)
+
+
+def _sr(success: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray | float:
+    if idx is None:
+        return float(success.mean()) if success.size else math.nan
+    return success[idx].mean(axis=-1)
+
+
+def _gc(s: np.ndarray, ts: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray | float:
+    if idx is None:
+        total = ts.sum()
+        return float(s.sum() / total) if total > 0 else math.nan
+    total = ts[idx].sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, s[idx].sum(axis=-1) / np.where(total > 0, total, 1), np.nan)
+
+
+#: metric name -> (per-cell statistic on (cell, resample indices or None) for the variant minus the baseline).
+_DELTAS: dict[str, Callable[[PairedCell, np.ndarray | None], np.ndarray | float]] = {
+    "sr": lambda c, i: _sr(c.success_v, i) - _sr(c.success_b, i),
+    "gc": lambda c, i: _gc(c.s_v, c.ts_v, i) - _gc(c.s_b, c.ts_b, i),
+}
+PAIRED_METRICS = tuple(_DELTAS)
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    delta: float
+    lo: float
+    hi: float
+    p: float  # McNemar (sr only; NaN for other metrics)
+    pairs: int
+
+
+def paired_delta(cells: Sequence[PairedCell], metric: str, resamples: int = BOOTSTRAP_RESAMPLES,
+                 seed: int = BOOTSTRAP_SEED) -> PairedResult:
+    """Δ (variant − baseline) of ``metric`` over weighted cells, its paired
+    bootstrap 95 % interval and, for SR, the exact McNemar p-value on the
+    pooled discordant pairs. NaN where no pairs exist or the metric is undefined."""
+    if metric not in _DELTAS:
+        raise ValueError(f"paired statistics exist for {', '.join(PAIRED_METRICS)}, not {metric!r}")
+    cells = [c for c in cells if c.n > 0]
+    pairs = sum(c.n for c in cells)
+    if not cells:
+        return PairedResult(math.nan, math.nan, math.nan, math.nan, 0)
+    fn = _DELTAS[metric]
+    weights = np.array([c.weight for c in cells], dtype=float)
+    weights = weights / weights.sum()
+    point = float(sum(w * fn(c, None) for w, c in zip(weights, cells)))
+    rng = np.random.default_rng(seed)
+    boot = np.zeros(resamples)
+    for w, c in zip(weights, cells):
+        idx = rng.integers(0, c.n, size=(resamples, c.n))
+        boot += w * np.asarray(fn(c, idx), dtype=float)
+    if math.isnan(point) or np.isnan(boot).all():
+        lo = hi = math.nan
+    else:
+        lo, hi = (float(x) for x in np.nanpercentile(boot, [2.5, 97.5]))
+    p = math.nan
+    if metric == "sr":
+        b = int(sum(np.sum(c.success_v & ~c.success_b) for c in cells))
+        cc = int(sum(np.sum(~c.success_v & c.success_b) for c in cells))
+        p = mcnemar_exact(b, cc)
+    return PairedResult(point, lo, hi, p, pairs)
