@@ -121,7 +121,6 @@ class VLAPolicy:
         self.merge = int(getattr(self.image_processor, "merge_size", 2))
         text_cfg = getattr(mcfg, "text_config", mcfg)
         self.hidden = int(text_cfg.hidden_size)
-        torch.set_grad_enabled(False)
 
     def _load_head(self) -> None:
         import torch
@@ -169,6 +168,12 @@ class VLAPolicy:
 
     def predict_normalized(self, observations: Sequence[Mapping[str, Any]], instructions: Sequence[str]) -> np.ndarray:
         """The head's output in [-1, 1]: ``[B, chunk, action_dim]``."""
+        import torch
+
+        with torch.inference_mode():  # thread-local: serve-policy calls this from a worker thread
+            return self._forward(observations, instructions)
+
+    def _forward(self, observations: Sequence[Mapping[str, Any]], instructions: Sequence[str]) -> np.ndarray:
         import torch
 
         images = []
