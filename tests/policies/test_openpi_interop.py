@@ -105,6 +105,7 @@ def test_our_client_against_openpi_server(ref_python):
 
 @pytest.fixture(scope="module")
 def tiny_vla(tmp_path_factory) -> Path:
+    pytest.importorskip("transformers", reason="the vla policy needs the models extra")
     from policies.vla import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("vla") / "ckpt", seed=3, chunk_size=5, lora=True)
