@@ -18,8 +18,16 @@ SUITES.register(
     "EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)",
 )
 
+SUITES.register(
+    "libero", "envs.libero.suite:LiberoSuite",
+    "LIBERO on the real simulator: spatial/object/goal/10/90 (+ LIBERO-PRO perturbations), task x 50 fixed init states",
+)
+
 PLANNERS.register("oracle", "planners.oracle:OraclePlanner", "plans from the true state (upper bound; privileged)")
 PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one uniformly random valid action per call")
+
+POLICIES.register("zero", "policies.zero:ZeroPolicy", "LIBERO's dummy action (no-op, gripper open) every step")
+POLICIES.register("replay", "policies.replay:ReplayPolicy", "plays a demonstration's actions (HDF5/NPZ) open-loop")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")

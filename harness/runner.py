@@ -204,6 +204,7 @@ class Runner:
         executor = make_executor(
             self.spec.executor, self.env_factory,
             num_workers=self.spec.num_workers, batch_size=self.spec.batch_size,
+            **({"envs_per_worker": self.spec.envs_per_worker} if self.spec.envs_per_worker != 1 else {}),
         )
         self._writer = self.store.writer() if self.store is not None else None
         try:
