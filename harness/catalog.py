@@ -28,9 +28,8 @@ PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one unifor
 
 POLICIES.register("zero", "policies.zero:ZeroPolicy", "LIBERO's dummy action (no-op, gripper open) every step")
 POLICIES.register("replay", "policies.replay:ReplayPolicy", "plays a demonstration's actions (HDF5/NPZ) open-loop")
+POLICIES.register("remote", "policies.remote:RemotePolicy", "a policy server over websockets (protocol=openpi | starvla)")
+POLICIES.register("vla", "policies.vla:VLAPolicy", "in-process minimal VLA: HF VLM backbone (+LoRA) + action-chunk head")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")
-
-POLICIES.register("remote", "policies.remote:RemotePolicy", "a policy server over websockets (protocol=openpi | starvla)")
-POLICIES.register("vla", "policies.vla:VLAPolicy", "in-process minimal VLA: HF VLM backbone (+LoRA) + action-chunk head")
