@@ -7,7 +7,9 @@ and the reply into a LIBERO action chunk ``[chunk, 7]``.
 * ``protocol=openpi``: one request per episode (``observation/image``,
   ``observation/wrist_image``, ``observation/state``, ``prompt`` ->
   ``actions``); a batch of episodes is sent pipelined on one connection.
-  ``replan_steps`` defaults to 5 (openpi's LIBERO client).
+  ``replan_steps`` defaults to what the server's metadata reports
+  (``replan_steps``: the LeRobot server reports its ``n_action_steps``), else
+  5 (openpi's LIBERO client).
 * ``protocol=starvla``: one ``examples`` list per batch (``max_batch`` caps
   it) -> ``normalized_actions [B, chunk, 7]``, un-normalised here with the
   checkpoint's statistics (``stats_path``: its ``dataset_statistics.json`` or
@@ -90,9 +92,6 @@ class RemotePolicy:
         self.api_key = api_key
         default_resize = P.OPENPI_RESIZE if protocol == P.OPENPI else P.STARVLA_RESIZE
         self.resize = default_resize if resize is None else (int(resize) or None)
-        if replan_steps is None and protocol == P.OPENPI:
-            replan_steps = P.OPENPI_REPLAN_STEPS
-        self.replan_steps = int(replan_steps) if replan_steps else None
         self.norm_mode = P._check_mode(norm_mode)
         self.sampling = dict(P.STARVLA_SAMPLING if sampling is None else sampling)
         self._ws: Any = None
@@ -102,6 +101,12 @@ class RemotePolicy:
             self._connect()
         except ConnectionError as exc:
             raise PolicyServerUnavailable(str(exc)) from None
+        served_replan = self.metadata.get("replan_steps")
+        if replan_steps is None and isinstance(served_replan, (int, np.integer)) and served_replan > 0:
+            replan_steps = int(served_replan)  # the server knows its policy's chunking (LeRobot's n_action_steps)
+        if replan_steps is None and protocol == P.OPENPI:
+            replan_steps = P.OPENPI_REPLAN_STEPS
+        self.replan_steps = int(replan_steps) if replan_steps else None
         self.stats: P.ActionStats | None = None
         if protocol == P.STARVLA:
             if stats_path:

@@ -33,8 +33,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from harness.interfaces import AgentReply, AgentRequest
-from harness.types import EpisodeSpec
 from policies import protocols as P
 from policies import wire
 
@@ -45,7 +43,12 @@ DEFAULT_PORT = 8000
 
 
 class PolicyService:
-    """The transport-free core: observations in, LIBERO action chunks out (batched)."""
+    """The transport-free core: observations in, LIBERO action chunks out (batched).
+
+    :class:`PolicyServer` needs only ``metadata()``, ``act(observations)``,
+    ``normalize(chunk)`` and ``max_batch`` from it, so other services (the
+    LeRobot one in :mod:`policies.lerobot_server`) plug in without the harness;
+    this module imports the harness only inside :class:`PolicyService`."""
 
     def __init__(self, agent: Any, stats: P.ActionStats | None = None, norm_mode: str = "min_max",
                  max_batch: int = 32):
@@ -69,6 +72,9 @@ class PolicyService:
 
     def act(self, observations: Sequence[Mapping[str, Any]]) -> list[np.ndarray]:
         """One agent call for a batch of policy observations."""
+        from harness.interfaces import AgentRequest
+        from harness.types import EpisodeSpec
+
         requests = [
             AgentRequest(
                 EpisodeSpec("served", "", f"request-{self.calls}-{i}", 0, str(obs[P.OBS_INSTRUCTION])),
@@ -269,6 +275,8 @@ def _agent_stats(agent: Any) -> P.ActionStats | None:
 
 
 def _chunk(out: Any) -> np.ndarray:
+    from harness.interfaces import AgentReply
+
     actions = out.actions if isinstance(out, AgentReply) else out
     a = np.asarray(actions, dtype=np.float32)
     if a.ndim == 1:
