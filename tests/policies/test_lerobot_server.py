@@ -100,3 +100,32 @@ def test_remote_client_against_lerobot_server_matches_lerobots_own_eval(lerobot_
     for i, c in enumerate(chunks):
         assert c.shape == (10, 7)
         np.testing.assert_allclose(c, want[f"actions{i}"], atol=1e-4)
+
+
+def test_in_process_lerobot_policy_inside_lerobots_environment(lerobot_python, tmp_path):
+    """policy=lerobot where lerobot imports: the harness's Agent API from LeRobot's venv."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    ckpt = tmp_path / "act"
+    subprocess.run([str(lerobot_python), str(HERE / "lerobot_tiny.py"), "build", str(ckpt)], check=True, env=env,
+                   capture_output=True, timeout=600)
+    script = f"""
+import numpy as np
+from harness.catalog import POLICIES
+from harness.interfaces import AgentRequest
+from harness.types import EpisodeSpec
+p = POLICIES.build("lerobot", policy={str(ckpt)!r})
+rng = np.random.default_rng(0)
+obs = [dict(agentview_image=rng.integers(0, 256, (256, 256, 3), dtype=np.uint8),
+            wrist_image=rng.integers(0, 256, (256, 256, 3), dtype=np.uint8),
+            state=rng.uniform(-.5, .5, 8).astype(np.float32), instruction="open the drawer") for _ in range(2)]
+ep = EpisodeSpec("libero", "libero_spatial", "t0/0", 7, "open the drawer")
+batch = p.act([AgentRequest(ep, o, {{}}) for o in obs])
+single = p.act([AgentRequest(ep, obs[1], {{}})])[0]
+assert p.replan_steps == 10 and p.identity()["type"] == "act", p.identity()
+assert [c.shape for c in batch] == [(10, 7), (10, 7)]
+assert np.allclose(batch[1], single, atol=1e-5) and not np.allclose(batch[0], batch[1])
+print("ok")
+"""
+    run = subprocess.run([str(lerobot_python), "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
