@@ -188,7 +188,8 @@ class RemotePolicy:
             raise RuntimeError(f"policy server error: {message or 'unspecified'}")
         data = reply.get("data") or {}
         if "normalized_actions" not in data:
-            raise ValueError("StarVLA reply without data.normalized_actions")
+            raise ValueError("StarVLA reply without data.normalized_actions (servers that un-normalise themselves "
+                             "and reply with data.actions are not supported by protocol=starvla)")
         norm = np.asarray(data["normalized_actions"], dtype=np.float64)
         if norm.ndim == 2:
             norm = norm[None]

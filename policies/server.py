@@ -287,14 +287,26 @@ def _chunk(out: Any) -> np.ndarray:
 
 
 # --- command line ---------------------------------------------------------------
+class UsageError(Exception):
+    """Bad serve-policy input: one line on stderr, exit status 2."""
+
+
 def main(overrides: Sequence[str]) -> int:
     """``harness serve-policy`` (called by :mod:`harness.cli`). Overrides:
     ``policy=NAME``, ``policy.params.KEY=VALUE``, ``host=``, ``port=``,
-    ``max_batch=``, ``stats_path=``, ``unnorm_key=``, ``norm_mode=``."""
+    ``max_batch=``, ``stats_path=``, ``unnorm_key=``, ``norm_mode=``.
+    Bad input prints one line and returns 2 (the CLI's convention)."""
+    try:
+        return _serve(overrides)
+    except UsageError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _serve(overrides: Sequence[str]) -> int:
     from omegaconf import OmegaConf
 
     from harness.catalog import POLICIES
-    from harness.cli import UsageError
     from harness.config import CONFIG_DIR
 
     items = list(overrides)
