@@ -38,6 +38,7 @@ metadata stops the run rather than mixing two checkpoints in one run.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any, Mapping, Sequence
 
@@ -95,6 +96,9 @@ class RemotePolicy:
         self.norm_mode = P._check_mode(norm_mode)
         self.sampling = dict(P.STARVLA_SAMPLING if sampling is None else sampling)
         self._ws: Any = None
+        # one exchange at a time: a call the runner abandoned (agent_timeout_s) must finish or
+        # time out before the next one uses the connection, or replies would be mismatched
+        self._lock = threading.Lock()
         self.metadata: dict[str, Any] = {}
         self._metadata_digest: str | None = None
         try:
@@ -147,6 +151,10 @@ class RemotePolicy:
     def act(self, requests: Sequence[AgentRequest]) -> list[np.ndarray]:
         if not requests:
             return []
+        with self._lock:
+            return self._act(requests)
+
+    def _act(self, requests: Sequence[AgentRequest]) -> list[np.ndarray]:
         if self.protocol == P.OPENPI:
             msgs = [P.openpi_request(r.observation, _instruction(r), self.resize) for r in requests]
             replies = self._exchange(msgs)
