@@ -177,6 +177,7 @@ def check_params(factory: Callable[..., Any], params: dict[str, Any], what: str)
 
 
 def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
+    import dataclasses
     import difflib
     import json
 
@@ -202,6 +203,12 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
         suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
+        # A suite may name its own implementation of a generic agent (planner=oracle on
+        # eb_manipulation runs eb_manipulation_oracle); the row label stays the generic name.
+        alias = dict(getattr(suite, "agent_aliases", {}) or {}).get(spec.agent)
+        if alias is not None:
+            spec = dataclasses.replace(spec, agent=alias)
+        registry.entry(spec.agent)
         check_params(registry.load(spec.agent), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
     except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None

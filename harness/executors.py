@@ -36,6 +36,8 @@ class Transition:
     done: bool = False
     steps: int = 0
     history: list[tuple[Any, str]] = field(default_factory=list)
+    #: InvalidOutput actions stepped (counted by the env, not in the history).
+    invalid_outputs: int = 0
     #: Set when the env raised or the deadline passed: (kind, message).
     error: tuple[str, str] | None = None
 
@@ -102,7 +104,9 @@ def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Tr
             out.error = _error("env")
             break
         stepped += 1
-        if not isinstance(action, InvalidOutput):
+        if type(action) is InvalidOutput:
+            out.invalid_outputs += 1
+        else:
             history.append((action, info.get(INFO_FEEDBACK, "")))
         if terminated or truncated:
             out.done = True

@@ -311,7 +311,7 @@ class ResultStore:
                 row["extra"] = json.dumps(row["extra"], sort_keys=True, default=str)
                 n = self._db.execute(_INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
                 written += n
-                if n:
+                if n and transcript:  # a rerun's transcript replaces the failed attempt's
                     key = [row[c] for c in _KEY]
                     self._db.execute(
                         f"DELETE FROM transcripts WHERE {' AND '.join(f'{c}=?' for c in _KEY)}", key)
@@ -386,26 +386,35 @@ class ResultStore:
 
 
 class RecordWriter:
-    """Commits each record, with its transcript, as the runner hands it over.
+    """Collects the records that finish in one runner round and commits them together.
 
-    One short transaction per record on the runner's thread: in WAL mode with
-    ``synchronous=NORMAL`` a commit is a write to the WAL file without fsync
-    (tens of microseconds), cheaper than waking a writer thread per record
-    (benchmarks/runner_overhead.py). A record is durable against a process
-    kill once :meth:`add` returns. A write error raises StoreError.
+    The runner calls :meth:`flush` before every agent call (and :meth:`close`
+    on every exit path, Ctrl-C and SIGTERM included), so a record waits at most
+    for the simulator steps of its own round: a SIGKILL, even one that ends a
+    hung model call, loses only the episodes in flight. Episodes finishing in
+    the same round share one transaction (a WAL append without fsync in
+    ``synchronous=NORMAL``). A write error raises StoreError.
     """
 
     def __init__(self, store: ResultStore):
         self._store = store
+        self._pending: list[tuple[EpisodeRecord, Sequence[Mapping[str, Any]]]] = []
 
     def add(self, record: EpisodeRecord, transcript: Sequence[Mapping[str, Any]] = ()) -> None:
+        self._pending.append((record, transcript))
+
+    def flush(self) -> None:
+        """Commit every waiting record now."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
         try:
-            self._store.add_many([(record, transcript)])
+            self._store.add_many(pending)
         except sqlite3.DatabaseError as exc:
             raise StoreError(_db_error("write to", self._store.path, exc)) from None
 
     def close(self) -> None:
-        """Nothing is buffered: every record was committed by :meth:`add`."""
+        self.flush()
 
     def __enter__(self) -> "RecordWriter":
         return self

@@ -2,7 +2,9 @@
 
 Real benchmark data is read in place: ``$EB_ALFRED_DATA_DIR`` or
 ``../shared/data/eb_alfred`` beside the repository. Tests that need it skip
-with the reason when it is absent (a user's clone has no ../shared).
+with the reason when it is absent (a user's clone has no ../shared), unless
+``REQUIRE_EB_ALFRED_DATA=1`` is set (``.ci/run`` sets it): then they fail, so
+CI can never go green with the data tests skipped.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: Set to 1 to turn a missing-data skip into a failure (CI).
+REQUIRE_DATA_ENV = "REQUIRE_EB_ALFRED_DATA"
 
 
 def eb_alfred_data_or_none() -> Path | None:
@@ -23,9 +27,13 @@ def eb_alfred_data_or_none() -> Path | None:
 
 @pytest.fixture
 def data_dir() -> Path:
-    """The EB-ALFRED data folder (EmbodiedBench's ``data/``), or skip."""
+    """The EB-ALFRED data folder (EmbodiedBench's ``data/``); skip without it, or
+    fail when ``REQUIRE_EB_ALFRED_DATA=1``."""
     path = eb_alfred_data_or_none()
     if path is None:
-        pytest.skip("EB-ALFRED data not found: set EB_ALFRED_DATA_DIR to EmbodiedBench's data folder "
-                    "(splits/splits.json) or place it at ../shared/data/eb_alfred")
+        reason = ("EB-ALFRED data not found: set EB_ALFRED_DATA_DIR to EmbodiedBench's data folder "
+                  "(splits/splits.json) or place it at ../shared/data/eb_alfred")
+        if os.environ.get(REQUIRE_DATA_ENV) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_DATA_ENV}=1: the data tests must not be skipped)", pytrace=False)
+        pytest.skip(reason)
     return path

@@ -1,4 +1,12 @@
-"""SIGKILL a real `harness run` halfway, rerun it, and compare with an uninterrupted run."""
+"""SIGKILL a real `harness run` mid-run, rerun it, and compare with an uninterrupted run.
+
+The kill lands mid-run by construction, not by timing: the killed run is the
+real CLI with the real random planner, held at a gate (``tests/harness/gated_cli.py``)
+before it answers for any episode with index >= K. Episodes K.. can therefore
+never finish before the kill, and at least K - BATCH + 1 have finished (at most
+BATCH - 1 of the first K are in flight when episode K starts), so the kill
+always leaves between K - BATCH + 1 and K rows, with episodes in flight.
+"""
 
 from __future__ import annotations
 
@@ -10,28 +18,36 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
 N = 40
+K = N // 2  # the gate: episodes with index >= K wait
+BATCH = 4
 ARGS = ["planner=random", "split=seen", f"limit={N}", "suite.params.generated_per_split=40",
-        "executor.batch_size=4", "progress=false"]
+        f"executor.batch_size={BATCH}", "progress=false"]
 
 
-def harness(*args: str, **kw) -> subprocess.Popen:
+def spawn(*cmd: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen([sys.executable, "-m", *cmd], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def harness(*args: str) -> subprocess.Popen:
+    return spawn("harness.cli", *args)
 
 
 def finished_rows(db: Path) -> int:
+    """Committed episode rows, read through a read-only connection (0 before the store exists)."""
     if not db.exists():
         return 0
     try:
-        with sqlite3.connect(db, timeout=1) as con:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
             return con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        finally:
+            con.close()
     except sqlite3.OperationalError:
-        return 0
+        return 0  # the schema is not there yet
 
 
 def table(outdir: Path) -> str:
@@ -42,29 +58,41 @@ def table(outdir: Path) -> str:
 
 
 def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path):
-    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    """Mutations this catches: a store that loses or duplicates committed rows on
+    SIGKILL, a resume that reruns recorded episodes (or skips unrecorded ones),
+    and any difference between a resumed and an uninterrupted run's table."""
+    clean, killed, gate = tmp_path / "clean", tmp_path / "killed", tmp_path / "gate"
+    gate.mkdir()
     proc = harness("run", *ARGS, f"out={clean}")
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
 
-    proc = harness("run", *ARGS, f"out={killed}")
     db = killed / "results.sqlite"
-    deadline = time.monotonic() + 300
-    while finished_rows(db) < N // 4 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
+    proc = spawn("tests.harness.gated_cli", str(gate), str(K), "run", *ARGS, f"out={killed}")
+    try:
+        deadline = time.monotonic() + 300
+        # Wait until the run is held at the gate and the episodes finished before it are committed.
+        while not ((gate / "blocked").exists() and finished_rows(db) >= K - BATCH + 1):
+            assert proc.poll() is None, f"the gated run ended before reaching the gate: {proc.communicate()[1]}"
+            assert time.monotonic() < deadline, "the gated run never reached the gate"
+            time.sleep(0.01)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
     at_kill = finished_rows(db)
-    assert 0 < at_kill < N, f"kill landed outside the run ({at_kill} of {N} rows)"
+    assert K - BATCH + 1 <= at_kill <= K, f"{at_kill} rows at the kill"
 
     proc = harness("run", *ARGS, f"out={killed}")
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     assert f"{N - at_kill} episodes run, {at_kill} resumed" in err, err
 
-    with sqlite3.connect(db) as con:
-        rows, keys = con.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT run_id || suite || split || episode_id || seed) FROM episodes"
-        ).fetchone()
-    assert rows == keys == N
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        run_ids = con.execute("SELECT COUNT(DISTINCT run_id) FROM episodes").fetchone()[0]
+    finally:
+        con.close()
+    assert rows == N and run_ids == 1
     assert table(killed) == table(clean)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from harness.catalog import PLANNERS
+from harness.interfaces import AgentRequest
 from harness.runner import Runner, run_id_of, run_identity
 from harness.store import ResultStore
 from harness.types import RunSpec
@@ -145,6 +146,33 @@ def test_resume_skips_recorded_episodes(suite, tmp_path):
     assert len(records) == len({r.key for r in records}) == 7
 
 
+def test_two_runs_in_one_store_each_resume_only_their_own(suite, tmp_path):
+    """Two agents write to one output directory; each rerun skips exactly its own
+    recorded episodes. Mutation caught: ``completed_keys`` ignoring ``run_id``
+    (the random run would skip the episodes the oracle recorded)."""
+    def oracle(limit):
+        return Runner(spec(limit=limit), suite, PLANNERS.build("oracle"), store).run()
+
+    def random(limit):
+        return Runner(spec(agent="random", variant="random", limit=limit), suite, PLANNERS.build("random"),
+                      store).run()
+
+    with ResultStore(tmp_path) as store:
+        a1, b1 = oracle(3), random(5)
+        a2, b2 = oracle(5), random(6)
+        records = store.records()
+    assert a1.run_id == a2.run_id != b1.run_id == b2.run_id
+    assert (a1.skipped, a1.finished) == (0, 3)
+    assert (b1.skipped, b1.finished) == (0, 5)
+    assert (a2.skipped, a2.finished) == (3, 2)
+    assert (b2.skipped, b2.finished) == (5, 1)
+    by_run = {run: sorted(r.episode_id for r in records if r.run_id == run) for run in (a1.run_id, b1.run_id)}
+    assert by_run[a1.run_id] == sorted(first_ids(suite, 5))
+    assert by_run[b1.run_id] == sorted(first_ids(suite, 6))
+    assert all(r.success for r in records if r.run_id == a1.run_id)
+    assert {r.variant for r in records if r.run_id == b1.run_id} == {"random"}
+
+
 def test_run_identity_ignores_workers_but_not_agent_or_suite(suite):
     agent = PLANNERS.build("oracle")
     a = run_id_of(run_identity(spec(), suite, agent))
@@ -201,6 +229,82 @@ def test_process_executor_kills_hung_episode_at_deadline(suite, tmp_path):
     rec = {r.episode_id: r for r in summary.records}
     assert rec[bad].error_kind == "timeout"
     assert sum(r.success for r in summary.records) == 2
+
+
+def test_drive_stops_between_steps_once_the_deadline_passed(suite):
+    """The local executor's per-episode deadline, at the unit level: ``drive`` runs a
+    plan open-loop and stops after the step during which the deadline passed.
+    Mutation caught: ``drive`` not checking the deadline."""
+    from harness.executors import drive
+
+    episode = suite.episodes(SPLIT)[0]
+    plan_len = episode.metadata["expert_length"]
+    assert plan_len >= 2
+
+    def fresh():
+        env = suite.make_env()
+        obs, info = env.reset(seed=episode.seed, options={"episode": episode, "privileged": True})
+        (plan,) = PLANNERS.build("oracle").act([AgentRequest(episode, obs, info)])
+        return env, plan
+
+    env, plan = fresh()
+    tr = drive(env, plan, deadline=time.monotonic() - 1.0)  # already past
+    assert tr.error is not None and tr.error[0] == "timeout" and tr.steps == 1 and not tr.done
+    env, plan = fresh()
+    tr = drive(env, plan, deadline=None)
+    assert tr.error is None and tr.done and tr.steps == plan_len
+
+
+def test_local_executor_ends_an_episode_at_its_deadline(suite):
+    """An episode past its wall-clock limit becomes a ``timeout`` record after the step
+    during which the limit passed (a 1 µs limit has passed after any first step), not
+    after its whole plan. Mutation caught: the local executor ignoring the deadline
+    (the runner would notice only after the whole plan ran: success, or steps > 1)."""
+    summary = Runner(spec(limit=3, episode_timeout_s=1e-6), suite, PLANNERS.build("oracle"), None).run()
+    assert len(summary.records) == 3 and summary.errors == 3
+    for r in summary.records:
+        assert r.error_kind == "timeout" and "wall-clock limit" in r.error_message
+        assert r.steps == 1 < r.expert_length and not r.success
+
+
+@dataclass
+class SeedRecordingEnv:
+    """Wraps a real env; records the seed and episode seed of every reset."""
+
+    inner: object
+    log: list
+
+    def reset(self, *, seed=None, options=None):
+        self.log.append((options["episode"].episode_id, seed, options["episode"].seed))
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        return self.inner.step(action)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_run_seed_offsets_every_episode_seed(suite, tmp_path):
+    """``RunSpec.seed`` is added to every episode's seed: the env is reset with the
+    shifted seed, records carry it, and episodes of another seed are new keys (never
+    resumed from a run with seed 0). Mutation caught: ``select_episodes`` ignoring
+    the run seed (or the executor resetting with the unshifted one)."""
+    base = {e.episode_id: e.seed for e in suite.episodes(SPLIT)[:3]}
+    log: list = []
+
+    def factory():
+        return SeedRecordingEnv(suite.make_env(), log)
+
+    with ResultStore(tmp_path) as store:
+        s0 = Runner(spec(limit=3), suite, PLANNERS.build("oracle"), store, env_factory=factory).run()
+        s7 = Runner(spec(limit=3, seed=7), suite, PLANNERS.build("oracle"), store, env_factory=factory).run()
+        again = Runner(spec(limit=3, seed=7), suite, PLANNERS.build("oracle"), store, env_factory=factory).run()
+    assert {r.episode_id: r.seed for r in s0.records} == base
+    assert {r.episode_id: r.seed for r in s7.records} == {k: v + 7 for k, v in base.items()}
+    assert sorted(log) == sorted([(k, v, v) for k, v in base.items()] + [(k, v + 7, v + 7) for k, v in base.items()])
+    assert (s7.skipped, s7.finished) == (0, 3) and (again.skipped, again.finished) == (3, 0)
+    assert all(r.success for r in s7.records)
 
 
 def test_process_and_local_executors_agree(suite):

@@ -32,6 +32,21 @@ def test_roundtrip_and_resume_keys(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.sqlite"]
 
 
+def test_completed_keys_are_per_run(tmp_path):
+    """Two runs share one store and one episode key. Mutation caught: ``completed_keys``
+    ignoring ``run_id``."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {"agent": 1}, {})
+        store.begin_run("r2", SPEC, {"agent": 2}, {})
+        assert store.add(rec("e1", run_id="r1", success=True))
+        assert store.add(rec("e1", run_id="r2", error_kind="agent"))
+        assert store.add(rec("e2", run_id="r2"))
+        assert store.completed_keys("r1") == {("s", "a", "e1", 0)}
+        assert store.completed_keys("r2") == {("s", "a", "e2", 0)}
+        assert store.completed_keys("r3") == set()
+        assert len(store.records()) == 3
+
+
 def test_completed_rows_never_duplicated_or_overwritten(tmp_path):
     with ResultStore(tmp_path) as store:
         store.begin_run("r1", SPEC, {}, {})
@@ -85,20 +100,27 @@ def test_newer_schema_refused(tmp_path):
         ResultStore(tmp_path, readonly=True)
 
 
-def test_writer_commits_each_record_before_add_returns(tmp_path):
-    """Durability: a record handed to the writer is in the file when ``add`` returns
-    (mutation: buffering records in memory until close loses them on SIGKILL)."""
+def count_rows(path) -> int:
+    other = sqlite3.connect(path / "results.sqlite")
+    try:
+        return other.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+    finally:
+        other.close()
+
+
+def test_writer_commits_on_flush_and_close(tmp_path):
+    """Mutation guarded: a writer that never commits before close (SIGKILL would lose everything)."""
     with ResultStore(tmp_path) as store:
         store.begin_run("r1", SPEC, {}, {})
-        with store.writer() as writer:
-            for i in range(30):
-                writer.add(rec(f"e{i:03d}", success=i % 2 == 0))
-                other = sqlite3.connect(tmp_path / "results.sqlite")
-                assert other.execute("SELECT COUNT(*) FROM episodes").fetchone()[0] == i + 1
-                other.close()
-        records = store.records()
-    assert [r.episode_id for r in records] == [f"e{i:03d}" for i in range(30)]
-    assert sum(r.success for r in records) == 15
+        writer = store.writer()
+        writer.add(rec("a0"))
+        writer.add(rec("a1"))
+        assert count_rows(tmp_path) == 0  # the round's records wait together
+        writer.flush()
+        assert count_rows(tmp_path) == 2
+        writer.add(rec("b0"))
+        writer.close()
+        assert count_rows(tmp_path) == 3
 
 
 def test_writer_reports_write_errors(tmp_path):
@@ -106,5 +128,6 @@ def test_writer_reports_write_errors(tmp_path):
         writer = store.writer()
         store._db.execute("DROP TABLE episodes")
         store._db.commit()
+        writer.add(rec("e1"))
         with pytest.raises(StoreError, match="cannot write to result store"):
-            writer.add(rec("e1"))
+            writer.close()

@@ -1,14 +1,16 @@
 """Transfer/breakdown tables: behaviour tests and golden files for the formats.
 
 Golden files live in tests/harness/testdata/. After an intended format change,
-rewrite them with ``UPDATE_GOLDEN=1 pytest tests/harness/test_tables.py`` and
-review the diff figure by figure.
+rewrite them with ``UPDATE_GOLDEN=1 pytest tests/harness/test_tables.py`` (that
+run writes the files and fails on purpose), review the diff figure by figure,
+and rerun without UPDATE_GOLDEN.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -83,12 +85,31 @@ def df() -> pd.DataFrame:
 
 
 def check_golden(name: str, text: str) -> None:
-    """Compare text to testdata/name; UPDATE_GOLDEN=1 rewrites the file instead."""
+    """Compare text to testdata/name. ``UPDATE_GOLDEN=1`` rewrites the file and then
+    fails, so an update run can never pass: review the diff, rerun without it."""
     path = TESTDATA / name
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.write_text(text, encoding="utf-8")
+        pytest.fail(f"golden files updated ({name}); rerun without UPDATE_GOLDEN", pytrace=False)
     assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
     assert text == path.read_text(encoding="utf-8")
+
+
+def test_golden_update_mode_writes_then_fails(tmp_path: Path, monkeypatch) -> None:
+    """Mutation caught: an update mode that rewrites the file and then compares it with
+    itself (so ``UPDATE_GOLDEN=1`` would pass whatever the tables print)."""
+    monkeypatch.setattr(sys.modules[__name__], "TESTDATA", tmp_path)
+    (tmp_path / "t.md").write_text("old\n", encoding="utf-8")
+    monkeypatch.setenv("UPDATE_GOLDEN", "1")
+    with pytest.raises(pytest.fail.Exception, match="golden files updated .*rerun without UPDATE_GOLDEN"):
+        check_golden("t.md", "new\n")
+    assert (tmp_path / "t.md").read_text(encoding="utf-8") == "new\n"
+    monkeypatch.delenv("UPDATE_GOLDEN")
+    check_golden("t.md", "new\n")
+    with pytest.raises(AssertionError):
+        check_golden("t.md", "other\n")
+    with pytest.raises(AssertionError, match="missing golden file"):
+        check_golden("absent.md", "x")
 
 
 # --- table values -------------------------------------------------------------

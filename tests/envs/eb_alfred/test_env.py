@@ -68,17 +68,31 @@ def test_reset_is_deterministic(episode: EpisodeSpec) -> None:
     assert info1[INFO_PRIVILEGED] == info2[INFO_PRIVILEGED]
 
 
+def _receptacle_finds(env: EBAlfredEnv, actions: list[str]) -> list[str]:
+    """``find a X`` actions of the list for receptacle types present in the scene:
+    they succeed by construction (``find`` teleports to any object not in hand)."""
+    present = {o.type for o in env.world.objects.values() if o.receptacle and not env.world.is_held(o.id)}
+    return [a for a in actions if a.startswith("find a ") and a[len("find a "):] in present]
+
+
 def test_valid_step_by_string_and_by_id(episode: EpisodeSpec) -> None:
+    """Mutation caught: success feedback other than EB-ALFRED's text, or an action id
+    mapped to the wrong entry of the scene's list."""
     env, obs, _ = _reset(episode)
-    idx = obs["actions"].index("find a CounterTop") if "find a CounterTop" in obs["actions"] else None
+    finds = _receptacle_finds(env, obs["actions"])
+    assert len(finds) >= 2
     _, _, _, _, info = env.step("drop the object in hand")  # nothing held: a failing skill
     assert info[INFO_ACTION_OK] is False and info[INFO_FEEDBACK].startswith(FEEDBACK_INVALID_PREFIX)
     assert info[INFO_INVALID_ACTIONS] == 1 and info["env_steps"] == 1
-    target = idx if idx is not None else 0
+    target = obs["actions"].index(finds[0])
     _, _, _, _, info = env.step(target)
-    if info[INFO_ACTION_OK]:
-        assert info[INFO_FEEDBACK] == FEEDBACK_SUCCESS
-    assert info["env_steps"] == 2 and info["action"] == obs["actions"][target]
+    assert info[INFO_ACTION_OK] is True and info[INFO_FEEDBACK] == FEEDBACK_SUCCESS
+    assert info["env_steps"] == 2 and info["action"] == finds[0] and info[INFO_INVALID_ACTIONS] == 1
+    faced = env.world.at
+    assert faced is not None and env.world.objects[faced].type == finds[0][len("find a "):]
+    _, _, _, _, info = env.step(f"  {finds[1]}.")  # by string; whitespace and a final '.' tolerated
+    assert info[INFO_ACTION_OK] is True and info[INFO_FEEDBACK] == FEEDBACK_SUCCESS
+    assert info["env_steps"] == 3 and info["action"] == finds[1] and info[INFO_INVALID_ACTIONS] == 1
 
 
 @pytest.mark.parametrize("bad", ["", "fly to the moon", '{"executable_plan": [', 10**6, -1, None, 3.5, True])

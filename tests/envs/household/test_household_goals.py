@@ -88,6 +88,28 @@ def test_look_at_partial_and_full(world_of):
     assert gc(wrong, LOOK) == (1, 2)
 
 
+def test_look_at_sliced(world_of):
+    """The sliced look-at branch (ALFRED env/tasks.py counts it; the generator makes no
+    such tasks, so it is tested here directly): ts = 3; a slice exists; a *slice* in
+    hand; a lit lamp in view. Mutations caught: dropping the branch's ``ts += 1`` or its
+    slice condition, or counting a whole Apple in hand for an AppleSliced target."""
+    task = TaskSpec("look_at_obj_in_light", "Apple", "", toggle_target="DeskLamp", object_sliced=True)
+    lit = ("DeskLamp_1", None, {"is_on": True})
+    room = [r for r in ROOM if r[0] != "DeskLamp_1"]
+    assert gc(world_of(*ROOM, ("Apple_1", "CounterTop_1")), task) == (0, 3)
+    # A whole apple in hand under a lit lamp: only the lamp counts.
+    whole = world_of(*room, lit, ("Apple_1", None), holding="Apple_1", at="DeskLamp_1")
+    assert gc(whole, task) == (1, 3)
+    # A slice exists (not in hand), lamp off: 1 of 3.
+    assert gc(world_of(*ROOM, ("AppleSliced_1", "CounterTop_1"), at="DeskLamp_1"), task) == (1, 3)
+    # A slice in hand, the lit lamp out of view: 2 of 3.
+    away = world_of(*room, lit, ("AppleSliced_1", None), ("AppleSliced_2", "CounterTop_1"),
+                    holding="AppleSliced_1", at="CounterTop_1")
+    assert gc(away, task) == (2, 3) and not goal_satisfied(away, task)
+    away.at = "DeskLamp_1"
+    assert gc(away, task) == (3, 3) and goal_satisfied(away, task)
+
+
 # --- clean / heat / cool ------------------------------------------------------------
 STATE_TASKS = [
     ("pick_clean_then_place_in_recep", "cleaned"),
