@@ -286,8 +286,10 @@ class ProcessExecutor:
             now = time.monotonic()
             for conn, queue in list(waiting.items()):
                 if any(d is not None and now > d for _, d in queue):
-                    self._fail_worker(queue[0][0] // self._k, waiting, results, "timeout",
-                                      "episode exceeded its wall-clock limit; worker killed")
+                    culprit = queue[0][0]  # the request the worker is busy with
+                    self._fail_worker(culprit // self._k, waiting, results, "worker",
+                                      "its worker was killed: another env of that worker passed its deadline")
+                    results[culprit] = Transition(error=("timeout", "episode exceeded its wall-clock limit; worker killed"))
         return [results[slot] for slot, _, _ in requests]
 
     def _fail_worker(self, worker: int, waiting: dict, results: dict, kind: str, message: str | None = None) -> None:

@@ -139,6 +139,21 @@ class LiberoEnv:
             self._init_cache[key] = self.provider.init_states(task)
         return self._init_cache[key]
 
+    def _make_current(self) -> None:
+        """Make this env's GL context current before it renders.
+
+        robosuite's offscreen renderer never does so itself, so with several
+        envs in one process (local executor, ``envs_per_worker`` > 1) an env
+        would render with another env's context current: wrong images
+        (measured: pixel differences up to 202/255). Likewise its render
+        context frees its GL objects (on a hard reset, on close) in whatever
+        context is current, which would delete another env's textures: so
+        this is also called before ``reset`` and ``close``."""
+        sim = getattr(self._env.env, "sim", None) if self._env is not None else None
+        ctx = getattr(sim, "_render_context_offscreen", None)
+        if ctx is not None:
+            ctx.gl_ctx.make_current()
+
     def _set_cameras(self, on: bool) -> None:
         inner = self._env.env
         for cam in self.suite.preset["cameras"]:
@@ -196,6 +211,7 @@ class LiberoEnv:
         env = self._ensure_env(spec.split, task)
         table = self._seed_fixture_rng(spec.split, task, trial, seed)
         self._set_cameras(False)  # the reset's own observation and the wait steps need no images
+        self._make_current()  # the hard reset frees the old render context's GL objects
         env.reset()
         if table is not None:
             after = np.random.get_state()
@@ -217,6 +233,7 @@ class LiberoEnv:
             raw, _r, _d, _i = env.step(dummy)
         if self._images:
             self._set_cameras(True)
+            self._make_current()
             raw = env.env._get_observations(force_update=True)
 
         self._spec = spec
@@ -237,6 +254,8 @@ class LiberoEnv:
         if self._done or self._env is None:
             raise RuntimeError("LIBERO episode is over or not started: call reset() first")
         a = validate_action(action)
+        if self._images:
+            self._make_current()
         raw, reward, _done, _ = self._env.step(a)
         self._t += 1
         success = bool(self._env.check_success())
@@ -258,6 +277,10 @@ class LiberoEnv:
 
     # -- helpers --------------------------------------------------------
     def _close_env(self) -> None:
+        try:
+            self._make_current()
+        except Exception:
+            pass
         env, self._env, self._env_key = self._env, None, None
         if env is not None:
             try:

@@ -23,6 +23,8 @@ class LiberoSuite:
     * ``fixture_rng``: ``sequence`` (default, the standard loop reproduced) | ``per_trial``.
     * ``max_steps``: override the preset's per-split budget (an int; shortened CI runs); in the identity.
     * ``trials``: init states per task (default: the preset's); ``tasks``: task indices to include.
+      Both select a subset of the same episodes, so neither is in ``protocol`` (like ``limit``);
+      the preset's own trial count is implied by its name.
     * ``video``: ``none`` | ``failures`` | ``all`` (MP4 per episode under the run's artifacts folder).
     """
 
@@ -89,7 +91,6 @@ class LiberoSuite:
             "cameras": list(self.preset["cameras"]),
             "rotate_180": self.preset["rotate_180"],
             "dummy_action": list(self.preset["dummy_action"]),
-            "trials": self.trials,
             "fast_render": self.fast_render,
             "fixture_rng": self.fixture_rng,
             "provider": self.provider_name,

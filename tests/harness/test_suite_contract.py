@@ -4,7 +4,9 @@ reset/step types, documented info keys, determinism under a seed, step limits ho
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 
 import pytest
 
@@ -24,11 +26,12 @@ from harness.types import (
 #: registered without an entry here fails the first test. ``kind="policy"``:
 #: the agent is a policy, and malformed actions must raise AgentContractError.
 #: ``share_env``: one env serves every rollout (suites whose env takes seconds to build).
-#: ``needs``: a module the suite's simulator needs (the case skips, saying so, without it).
+#: ``needs``: a module the suite's simulator needs (the case skips, saying so, without it,
+#: or fails when the ``require_env`` variable is 1, as in CI).
 CONTRACT = {
     "eb_alfred": dict(params={"render": True, "generated_per_split": 6}, split="seen", agent="random"),
     "libero": dict(params={"max_steps": 4, "tasks": [0], "trials": 2}, split="libero_spatial", agent="zero",
-                   kind="policy", share_env=True, needs="libero.libero"),
+                   kind="policy", share_env=True, needs="libero.libero", require_env="REQUIRE_LIBERO"),
 }
 
 _SHARED_ENVS: dict = {}
@@ -42,7 +45,13 @@ def test_every_registered_suite_has_a_contract_entry():
 def case(request):
     entry = CONTRACT[request.param]
     if entry.get("needs"):
-        pytest.importorskip(entry["needs"], reason=f"{request.param}'s simulator is not installed")
+        try:
+            importlib.import_module(entry["needs"])
+        except ImportError:
+            reason = f"{request.param}'s simulator ({entry['needs']}) is not installed"
+            if os.environ.get(entry.get("require_env", "-")) == "1":
+                pytest.fail(f"{reason} and {entry['require_env']}=1", pytrace=False)
+            pytest.skip(reason)
     yield request.param, SUITES.build(request.param, **entry["params"]), entry
     env = _SHARED_ENVS.pop(request.param, None)
     if env is not None:

