@@ -118,3 +118,14 @@ def test_server_that_stays_down_gives_agent_error_records(tmp_path):
     assert {r["error_kind"] for r in rows} == {"agent"}
     assert all("unreachable" in r["error_message"] for r in rows)
     assert all(r["steps"] == 0 for r in rows)
+
+
+@pytest.mark.slow
+def test_vla_in_process_on_libero(tiny_vla, tmp_path):
+    res = _harness_run(["suite=libero", "split=libero_spatial", "policy=vla", f"policy.params.checkpoint={tiny_vla}",
+                        "suite.params.tasks=[0]", "suite.params.trials=1", f"suite.params.max_steps={STEPS}",
+                        f"out={tmp_path}", "progress=false"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    (ep,) = _rows(tmp_path, "episodes")
+    assert ep["error_kind"] is None, ep["error_message"]
+    assert ep["steps"] == STEPS and ep["agent_calls"] == 2  # whole 10-action chunks

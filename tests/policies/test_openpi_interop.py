@@ -155,3 +155,18 @@ def test_openpi_client_against_harness_serve_policy(ref_python, tiny_vla, tmp_pa
         assert got[f"actions{i}"].shape == (5, 7)
         np.testing.assert_allclose(got[f"actions{i}"], want[i], atol=1e-4)
     assert info["error"] and "observation/wrist_image" in info["error"]  # traceback text, then close
+
+
+def test_image_resize_matches_openpi_clients(ref_python, tmp_path):
+    """Our client resizes as openpi's LIBERO example does (image_tools.resize_with_pad to 224)."""
+    rng = np.random.default_rng(0)
+    images = {"square": rng.integers(0, 256, (256, 256, 3), dtype=np.uint8),
+              "wide": rng.integers(0, 256, (128, 256, 3), dtype=np.uint8),
+              "tall": rng.integers(0, 256, (300, 200, 3), dtype=np.uint8)}
+    np.savez(tmp_path / "img.npz", **images)
+    script = ("import sys, numpy as np; from openpi_client import image_tools as t; d = np.load(sys.argv[1]); "
+              "np.savez(sys.argv[2], **{k: t.resize_with_pad(d[k], 224, 224) for k in d.files})")
+    subprocess.run([str(ref_python), "-c", script, str(tmp_path / "img.npz"), str(tmp_path / "ref.npz")], check=True)
+    ref = np.load(tmp_path / "ref.npz")
+    for name, img in images.items():
+        np.testing.assert_array_equal(P.resize_with_pad(img, 224), ref[name], err_msg=name)
