@@ -170,3 +170,20 @@ def test_server_batches_requests_from_several_connections(scripted):
         assert max(slow.batches) > 1  # requests from different connections shared a policy call
     finally:
         srv.stop()
+
+
+def test_any_registered_policy_is_served(scripted):
+    """serve-policy builds policies from the registry: the zero policy, over both protocols."""
+    from harness.catalog import POLICIES
+
+    agent = POLICIES.build("zero")
+    srv = PolicyServer(PolicyService(agent, stats=P.ActionStats(STATS, "test")), port=0).start_background()
+    try:
+        dummy = np.array(P.LIBERO_DUMMY_ACTION, np.float32)
+        for protocol in ("openpi", "starvla"):
+            client = _client(srv, protocol=protocol)
+            assert client.identity()["served"] == json.loads(json.dumps(agent.identity()))
+            (chunk,) = client.act([request(libero_obs(0))])
+            assert chunk.ndim == 2 and (chunk == dummy).all()
+    finally:
+        srv.stop()
