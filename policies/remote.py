@@ -105,6 +105,9 @@ class RemotePolicy:
             self._connect()
         except ConnectionError as exc:
             raise PolicyServerUnavailable(str(exc)) from None
+        if not self.metadata and not checkpoint_id:
+            log.warning("policy server %s sent empty metadata: runs of different checkpoints behind it would share "
+                        "a run identity; name the checkpoint with policy.params.checkpoint_id=...", self.url)
         served_replan = self.metadata.get("replan_steps")
         if replan_steps is None and isinstance(served_replan, (int, np.integer)) and served_replan > 0:
             replan_steps = int(served_replan)  # the server knows its policy's chunking (LeRobot's n_action_steps)
