@@ -51,11 +51,13 @@ class PolicyService:
     this module imports the harness only inside :class:`PolicyService`."""
 
     def __init__(self, agent: Any, stats: P.ActionStats | None = None, norm_mode: str = "min_max",
-                 max_batch: int = 32):
+                 max_batch: int = 32, max_wait_s: float = 0.01):
         self.agent = agent
         self.norm_mode = P._check_mode(norm_mode)
         self.stats = stats if stats is not None else _agent_stats(agent)
         self.max_batch = max(1, int(max_batch))
+        #: how long the first request of a batch waits for others (seconds; not a result-changing knob)
+        self.max_wait_s = max(0.0, float(max_wait_s))
         self.calls = 0
 
     def metadata(self) -> dict[str, Any]:
@@ -116,8 +118,19 @@ class _Batcher:
         loop = asyncio.get_running_loop()
         while True:
             batch = [await self.queue.get()]
-            while len(batch) < self.service.max_batch and not self.queue.empty():
-                batch.append(self.queue.get_nowait())
+            # a short window lets frames still arriving (a pipelined batch, other clients) join
+            deadline = loop.time() + getattr(self.service, "max_wait_s", 0.0)
+            while len(batch) < self.service.max_batch:
+                if not self.queue.empty():
+                    batch.append(self.queue.get_nowait())
+                    continue
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self.queue.get(), remaining))
+                except asyncio.TimeoutError:
+                    break
             observations = [obs for obs, _ in batch]
             try:
                 chunks = await loop.run_in_executor(None, self.service.act, observations)
@@ -202,36 +215,69 @@ class PolicyServer:
                 task.cancel()
 
     async def _handle(self, conn: Any, batcher: _Batcher) -> None:
+        """Frames are answered in order, but not one at a time: each frame becomes a
+        task at once, so frames a client pipelines (the ``remote`` client sends a
+        whole batch of episodes) reach the batcher together and share one ``act``."""
         import websockets
-        import websockets.frames
 
         self.connections += 1
         await conn.send(self._metadata_frame)
+        order: asyncio.Queue[asyncio.Future | None] = asyncio.Queue()
+        sender = asyncio.create_task(self._send_in_order(conn, order))
+        closed = False
+        try:
+            while not sender.done():
+                try:
+                    raw = await conn.recv()
+                except websockets.ConnectionClosed:
+                    closed = True  # nobody to answer: drop what is still pending
+                    break
+                order.put_nowait(asyncio.ensure_future(self._reply(raw, batcher)))
+        finally:
+            if closed or sender.done():
+                sender.cancel()
+                while not order.empty():
+                    pending = order.get_nowait()
+                    if pending is not None:
+                        pending.cancel()
+            else:
+                order.put_nowait(None)
+            try:
+                await sender
+            except (websockets.ConnectionClosed, asyncio.CancelledError):
+                pass
+
+    async def _send_in_order(self, conn: Any, order: asyncio.Queue) -> None:
         while True:
-            try:
-                raw = await conn.recv()
-            except websockets.ConnectionClosed:
+            item = await order.get()
+            if item is None:
                 return
-            try:
-                msg = wire.unpackb(raw)
-            except wire.WireError as exc:
-                await _send_fatal(conn, f"bad frame: {exc}")
+            fatal, payload = await item
+            if fatal:  # openpi: the traceback as text, then close; later frames are dropped
+                await _send_fatal(conn, payload)
+                while not order.empty():
+                    pending = order.get_nowait()
+                    if pending is not None:
+                        pending.cancel()
                 return
-            if isinstance(msg, Mapping) and ("examples" in msg or msg.get("type") == "ping"):
-                await conn.send(wire.packb(await self._starvla(msg, batcher)))
-                continue
-            try:
-                obs = P.observation_from_openpi(msg if isinstance(msg, Mapping) else {})
-                t0 = asyncio.get_running_loop().time()
-                (chunk,) = await batcher.submit([obs])
-                reply = {P.OPENPI_ACTIONS: chunk,
-                         "server_timing": {"infer_ms": 1000 * (asyncio.get_running_loop().time() - t0)}}
-                await conn.send(wire.packb(reply))
-            except websockets.ConnectionClosed:
-                return
-            except Exception:
-                await _send_fatal(conn, traceback.format_exc())
-                return
+            await conn.send(payload)
+
+    async def _reply(self, raw: Any, batcher: _Batcher) -> tuple[bool, Any]:
+        """(fatal, frame): a reply frame, or the text that precedes closing."""
+        try:
+            msg = wire.unpackb(raw)
+        except wire.WireError as exc:
+            return True, f"bad frame: {exc}"
+        if isinstance(msg, Mapping) and ("examples" in msg or msg.get("type") == "ping"):
+            return False, wire.packb(await self._starvla(msg, batcher))
+        try:
+            obs = P.observation_from_openpi(msg if isinstance(msg, Mapping) else {})
+            t0 = asyncio.get_running_loop().time()
+            (chunk,) = await batcher.submit([obs])
+            return False, wire.packb({P.OPENPI_ACTIONS: chunk,
+                                      "server_timing": {"infer_ms": 1000 * (asyncio.get_running_loop().time() - t0)}})
+        except Exception:
+            return True, traceback.format_exc()
 
     async def _starvla(self, msg: Mapping[str, Any], batcher: _Batcher) -> dict[str, Any]:
         request_id = msg.get("request_id")
@@ -325,22 +371,23 @@ def _serve(overrides: Sequence[str]) -> int:
     policy_cfg = OmegaConf.load(base_file) if base_file.is_file() else OmegaConf.create({"params": {}})
     cfg = OmegaConf.merge(
         OmegaConf.create({"policy": {"name": name, "params": {}}, "host": LOOPBACK, "port": DEFAULT_PORT,
-                          "max_batch": 32, "stats_path": None, "unnorm_key": None, "norm_mode": "min_max"}),
+                          "max_batch": 32, "max_wait_s": 0.01, "stats_path": None, "unnorm_key": None, "norm_mode": "min_max"}),
         {"policy": policy_cfg}, {"policy": {"name": name}},
     )
     try:
         cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(rest))
     except Exception as exc:
         raise UsageError(f"bad override: {exc}") from None
-    unknown = set(cfg) - {"policy", "host", "port", "max_batch", "stats_path", "unnorm_key", "norm_mode"}
+    unknown = set(cfg) - {"policy", "host", "port", "max_batch", "max_wait_s", "stats_path", "unnorm_key", "norm_mode"}
     if unknown:
-        raise UsageError(f"unknown serve-policy option(s) {sorted(unknown)} (host, port, max_batch, stats_path, "
+        raise UsageError(f"unknown serve-policy option(s) {sorted(unknown)} (host, port, max_batch, max_wait_s, stats_path, "
                          "unnorm_key, norm_mode, policy.params.*)")
     params = OmegaConf.to_container(cfg.policy.params, resolve=True) or {}
     try:
         agent = POLICIES.build(name, **params)
         stats = P.load_action_stats(cfg.stats_path, cfg.unnorm_key) if cfg.stats_path else None
-        service = PolicyService(agent, stats=stats, norm_mode=cfg.norm_mode, max_batch=cfg.max_batch)
+        service = PolicyService(agent, stats=stats, norm_mode=cfg.norm_mode, max_batch=cfg.max_batch,
+                                max_wait_s=cfg.max_wait_s)
     except (FileNotFoundError, NotADirectoryError, ValueError, TypeError) as exc:
         raise UsageError(f"serve-policy {name}: {str(exc).strip().splitlines()[0]}") from None
     if cfg.host not in (LOOPBACK, "localhost", "::1"):

@@ -42,7 +42,7 @@ def test_openpi_batch_returns_each_episodes_chunk(server, scripted):
         assert c.shape == (6, 7) and c.dtype == np.float32
         np.testing.assert_allclose(c, expected_chunk(_resized(o)), atol=1e-6)
     assert client.replan_steps == 5  # openpi's LIBERO client
-    assert sum(scripted.batches) == 5  # every observation reached the policy once (batched server-side)
+    assert sum(scripted.batches) == 5 and max(scripted.batches) > 1  # pipelined frames share policy calls
     client.close()
 
 
@@ -185,5 +185,32 @@ def test_any_registered_policy_is_served(scripted):
             assert client.identity()["served"] == json.loads(json.dumps(agent.identity()))
             (chunk,) = client.act([request(libero_obs(0))])
             assert chunk.ndim == 2 and (chunk == dummy).all()
+    finally:
+        srv.stop()
+
+
+def test_bad_frame_gets_text_and_close(server):
+    from websockets.sync.client import connect
+
+    with connect(f"ws://127.0.0.1:{server.port}") as ws:
+        ws.recv(timeout=5)  # metadata
+        ws.send(b"\xc1not msgpack")
+        reply = ws.recv(timeout=5)
+        assert isinstance(reply, str) and "bad frame" in reply
+        with pytest.raises(Exception):
+            ws.recv(timeout=5)  # closed by the server
+
+
+def test_reply_timeout_reconnects_then_gives_up(scripted):
+    import time
+
+    slow = ScriptedPolicy()
+    original = slow.act
+    slow.act = lambda reqs: (time.sleep(1.0), original(reqs))[1]
+    srv = PolicyServer(PolicyService(slow), port=0).start_background()
+    try:
+        client = _client(srv, timeout_s=0.2, connect_retries=2)
+        with pytest.raises(ConnectionError, match="no reply after 2 attempts"):
+            client.act([request(libero_obs(0))])
     finally:
         srv.stop()
