@@ -403,6 +403,6 @@ def _serve(overrides: Sequence[str]) -> int:
         server.serve_forever(on_ready=ready)
     except OSError as exc:
         raise UsageError(f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}") from None
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM / SIGHUP (the CLI raises them as KeyboardInterrupt)
+        print(f"serve-policy: stopped after {service.calls} policy calls", file=sys.stderr)
     return 0
