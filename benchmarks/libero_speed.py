@@ -143,17 +143,17 @@ def main() -> None:
     print(f"our env, fast_render=true            : {fast:7.2f} steps/s  ({fast / ours:.2f}x cameras on)")
     blind, _ = our_env(False, False, args.steps)
     print(f"our env, render=False (no cameras)   : {blind:7.2f} steps/s  ({blind / ours:.2f}x cameras on)")
-    print(f"hard reset + init state + 10 waits   : {extra['reset_s']:7.2f} s")
+    print(f"env build + first reset (10 waits)   : {extra['reset_s']:7.2f} s")
     print(f"fixture RNG replay (draws only)      : {1000 * extra['replay_per_reset_s']:7.1f} ms per replayed reset; "
           f"cold start at trial 49: {extra['replayed']} replayed, reset {extra['reset_49_s']:.2f} s")
 
     n = args.workers
     one, wall1, steps1 = runner(1, 1, args.episodes_per_worker, args.episode_steps)
     print(f"runner, 1 worker                     : {one:7.2f} steps/s  ({steps1} steps in {wall1:.1f} s, builds and resets included)")
-    many, walln, stepsn = runner(n, args.envs_per_worker, args.episodes_per_worker * n * args.envs_per_worker,
-                                 args.episode_steps)
-    print(f"runner, {n} workers x {args.envs_per_worker} envs          : {many:7.2f} steps/s  ({stepsn} steps in {walln:.1f} s; "
-          f"{many / one:.2f}x one worker, ideal {n}x)")
+    for k in sorted({1, args.envs_per_worker}):
+        many, walln, stepsn = runner(n, k, args.episodes_per_worker * n * k, args.episode_steps)
+        print(f"runner, {n} workers x {k} envs each     : {many:7.2f} steps/s  ({stepsn} steps in {walln:.1f} s; "
+              f"{many / one:.2f}x one worker, ideal {n}x)")
 
 
 if __name__ == "__main__":

@@ -74,8 +74,10 @@ class ReplayPolicy:
     privileged = False
     reads_images = False
 
-    def __init__(self, path: str, demo: int | str = 0, after: str = "hold", chunk: int | None = None,
+    def __init__(self, path: str | None = None, demo: int | str = 0, after: str = "hold", chunk: int | None = None,
                  replan_steps: int | None = None, **_: Any) -> None:
+        if not path:
+            raise ValueError("replay needs a demonstration: policy.params.path=FILE_OR_FOLDER")
         self.path = Path(path).expanduser()
         if not self.path.exists():
             raise FileNotFoundError(f"replay: no demonstration file or folder at {self.path}")

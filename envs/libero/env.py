@@ -17,7 +17,8 @@ saved init state. In the standard loop the generator is seeded once per task
 (``env.seed(7)``) and trial i is the (i+1)-th reset after it, so trial i's
 fixtures depend on the trials before it. ``sequence`` (default) reproduces that
 for any order, parallelism or resume: the env keeps, per (task, seed), the
-generator state before each reset; trial i restores state i before its reset.
+generator state before each reset (shared by the envs of a process); trial i
+restores state i before its reset.
 A missing state i is computed by replaying the earlier resets' *draws* only
 (placement samplers on the already loaded model, the fixture bodies put back
 at their compiled positions first: 4-80 ms per replayed reset instead of the
@@ -81,6 +82,11 @@ def validate_action(action: Any) -> np.ndarray:
     return a
 
 
+#: numpy's global-generator state before each reset, per (provider, split, task, seed):
+#: shared by every env of this process (the draws depend only on the task's model).
+_RNG_TABLES: dict[tuple[str, str, int, int], list[tuple]] = {}
+
+
 def _same_rng_state(a: tuple, b: tuple) -> bool:
     return a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
 
@@ -95,7 +101,6 @@ class LiberoEnv:
         self._env_key: tuple[str, int] | None = None
         self._pristine: tuple[np.ndarray, np.ndarray] | None = None
         self._init_cache: dict[tuple[str, int], np.ndarray] = {}
-        self._rng_tables: dict[tuple[str, int, int], list[tuple]] = {}
         self._spec: EpisodeSpec | None = None
         self._done = True
         #: The flattened MuJoCo state right after ``set_init_state`` (tests compare it with the init file).
@@ -182,7 +187,7 @@ class LiberoEnv:
         if self.suite.fixture_rng == "per_trial":
             np.random.seed(int(np.random.SeedSequence([seed, task, trial]).generate_state(1)[0]))
             return None
-        table = self._rng_tables.setdefault((split, task, seed), [])
+        table = _RNG_TABLES.setdefault((self.provider.name, split, task, seed), [])
         if not table:
             np.random.seed(seed)  # the standard loop's env.seed(seed), once per task
             table.append(np.random.get_state())

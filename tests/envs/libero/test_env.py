@@ -215,12 +215,17 @@ def test_fixture_placement_reproduces_the_standard_loop_in_any_order(slice_run):
     assert not np.array_equal(loop[0], loop[1])  # placement really varies per trial
 
     eps = LiberoSuite(max_steps=SHORT, tasks=[0], trials=3).episodes("libero_goal")
+    from envs.libero import env as env_module
+
+    env_module._RNG_TABLES.clear()  # forget what the slice's in-order trials 0, 1 recorded
+    replayed = env.replayed_resets
     for i in (2, 0, 1):
         env.reset(options={"episode": eps[i], "render": False})
         ours = env._env.env
         ids = [ours.sim.model.body_name2id(f.root_body) for f in ours.fixtures_dict.values()]
         got = np.concatenate([ours.sim.model.body_pos[ids].ravel(), ours.sim.model.body_quat[ids].ravel()])
         np.testing.assert_array_equal(got, loop[i])
+    assert env.replayed_resets - replayed == 2  # trial 2 first: two earlier resets' draws replayed
 
 
 @pytest.mark.ci
