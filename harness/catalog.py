@@ -36,6 +36,9 @@ PLANNERS.register("oracle_json", "planners.oracle_json:OracleJSONPlanner", "the 
 
 POLICIES.register("zero", "policies.zero:ZeroPolicy", "LIBERO's dummy action (no-op, gripper open) every step")
 POLICIES.register("replay", "policies.replay:ReplayPolicy", "plays a demonstration's actions (HDF5/NPZ) open-loop")
+POLICIES.register("remote", "policies.remote:RemotePolicy", "a policy server over websockets (protocol=openpi | starvla)")
+POLICIES.register("vla", "policies.vla:VLAPolicy", "in-process minimal VLA: HF VLM backbone (+LoRA) + action-chunk head")
+POLICIES.register("lerobot", "policies.lerobot_policy:LeRobotPolicy", "LeRobot PreTrainedPolicy in-process (needs lerobot: Python >= 3.12; else serve it)")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")

@@ -65,6 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     sub.add_parser("list", help="registered suites, planners, policies, executors and config choices")
 
+    p_serve = sub.add_parser(
+        "serve-policy", help="serve a registered policy over websockets (openpi and StarVLA protocols)",
+        description="e.g. harness serve-policy policy=vla policy.params.checkpoint=/ckpt port=8000 "
+        "(loopback by default; host=0.0.0.0 exposes it). See policies/server.py.",
+    )
+    p_serve.add_argument("overrides", nargs="*", help="policy=NAME, policy.params.KEY=VALUE, host=, port=, max_batch=")
+
     args = parser.parse_args(argv)
     handlers = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -72,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args.overrides, args.multirun)
         if args.command == "table":
             return _cmd_table(args)
+        if args.command == "serve-policy":
+            from policies.server import main as serve_policy
+
+            return serve_policy(args.overrides)
         return _cmd_list()
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
