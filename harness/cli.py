@@ -56,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_table.add_argument("--baseline", default=None,
                          help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
     p_table.add_argument("--metrics", default="sr,gc", help="comma-separated: sr, gc, progress, plw_sr, plw_gc")
-    p_table.add_argument("--by", choices=["task_type"], default=None, help="per-task-type breakdown instead")
+    p_table.add_argument("--by", choices=["task_type", "failure"], default=None,
+                         help="per-task-type breakdown, or the failure taxonomy (harness/failures.py), instead")
     p_table.add_argument("--columns", choices=["split", "suite"], default="split",
                          help="one column group per suite/split (default) or per suite (the mean over its splits)")
     p_table.add_argument("--stats", action="store_true",
@@ -324,6 +325,8 @@ def _cmd_table(args: argparse.Namespace) -> int:
         elif not args.by:
             print("note: no variant is called 'base', so the table has no Δ columns "
                   "(--baseline NAME compares against NAME)", file=sys.stderr)
+    if args.by == "failure":
+        return _failure_table(args, df, notes)
     try:
         if args.by:
             table = tables.breakdown_table(df, by=args.by, baseline=baseline)
@@ -335,6 +338,21 @@ def _cmd_table(args: argparse.Namespace) -> int:
         raise UsageError(_one_line(exc)) from None
     text = render(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _failure_table(args: argparse.Namespace, df: Any, notes: list[str]) -> int:
+    from harness import failures
+    from harness.store import ResultStore
+
+    if args.format == "latex":
+        raise UsageError("--by failure prints markdown or csv")
+    with ResultStore(args.outdir, readonly=True) as store:  # old stores: task params re-derived from the suite
+        tasks = failures.tasks_from_suites(store, df)
+    table = failures.failure_table(df, failures.classify_frame(df, tasks))
+    sys.stdout.write(failures.failure_csv(table) if args.format == "csv" else failures.failure_markdown(table))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
