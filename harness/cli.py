@@ -64,6 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="paired statistics for every Δ: exact McNemar p-value (SR) and paired bootstrap "
                               "95%% intervals (ΔSR, ΔGC) over episodes both variants ran")
 
+    p_report = sub.add_parser("report", help="write a static HTML report of an output directory (reads the store only)")
+    p_report.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
+    p_report.add_argument("--dest", default=None, help="report file or folder (default: OUTDIR/report/index.html)")
+    p_report.add_argument("--baseline", default=None, help="variant for Δ and the paired view (default: 'base' or the first)")
+
     sub.add_parser("list", help="registered suites, planners, policies, executors and config choices")
 
     args = parser.parse_args(argv)
@@ -73,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args.overrides, args.multirun)
         if args.command == "table":
             return _cmd_table(args)
+        if args.command == "report":
+            return _cmd_report(args)
         return _cmd_list()
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
@@ -355,6 +362,21 @@ def _failure_table(args: argparse.Namespace, df: Any, notes: list[str]) -> int:
     sys.stdout.write(failures.failure_csv(table) if args.format == "csv" else failures.failure_markdown(table))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+# --- report ---------------------------------------------------------------
+def _cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import build_report
+    from harness.store import StoreError
+
+    try:
+        path = build_report(args.outdir, dest=args.dest, baseline=args.baseline)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    except (ValueError, OSError) as exc:
+        raise UsageError(_one_line(exc)) from None
+    print(f"report written to {path}", file=sys.stderr)
     return 0
 
 

@@ -372,6 +372,8 @@ class Runner:
             extra["artifacts"] = dict(info[INFO_ARTIFACTS])
         if spec.metadata.get("pddl_params"):  # the task's target/receptacle, for failure analysis
             extra["task"] = dict(spec.metadata["pddl_params"])
+        if spec.instruction:  # shown by the report's episode browser
+            extra["instruction"] = spec.instruction
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,
