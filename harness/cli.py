@@ -243,7 +243,7 @@ def _run_one(job: _Job) -> int:
         raise UsageError(str(exc)) from None
     _saved["out"] = str(store.path.parent)
 
-    env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor == "process" else None
+    env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor != "local" else None
     prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
     bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress)
 
