@@ -157,7 +157,9 @@ class RayExecutor:
         while pending:
             deadlines = [d for _, d in pending.values() if d is not None]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
+            # All results are needed before the runner's next agent call: wait for all,
+            # or until the nearest deadline passes.
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
             for ref in ready:
                 slot, _ = pending.pop(ref)
                 results[slot] = self._result(ref, slot)
