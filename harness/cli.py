@@ -69,6 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_report.add_argument("--dest", default=None, help="report file or folder (default: OUTDIR/report/index.html)")
     p_report.add_argument("--baseline", default=None, help="variant for Δ and the paired view (default: 'base' or the first)")
 
+    p_fetch = sub.add_parser("fetch", help="download an official dataset from the model hub into the data cache")
+    p_fetch.add_argument("dataset", help="eb_alfred, eb_manipulation, libero, libero_spatial, ... (harness/fetch.py)")
+    p_fetch.add_argument("--revision", default=None, help="branch, tag or commit to fetch (default: the locked commit)")
+    p_fetch.add_argument("--update", action="store_true", help="re-resolve the branch instead of the locked commit")
+
     sub.add_parser("list", help="registered suites, planners, policies, executors and config choices")
 
     args = parser.parse_args(argv)
@@ -80,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_table(args)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "fetch":
+            return _cmd_fetch(args)
         return _cmd_list()
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
@@ -377,6 +384,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         raise UsageError(_one_line(exc)) from None
     print(f"report written to {path}", file=sys.stderr)
+    return 0
+
+
+# --- fetch ----------------------------------------------------------------
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    from harness.fetch import FetchError, fetch
+
+    try:
+        fetch(args.dataset, revision=args.revision, update=args.update,
+              log=lambda line: print(line, file=sys.stderr))
+    except FetchError as exc:
+        raise UsageError(str(exc)) from None
     return 0
 
 
