@@ -155,7 +155,12 @@ class RayExecutor:
                 continue
             pending[ref] = (slot, deadline)
         while pending:
-            deadlines = [d for _, d in pending.values() if d is not None]
+            # An actor runs its calls in order: only the first pending call on each
+            # actor is executing, and only its deadline can condemn the actor.
+            heads: dict[int, Any] = {}
+            for ref, (slot, _) in pending.items():
+                heads.setdefault(self._where(slot)[0], ref)
+            deadlines = [pending[ref][1] for ref in heads.values() if pending[ref][1] is not None]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             # All results are needed before the runner's next agent call: wait for all,
             # or until the nearest deadline passes.
@@ -163,12 +168,25 @@ class RayExecutor:
             for ref in ready:
                 slot, _ = pending.pop(ref)
                 results[slot] = self._result(ref, slot)
+            if not pending:
+                break
             now = time.monotonic()
-            for ref, (slot, deadline) in list(pending.items()):
-                if deadline is not None and now > deadline and slot not in results:
-                    del pending[ref]
-                    results[slot] = Transition(error=("timeout", "episode exceeded its wall-clock limit; Ray actor killed"))
-                    self._lose(self._where(slot)[0])
+            for a, head in heads.items():
+                if head not in pending:
+                    continue
+                slot, deadline = pending[head]
+                if deadline is None or now <= deadline:
+                    continue
+                del pending[head]
+                results[slot] = Transition(error=("timeout", "episode exceeded its wall-clock limit; Ray actor killed"))
+                # The episodes queued behind it on the same actor did nothing wrong: a
+                # worker fault, which the runner retries on a fresh actor.
+                for ref, (other, _) in list(pending.items()):
+                    if self._where(other)[0] == a:
+                        del pending[ref]
+                        results[other] = Transition(error=(
+                            "worker", "Ray actor killed: another episode on it passed its deadline"))
+                self._lose(a)
         return [results[slot] for slot, _, _ in calls]
 
     def _result(self, ref: Any, slot: int) -> Transition:

@@ -187,3 +187,35 @@ def test_driver_killed_then_rerun_resumes(cluster, tmp_path):
     assert proc.communicate(timeout=600)[0] is not None and proc.returncode == 0
     with ResultStore(out, readonly=True) as a, ResultStore(clean, readonly=True) as b:
         assert comparable(a.records()) == comparable(b.records())
+
+
+@dataclass
+class HangingEnv(KillingEnv):
+    """The real env, except that stepping ``bad_episode`` hangs (while the counter allows)."""
+
+    def step(self, action):
+        if self._current == self.bad_episode:
+            left = int(Path(self.counter).read_text())
+            if left > 0:
+                Path(self.counter).write_text(str(left - 1))
+                time.sleep(120)
+        return self.inner.step(action)
+
+
+@dataclass(frozen=True)
+class HangingEnvFactory(KillingEnvFactory):
+    def __call__(self):
+        return HangingEnv(SuiteEnvFactory("eb_alfred", SUITE_PARAMS)(), self.bad_episode, self.counter)
+
+
+def test_hung_step_past_the_deadline_kills_the_actor_and_is_a_timeout_record(cluster, suite, tmp_path):
+    bad = suite.episodes("seen")[1].episode_id
+    counter = tmp_path / "hangs"
+    counter.write_text("1")
+    t0 = time.monotonic()
+    summary = Runner(spec(agent="oracle", limit=4, executor="ray", num_workers=2, episode_timeout_s=8), suite,
+                     PLANNERS.build("oracle"), None, env_factory=HangingEnvFactory(bad, str(counter))).run()
+    assert time.monotonic() - t0 < 100  # the 120 s hang was cut at the deadline
+    by_id = {r.episode_id: r for r in summary.records}
+    assert by_id[bad].error_kind == "timeout" and "Ray actor killed" in by_id[bad].error_message
+
