@@ -136,7 +136,7 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
     width = left + len(groups) * (len(variants) * bar_w + gap) + 10
     legend_h = 18 * len(variants)
     svg = [f'<svg class="chart" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{max(width, left + 7 * len(title))}" height="{top + height + 70 + legend_h}" data-chart="sr">',
+           f'width="{max(width, left + 8 * len(title))}" height="{top + height + 70 + legend_h}" data-chart="sr">',
            f'<text x="{left}" y="16" class="title">{_esc(title)}</text>']
     for tick in range(0, 101, 25):
         y = top + height - tick / 100 * height
