@@ -196,6 +196,11 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
         SUITES.entry(spec.suite), registry.entry(spec.agent), EXECUTORS.entry(spec.executor)
+        if spec.executor == "ray":
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                raise UsageError("executor=ray needs Ray: pip install -e '.[ray]'")
         key = json.dumps([spec.suite, dict(spec.suite_params)], sort_keys=True, default=str)
         suite = suites.get(key)
         if suite is None:

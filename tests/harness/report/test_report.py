@@ -146,3 +146,20 @@ def test_report_in_headless_chromium(store_dir, tmp_path):
         print(f"screenshot: {shot}")
     finally:
         browser.close()
+
+
+def test_video_artifacts_are_linked_relative_to_the_report(tmp_path):
+    """A LIBERO-style record with extra['artifacts']['video'] gets a relative link
+    from the report folder (the report and the store travel together)."""
+    import pandas as pd
+
+    from harness.report import _episode_payload
+
+    store_dir = tmp_path / "out"
+    video = store_dir / "artifacts" / "run1" / "ep0.mp4"
+    frame = pd.DataFrame([dict(run_id="run1", variant="base", suite="libero", split="spatial", episode_id="t0/0",
+                               seed=0, task_type=None, success=True, termination="success", error_kind=None,
+                               error_message=None, gc_satisfied=0, gc_total=0, steps=120, invalid_actions=0,
+                               planner_output_errors=0, extra={"artifacts": {"video": str(video)}})])
+    (ep,) = _episode_payload(frame, ["success"], {}, {}, store_dir / "report", store_dir)
+    assert ep["video"] == "../artifacts/run1/ep0.mp4" and ep["history"] == [] and ep["calls"] == []
