@@ -226,3 +226,58 @@ def ray_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int) 
     """``num_workers`` actors, ``ceil(batch_size / num_workers)`` envs on each."""
     actors = max(1, num_workers)
     return RayExecutor(env_factory, actors=actors, envs_per_actor=max(1, math.ceil(batch_size / actors)))
+
+
+class _AgentActor:
+    """Runs in a Ray worker (e.g. one with a GPU): one agent, built from the registry."""
+
+    def __init__(self, kind: str, name: str, params: dict[str, Any]):
+        from harness.catalog import PLANNERS, POLICIES
+
+        self.agent = (POLICIES if kind == "policy" else PLANNERS).build(name, **params)
+
+    def describe(self) -> dict[str, Any]:
+        a = self.agent
+        return {"name": a.name, "privileged": bool(getattr(a, "privileged", False)),
+                "reads_images": getattr(a, "reads_images", None), "replan_steps": getattr(a, "replan_steps", None),
+                "identity": dict(a.identity())}
+
+    def reset(self, episode: Any) -> None:
+        self.agent.reset(episode)
+
+    def act(self, requests: Sequence[Any]) -> Any:
+        return self.agent.act(requests)
+
+
+class RayAgent:
+    """An agent that lives on a Ray actor with its own resources (``num_gpus=1``
+    puts an in-process model, e.g. the ``hf`` backend, on a GPU node), driven by
+    the runner on the driver exactly like a local agent: one batched ``act`` per
+    round for every waiting episode. Its identity is the wrapped agent's, so a
+    run resumes whether the model ran locally or on the cluster.
+    """
+
+    def __init__(self, name: str, params: dict[str, Any] | None = None, *, kind: str = "planner",
+                 num_gpus: float = 0, num_cpus: float = 1):
+        self._ray = ray = ensure_ray()
+        remote = ray.remote(num_gpus=num_gpus, num_cpus=num_cpus, max_restarts=0)(_AgentActor)
+        self._actor = remote.remote(kind, name, dict(params or {}))
+        info = ray.get(self._actor.describe.remote())
+        self.name, self.privileged = info["name"], info["privileged"]
+        if info["reads_images"] is not None:
+            self.reads_images = info["reads_images"]
+        if info["replan_steps"] is not None:
+            self.replan_steps = info["replan_steps"]
+        self._identity = info["identity"]
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def reset(self, episode: Any) -> None:
+        self._ray.get(self._actor.reset.remote(episode))
+
+    def act(self, requests: Sequence[Any]) -> Any:
+        return self._ray.get(self._actor.act.remote(list(requests)))
+
+    def close(self) -> None:
+        self._ray.kill(self._actor, no_restart=True)

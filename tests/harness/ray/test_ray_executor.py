@@ -219,3 +219,20 @@ def test_hung_step_past_the_deadline_kills_the_actor_and_is_a_timeout_record(clu
     by_id = {r.episode_id: r for r in summary.records}
     assert by_id[bad].error_kind == "timeout" and "Ray actor killed" in by_id[bad].error_message
 
+
+
+@pytest.mark.parametrize("agent", ["random", "oracle"])
+def test_agent_on_a_ray_actor_gives_the_same_records(cluster, suite, agent):
+    """The planner on its own actor (as a model on a GPU actor would be), envs on
+    env actors: same run id and records as everything local."""
+    from harness.executors_ray import RayAgent
+
+    remote = RayAgent(agent, num_cpus=0)
+    try:
+        local = Runner(spec(agent=agent, limit=6), suite, PLANNERS.build(agent), None).run()
+        on_ray = Runner(spec(agent=agent, limit=6, executor="ray", num_workers=1), suite, remote, None,
+                        env_factory=SuiteEnvFactory("eb_alfred", SUITE_PARAMS)).run()
+    finally:
+        remote.close()
+    assert local.run_id == on_ray.run_id
+    assert comparable(local.records) == comparable(on_ray.records)
