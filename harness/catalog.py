@@ -18,7 +18,13 @@ SUITES.register(
     "EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)",
 )
 
+SUITES.register(
+    "alfred", "envs.alfred.suite:AlfredSuite",
+    "ALFRED seen/unseen with FLARE-style triplets: generated splits, EmbodiedBench's 130 valid_seen trials, ALFRED data (backend: household)",
+)
+
 PLANNERS.register("oracle", "planners.oracle:OraclePlanner", "plans from the true state (upper bound; privileged)")
+PLANNERS.register("alfred_oracle", "envs.alfred.agents:AlfredOraclePlanner", "ALFRED: FLARE triplets from pddl_params and the true state (privileged)")
 PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one uniformly random valid action per call")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")

@@ -24,6 +24,7 @@ from harness.types import (
 #: registered without an entry here fails the first test.
 CONTRACT = {
     "eb_alfred": dict(params={"render": True, "generated_per_split": 6}, split="seen", agent="random"),
+    "alfred": dict(params={"render": True, "generated_per_split": 6}, split="unseen", agent="random"),
 }
 
 
