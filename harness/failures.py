@@ -9,11 +9,17 @@ from the episode's metadata; for stores written before that, the caller may
 pass the params re-derived from the suite: see :func:`tasks_from_suites`).
 Nothing is re-run.
 
-The action language is EB-ALFRED's skill language (``find a X``, ``pick up the
-X``, ``put down the object in hand``, ``drop the object in hand``, ``open/close
-the X``, ``turn on/off the X``, ``slice the X``); an action is *successful*
-unless its feedback starts with EB-ALFRED's ``"Last action is invalid."``
-(EmbodiedBench ``EBAlfEnv.get_env_feedback``). Object names compare by type:
+Two action languages are read. EB-ALFRED's skill language (``find a X``,
+``pick up the X``, ``put down the object in hand``, ``drop the object in
+hand``, ``open/close the X``, ``turn on/off the X``, ``slice the X``): an action
+is *successful* unless its feedback starts with EB-ALFRED's ``"Last action is
+invalid."`` (EmbodiedBench ``EBAlfEnv.get_env_feedback``); an object type is
+absent when a ``find`` is answered "... may not exist in this scene". The
+``alfred`` suite's low-level steps (``GotoLocation X [hint]``, ``PickupObject
+X``, ``PutObject R``, ``OpenObject`` / ``CloseObject X``, ``ToggleObjectOn`` /
+``ToggleObjectOff X``, ``SliceObject X``): successful when the feedback is
+``"Done."``; ``GotoLocation`` is the ``find``, ``PutObject R`` puts down at R,
+and "No X can be found in this scene." marks X absent. Object names compare by type:
 an instance suffix (``Cabinet_8``) is dropped, a ``Basin`` suffix too
 (``find a Sink`` reaches the ``SinkBasin``), case is ignored.
 
@@ -26,8 +32,8 @@ Rules, applied in this order; the first that holds names the class:
    at least half of the episode's invalid actions were unusable outputs.
 5. ``hallucinated_object`` - at least half of the invalid environment actions
    (and at least one) named an object absent from the scene. An object type is
-   absent once a ``find`` of it was answered "... may not exist in this
-   scene"; every action naming that type (before or after) counts.
+   absent once an action on it was answered that the scene has none (above);
+   every action naming that type (before or after) counts.
 6. ``target_not_found`` - the task's target object (``object_target``) was never
    reached: no successful action names its type.
 7. ``target_not_picked`` - the target was reached (a successful ``find`` /
@@ -82,8 +88,17 @@ FAILURE_LABELS: dict[str, str] = {
 
 #: EmbodiedBench ``EBAlfEnv.get_env_feedback``: the prefix of an invalid action's feedback.
 INVALID_PREFIX = "Last action is invalid."
-#: EB-ALFRED's feedback for a ``find`` of an object type the scene does not hold.
-ABSENT_MARK = "may not exist in this scene"
+#: Feedback for an object type the scene does not hold: EB-ALFRED's ``find``
+#: ("Cannot find X. This object may not exist in this scene. ..."), the alfred
+#: suite's ("No X can be found in this scene.").
+_ABSENT = re.compile(r"may not exist in this scene|can be found in this scene")
+#: The alfred suite's feedback on a successful step (and on its stop action).
+_ALFRED_OK = ("Done.", "Stopped.", "")
+_ALFRED_ACTION = re.compile(
+    r"^\s*(GotoLocation|PickupObject|PutObject|OpenObject|CloseObject|ToggleObjectOn|ToggleObjectOff|SliceObject)"
+    r"\s+([A-Za-z]+)(?:\s+[A-Za-z]+)?\s*$")
+_ALFRED_VERBS = {"GotoLocation": "find", "PickupObject": "pick", "PutObject": "put", "OpenObject": "open",
+                 "CloseObject": "close", "ToggleObjectOn": "on", "ToggleObjectOff": "off", "SliceObject": "slice"}
 
 _ACTION = re.compile(
     r"^\s*(?P<verb>find (?:a|an)|pick up the|open the|close the|turn on the|turn off the|slice the)\s+(?P<obj>\S+)\s*$"
@@ -113,7 +128,7 @@ def obj_type(name: str) -> str:
 @dataclass(frozen=True)
 class _Step:
     verb: str  # find, pick, put, open, close, on, off, slice, other
-    obj: str | None  # object type (normalised) or None
+    obj: str | None  # object type (normalised) or None; for alfred's put: the receptacle
     ok: bool
     absent: bool  # feedback says the object does not exist in the scene
 
@@ -126,6 +141,12 @@ def _parse(history: Sequence[Sequence[Any]]) -> list[_Step]:
     steps = []
     for item in history:
         action, feedback = (str(item[0]), str(item[1] if len(item) > 1 else ""))
+        absent = bool(_ABSENT.search(feedback))
+        low = _ALFRED_ACTION.match(action)
+        if low is not None:
+            steps.append(_Step(_ALFRED_VERBS[low.group(1)], obj_type(low.group(2)),
+                               feedback.strip() in _ALFRED_OK, absent))
+            continue
         ok = not feedback.startswith(INVALID_PREFIX)
         m = _ACTION.match(action)
         if m is None:
@@ -134,7 +155,7 @@ def _parse(history: Sequence[Sequence[Any]]) -> list[_Step]:
             steps.append(_Step("put", None, ok, False))
         else:
             verb = _VERBS[" ".join(m.group("verb").casefold().split())]
-            steps.append(_Step(verb, obj_type(m.group("obj")), ok, ABSENT_MARK in feedback))
+            steps.append(_Step(verb, obj_type(m.group("obj")), ok, absent))
     return steps
 
 
@@ -165,7 +186,7 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -
         return "no_history"
     steps = _parse(history)
 
-    absent = {s.obj for s in steps if s.verb == "find" and not s.ok and s.absent}
+    absent = {s.obj for s in steps if not s.ok and s.absent}
     env_invalid = [s for s in steps if not s.ok]
     hallucinated = sum(1 for s in env_invalid if s.obj in absent)
     if hallucinated and 2 * hallucinated >= len(env_invalid):
@@ -221,6 +242,8 @@ def _task_rules(steps: list[_Step], task_type: str, target: str, parent: str, mr
         elif s.verb == "slice" and s.obj == target:
             done["slice"] = True
         elif s.verb == "put":
+            if s.obj is not None:  # alfred's PutObject names the receptacle
+                at = s.obj
             if holding is not None:
                 ready = (required is None or done[required]) and (not sliced or done["slice"])
                 if holding in carried:

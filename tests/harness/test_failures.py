@@ -133,3 +133,41 @@ def test_table_by_failure_oracle_and_random(tmp_path, capsys):
     assert t.loc["random", "success"] == 0.0
     shares = t.loc["random"].drop(["group", "n"]).astype(float)
     assert abs(shares.sum() - 100.0) < 1e-6 and (shares.drop("success") > 0).sum() >= 2
+
+
+def test_alfred_low_level_language():
+    """The alfred suite's steps: 'Done.' is success, PutObject names the receptacle."""
+    heat = {"object_target": "Apple", "parent_target": "CounterTop", "mrecep_target": "", "toggle_target": "",
+            "object_sliced": False}
+    kw = dict(task_type="pick_heat_then_place_in_recep", termination="max_fails")
+    skipped = [("GotoLocation DiningTable Apple", "Done."), ("PickupObject Apple", "Done."),
+               ("GotoLocation CounterTop", "Done."), ("PutObject CounterTop", "Done.")]
+    assert classify(rec(history=skipped, task=heat, **kw)) == "skipped_step"
+    heated = [("GotoLocation DiningTable Apple", "Done."), ("PickupObject Apple", "Done."),
+              ("GotoLocation Microwave", "Done."), ("OpenObject Microwave", "Done."), ("PutObject Microwave", "Done."),
+              ("CloseObject Microwave", "Done."), ("ToggleObjectOn Microwave", "Done."),
+              ("ToggleObjectOff Microwave", "Done."), ("OpenObject Microwave", "Done."), ("PickupObject Apple", "Done."),
+              ("GotoLocation Sofa", "Done."), ("PutObject Sofa", "Done.")]
+    assert classify(rec(history=heated, task=heat, **kw)) == "wrong_receptacle"
+    assert classify(rec(history=[("PickupObject Apple", "No Apple is in reach.")], task=heat, invalid_actions=1,
+                        **kw)) == "target_not_found"
+    ghosts = [("GotoLocation Unicorn", "No Unicorn can be found in this scene."),
+              ("PickupObject Unicorn", "No Unicorn is in reach.")]
+    assert classify(rec(history=ghosts, task=heat, invalid_actions=2, **kw)) == "hallucinated_object"
+
+
+def test_table_by_failure_on_the_alfred_suite(tmp_path, capsys):
+    import io
+
+    import pandas as pd
+
+    from harness.cli import main
+
+    out = str(tmp_path / "a")
+    assert main(["run", "-m", "suite=alfred", "planner=oracle,random", "split=seen", "limit=12", f"out={out}",
+                 "progress=false"]) == 0
+    capsys.readouterr()
+    assert main(["table", out, "--by", "failure", "--format", "csv"]) == 0
+    t = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("variant")
+    assert t.loc["oracle", "success"] == 100.0 and t.loc["random", "success"] == 0.0
+    assert "other" not in t.columns or t.loc["random", "other"] < 50
