@@ -163,3 +163,55 @@ def test_video_artifacts_are_linked_relative_to_the_report(tmp_path):
                                planner_output_errors=0, extra={"artifacts": {"video": str(video)}})])
     (ep,) = _episode_payload(frame, ["success"], {}, {}, store_dir / "report", store_dir)
     assert ep["video"] == "../artifacts/run1/ep0.mp4" and ep["history"] == [] and ep["calls"] == []
+
+
+class TalkingOracle:
+    """The real oracle, answering as a model would: raw text and a prompt per call;
+    every third episode's first answer is unusable (an output-format error)."""
+
+    def __init__(self):
+        from harness.catalog import PLANNERS
+
+        self.inner = PLANNERS.build("oracle")
+        self.name, self.privileged = "talking_oracle", True
+        self.calls: dict[str, int] = {}
+
+    def identity(self):
+        return {"name": self.name}
+
+    def reset(self, episode):
+        self.inner.reset(episode)
+
+    def act(self, requests):
+        from harness.interfaces import AgentReply
+
+        out = []
+        for req, plan in zip(requests, self.inner.act(requests)):
+            n = self.calls.get(req.episode.episode_id, 0)
+            self.calls[req.episode.episode_id] = n + 1
+            prompt = f"PROMPT for {req.episode.instruction}"
+            if n == 0 and int(req.episode.episode_id.rpartition("/")[2]) % 3 == 0:
+                out.append(AgentReply((), raw_output="I think I should <garbled>", output_error="no JSON found",
+                                      prompt=prompt))
+            else:
+                out.append(AgentReply(list(plan), raw_output=" ; ".join(map(str, plan)), prompt=prompt))
+        return out
+
+
+def test_transcripts_and_prompts_reach_the_browser(tmp_path):
+    from envs.eb_alfred.suite import EBAlfredSuite
+    from harness.runner import Runner
+    from harness.store import ResultStore
+    from harness.types import RunSpec
+
+    suite = EBAlfredSuite(render=False)
+    spec = RunSpec(suite="eb_alfred", split="seen", agent="oracle", variant="talker", limit=6, record_prompts=True)
+    with ResultStore(tmp_path / "t") as store:
+        Runner(spec, suite, TalkingOracle(), store).run()
+    path = main(["report", str(tmp_path / "t")]) == 0 and (tmp_path / "t" / "report" / "index.html")
+    eps = {e["episode"]: e for e in _data(path.read_text())["episodes"]}
+    first = eps["seen/000"]
+    assert first["calls"][0]["error"] == "no JSON found" and first["calls"][0]["raw"].startswith("I think")
+    assert first["calls"][0]["prompt"].startswith("PROMPT for ") and len(first["calls"]) >= 2
+    assert first["output_errors"] == 1 and first["success"]
+    assert all(c["prompt"] and c["raw"] for e in eps.values() for c in e["calls"])
