@@ -26,6 +26,8 @@ SUITES.register(
 PLANNERS.register("oracle", "planners.oracle:OraclePlanner", "plans from the true state (upper bound; privileged)")
 PLANNERS.register("alfred_oracle", "envs.alfred.agents:AlfredOraclePlanner", "ALFRED: FLARE triplets from pddl_params and the true state (privileged)")
 PLANNERS.register("random", "planners.random_planner:RandomPlanner", "one uniformly random valid action per call")
+PLANNERS.register("vlm", "planners.vlm.planner:VLMPlanner", "a vision-language model (backend hf: in process; openai: a server)")
+PLANNERS.register("oracle_json", "planners.oracle_json:OracleJSONPlanner", "the oracle's plan as model JSON through the VLM parser (pipeline check)")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")

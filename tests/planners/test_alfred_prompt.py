@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.golden import check_golden
+
 from envs.alfred.language import Triplet, expand_all
 from envs.alfred.suite import AlfredSuite
 from harness.interfaces import Agent
@@ -46,9 +48,7 @@ def test_parse_golden_forms() -> None:
 def test_prompt_golden() -> None:
     builder = TripletPromptBuilder(POOL, PromptOptions(k=2))
     text = builder.text("Warm up a potato and set it on the table.", ["Potato", "Microwave", "DiningTable"])
-    if not GOLDEN.exists():  # pragma: no cover - first run writes the golden file
-        GOLDEN.write_text(text)
-    assert text == GOLDEN.read_text()
+    check_golden(GOLDEN, text)
     later = builder.text("Warm up a potato.", (), "No Potato can be found in this scene.",
                          [Triplet("PickupObject", "Potato", "Fridge")])
     assert "Already done: (PickupObject, Potato, Fridge)" in later and "The last subgoal failed" in later
