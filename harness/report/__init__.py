@@ -83,9 +83,9 @@ def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple
             "run": rec["run_id"], "variant": str(rec["variant"]), "suite": rec["suite"], "split": rec["split"],
             "episode": rec["episode_id"], "seed": int(rec["seed"]),
             "instruction": extra.get("instruction") or instructions.get(key[1:4]) or "",
-            "task_type": rec.get("task_type") or "",
-            "success": bool(rec["success"]), "termination": rec.get("termination") or "",
-            "error": rec.get("error_kind") or "", "error_message": rec.get("error_message") or "",
+            "task_type": _text(rec.get("task_type")),
+            "success": bool(rec["success"]), "termination": _text(rec.get("termination")),
+            "error": _text(rec.get("error_kind")), "error_message": _text(rec.get("error_message")),
             "gc": [int(rec.get("gc_satisfied") or 0), int(rec.get("gc_total") or 0)],
             "steps": int(rec.get("steps") or 0), "invalid": int(rec.get("invalid_actions") or 0),
             "output_errors": int(rec.get("planner_output_errors") or 0),
@@ -96,6 +96,11 @@ def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple
             "task": extra.get("task") or None,
         })
     return out
+
+
+def _text(value: Any) -> str:
+    """A record's optional text field as a string ('' for None / NaN from pandas)."""
+    return value if isinstance(value, str) else ""
 
 
 def _instructions_from_suites(store: Any, df: Any) -> dict[tuple[str, str, str], str]:
