@@ -42,3 +42,5 @@ POLICIES.register("lerobot", "policies.lerobot_policy:LeRobotPolicy", "LeRobot P
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
 EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")
+EXECUTORS.register("ray", "harness.executors_ray:ray_executor",
+                   "envs on Ray actors (num_workers actors, ceil(batch_size/num_workers) envs each); ray extra")

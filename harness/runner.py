@@ -371,6 +371,10 @@ class Runner:
             extra["history"] = [[a, f] for a, f in history]
         if info.get(INFO_ARTIFACTS):
             extra["artifacts"] = dict(info[INFO_ARTIFACTS])
+        if spec.metadata.get("pddl_params"):  # the task's target/receptacle, for failure analysis
+            extra["task"] = dict(spec.metadata["pddl_params"])
+        if spec.instruction:  # shown by the report's episode browser
+            extra["instruction"] = spec.instruction
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,
