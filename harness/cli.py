@@ -56,14 +56,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_table.add_argument("--baseline", default=None,
                          help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
     p_table.add_argument("--metrics", default="sr,gc", help="comma-separated: sr, gc, progress, plw_sr, plw_gc")
-    p_table.add_argument("--by", choices=["task_type"], default=None, help="per-task-type breakdown instead")
+    p_table.add_argument("--by", choices=["task_type", "failure"], default=None,
+                         help="per-task-type breakdown, or the failure taxonomy (harness/failures.py), instead")
     p_table.add_argument("--columns", choices=["split", "suite"], default="split",
                          help="one column group per suite/split (default) or per suite (the mean over its splits)")
     p_table.add_argument("--stats", action="store_true",
                          help="paired statistics for every Δ: exact McNemar p-value (SR) and paired bootstrap "
                               "95%% intervals (ΔSR, ΔGC) over episodes both variants ran")
 
+    p_report = sub.add_parser("report", help="write a static HTML report of an output directory (reads the store only)")
+    p_report.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
+    p_report.add_argument("--dest", default=None, help="report file or folder (default: OUTDIR/report/index.html)")
+    p_report.add_argument("--baseline", default=None, help="variant for Δ and the paired view (default: 'base' or the first)")
+
+    p_fetch = sub.add_parser("fetch", help="download an official dataset from the model hub into the data cache")
+    p_fetch.add_argument("dataset", help="eb_alfred, eb_manipulation, libero, libero_spatial, ... (harness/fetch.py)")
+    p_fetch.add_argument("--revision", default=None, help="branch, tag or commit to fetch (default: the locked commit)")
+    p_fetch.add_argument("--update", action="store_true", help="re-resolve the branch instead of the locked commit")
+
     sub.add_parser("list", help="registered suites, planners, policies, executors and config choices")
+
+    p_serve = sub.add_parser(
+        "serve-policy", help="serve a registered policy over websockets (openpi and StarVLA protocols)",
+        description="e.g. harness serve-policy policy=vla policy.params.checkpoint=/ckpt port=8000 "
+        "(loopback by default; host=0.0.0.0 exposes it). See policies/server.py.",
+    )
+    p_serve.add_argument("overrides", nargs="*", help="policy=NAME, policy.params.KEY=VALUE, host=, port=, max_batch=")
 
     args = parser.parse_args(argv)
     handlers = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
@@ -72,6 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args.overrides, args.multirun)
         if args.command == "table":
             return _cmd_table(args)
+        if args.command == "serve-policy":
+            from policies.server import main as serve_policy
+
+            return serve_policy(args.overrides)
+        if args.command == "report":
+            return _cmd_report(args)
+        if args.command == "fetch":
+            return _cmd_fetch(args)
         return _cmd_list()
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
@@ -166,6 +192,7 @@ def check_params(factory: Callable[..., Any], params: dict[str, Any], what: str)
 
 
 def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
+    import dataclasses
     import difflib
     import json
 
@@ -180,6 +207,11 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
         SUITES.entry(spec.suite), registry.entry(spec.agent), EXECUTORS.entry(spec.executor)
+        if spec.executor == "ray":
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                raise UsageError("executor=ray needs Ray: pip install -e '.[ray]'")
         key = json.dumps([spec.suite, dict(spec.suite_params)], sort_keys=True, default=str)
         suite = suites.get(key)
         if suite is None:
@@ -191,6 +223,12 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
         suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
+        # A suite may name its own implementation of a generic agent (planner=oracle on
+        # eb_manipulation runs eb_manipulation_oracle); the row label stays the generic name.
+        alias = dict(getattr(suite, "agent_aliases", {}) or {}).get(spec.agent)
+        if alias is not None:
+            spec = dataclasses.replace(spec, agent=alias)
+        registry.entry(spec.agent)
         check_params(registry.load(spec.agent), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
     except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
@@ -228,7 +266,7 @@ def _run_one(job: _Job) -> int:
         raise UsageError(str(exc)) from None
     _saved["out"] = str(store.path.parent)
 
-    env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor == "process" else None
+    env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor != "local" else None
     prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
     bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress)
 
@@ -317,6 +355,8 @@ def _cmd_table(args: argparse.Namespace) -> int:
         elif not args.by:
             print("note: no variant is called 'base', so the table has no Δ columns "
                   "(--baseline NAME compares against NAME)", file=sys.stderr)
+    if args.by == "failure":
+        return _failure_table(args, df, notes)
     try:
         if args.by:
             table = tables.breakdown_table(df, by=args.by, baseline=baseline)
@@ -330,6 +370,48 @@ def _cmd_table(args: argparse.Namespace) -> int:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _failure_table(args: argparse.Namespace, df: Any, notes: list[str]) -> int:
+    from harness import failures
+    from harness.store import ResultStore
+
+    if args.format == "latex":
+        raise UsageError("--by failure prints markdown or csv")
+    with ResultStore(args.outdir, readonly=True) as store:  # old stores: task params re-derived from the suite
+        tasks = failures.tasks_from_suites(store, df)
+    table = failures.failure_table(df, failures.classify_frame(df, tasks))
+    sys.stdout.write(failures.failure_csv(table) if args.format == "csv" else failures.failure_markdown(table))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+# --- report ---------------------------------------------------------------
+def _cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import build_report
+    from harness.store import StoreError
+
+    try:
+        path = build_report(args.outdir, dest=args.dest, baseline=args.baseline)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    except (ValueError, OSError) as exc:
+        raise UsageError(_one_line(exc)) from None
+    print(f"report written to {path}", file=sys.stderr)
+    return 0
+
+
+# --- fetch ----------------------------------------------------------------
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    from harness.fetch import FetchError, fetch
+
+    try:
+        fetch(args.dataset, revision=args.revision, update=args.update,
+              log=lambda line: print(line, file=sys.stderr))
+    except FetchError as exc:
+        raise UsageError(str(exc)) from None
     return 0
 
 

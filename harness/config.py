@@ -46,6 +46,8 @@ class ExecutorConfig:
     name: str = "local"
     num_workers: int = 1
     batch_size: int = 8
+    #: process executor: envs per worker process (slots = num_workers x envs_per_worker).
+    envs_per_worker: int = 1
 
 
 @dataclass
@@ -122,7 +124,7 @@ def _check_values(cfg: DictConfig) -> None:
     positive_or_null("agent_timeout_s", cfg.agent_timeout_s)
     if cfg.max_retries < 0:
         raise ConfigError(f"max_retries must be >= 0, got {cfg.max_retries}")
-    for key in ("num_workers", "batch_size"):
+    for key in ("num_workers", "batch_size", "envs_per_worker"):
         if cfg.executor[key] < 1:
             raise ConfigError(f"executor.{key} must be >= 1, got {cfg.executor[key]}")
     agent_key = "policy" if cfg.policy is not None else "planner"
@@ -153,6 +155,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         executor=cfg.executor.name,
         num_workers=cfg.executor.num_workers,
         batch_size=cfg.executor.batch_size,
+        envs_per_worker=cfg.executor.envs_per_worker,
         episode_timeout_s=cfg.episode_timeout_s,
         agent_timeout_s=cfg.agent_timeout_s,
         max_retries=cfg.max_retries,

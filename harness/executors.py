@@ -36,6 +36,8 @@ class Transition:
     done: bool = False
     steps: int = 0
     history: list[tuple[Any, str]] = field(default_factory=list)
+    #: InvalidOutput actions stepped (counted by the env, not in the history).
+    invalid_outputs: int = 0
     #: Set when the env raised or the deadline passed: (kind, message).
     error: tuple[str, str] | None = None
 
@@ -102,7 +104,9 @@ def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Tr
             out.error = _error("env")
             break
         stepped += 1
-        if not isinstance(action, InvalidOutput):
+        if type(action) is InvalidOutput:
+            out.invalid_outputs += 1
+        else:
             history.append((action, info.get(INFO_FEEDBACK, "")))
         if terminated or truncated:
             out.done = True
@@ -169,7 +173,7 @@ def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
     # a worker never prints a traceback of its own for them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    env = None
+    envs: dict[int, EpisodeEnv] = {}  # this worker's envs, by index (envs_per_worker of them)
     try:
         while True:
             try:
@@ -179,9 +183,14 @@ def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
             op = msg[0]
             if op == "close":
                 return
+            index = msg[-1]
+            if op == "drop":  # the parent discarded this env after a fault (no reply)
+                _close_quietly(envs.pop(index, None))
+                continue
             try:
+                env = envs.get(index)
                 if env is None:
-                    env = env_factory()
+                    env = envs[index] = env_factory()
             except Exception:
                 conn.send(Transition(error=_error("env")))
                 continue
@@ -190,30 +199,43 @@ def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
             elif op == "advance":
                 conn.send(drive(env, msg[1], msg[2]))
     finally:
-        if env is not None:
-            try:
-                env.close()
-            except Exception:
-                pass
+        for env in envs.values():
+            _close_quietly(env)
+
+
+def _close_quietly(env: EpisodeEnv | None) -> None:
+    if env is not None:
+        try:
+            env.close()
+        except Exception:
+            pass
 
 
 class ProcessExecutor:
-    """One env per worker process. Workers are started lazily and replaced
-    when one dies or is killed for passing its episode's deadline."""
+    """``envs_per_worker`` envs (default 1) in each worker process. Workers are
+    started lazily and replaced when one dies or is killed for passing an
+    episode's deadline. Slot ``s`` is env ``s % envs_per_worker`` of worker
+    ``s // envs_per_worker``; a worker steps its envs one after another, all
+    workers in parallel, and the runner's one agent call serves every slot.
+    Killing a worker (deadline, death) loses all its envs: their episodes in
+    flight end as ``worker`` / ``timeout`` faults and are retried as usual."""
 
     name = "process"
 
-    def __init__(self, env_factory: EnvFactory, workers: int, start_method: str = "spawn"):
+    def __init__(self, env_factory: EnvFactory, workers: int, start_method: str = "spawn",
+                 envs_per_worker: int = 1):
         self._factory = env_factory
         self._ctx = mp.get_context(start_method)
-        self.capacity = workers
+        self._k = max(1, int(envs_per_worker))
+        self.capacity = workers * self._k
         self._procs: list[Any] = [None] * workers
         self._conns: list[Connection | None] = [None] * workers
 
     def _conn(self, slot: int) -> Connection:
+        slot //= self._k  # the worker of this env slot
         conn = self._conns[slot]
         if conn is None or not self._procs[slot].is_alive():
-            self.discard(slot)
+            self._kill(slot)
             parent, child = self._ctx.Pipe()
             proc = self._ctx.Process(
                 target=_worker_main, args=(child, self._factory), daemon=True, name=f"harness-worker-{slot}"
@@ -226,8 +248,11 @@ class ProcessExecutor:
 
     def _roundtrip(self, requests: list[tuple[int, tuple, float | None]]) -> list[Transition]:
         results: dict[int, Transition] = {}
-        waiting: dict[Connection, tuple[int, float | None]] = {}
+        # Per worker pipe, its env slots in the order their requests were sent
+        # (a worker answers its requests in order).
+        waiting: dict[Connection, list[tuple[int, float | None]]] = {}
         for slot, msg, deadline in requests:
+            msg = (*msg, slot % self._k)
             try:
                 payload = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # the agent's actions cannot cross a process boundary
@@ -239,27 +264,40 @@ class ProcessExecutor:
                 conn.send_bytes(payload)
             except Exception:
                 results[slot] = Transition(error=_error("worker"))
-                self.discard(slot)
+                self._fail_worker(slot // self._k, waiting, results, "worker")
                 continue
-            waiting[conn] = (slot, deadline)
+            waiting.setdefault(conn, []).append((slot, deadline))
         while waiting:
-            deadlines = [d for _, d in waiting.values() if d is not None]
+            deadlines = [d for queue in waiting.values() for _, d in queue if d is not None]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             ready = wait(list(waiting), timeout=timeout)
             for conn in ready:
-                slot, _ = waiting.pop(conn)
+                queue = waiting[conn]
+                slot, _ = queue[0]
                 try:
                     results[slot] = conn.recv()
                 except (EOFError, OSError):
-                    results[slot] = Transition(error=("worker", f"worker process died ({self._death_cause(slot)})"))
-                    self.discard(slot)
-            now = time.monotonic()
-            for conn, (slot, deadline) in list(waiting.items()):
-                if deadline is not None and now > deadline:
+                    cause = f"worker process died ({self._death_cause(slot // self._k)})"
+                    self._fail_worker(slot // self._k, waiting, results, "worker", cause)
+                    continue
+                queue.pop(0)
+                if not queue:
                     del waiting[conn]
-                    results[slot] = Transition(error=("timeout", "episode exceeded its wall-clock limit; worker killed"))
-                    self.discard(slot)
+            now = time.monotonic()
+            for conn, queue in list(waiting.items()):
+                if any(d is not None and now > d for _, d in queue):
+                    culprit = queue[0][0]  # the request the worker is busy with
+                    self._fail_worker(culprit // self._k, waiting, results, "worker",
+                                      "its worker was killed: another env of that worker passed its deadline")
+                    results[culprit] = Transition(error=("timeout", "episode exceeded its wall-clock limit; worker killed"))
         return [results[slot] for slot, _, _ in requests]
+
+    def _fail_worker(self, worker: int, waiting: dict, results: dict, kind: str, message: str | None = None) -> None:
+        """Kill a worker; every request still waiting on it gets an error result."""
+        conn = self._conns[worker]
+        for slot, _ in waiting.pop(conn, []) if conn is not None else []:
+            results[slot] = Transition(error=(kind, message or "worker pipe failed"))
+        self._kill(worker)
 
     def _death_cause(self, slot: int) -> str:
         """'killed by SIGKILL' / 'exit code 3', waiting briefly for the process to be reaped."""
@@ -284,6 +322,20 @@ class ProcessExecutor:
         return self._roundtrip([(slot, ("advance", list(actions), dl), dl) for slot, actions, dl in items])
 
     def discard(self, slot: int) -> None:
+        """Drop a slot's env after a fault. With one env per worker the worker is
+        killed (as it always was); otherwise a live worker closes just that env."""
+        worker = slot // self._k
+        conn = self._conns[worker]
+        if self._k > 1 and conn is not None and self._procs[worker].is_alive():
+            try:
+                conn.send(("drop", slot % self._k))
+                return
+            except Exception:
+                pass
+        self._kill(worker)
+
+    def _kill(self, worker: int) -> None:
+        slot = worker
         proc, conn = self._procs[slot], self._conns[slot]
         self._procs[slot] = self._conns[slot] = None
         if conn is not None:
@@ -293,31 +345,33 @@ class ProcessExecutor:
             proc.join(timeout=5)
 
     def close(self) -> None:
-        for slot in range(self.capacity):
+        for slot in range(len(self._procs)):
             conn = self._conns[slot]
             if conn is not None:
                 try:
                     conn.send(("close",))
                 except Exception:
                     pass
-        for slot in range(self.capacity):
+        for slot in range(len(self._procs)):
             proc = self._procs[slot]
             if proc is not None:
                 proc.join(timeout=5)
-            self.discard(slot)
+            self._kill(slot)
 
 
-def make_executor(name: str, env_factory: EnvFactory, *, num_workers: int, batch_size: int):
-    """Build an executor by registry key (see :mod:`harness.catalog`)."""
+def make_executor(name: str, env_factory: EnvFactory, *, num_workers: int, batch_size: int, **options: Any):
+    """Build an executor by registry key (see :mod:`harness.catalog`); ``options``
+    are executor-specific settings (``envs_per_worker``), passed only when set."""
     from harness.catalog import EXECUTORS
 
-    return EXECUTORS.build(name, env_factory=env_factory, num_workers=num_workers, batch_size=batch_size)
+    return EXECUTORS.build(name, env_factory=env_factory, num_workers=num_workers, batch_size=batch_size, **options)
 
 
-def local_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int) -> LocalExecutor:
+def local_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int, **_: Any) -> LocalExecutor:
     return LocalExecutor(env_factory, slots=max(1, batch_size))
 
 
-def process_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int) -> ProcessExecutor:
-    return ProcessExecutor(env_factory, workers=max(1, num_workers))
+def process_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int,
+                     envs_per_worker: int = 1) -> ProcessExecutor:
+    return ProcessExecutor(env_factory, workers=max(1, num_workers), envs_per_worker=envs_per_worker)
 

@@ -72,6 +72,10 @@ class Suite(Protocol):
         """A fresh env able to run any episode of this suite (one per worker slot)."""
         ...
 
+    # Optional: ``agent_aliases: Mapping[str, str]`` maps a generic agent name
+    # (``oracle``, ``random``) to this suite's registered implementation, so
+    # ``planner=oracle`` works on every suite that has one.
+
 
 class AgentContractError(ValueError):
     """Raised by ``env.step`` for an action that breaks the agent contract

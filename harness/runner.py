@@ -74,6 +74,10 @@ def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
     return episodes
 
 
+#: Longest step history kept in a record's ``extra["history"]`` (ALFRED allows 1000 steps).
+_MAX_KEPT_HISTORY = 1000
+
+
 class AgentTimeout(Exception):
     """An agent call ran past ``agent_timeout_s``."""
 
@@ -109,8 +113,12 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
 _CONTRACT = "act() must return one list of actions (or an AgentReply) per request"
 
 
-def _check_plan(plan: Any) -> AgentReply:
-    """Normalise one agent output to an AgentReply; TypeError names the contract."""
+def _check_plan(plan: Any) -> Any:
+    """One agent output, checked: a list/tuple of actions as it is, else an
+    AgentReply (other sequences, e.g. an action-chunk array, wrapped in one);
+    TypeError names the contract."""
+    if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
+        return plan
     if isinstance(plan, AgentReply):
         if plan.output_error is not None and len(plan.actions):
             raise TypeError(f"AgentReply with output_error must have no actions ({_CONTRACT})")
@@ -204,6 +212,7 @@ class Runner:
         executor = make_executor(
             self.spec.executor, self.env_factory,
             num_workers=self.spec.num_workers, batch_size=self.spec.batch_size,
+            **({"envs_per_worker": self.spec.envs_per_worker} if self.spec.envs_per_worker != 1 else {}),
         )
         self._writer = self.store.writer() if self.store is not None else None
         try:
@@ -248,6 +257,8 @@ class Runner:
 
             if not active:
                 continue
+            if self._writer is not None:
+                self._writer.flush()  # finished episodes are committed before any model call
             waiting = list(active.items())
             plans = self._decide([live for _, live in waiting])
             moves = []
@@ -258,25 +269,28 @@ class Runner:
                     kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
                     self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
                     continue
-                if plan.raw_output is not None or plan.output_error is not None:
-                    live.transcript.append(self._transcript_entry(live, plan))
-                if plan.output_error is not None:
-                    live.output_errors += 1
-                    moves.append((slot, [InvalidOutput(plan.raw_output or "", plan.output_error)], live.deadline))
-                elif not len(plan.actions):
+                if type(plan) is AgentReply:
+                    if plan.raw_output is not None or plan.output_error is not None:
+                        live.transcript.append(self._transcript_entry(live, plan))
+                    if plan.output_error is not None:
+                        moves.append((slot, [InvalidOutput(plan.raw_output or "", plan.output_error)], live.deadline))
+                        continue
+                    actions = plan.actions
+                else:
+                    actions = plan
+                if not len(actions):
                     del active[slot]
                     self._finish(slot, live, free, summary, termination=TERMINATION_EMPTY_PLAN)
-                else:
-                    actions = plan.actions
-                    if self._replan is not None:
-                        actions = actions[: self._replan]
-                    live.output_errors += sum(isinstance(a, InvalidOutput) for a in actions)
-                    moves.append((slot, actions, live.deadline))
+                    continue
+                if self._replan is not None:
+                    actions = actions[: self._replan]
+                moves.append((slot, actions, live.deadline))
             if not moves:
                 continue
             for (slot, _, deadline), tr in zip(moves, executor.advance(moves)):
                 live = active[slot]
                 if tr.info is not None:  # something was stepped (an InvalidOutput too)
+                    live.output_errors += tr.invalid_outputs
                     live.steps += tr.steps
                     live.history += tr.history
                     live.observation, live.info = tr.observation, tr.info
@@ -290,8 +304,8 @@ class Runner:
                     del active[slot]
                     self._finish(slot, live, free, summary, error=("timeout", "episode exceeded its wall-clock limit"))
 
-    def _decide(self, lives: Sequence[_Live]) -> list[AgentReply | BaseException]:
-        """One batched agent call -> an AgentReply or an exception per episode.
+    def _decide(self, lives: Sequence[_Live]) -> list[Any]:
+        """One batched agent call -> a checked plan (list or AgentReply) or an exception per episode.
 
         An exception from the batch is retried one request at a time to isolate
         the culprit; a timeout or a broken contract (wrong number of plans, a
@@ -349,8 +363,18 @@ class Runner:
         if gc_total is None:  # e.g. an error at reset: the task's count, where the suite knows it
             gc_total = spec.metadata.get("gc_total", 0)
         extra: dict[str, Any] = {}
+        history = live.history
+        if history and len(history) <= _MAX_KEPT_HISTORY and all(
+                type(a) is str or type(a) is int for a, _ in history):
+            # Text actions (skills, ids) and their feedback: the evidence failure
+            # analyses and episode browsers read. Numeric action chunks are not kept.
+            extra["history"] = [[a, f] for a, f in history]
         if info.get(INFO_ARTIFACTS):
             extra["artifacts"] = dict(info[INFO_ARTIFACTS])
+        if spec.metadata.get("pddl_params"):  # the task's target/receptacle, for failure analysis
+            extra["task"] = dict(spec.metadata["pddl_params"])
+        if spec.instruction:  # shown by the report's episode browser
+            extra["instruction"] = spec.instruction
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,
@@ -396,7 +420,7 @@ def _one(plans: Any) -> Any:
     return plans[0]
 
 
-def _checked(plan: Any) -> AgentReply | BaseException:
+def _checked(plan: Any) -> Any:
     try:
         return _check_plan(plan)
     except TypeError as exc:

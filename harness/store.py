@@ -26,7 +26,7 @@ import time
 import urllib.parse
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 
@@ -363,7 +363,27 @@ class ResultStore:
         return df
 
     def records(self, run_ids: Iterable[str] | None = None) -> list[EpisodeRecord]:
-        return [EpisodeRecord.from_dict(r) for r in self.frame(run_ids).to_dict("records")]
+        """The records as stored: read straight from SQLite (no pandas), so NULL stays
+        None and integers stay integers."""
+        select = [c if c in self._columns else f"{_ADDED_COLUMNS[c]} AS {c}" for c in _RECORD_FIELDS]
+        sql = f"SELECT {', '.join(select)} FROM episodes"
+        params: list[str] = []
+        if run_ids is not None:
+            params = list(run_ids)
+            sql += f" WHERE run_id IN ({', '.join('?' * len(params))})"
+        sql += " ORDER BY run_id, suite, split, episode_id, seed"
+        try:
+            rows = self._db.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+        out = []
+        for row in rows:
+            data = dict(zip(_RECORD_FIELDS, row))
+            data["success"] = bool(data["success"])
+            data["empty_plan"] = bool(data["empty_plan"])
+            data["extra"] = json.loads(data["extra"]) if isinstance(data["extra"], str) else {}
+            out.append(EpisodeRecord.from_dict(data))
+        return out
 
     def latest_frame(self) -> tuple["pd.DataFrame", list[str]]:
         """Records of the newest run per (variant, suite, split), and notes on superseded runs.
@@ -386,33 +406,22 @@ class ResultStore:
 
 
 class RecordWriter:
-    """Commits records, with their transcripts, on the runner's thread, in small groups.
+    """Collects the records that finish in one runner round and commits them together.
 
-    A record is committed when :data:`GROUP_SIZE` records are waiting or the
-    oldest has waited :data:`GROUP_SECONDS`, and always by :meth:`flush` /
-    :meth:`close` (the runner closes the writer on every exit path, Ctrl-C and
-    SIGTERM included). So a SIGKILL loses at most the episodes in flight and
-    those finished in the last ``GROUP_SECONDS``; a rerun runs them again.
-    Grouping keeps the commit cost (a WAL append without fsync in
-    ``synchronous=NORMAL``) off the per-episode path: see
-    benchmarks/runner_overhead.py. A write error raises StoreError.
+    The runner calls :meth:`flush` before every agent call (and :meth:`close`
+    on every exit path, Ctrl-C and SIGTERM included), so a record waits at most
+    for the simulator steps of its own round: a SIGKILL, even one that ends a
+    hung model call, loses only the episodes in flight. Episodes finishing in
+    the same round share one transaction (a WAL append without fsync in
+    ``synchronous=NORMAL``). A write error raises StoreError.
     """
 
-    GROUP_SIZE = 64
-    GROUP_SECONDS = 0.25
-
-    def __init__(self, store: ResultStore, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, store: ResultStore):
         self._store = store
-        self._clock = clock
         self._pending: list[tuple[EpisodeRecord, Sequence[Mapping[str, Any]]]] = []
-        self._since = 0.0
 
     def add(self, record: EpisodeRecord, transcript: Sequence[Mapping[str, Any]] = ()) -> None:
-        if not self._pending:
-            self._since = self._clock()
         self._pending.append((record, transcript))
-        if len(self._pending) >= self.GROUP_SIZE or self._clock() - self._since >= self.GROUP_SECONDS:
-            self.flush()
 
     def flush(self) -> None:
         """Commit every waiting record now."""

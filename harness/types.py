@@ -127,6 +127,8 @@ class RunSpec:
     executor: str = "local"
     num_workers: int = 1
     batch_size: int = 8
+    #: process executor: envs per worker process (not part of the run identity).
+    envs_per_worker: int = 1
     episode_timeout_s: float | None = None
     #: Wall-clock limit of one batched agent call; a call past it becomes a
     #: ``timeout`` error record for every episode it served.

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from envs.eb_alfred.episodes import task_from_metadata
+import json
+
+from envs.eb_alfred.episodes import scene_from_metadata, task_from_metadata
 from envs.eb_alfred.executor import ExecutorState, SkillExecutor
 from envs.eb_alfred.expert import expert_plan
 from envs.eb_alfred.protocol import (
@@ -37,8 +39,8 @@ INFO_ENV_STEPS = "env_steps"
 INFO_ACTION = "action"
 
 
-#: Expert lengths already computed in this process, by (floor plan, world seed, task).
-_EXPERT_LENGTHS: dict[tuple[int, int, TaskSpec], int | None] = {}
+#: Expert lengths already computed in this process, by (floor plan, world seed, task, scene).
+_EXPERT_LENGTHS: dict[tuple[int, int, TaskSpec, str], int | None] = {}
 
 
 def _expert_length(spec: EpisodeSpec, floor_plan: int, world_seed: int, task: TaskSpec,
@@ -47,7 +49,7 @@ def _expert_length(spec: EpisodeSpec, floor_plan: int, world_seed: int, task: Ta
     very world (generated episodes), else planned once per process and cached."""
     if spec.metadata.get("expert_length_seed") == world_seed and "expert_length" in spec.metadata:
         return int(spec.metadata["expert_length"])
-    key = (floor_plan, world_seed, task)
+    key = (floor_plan, world_seed, task, json.dumps(spec.metadata.get("scene"), sort_keys=True))
     if key not in _EXPERT_LENGTHS:
         # expert_plan works on copies of the executor's world; the live state is untouched.
         plan = expert_plan(executor, task)
@@ -86,8 +88,9 @@ class EBAlfredEnv:
         task = task_from_metadata(spec.metadata)
         floor_plan = int(spec.metadata["floor_plan"])
         world_seed = spec.seed if seed is None else int(seed)
-        world = build_world(floor_plan, world_seed, task)  # SceneError names what is missing
-        self._executor = SkillExecutor(world, SceneVocabulary(world), ExecutorState())
+        # SceneError names what is missing; a restored scene (official episodes with a
+        # trajectory file) fixes instance counts, start receptacles, lamps and the faced receptacle.
+        self._executor = self._start(spec, floor_plan, world_seed, task)
         self._spec, self._task = spec, task
         self._privileged = bool(options.get("privileged", False))
         # An agent that never reads images (options["render"] False) gets none: no rendering cost.
@@ -98,6 +101,11 @@ class EBAlfredEnv:
         self._termination = None
         self._expert_length = _expert_length(spec, floor_plan, world_seed, task, self._executor)
         return self._observation(changed=True), self._info(action_ok=True, feedback="")
+
+    def _start(self, spec: EpisodeSpec, floor_plan: int, world_seed: int, task: TaskSpec) -> SkillExecutor:
+        """The episode's start state (household: built, with the trajectory's scene facts when known)."""
+        world = build_world(floor_plan, world_seed, task, scene=scene_from_metadata(spec.metadata))
+        return SkillExecutor(world, SceneVocabulary(world), ExecutorState())
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
         if self._executor is None or self._task is None:

@@ -8,8 +8,11 @@ pddl_params ``object_target="Apple", object_sliced=True``); for
 look_at_obj_in_light the parent slot holds the lamp (``toggle_target``; the
 pddl ``parent_target`` is empty); unused slots are ``None``.
 
-When ``<data_dir>/trajectories/<task>/pp/ann_<k>.json`` exists its ``pddl_params``
-are used; otherwise they are derived from the task path. Metadata records which.
+When a trajectory file ``<data_dir>/json_2.1.0/<task>/pp/ann_<k>.json`` exists
+(EmbodiedBench's own folder name; ``trajectories/`` is accepted too, and the real
+name wins when both hold the file) its ``pddl_params`` are used; otherwise they are
+derived from the task path. Metadata records which, and the file's path relative
+to the data folder (``trajectory``), so a backend can restore the scene from it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Mapping
 
 from envs.household import TaskSpec
 from envs.household.constants import TASK_TYPES
+from envs.household.restore import SceneFacts, scene_facts
 from envs.eb_alfred.protocol import DATA_ENV_VAR, OFFICIAL_SPLITS
 from harness.types import EpisodeSpec
 
@@ -81,9 +85,14 @@ def parse_task_path(task: str) -> TaskPath:
 
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
-    """The data folder: the argument, else ``$EB_ALFRED_DATA_DIR``, else None."""
+    """The data folder: the argument, else ``$EB_ALFRED_DATA_DIR``, else the folder
+    ``harness fetch eb_alfred`` filled (:func:`harness.fetch.fetched_dir`), else None."""
     chosen = data_dir if data_dir not in (None, "") else os.environ.get(DATA_ENV_VAR) or None
-    return Path(chosen).expanduser() if chosen else None
+    if not chosen:
+        from harness.fetch import fetched_dir
+
+        return fetched_dir("eb_alfred")
+    return Path(chosen).expanduser()
 
 
 def missing_data_message(path: Path | None) -> str:
@@ -91,7 +100,7 @@ def missing_data_message(path: Path | None) -> str:
     return (
         f"{where}. The official EB-ALFRED subsets need EmbodiedBench's data folder "
         "(embodiedbench/envs/eb_alfred/data in the EmbodiedBench repository: splits/splits.json, "
-        "and optionally json_2.1.0 trajectories as trajectories/<task>/pp/ann_<k>.json). "
+        "and optionally the trajectory files json_2.1.0/<task>/pp/ann_<k>.json). "
         f"Point the suite at it with EBAlfredSuite(data_dir=...) (config: suite.params.data_dir) "
         f"or the environment variable {DATA_ENV_VAR}. The generated splits 'seen'/'unseen' need no data."
     )
@@ -108,17 +117,46 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _trajectory_params(data_dir: Path, task: str, repeat_idx: int) -> tuple[dict[str, Any] | None, str | None]:
-    """``pddl_params`` and ``task_type`` from the trajectory file, if present."""
-    path = data_dir / "trajectories" / task / "pp" / f"ann_{repeat_idx}.json"
-    if not path.is_file():
-        return None, None
+#: Folders of trajectory files under the data folder, preferred first: EmbodiedBench's
+#: real name (``embodiedbench/envs/eb_alfred/data/json_2.1.0``), then the older
+#: ``trajectories`` name this harness used first.
+TRAJECTORY_DIRS: tuple[str, ...] = ("json_2.1.0", "trajectories")
+
+
+def trajectory_file(data_dir: Path, task: str, repeat_idx: int) -> Path | None:
+    """The trajectory file of ``(task, repeat_idx)`` in the first folder of
+    :data:`TRAJECTORY_DIRS` that has it, else None."""
+    for folder in TRAJECTORY_DIRS:
+        path = data_dir / folder / task / "pp" / f"ann_{repeat_idx}.json"
+        if path.is_file():
+            return path
+    return None
+
+
+def read_trajectory(path: Path) -> dict[str, Any]:
+    """A trajectory JSON; :class:`EpisodeDataError` when unreadable or not an object."""
     try:
         with open(path, encoding="utf-8") as fh:
             traj = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise EpisodeDataError(f"trajectory file {path} is malformed: {exc}") from exc
+    if not isinstance(traj, dict):
+        raise EpisodeDataError(f"trajectory file {path} is not a JSON object")
+    return traj
+
+
+def _trajectory_params(data_dir: Path, task: str, repeat_idx: int
+                       ) -> tuple[dict[str, Any] | None, str | None, Path | None, SceneFacts | None]:
+    """``pddl_params``, ``task_type``, the path and the scene facts of the trajectory file, if present."""
+    path = trajectory_file(data_dir, task, repeat_idx)
+    if path is None:
+        return None, None, None, None
+    traj = read_trajectory(path)
+    try:
         params = dict(traj["pddl_params"])
-        return params, str(traj.get("task_type", ""))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        facts = scene_facts(traj) if "scene" in traj else None  # pddl-only files restore nothing
+        return params, str(traj.get("task_type", "")), path, facts
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise EpisodeDataError(f"trajectory file {path} is malformed: {exc}") from exc
 
 
@@ -134,7 +172,7 @@ def task_spec_from_params(params: Mapping[str, Any], task_type: str) -> TaskSpec
     )
 
 
-def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSpec:
+def _entry_spec(data_dir: Path, split: str, index: int, entry: Any, restore_scenes: bool = True) -> EpisodeSpec:
     where = f"{split}[{index}]"
     if not isinstance(entry, Mapping):
         raise EpisodeDataError(f"splits.json {where} is not an object")
@@ -147,7 +185,7 @@ def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSp
     except (TypeError, ValueError) as exc:
         raise EpisodeDataError(f"splits.json {where}: repeat_idx {entry['repeat_idx']!r} is not an int") from exc
     parsed = parse_task_path(task)
-    params, traj_type = _trajectory_params(data_dir, task, repeat_idx)
+    params, traj_type, traj_path, facts = _trajectory_params(data_dir, task, repeat_idx)
     if params is not None:
         spec = task_spec_from_params(params, traj_type or parsed.task_type)
         source = "trajectory"
@@ -168,11 +206,19 @@ def _entry_spec(data_dir: Path, split: str, index: int, entry: Any) -> EpisodeSp
         },
         "pddl_source": source,
     }
+    if traj_path is not None:
+        metadata["trajectory"] = traj_path.relative_to(data_dir).as_posix()
+    if facts is not None and restore_scenes:
+        # What the household backend restores from the trajectory (envs/household/restore.py).
+        metadata["scene"] = facts.to_dict()
     return EpisodeSpec(SUITE_NAME, split, f"{split}/{index:02d}", 0, str(entry["instruction"]), metadata)
 
 
-def load_official(data_dir: Path | None) -> dict[str, list[EpisodeSpec]]:
+def load_official(data_dir: Path | None, restore_scenes: bool = True) -> dict[str, list[EpisodeSpec]]:
     """All six subsets from ``<data_dir>/splits/splits.json``, in file order.
+
+    With ``restore_scenes`` (default) an episode whose trajectory file exists
+    carries its :class:`~envs.household.restore.SceneFacts` as ``metadata["scene"]``.
 
     Raises FileNotFoundError (with instructions) without data and
     :class:`EpisodeDataError` for malformed files.
@@ -191,7 +237,7 @@ def load_official(data_dir: Path | None) -> dict[str, list[EpisodeSpec]]:
         entries = raw.get(split)
         if not isinstance(entries, list):
             raise EpisodeDataError(f"{path} has no episode list for subset {split!r}")
-        out[split] = [_entry_spec(data_dir, split, i, e) for i, e in enumerate(entries)]
+        out[split] = [_entry_spec(data_dir, split, i, e, restore_scenes) for i, e in enumerate(entries)]
     return out
 
 
@@ -201,3 +247,14 @@ def task_from_metadata(metadata: Mapping[str, Any]) -> TaskSpec:
         return task_spec_from_params(metadata["pddl_params"], metadata["task_type"])
     except KeyError as exc:
         raise EpisodeDataError(f"episode metadata lacks {exc}") from exc
+
+
+def scene_from_metadata(metadata: Mapping[str, Any]) -> SceneFacts | None:
+    """The restored scene facts an EpisodeSpec carries, or None."""
+    raw = metadata.get("scene")
+    if raw is None:
+        return None
+    try:
+        return SceneFacts.from_dict(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EpisodeDataError(f"episode metadata 'scene' is malformed: {exc}") from exc

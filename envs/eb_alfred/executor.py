@@ -54,10 +54,12 @@ class ExecutorState:
 class SkillExecutor:
     """Runs parsed skills on a world (mutated in place), as EB-ALFRED would."""
 
-    def __init__(self, world: World, vocab: SceneVocabulary, state: ExecutorState | None = None) -> None:
+    def __init__(self, world: World, vocab: SceneVocabulary, state: ExecutorState | None = None,
+                 engine: object | None = None) -> None:
         self.world = world
         self.vocab = vocab
-        self.engine = HouseholdEngine(world)
+        #: the household engine, or the AI2-THOR one (same primitives; updates ``world`` in place).
+        self.engine = engine if engine is not None else HouseholdEngine(world)
         self.state = state or ExecutorState()
         self._types = {o.type.casefold(): o.type for o in world.objects.values()}
 
@@ -99,7 +101,7 @@ class SkillExecutor:
         else:
             proximity = 3
         return (
-            0 if (pieces_first and o.is_sliced) else 1,
+            0 if (pieces_first and o.is_piece) else 1,
             proximity,
             1 if in_closed else 0,
             1 if occupied else 0,
@@ -111,7 +113,7 @@ class SkillExecutor:
         world = self.world
         if exact_instance or split_instance(name)[1] > 1:
             oid = self.vocab.instance(name)
-            if oid is not None and oid in world.objects:
+            if oid is not None and oid in world.objects and not world.objects[oid].inactive:
                 return oid
             if oid is not None:
                 # The instance was sliced away: its name now reaches its pieces.
@@ -121,11 +123,11 @@ class SkillExecutor:
         types = self.types_for(name)
         cands = [
             k for k, o in world.objects.items()
-            if o.type in types and not world.is_held(k) and (prop is None or getattr(o, prop))
+            if o.type in types and not o.inactive and not world.is_held(k) and (prop is None or getattr(o, prop))
         ]
         if not cands:
             return None
-        pieces_first = any(world.objects[k].is_sliced for k in cands)
+        pieces_first = any(world.objects[k].is_piece for k in cands)
         # Alias order: a basin beats the Sink/Bathtub fixture, pieces beat the whole object.
         order = {t: i for i, t in enumerate(types)}
         return min(cands, key=lambda k: (order[world.objects[k].type] if not pieces_first else 0,

@@ -146,7 +146,7 @@ class _Sim:
         if attr == "cleaned":
             basins = [k for k, o in w.objects.items() if o.type == "SinkBasin"]
             for basin in basins:  # the first basin a faucet feeds
-                if any(w.basin_of(f) == basin for f in w.of_type("Faucet")):
+                if any(basin in w.basins_of(f) for f in w.of_type("Faucet")):
                     break
             else:
                 raise _Fail("no faucet feeds a basin")
@@ -155,6 +155,8 @@ class _Sim:
         elif attr == "heated":
             micro = self._first("Microwave")
             self.place(micro)
+            # A Microwave cannot be turned on while open (AI2-THOR; ALFRED's gold plans close it first).
+            self.do(f"close the {self.name(micro)}")
             self.toggle_on_here("Microwave", self.name(micro))
         else:
             fridge = self._first("Fridge")
@@ -182,7 +184,7 @@ class _Sim:
         if self.ex.resolve(base, exact_instance=False, prop="sliceable") != whole_id or not self.w.in_reach(whole_id):
             self.goto(whole_id)
         self.do(f"slice the {base}")
-        if whole_id in self.w.objects:
+        if not self.w.objects[whole_id].is_sliced:
             raise _Fail("did not slice")
         self.do(DROP)
 
@@ -211,8 +213,10 @@ def _candidate_programs(ex: SkillExecutor, task: TaskSpec) -> Iterator[Callable[
     tt = task.task_type
     target = task.target_type
     whole = task.object_target
-    targets = _rank_objects(ex, [k for k, o in w.objects.items() if o.type == target and o.pickupable])
-    wholes = _rank_objects(ex, [k for k, o in w.objects.items() if o.type == whole and o.sliceable])
+    targets = _rank_objects(ex, [k for k, o in w.objects.items()
+                                 if o.type == target and o.pickupable and not o.inactive])
+    wholes = _rank_objects(ex, [k for k, o in w.objects.items()
+                                if o.type == whole and o.sliceable and not o.is_sliced])
     knives = _rank_objects(ex, [k for k, o in w.objects.items() if o.type in KNIFE_TYPES])
     parents = _parents(ex, task.parent_target)[:MAX_CANDIDATES] if task.parent_target else []
 

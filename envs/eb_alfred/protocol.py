@@ -30,7 +30,7 @@ TEST_UNSEEN_FLOOR_PLANS: tuple[int, ...] = (9, 29, 215, 226, 315, 325, 404, 425)
 FEEDBACK_SUCCESS = "Last action executed successfully."
 FEEDBACK_INVALID_PREFIX = "Last action is invalid. "
 
-#: Environment variable naming the EmbodiedBench data folder (splits/, trajectories/).
+#: Environment variable naming the EmbodiedBench data folder (splits/, json_2.1.0/ or trajectories/).
 DATA_ENV_VAR = "EB_ALFRED_DATA_DIR"
 
 #: Instruction styles: the six EB-ALFRED subsets, reused for generated episodes.

@@ -8,7 +8,8 @@ from typing import Any, Mapping, Sequence
 
 from envs.eb_alfred.env import EBAlfredEnv
 from envs.eb_alfred.episodes import (
-    SUITE_NAME, EpisodeDataError, file_sha256, load_official, resolve_data_dir, splits_file, task_from_metadata,
+    SUITE_NAME, EpisodeDataError, file_sha256, load_official, resolve_data_dir, scene_from_metadata, splits_file,
+    task_from_metadata,
 )
 from envs.eb_alfred.generator import GeneratedEpisodes, floor_plans
 from envs.household import SceneError, build_world, goal_condition_total
@@ -18,8 +19,11 @@ from envs.eb_alfred.protocol import (
 from envs.eb_alfred.skills import NUM_GLOBAL_ACTIONS
 from harness.types import EpisodeSpec
 
-#: Bumped whenever rules, episodes or scoring change.
-SUITE_VERSION = "1.0.0"
+#: Bumped whenever rules, episodes or scoring change. 1.1.0: a Microwave turns on only
+#: when closed; slicing keeps the whole (isSliced) with its marks; one faucet fills
+#: every basin of a double sink; trajectories read from json_2.1.0/. 1.2.0: official
+#: episodes start from the scene facts of their trajectory (envs/household/restore.py).
+SUITE_VERSION = "1.2.0"
 #: What to do with an official episode the backend cannot build (unknown object,
 #: receptacle or floor plan): fail the run before it starts, or leave it out and say so.
 BAD_EPISODE_POLICIES = ("error", "skip_and_report")
@@ -42,9 +46,12 @@ class EBAlfredSuite:
     version = SUITE_VERSION
 
     def __init__(self, data_dir: str | None = None, backend: str = "household", render: bool = True,
-                 generated_per_split: int = 500, generator_seed: int = 0, on_bad_episode: str = "error") -> None:
-        if backend != "household":
-            raise ValueError(f"EB-ALFRED backend {backend!r} is not available; use 'household'")
+                 generated_per_split: int = 500, generator_seed: int = 0, on_bad_episode: str = "error",
+                 restore_scenes: bool = True) -> None:
+        if backend not in ("household", "thor"):
+            raise ValueError(f"EB-ALFRED backend {backend!r} is unknown; use 'household' or 'thor'")
+        #: AI2-THOR only: tests put a fake controller factory here; None starts ai2thor's real Controller.
+        self.controller_factory: Any = None
         if generated_per_split < 0:
             raise ValueError("generated_per_split must be >= 0")
         if on_bad_episode not in BAD_EPISODE_POLICIES:
@@ -57,6 +64,8 @@ class EBAlfredSuite:
         self.render = render
         self.generated_per_split = int(generated_per_split)
         self.generator_seed = int(generator_seed)
+        #: official episodes with a trajectory file start from its restored scene facts.
+        self.restore_scenes = bool(restore_scenes)
         self._official: dict[str, list[EpisodeSpec]] | None = None
 
     def protocol(self, split: str) -> Mapping[str, Any]:
@@ -73,8 +82,14 @@ class EBAlfredSuite:
             "num_global_actions": NUM_GLOBAL_ACTIONS,
             "backend": self.backend,
         }
+        if self.backend == "thor":
+            from envs.thor.session import THOR_VERSION
+
+            proto["thor_version"] = THOR_VERSION
+            proto["find"] = "TeleportFull to the reachable position nearest the object (privileged)"
         if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
+            proto["restore_scenes"] = self.restore_scenes
             if self.on_bad_episode != "error":
                 self.episodes(split)  # loads and checks: the episodes left out change results
                 proto["skipped_episodes"] = [eid for eid, _ in self.skipped_episodes]
@@ -84,15 +99,20 @@ class EBAlfredSuite:
         return proto
 
     def splits(self) -> Sequence[str]:
-        return (*OFFICIAL_SPLITS, *GENERATED_SPLITS)
+        # Generated episodes have no trajectory to restore on AI2-THOR.
+        return OFFICIAL_SPLITS if self.backend == "thor" else (*OFFICIAL_SPLITS, *GENERATED_SPLITS)
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         """The split's episodes. Generated splits are lazy: only the episodes read are built."""
+        if self.backend == "thor":
+            from envs.thor.session import require_ai2thor
+
+            require_ai2thor(self.controller_factory)
         if split in OFFICIAL_SPLITS:
             if self._official is None:
-                self._official = self._checked(load_official(self.data_dir))
+                self._official = self._checked(load_official(self.data_dir, self.restore_scenes))
             return list(self._official[split])
-        if split in GENERATED_SPLITS:
+        if split in GENERATED_SPLITS and self.backend != "thor":
             return GeneratedEpisodes(split, self.generated_per_split, self.generator_seed)
         raise KeyError(f"unknown eb_alfred split {split!r}; splits are {', '.join(self.splits())}")
 
@@ -107,7 +127,8 @@ class EBAlfredSuite:
             for spec in specs:
                 try:
                     task = task_from_metadata(spec.metadata)
-                    build_world(int(spec.metadata["floor_plan"]), spec.seed, task)
+                    build_world(int(spec.metadata["floor_plan"]), spec.seed, task,
+                                scene=scene_from_metadata(spec.metadata))
                 except (SceneError, ValueError, KeyError) as exc:
                     bad.append((spec.episode_id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
                     continue
@@ -126,4 +147,8 @@ class EBAlfredSuite:
         return out
 
     def make_env(self) -> EBAlfredEnv:
+        if self.backend == "thor":
+            from envs.eb_alfred.thor import EBAlfredThorEnv
+
+            return EBAlfredThorEnv(self.data_dir, self.controller_factory, render_images=self.render)
         return EBAlfredEnv(backend=self.backend, render_images=self.render)

@@ -8,6 +8,11 @@ static receptacle instance that ALFRED's ``VAL_RECEPTACLE_OBJECTS`` allows for
 its type. A pickupable type that no receptacle of the floor plan accepts (a
 Plunger in a bathroom without a Cabinet) lies on the floor (``parent=None``),
 as in AI2-THOR. Openables start closed, toggleables off.
+
+With :class:`~envs.household.restore.SceneFacts` from the episode's ALFRED
+trajectory, the instance count of every pickupable type, the start receptacle
+of each task object, the lamps' on/off state and the receptacle the agent
+starts facing come from the trajectory; the remaining choices stay seeded.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import random
 from envs.household.constants import (
     CLEAN_BASIN, CLEAN_SOURCE, COOL_SOURCE, HEAT_SOURCE, KNIFE_TYPES, alfred_constants,
 )
+from envs.household.restore import SceneFacts
 from envs.household.scene import Inventory, floor_plan_inventory
 from envs.household.world import Obj, TaskSpec, World
 
@@ -63,14 +69,28 @@ def _goal_relevant(obj_type: str, task: TaskSpec | None) -> bool:
     return task.object_target in obj_type or bool(task.mrecep_target and task.mrecep_target in obj_type)
 
 
-def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None) -> World:
-    """A world for ``FloorPlan<floor_plan>``, deterministic for (floor_plan, seed, task).
+def _min_count(obj_type: str, task: TaskSpec | None) -> int:
+    """Instances a task needs of ``obj_type`` (a restored count never goes below it)."""
+    if task is None:
+        return 0
+    if obj_type == task.object_target:
+        return 2 if task.task_type == "pick_two_obj_and_place" else 1
+    return 1 if obj_type == task.mrecep_target else 0
+
+
+def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None,
+                scene: SceneFacts | None = None) -> World:
+    """A world for ``FloorPlan<floor_plan>``, deterministic for (floor_plan, seed, task, scene).
 
     With a task, the floor plan must have every type the task needs
     (:func:`required_types`), else :class:`SceneError`; the task's objects are
     placed outside any receptacle of the parent type (on the floor when no
-    other receptacle allows them), so the goal is unmet at reset.
+    other receptacle allows them), so the goal is unmet at reset. With
+    ``scene`` (restored from a trajectory), instance counts, the task objects'
+    start receptacles, lamp states and the faced receptacle follow it.
     """
+    if scene is not None and scene.floor_plan != floor_plan:
+        raise SceneError(f"scene facts of FloorPlan{scene.floor_plan} used for FloorPlan{floor_plan}")
     consts = alfred_constants()
     inv = floor_plan_inventory(floor_plan)
     if task is not None:
@@ -106,8 +126,18 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None) -> Wor
 
     # Pickupable objects, placed in receptacles ALFRED allows.
     placed_types = [t for t in inv.object_types if t in pickupable]
+    by_thor_id = {o.thor_id: o.id for o in statics}
+    starts: dict[str, list[str]] = {}
+    fixed_ids: set[str] = set()
+    if scene is not None:
+        placed_types = sorted(set(placed_types) | {t for t, n in scene.counts.items() if n > 0})
+        for st in scene.starts:
+            if st.receptacle_id in by_thor_id:
+                starts.setdefault(st.obj_type, []).append(by_thor_id[st.receptacle_id])
     for t in placed_types:
-        if task is not None and t == task.object_target:
+        if scene is not None:
+            n = max(scene.counts.get(t, 0), len(starts.get(t, ())), _min_count(t, task))
+        elif task is not None and t == task.object_target:
             n = rng.randint(2 if task.task_type == "pick_two_obj_and_place" else 1, consts.pickup_repeat_max)
         else:
             n = rng.randint(1, consts.max_num_of_obj_instances)
@@ -116,9 +146,26 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None) -> Wor
             # Outside the parent; with no other allowed receptacle (a Plunger whose only
             # allowed receptacle is the task's Cabinet) it starts on the floor.
             candidates = [r for r in candidates if task.parent_target not in r.type]
-        for _ in range(n):
-            parent = rng.choice(candidates).id if candidates else None
+        fixed = starts.get(t, [])
+        for i in range(n):
+            if i < len(fixed):
+                parent = fixed[i]  # the start receptacle the trajectory shows
+            else:
+                parent = rng.choice(candidates).id if candidates else None
             o = Obj(new_id(t), t, parent, receptacle=t in vro, openable=t in openable,
                     toggleable=t in toggleable, sliceable=t in sliceable, pickupable=True)
             objects[o.id] = o
-    return World(floor_plan, seed, task, objects)
+            if i < len(fixed):
+                fixed_ids.add(o.id)
+    at = None
+    if scene is not None:
+        for obj_type, container_type in scene.nested:
+            containers = [o for o in objects.values() if o.type == container_type]
+            movers = [o for o in objects.values() if o.type == obj_type and o.id not in fixed_ids]
+            if containers and movers:
+                movers[0].parent = containers[0].id
+        for o in objects.values():
+            if o.toggleable and o.type in scene.toggles:
+                o.is_on = scene.toggles[o.type]
+        at = by_thor_id.get(scene.start_receptacle) if scene.start_receptacle else None
+    return World(floor_plan, seed, task, objects, at=at)

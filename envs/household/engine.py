@@ -7,10 +7,17 @@ outermost receptacle (the agent at ``CounterTop_1`` reaches the Apple in the
 Bowl on it), and a Faucet and its SinkBasin are in reach of each other.
 
 State-changing wrapper rules (ALFRED env/thor_env.py ``update_states``):
-toggling a Faucet on cleans everything in its SinkBasin; toggling a Microwave
-on heats everything in it; closing a Fridge cools everything in it. Placing an
-object into an already running sink/microwave or an already closed fridge
-changes nothing, as in ALFRED.
+toggling a Faucet on cleans everything in its SinkBasin(s) (``World.basins_of``);
+toggling a Microwave on heats everything in it; closing a Fridge cools
+everything in it. Placing an object into an already running sink/microwave or
+an already closed fridge changes nothing, as in ALFRED.
+
+A Microwave cannot be turned on while open (AI2-THOR refuses ToggleObjectOn on
+an open microwave; ALFRED's and EB-ALFRED's gold plans always close it first).
+Slicing keeps the whole object in the state with ``is_sliced`` set, as
+AI2-THOR 2.x does, beside the new pieces; the whole keeps its
+cleaned/heated/cooled marks (ALFRED keeps object ids in those sets) but can no
+longer be reached, picked up or sliced (``Obj.inactive``).
 """
 
 from __future__ import annotations
@@ -55,6 +62,8 @@ class HouseholdEngine:
         o = self.world.objects.get(obj_id)
         if o is None:
             return None, ActionResult(False, f"There is no {obj_id} in this scene.")
+        if o.inactive:
+            return None, ActionResult(False, f"{obj_id} has been sliced; only its pieces remain.")
         return o, None
 
     def _mark(self, recep_id: str, attr: str) -> None:
@@ -173,11 +182,12 @@ class HouseholdEngine:
             return ActionResult(False, f"{obj_id} is not in reach; go to it first.")
         if o.is_on == on:
             return ActionResult(False, f"{obj_id} is already {'on' if on else 'off'}.")
+        if on and o.type == HEAT_SOURCE and o.openable and o.is_open:
+            return ActionResult(False, f"{obj_id} is open; close it before turning it on.")
         o.is_on = on
         if on:
             if o.type == CLEAN_SOURCE:
-                basin = self.world.basin_of(obj_id)
-                if basin is not None:
+                for basin in self.world.basins_of(obj_id):
                     self._mark(basin, "cleaned")
             elif o.type == HEAT_SOURCE:
                 self._mark(obj_id, "heated")
@@ -192,9 +202,10 @@ class HouseholdEngine:
         return self._toggle(obj_id, False)
 
     def slice(self, obj_id: str) -> ActionResult:
-        """Slice a sliceable object in reach with a Knife/ButterKnife in hand. The
-        object is replaced in place by its ``<Type>Sliced`` pieces (new ids, so
-        they are not cleaned/heated/cooled: ALFRED tracks those by object id)."""
+        """Slice a sliceable object in reach with a Knife/ButterKnife in hand. Its
+        ``<Type>Sliced`` pieces appear where it was (new ids, so they are not
+        cleaned/heated/cooled: ALFRED tracks those by object id); the whole stays
+        in the state with ``is_sliced`` set and its marks (AI2-THOR 2.x)."""
         o, err = self._lookup(obj_id)
         if err:
             return err
@@ -211,7 +222,7 @@ class HouseholdEngine:
             return ActionResult(False, f"{obj_id} is inside {closed}, which is closed.")
         piece_type = SLICED_TYPE[o.type]
         pieces = []
-        del world.objects[obj_id]
+        o.is_sliced = True
         for _ in range(SLICE_PIECES[o.type]):
             pid = world.next_id(piece_type)
             world.objects[pid] = Obj(pid, piece_type, o.parent, is_sliced=True, pickupable=True)

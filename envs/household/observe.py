@@ -26,7 +26,7 @@ def _visible_contents(world: World, recep_id: str) -> list[str]:
     r = world.objects[recep_id]
     if r.openable and not r.is_open:
         return []
-    return world.contents(recep_id)
+    return [k for k in world.contents(recep_id) if not world.objects[k].inactive]
 
 
 def _state_words(world: World, obj_id: str) -> str:

@@ -95,6 +95,18 @@ class Obj:
         #: the AI2-THOR id of a static receptacle from the floor plan's layout, if any.
         self.thor_id = thor_id
 
+    @property
+    def is_piece(self) -> bool:
+        """A piece made by slicing (``AppleSliced``, ``EggCracked``)."""
+        return self.is_sliced and not self.sliceable
+
+    @property
+    def inactive(self) -> bool:
+        """A whole object after slicing. AI2-THOR 2.x keeps it in the metadata with
+        ``isSliced`` set (its id stays in ALFRED's cleaned/heated/cooled sets and it
+        keeps its parent receptacle), but it can no longer be seen or acted on."""
+        return self.is_sliced and self.sliceable
+
     def copy(self) -> "Obj":
         o = Obj.__new__(Obj)
         o.id = self.id
@@ -223,17 +235,28 @@ class World:
             o = objects[o.parent]
         return o.id
 
-    def basin_of(self, faucet_id: str) -> str | None:
-        """The SinkBasin a Faucet fills: the k-th Faucet feeds the k-th SinkBasin
-        (the first one when there are fewer basins). ALFRED picks the SinkBasin
-        closest to the Faucet (env/thor_env.py); layouts carry no faucet poses,
-        so order stands in for distance."""
+    def basins_of(self, faucet_id: str) -> list[str]:
+        """The SinkBasins a Faucet fills when turned on.
+
+        ALFRED cleans in the SinkBasin closest to the turned-on Faucet
+        (env/thor_env.py); the layouts carry no faucet positions, so id order
+        stands in for distance: with F faucets and B basins (both in id order),
+        basin j is fed by faucet min(j, F-1), so no basin is ever left without a
+        faucet (ALFRED's 14 double-sink floor plans have one faucet, listed in 12 of
+        them: it fills both basins); a faucet beyond the last basin fills the first.
+        """
         basins = self.of_type(CLEAN_BASIN)
-        if not basins:
-            return None
         faucets = self.of_type(CLEAN_SOURCE)
-        k = faucets.index(faucet_id) if faucet_id in faucets else 0
-        return basins[k] if k < len(basins) else basins[0]
+        if not basins or faucet_id not in faucets:
+            return []
+        k, last = faucets.index(faucet_id), len(faucets) - 1
+        fed = [b for j, b in enumerate(basins) if min(j, last) == k]
+        return fed or [basins[0]]
+
+    def basin_of(self, faucet_id: str) -> str | None:
+        """The first SinkBasin :meth:`basins_of` gives, or None."""
+        fed = self.basins_of(faucet_id)
+        return fed[0] if fed else None
 
     def in_reach(self, obj_id: str) -> bool:
         """True if the agent, facing ``at``, can see and act on ``obj_id``: both share
@@ -247,7 +270,7 @@ class World:
         if root_at == root_obj:
             return True
         for a, b in ((root_at, root_obj), (root_obj, root_at)):
-            if objects[a].type == CLEAN_SOURCE and self.basin_of(a) == b:
+            if objects[a].type == CLEAN_SOURCE and b in self.basins_of(a):
                 return True
         return False
 

@@ -86,6 +86,7 @@ def test_unusable_output_is_one_invalid_action_without_step_or_history(suite, tm
     assert second.info["invalid_actions"] == 1 and third.info["invalid_actions"] == 2
     assert rec.success and rec.planner_output_errors == 2 and rec.invalid_actions == 2
     assert rec.steps == rec.expert_length  # the two bad outputs took no env step
+    assert len(rec.extra["history"]) == rec.steps and rec.extra["history"][-1][1] == "Last action executed successfully."
     assert summary.records[0].planner_output_errors == 2
     assert not rec.empty_plan
     assert [t["raw_output"] for t in transcript] == ["{not json", "{not json"]

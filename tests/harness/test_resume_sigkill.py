@@ -2,10 +2,9 @@
 
 The kill lands mid-run by construction, not by timing: the killed run is the
 real CLI with the real random planner, held at a gate (``tests/harness/gated_cli.py``)
-before it answers for any episode with index >= K. Episodes K.. can therefore
-never finish before the kill, and at least K - BATCH + 1 have finished (at most
-BATCH - 1 of the first K are in flight when episode K starts), so the kill
-always leaves between K - BATCH + 1 and K rows, with episodes in flight.
+before it answers for any episode with index >= K, so episodes K.. can never
+finish before the kill; the runner commits finished episodes before each agent
+call, so the kill always finds between 1 and K rows, with episodes in flight.
 """
 
 from __future__ import annotations
@@ -71,8 +70,8 @@ def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path):
     proc = spawn("tests.harness.gated_cli", str(gate), str(K), "run", *ARGS, f"out={killed}")
     try:
         deadline = time.monotonic() + 300
-        # Wait until the run is held at the gate and the episodes finished before it are committed.
-        while not ((gate / "blocked").exists() and finished_rows(db) >= K - BATCH + 1):
+        # Wait until the run is held at the gate (rows are committed by then).
+        while not ((gate / "blocked").exists() and finished_rows(db) >= 1):
             assert proc.poll() is None, f"the gated run ended before reaching the gate: {proc.communicate()[1]}"
             assert time.monotonic() < deadline, "the gated run never reached the gate"
             time.sleep(0.01)
@@ -81,7 +80,8 @@ def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path):
         proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL
     at_kill = finished_rows(db)
-    assert K - BATCH + 1 <= at_kill <= K, f"{at_kill} rows at the kill"
+    print(f"rows at the kill: {at_kill} of {N}")
+    assert 1 <= at_kill <= K, f"{at_kill} rows at the kill"
 
     proc = harness("run", *ARGS, f"out={killed}")
     _, err = proc.communicate(timeout=600)

@@ -2,7 +2,7 @@ import sqlite3
 
 import pytest
 
-from harness.store import RecordWriter, ResultStore, StoreError
+from harness.store import ResultStore, StoreError
 from harness.types import EpisodeRecord, RunSpec
 
 SPEC = RunSpec(suite="s", split="a", agent="oracle", variant="v")
@@ -108,29 +108,19 @@ def count_rows(path) -> int:
         other.close()
 
 
-def test_writer_commits_by_count_by_age_and_on_close(tmp_path):
-    """Durability bounds (mutations guarded: never flushing before close; flushing only by count)."""
-    now = [0.0]
+def test_writer_commits_on_flush_and_close(tmp_path):
+    """Mutation guarded: a writer that never commits before close (SIGKILL would lose everything)."""
     with ResultStore(tmp_path) as store:
         store.begin_run("r1", SPEC, {}, {})
-        writer = RecordWriter(store, clock=lambda: now[0])
-        for i in range(RecordWriter.GROUP_SIZE - 1):
-            writer.add(rec(f"a{i:03d}"))
-        assert count_rows(tmp_path) == 0  # grouped: waiting
-        writer.add(rec("a999"))
-        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE  # a full group is committed at once
+        writer = store.writer()
+        writer.add(rec("a0"))
+        writer.add(rec("a1"))
+        assert count_rows(tmp_path) == 0  # the round's records wait together
+        writer.flush()
+        assert count_rows(tmp_path) == 2
         writer.add(rec("b0"))
-        now[0] += RecordWriter.GROUP_SECONDS / 2
-        writer.add(rec("b1"))
-        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE
-        now[0] += RecordWriter.GROUP_SECONDS
-        writer.add(rec("b2"))  # the oldest waited too long: everything waiting is committed
-        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE + 3
-        writer.add(rec("c0"))
         writer.close()
-        assert count_rows(tmp_path) == RecordWriter.GROUP_SIZE + 4
-        records = store.records()
-    assert len({r.key for r in records}) == RecordWriter.GROUP_SIZE + 4
+        assert count_rows(tmp_path) == 3
 
 
 def test_writer_reports_write_errors(tmp_path):
@@ -141,3 +131,16 @@ def test_writer_reports_write_errors(tmp_path):
         writer.add(rec("e1"))
         with pytest.raises(StoreError, match="cannot write to result store"):
             writer.close()
+
+
+def test_records_keep_none_and_integers_when_rows_differ(tmp_path):
+    """Mutation guarded: records built through pandas turn NULL into NaN and ints into floats
+    when other rows of the same column have values."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        store.add(rec("e1", error_kind="env", error_message="boom", expert_length=None))
+        store.add(rec("e2", success=True, expert_length=7))
+        back = {r.episode_id: r for r in store.records()}
+    assert back["e2"].error_kind is None and back["e2"].error_message is None
+    assert back["e1"].expert_length is None and back["e2"].expert_length == 7
+    assert type(back["e2"].expert_length) is int and back["e2"].success is True

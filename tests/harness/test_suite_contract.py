@@ -4,12 +4,14 @@ reset/step types, documented info keys, determinism under a seed, step limits ho
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 
 import pytest
 
-from harness.catalog import PLANNERS, SUITES
-from harness.interfaces import AgentRequest, EpisodeEnv, Suite
+from harness.catalog import PLANNERS, POLICIES, SUITES
+from harness.interfaces import AgentContractError, AgentRequest, EpisodeEnv, Suite
 from harness.types import (
     INFO_ACTION_OK,
     INFO_GC_SATISFIED,
@@ -21,11 +23,21 @@ from harness.types import (
 
 #: How to build each suite without external data, a split that needs none,
 #: and a baseline agent that acts through the public interface. A suite
-#: registered without an entry here fails the first test.
+#: registered without an entry here fails the first test. ``kind="policy"``:
+#: the agent is a policy, and malformed actions must raise AgentContractError.
+#: ``share_env``: one env serves every rollout (suites whose env takes seconds to build).
+#: ``needs``: a module the suite's simulator needs (the case skips, saying so, without it,
+#: or fails when the ``require_env`` variable is 1, as in CI).
 CONTRACT = {
     "eb_alfred": dict(params={"render": True, "generated_per_split": 6}, split="seen", agent="random"),
-    "eb_manipulation": dict(params={"render": False}, split="base", agent="eb_manipulation_random"),
+    "alfred": dict(params={"render": True, "generated_per_split": 6}, split="unseen", agent="random"),
+    "libero": dict(params={"max_steps": 4, "tasks": [0], "trials": 2}, split="libero_spatial", agent="zero",
+                   kind="policy", share_env=True, needs="libero.libero", require_env="REQUIRE_LIBERO"),
+    "eb_manipulation": dict(params={"render": False}, split="base", agent="eb_manipulation_random",
+                            needs="robosuite", require_env="REQUIRE_EB_MANIPULATION"),
 }
+
+_SHARED_ENVS: dict = {}
 
 
 def test_every_registered_suite_has_a_contract_entry():
@@ -35,7 +47,31 @@ def test_every_registered_suite_has_a_contract_entry():
 @pytest.fixture(params=sorted(CONTRACT), scope="module")
 def case(request):
     entry = CONTRACT[request.param]
-    return request.param, SUITES.build(request.param, **entry["params"]), entry
+    if entry.get("needs"):
+        try:
+            importlib.import_module(entry["needs"])
+        except ImportError:
+            reason = f"{request.param}'s simulator ({entry['needs']}) is not installed"
+            if os.environ.get(entry.get("require_env", "-")) == "1":
+                pytest.fail(f"{reason} and {entry['require_env']}=1", pytrace=False)
+            pytest.skip(reason)
+    yield request.param, SUITES.build(request.param, **entry["params"]), entry
+    env = _SHARED_ENVS.pop(request.param, None)
+    if env is not None:
+        env.close()
+
+
+def _make_env(suite, entry):
+    if not entry.get("share_env"):
+        return suite.make_env()
+    if suite.name not in _SHARED_ENVS:
+        _SHARED_ENVS[suite.name] = suite.make_env()
+    return _SHARED_ENVS[suite.name]
+
+
+def _close_env(env, entry):
+    if not entry.get("share_env"):
+        env.close()
 
 
 def _json(obj) -> str:
@@ -67,11 +103,13 @@ def _check_info(info):
     assert isinstance(info[INFO_INVALID_ACTIONS], int)
 
 
-def _rollout(suite, spec, agent_name):
-    env = suite.make_env()
+def _rollout(suite, spec, entry):
+    env = _make_env(suite, entry)
     assert isinstance(env, EpisodeEnv)
-    agent = PLANNERS.build(agent_name)
-    obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": agent.privileged})
+    registry = POLICIES if entry.get("kind") == "policy" else PLANNERS
+    agent = registry.build(entry["agent"])
+    obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": agent.privileged,
+                                                    "render": bool(getattr(agent, "reads_images", True))})
     _check_info(info)
     agent.reset(spec)
     trace, history = [], []
@@ -88,14 +126,14 @@ def _rollout(suite, spec, agent_name):
                                                                       if k != "privileged_state"})))
         if terminated or truncated:
             break
-    env.close()
+    _close_env(env, entry)
     return trace
 
 
 def test_reset_step_types_and_step_limit(case):
     _, suite, entry = case
     spec = suite.episodes(entry["split"])[0]
-    trace = _rollout(suite, spec, entry["agent"])
+    trace = _rollout(suite, spec, entry)
     assert trace[-1][2] or trace[-1][3], "episode never ended"
     assert len(trace) <= suite.protocol(spec.split)["max_steps"]
 
@@ -103,18 +141,24 @@ def test_reset_step_types_and_step_limit(case):
 def test_deterministic_under_seed(case):
     _, suite, entry = case
     for spec in suite.episodes(entry["split"])[:3]:
-        assert _rollout(suite, spec, entry["agent"]) == _rollout(suite, spec, entry["agent"])
+        assert _rollout(suite, spec, entry) == _rollout(suite, spec, entry)
 
 
 def test_invalid_actions_are_feedback_not_exceptions(case):
     _, suite, entry = case
     spec = suite.episodes(entry["split"])[0]
-    env = suite.make_env()
-    env.reset(seed=spec.seed, options={"episode": spec})
+    env = _make_env(suite, entry)
+    env.reset(seed=spec.seed, options={"episode": spec, "render": False})
+    if entry.get("kind") == "policy":  # a malformed action breaks the agent contract: raised, never stepped
+        for bad in ("", "fly to the moon", 10**9, None, [float("nan")] * 7, [0.0] * 6):
+            with pytest.raises(AgentContractError):
+                env.step(bad)
+        _close_env(env, entry)
+        return
     for bad in ("", "fly to the moon", 10**9, None, "{'action_id': 3"):
         _, _, terminated, truncated, info = env.step(bad)
         assert info[INFO_ACTION_OK] is False and info["feedback"]
         if terminated or truncated:
             break
     assert info[INFO_INVALID_ACTIONS] >= 1
-    env.close()
+    _close_env(env, entry)

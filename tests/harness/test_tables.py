@@ -9,12 +9,13 @@ and rerun without UPDATE_GOLDEN.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from tests import golden
 
 from harness.metrics import records_frame
 from harness.tables import (
@@ -85,14 +86,8 @@ def df() -> pd.DataFrame:
 
 
 def check_golden(name: str, text: str) -> None:
-    """Compare text to testdata/name. ``UPDATE_GOLDEN=1`` rewrites the file and then
-    fails, so an update run can never pass: review the diff, rerun without it."""
-    path = TESTDATA / name
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        path.write_text(text, encoding="utf-8")
-        pytest.fail(f"golden files updated ({name}); rerun without UPDATE_GOLDEN", pytrace=False)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
+    """Compare text to testdata/name (tests/golden.py: ``UPDATE_GOLDEN=1`` rewrites, then fails)."""
+    golden.check_golden(TESTDATA / name, text)
 
 
 def test_golden_update_mode_writes_then_fails(tmp_path: Path, monkeypatch) -> None:

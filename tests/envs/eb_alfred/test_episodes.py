@@ -49,7 +49,11 @@ def test_official_splits_load(data_dir: Path) -> None:
     assert {e.metadata["task_type"] for e in official["long_horizon"]} <= {
         "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place"}
     sources = {e.metadata["pddl_source"] for eps in official.values() for e in eps}
-    assert sources == {"trajectory", "task_path"}
+    if (data_dir / "json_2.1.0").is_dir():  # EmbodiedBench's real folder: all 300 have a trajectory
+        assert sources == {"trajectory"}
+        assert all(e.metadata["trajectory"].startswith("json_2.1.0/") for eps in official.values() for e in eps)
+    else:
+        assert "trajectory" in sources
     from_traj = [e for eps in official.values() for e in eps if e.metadata["pddl_source"] == "trajectory"]
     assert any(e.metadata["pddl_params"]["mrecep_target"] == "Cup" for e in from_traj)
 
@@ -144,3 +148,27 @@ def test_every_official_task_builds_unsolved_on_its_floor_plan(data_dir: Path) -
         s, ts = goal_conditions_met(world, task)
         assert s == 0 and ts >= 1, (floor_plan, task)
         assert room_type(floor_plan) in alfred_constants().goals_valid[task.task_type]
+
+
+def _write_data(root: Path, folder: str, task: str, params: dict) -> None:
+    (root / "splits").mkdir(parents=True, exist_ok=True)
+    entry = {"task": task, "repeat_idx": 0, "instruction": "do it"}
+    (root / "splits" / "splits.json").write_text(json.dumps({s: [entry] for s in OFFICIAL_SPLITS}))
+    traj = root / folder / task / "pp"
+    traj.mkdir(parents=True, exist_ok=True)
+    (traj / "ann_0.json").write_text(json.dumps({"pddl_params": params, "task_type": "pick_and_place_simple"}))
+
+
+@pytest.mark.parametrize("folders", [("trajectories",), ("json_2.1.0",), ("trajectories", "json_2.1.0")])
+def test_trajectory_folder_real_name_accepted_and_preferred(tmp_path: Path, folders) -> None:
+    task = "pick_and_place_simple-Book-None-Sofa-229/trial_T1"
+    base = {"object_target": "Book", "parent_target": "Sofa", "mrecep_target": "", "toggle_target": "",
+            "object_sliced": False}
+    for folder in folders:
+        # The parent differs per folder so the test sees which file was read.
+        _write_data(tmp_path, folder, task, dict(base, parent_target="Sofa" if folder == "trajectories" else "Bed"))
+    ep = load_official(tmp_path)["base"][0]
+    want = "json_2.1.0" if "json_2.1.0" in folders else "trajectories"
+    assert ep.metadata["trajectory"] == f"{want}/{task}/pp/ann_0.json"
+    assert ep.metadata["pddl_params"]["parent_target"] == ("Bed" if want == "json_2.1.0" else "Sofa")
+    assert ep.metadata["pddl_source"] == "trajectory"

@@ -123,13 +123,80 @@ def test_slice_requires_knife_and_replaces_object(world_of):
     assert "cannot be sliced" in e.slice("CounterTop_1").message
     assert e.slice("Apple_1").ok
     w = e.world
-    assert "Apple_1" not in w.objects
+    # AI2-THOR 2.x keeps the whole object (isSliced) beside the pieces, with its marks and parent.
+    whole = w.objects["Apple_1"]
+    assert whole.is_sliced and whole.inactive and whole.heated and whole.parent == "CounterTop_1"
     pieces = w.of_type("AppleSliced")
     assert len(pieces) >= 2 and all(w.objects[p].parent == "CounterTop_1" for p in pieces)
+    assert all(w.objects[p].is_piece and not w.objects[p].inactive for p in pieces)
     # New object ids: not heated (ALFRED tracks heated objects by id).
     assert not any(w.objects[p].heated for p in pieces)
     assert w.at in pieces
-    assert "no Apple_1" in e.slice("Apple_1").message
+    # The sliced whole can no longer be acted on.
+    assert "has been sliced" in e.slice("Apple_1").message
+    assert e.drop().ok
+    assert "has been sliced" in e.goto("Apple_1").message
+    assert "has been sliced" in e.pickup("Apple_1").message
+
+
+def test_heat_then_slice_keeps_the_heated_goal_condition(world_of):
+    """Heating a non-sliced-task target and then slicing it keeps ALFRED's 'heated'
+    condition (the whole's id stays in heated_objects), as in AI2-THOR 2.x."""
+    from envs.household import goal_conditions_met
+    task = TaskSpec("pick_heat_then_place_in_recep", "Apple", "CounterTop")
+    e = engine_of(world_of, ("Apple_1", "CounterTop_1", {"heated": True}), ("Knife_1", None),
+                  holding="Knife_1", at="CounterTop_1", task=task)
+    assert goal_conditions_met(e.world, task) == (3, 3)
+    assert e.slice("Apple_1").ok
+    assert goal_conditions_met(e.world, task) == (3, 3)
+
+
+def test_microwave_cannot_be_turned_on_while_open(world_of):
+    e = engine_of(world_of, ("Microwave_1", None), ("Apple_1", "Microwave_1"), at="Microwave_1")
+    assert e.open("Microwave_1").ok
+    r = e.toggle_on("Microwave_1")
+    assert not r.ok and "close it" in r.message
+    assert not e.world.objects["Apple_1"].heated and not e.world.objects["Microwave_1"].is_on
+    assert e.close("Microwave_1").ok and e.toggle_on("Microwave_1").ok
+    assert e.world.objects["Apple_1"].heated
+    # Other toggleables are unaffected by the rule.
+    e2 = engine_of(world_of, ("DeskLamp_1", None), at="DeskLamp_1")
+    assert e2.toggle_on("DeskLamp_1").ok
+
+
+def test_one_faucet_fills_both_basins_of_a_double_sink(world_of):
+    """14 ALFRED floor plans have two SinkBasins and one Faucet: neither basin is useless."""
+    for basin in ("SinkBasin_1", "SinkBasin_2"):
+        e = engine_of(world_of, ("SinkBasin_1", None), ("SinkBasin_2", None), ("Faucet_1", None),
+                      ("Mug_1", basin), at="Faucet_1")
+        assert e.world.basins_of("Faucet_1") == ["SinkBasin_1", "SinkBasin_2"]
+        assert e.world.in_reach(basin)
+        assert e.toggle_on("Faucet_1").ok
+        assert e.world.objects["Mug_1"].cleaned, basin
+
+
+def test_faucets_feed_basins_by_id_order(world_of):
+    w = world_of(("SinkBasin_1", None), ("SinkBasin_2", None), ("SinkBasin_3", None),
+                 ("Faucet_1", None), ("Faucet_2", None))
+    assert w.basins_of("Faucet_1") == ["SinkBasin_1"]
+    assert w.basins_of("Faucet_2") == ["SinkBasin_2", "SinkBasin_3"]
+    w = world_of(("SinkBasin_1", None), ("Faucet_1", None), ("Faucet_2", None))
+    assert w.basins_of("Faucet_1") == w.basins_of("Faucet_2") == ["SinkBasin_1"]
+    assert w.basins_of("SinkBasin_1") == []
+
+
+def test_double_sink_floor_plans_exist_in_alfred():
+    """The layouts really have two-basin/one-faucet floor plans (the case rule (c) covers)."""
+    from envs.household import all_floor_plans, floor_plan_inventory
+    double = [n for n in all_floor_plans() if floor_plan_inventory(n).receptacle_count("SinkBasin") == 2]
+    assert len(double) == 14, double
+    # Two of them (412, 417) list no Faucet in alfworld's objects.json: no cleaning there at all.
+    with_faucet = [n for n in double if floor_plan_inventory(n).has("Faucet")]
+    assert sorted(set(double) - set(with_faucet)) == [412, 417]
+    for n in with_faucet:
+        w = build_world(n, seed=0)
+        (faucet,) = w.of_type("Faucet")
+        assert w.basins_of(faucet) == w.of_type("SinkBasin")
 
 
 def test_butterknife_slices_too(world_of):

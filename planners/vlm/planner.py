@@ -1,0 +1,150 @@
+"""``vlm``: a vision-language model as an EB-ALFRED planner (backend + prompt + parser).
+
+Each ``act`` call builds one prompt per waiting episode, sends them all to the
+backend at once (one batched ``generate`` in process, or concurrent requests
+to a server) and parses every output into action ids of the episode's action
+list. It returns :class:`AgentReply` objects: ``actions`` are the ids to run
+open-loop; ``output_error`` is set (and ``actions`` empty) when the output
+yields no action, which the runner turns into one invalid action without an
+env step or a history entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from harness.interfaces import AgentReply, AgentRequest
+from harness.types import EpisodeSpec
+from planners.episode_cache import EpisodeCache
+from planners.vlm.backends import BACKENDS, DEFAULT_MAX_NEW_TOKENS
+from planners.vlm.parse import PARSER_MODES, parse_plan
+from planners.vlm.prompt import (
+    DEFAULT_IMAGE_SIZE, DEFAULT_NUM_EXAMPLES, PromptBuilder, PromptOptions, is_long_horizon,
+)
+
+#: Bump when the planner's own logic (not prompt, parser or backend) changes results.
+PLANNER_VERSION = "1"
+
+
+class VLMPlanner:
+    """A VLM planner. ``backend="hf"`` loads ``model`` (+ ``adapter``) in process;
+    ``backend="openai"`` talks to the server at ``base_url`` serving ``model``."""
+
+    name = "vlm"
+    privileged = False
+    reads_images = True
+
+    def __init__(
+        self,
+        backend: str = "hf",
+        model: str | None = None,
+        # hf
+        adapter: str | None = None,
+        merge_adapter: bool = False,
+        dtype: str = "auto",
+        device_map: str | None = None,
+        attn_implementation: str | None = None,
+        batch_size: int = 16,
+        trust_remote_code: bool = False,
+        # openai
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_concurrency: int = 8,
+        request_timeout_s: float = 120.0,
+        max_retries: int = 3,
+        json_schema: bool = False,
+        served_checkpoint: str | None = None,
+        # both
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        hash_weights: bool = False,
+        # prompt and parser
+        parser: str = "embodiedbench",
+        examples_dir: str | None = None,
+        num_examples: int = DEFAULT_NUM_EXAMPLES,
+        image_size: int | None = DEFAULT_IMAGE_SIZE,
+        output_template: bool = True,
+        feedback: bool = True,
+        mode: str = "single",
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown vlm backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if not model:
+            raise ValueError("the vlm planner needs model=<checkpoint path or served model name>")
+        if parser not in PARSER_MODES:
+            raise ValueError(f"unknown parser {parser!r}; choose one of {', '.join(PARSER_MODES)}")
+        if backend == "hf" and base_url:
+            raise ValueError("base_url is an openai-backend parameter; set backend=openai to use a server")
+        if backend == "openai" and adapter:
+            raise ValueError("adapter is an hf-backend parameter; a server loads its adapters itself "
+                             "(e.g. vLLM --lora-modules) and serves them under a model name")
+        if backend == "openai" and not base_url:
+            raise ValueError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
+        self.parser = parser
+        self.prompts = PromptBuilder(examples_dir, PromptOptions(
+            num_examples=int(num_examples), image_size=int(image_size) if image_size else None,
+            output_template=bool(output_template), feedback=bool(feedback), mode=mode))
+        if backend == "hf":
+            from planners.vlm.backends import HFBackend
+
+            self.backend: Any = HFBackend(
+                model, adapter=adapter, merge_adapter=merge_adapter, dtype=dtype, device_map=device_map,
+                attn_implementation=attn_implementation, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                trust_remote_code=trust_remote_code, hash_weights=hash_weights)
+        else:
+            from planners.vlm.backends import OpenAIBackend
+
+            self.backend = OpenAIBackend(
+                model, base_url=base_url, api_key_env=api_key_env,  # type: ignore[arg-type]
+                max_concurrency=max_concurrency, request_timeout_s=request_timeout_s, max_retries=max_retries,
+                max_new_tokens=max_new_tokens, json_schema=json_schema, served_checkpoint=served_checkpoint,
+                hash_weights=hash_weights)
+        # chat mode only: this episode's earlier usable outputs.
+        self._past: EpisodeCache[list[str]] = EpisodeCache()
+
+    def identity(self) -> Mapping[str, Any]:
+        return {
+            "name": self.name, "version": PLANNER_VERSION, "parser": self.parser,
+            "prompt": self.prompts.identity(), "backend": dict(self.backend.identity()),
+        }
+
+    def reset(self, episode: EpisodeSpec) -> None:
+        self._past.pop(episode.key)
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        conversations, action_lists = [], []
+        for r in requests:
+            obs = r.observation if isinstance(r.observation, Mapping) else {}
+            actions = obs.get("actions")
+            if not actions:
+                raise ValueError("the vlm planner needs observation['actions'] (the scene's numbered action list)")
+            past = self._past.get(r.episode.key, list) if self.prompts.options.mode == "chat" else []
+            conversations.append(self.prompts.messages(
+                obs.get("instruction") or r.episode.instruction, actions, r.history, obs.get("image"),
+                is_long_horizon(r.episode.metadata), past))
+            action_lists.append(actions)
+        outputs = self.backend.generate(conversations)
+        replies = []
+        for r, conv, actions, text in zip(requests, conversations, action_lists, outputs):
+            result = parse_plan(text, actions, self.parser)
+            prompt = _prompt_text(conv)
+            if result.error is not None:
+                replies.append(AgentReply(actions=[], raw_output=text, output_error=result.error, prompt=prompt))
+                continue
+            if self.prompts.options.mode == "chat":
+                self._past.get(r.episode.key, list).append(text)
+            replies.append(AgentReply(actions=list(result.actions), raw_output=text, prompt=prompt))
+        return replies
+
+
+def _prompt_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with images replaced by their size (what the transcripts keep)."""
+    out = []
+    for m in messages:
+        parts = []
+        for p in m["content"]:
+            if p.get("type") == "image":
+                parts.append({"type": "image", "size": list(p["image"].size)})
+            else:
+                parts.append(p)
+        out.append({"role": m["role"], "content": parts})
+    return out

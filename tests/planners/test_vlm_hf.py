@@ -1,0 +1,149 @@
+"""The ``hf`` backend on tiny random-weight checkpoints (Qwen2-VL, Qwen2.5-VL, LoRA adapters)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from envs.eb_alfred.suite import EBAlfredSuite
+from harness.interfaces import Agent, AgentReply, AgentRequest
+from harness.runner import Runner
+from harness.store import ResultStore
+from harness.types import RunSpec
+from planners.vlm.identity import checkpoint_identity
+
+pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
+
+#: Enough to exercise decoding; random weights never stop on their own.
+FAST = dict(max_new_tokens=6, num_examples=0, image_size=112)
+
+
+def _requests(n: int) -> list[AgentRequest]:
+    suite = EBAlfredSuite(render=True, generated_per_split=n)
+    env = suite.make_env()
+    out = []
+    for spec in suite.episodes("seen")[:n]:
+        obs, info = env.reset(seed=spec.seed, options={"episode": spec})
+        out.append(AgentRequest(spec, obs, info))
+    return out
+
+
+@pytest.mark.parametrize("family", ["base", "qwen2"])
+def test_batched_act_on_both_families(tiny_ckpts: dict[str, Path], family: str) -> None:
+    from planners.vlm.planner import VLMPlanner
+
+    # qwen2: the checkpoint's own (image-only) processor class via trust_remote_code, as
+    # `transformers serve` loads it; base: the stock class rebuilt without its video half.
+    planner = VLMPlanner(model=str(tiny_ckpts[family]), trust_remote_code=family == "qwen2", **FAST)
+    expected = "ImageOnlyQwen2VLProcessor" if family == "qwen2" else "ImageOnlyQwen2_5_VLProcessor"
+    assert type(planner.backend.processor).__name__ == expected
+    assert isinstance(planner, Agent) and planner.reads_images and not planner.privileged
+    requests = _requests(3)
+    replies = planner.act(requests)
+    assert planner.backend.calls == 1 and planner.backend.served == 3  # one generate for all three
+    assert len(replies) == 3
+    for reply in replies:
+        assert isinstance(reply, AgentReply) and isinstance(reply.raw_output, str)
+        # Random weights: an unusable output is an error verdict with no actions, never an exception.
+        assert (reply.output_error is None) or (list(reply.actions) == [])
+        assert reply.prompt[0]["content"][0] == {"type": "image", "size": [112, 112]}
+    # Greedy decoding: the same request gives the same text.
+    again = planner.act(requests[:1])[0]
+    assert again.raw_output == planner.act(requests[:1])[0].raw_output
+
+
+def test_adapters_load_and_enter_the_identity(tiny_ckpts: dict[str, Path]) -> None:
+    from peft import PeftModel
+
+    from planners.vlm.planner import VLMPlanner
+
+    base = VLMPlanner(model=str(tiny_ckpts["base"]), **FAST)
+    favor = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["favor"]), **FAST)
+    cfg = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["cfg"]), **FAST)
+    merged = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["cfg"]), merge_adapter=True, **FAST)
+    assert isinstance(favor.backend.model, PeftModel) and not isinstance(merged.backend.model, PeftModel)
+    ids = [json.dumps(p.identity(), sort_keys=True) for p in (base, favor, cfg, merged)]
+    assert len(set(ids)) == 4
+    assert base.identity()["backend"]["model"] == cfg.identity()["backend"]["model"]
+    # The adapter changes the model's output distribution (LoRA B is non-zero).
+    import torch
+
+    req = _requests(1)
+    conv = [base.prompts.messages(r.episode.instruction, r.observation["actions"], (), r.observation["image"], False)
+            for r in req]
+    inputs = base.backend.processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=True,
+                                                        return_dict=True, return_tensors="pt")
+    with torch.inference_mode():
+        a = base.backend.model(**inputs).logits[0, -1]
+        b = cfg.backend.model(**inputs).logits[0, -1]
+        c = merged.backend.model(**inputs).logits[0, -1]
+    assert not torch.allclose(a, b) and torch.allclose(b, c, atol=1e-4)
+
+
+def test_unknown_and_misplaced_parameters_are_errors(tiny_ckpts: dict[str, Path]) -> None:
+    from planners.vlm.planner import VLMPlanner
+
+    with pytest.raises(TypeError):
+        VLMPlanner(model=str(tiny_ckpts["base"]), temperature=0.7)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="base_url"):
+        VLMPlanner(model=str(tiny_ckpts["base"]), base_url="http://127.0.0.1:1/v1")
+    with pytest.raises(ValueError, match="needs model"):
+        VLMPlanner()
+    with pytest.raises(ValueError, match="parser"):
+        VLMPlanner(model=str(tiny_ckpts["base"]), parser="strict")
+
+
+def test_runner_records_output_errors_and_transcripts(tiny_ckpts: dict[str, Path], tmp_path: Path) -> None:
+    """Random weights produce no usable plan: every call is one invalid action without an env
+    step, the episode ends at EB-ALFRED's 10 invalid actions, and the raw outputs are kept."""
+    from planners.vlm.planner import VLMPlanner
+
+    suite = EBAlfredSuite(render=True, generated_per_split=2)
+    planner = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["favor"]), **FAST)
+    spec = RunSpec(suite=suite.name, split="seen", agent="vlm", variant="favor_sft", limit=2, record_prompts=True)
+    store = ResultStore(tmp_path)
+    summary = Runner(spec, suite, planner, store).run()
+    assert len(summary.records) == 2
+    for r in summary.records:
+        assert r.error_kind is None and not r.success
+        assert r.steps == 0 and r.planner_output_errors == 10
+    assert planner.backend.calls == 10  # both episodes served by each call
+    rows = store.transcripts([summary.run_id])
+    store.close()
+    assert len(rows) == 20
+    for row in rows:
+        assert isinstance(row["raw_output"], str) and row["output_error"] and row["actions"] == 0
+        assert "## Now the human instruction is:" in str(row["prompt"])
+    # Unusable output is not added to the history: every prompt of an episode is the same.
+    by_episode: dict[str, set] = {}
+    for row in rows:
+        by_episode.setdefault(row["episode_id"], set()).add(str(row["prompt"]))
+    assert all(len(prompts) == 1 for prompts in by_episode.values())
+    for r in summary.records:
+        assert r.invalid_actions == 10 and r.termination == "max_invalid"
+
+
+def test_checkpoint_identity_is_cheap_and_exact(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text('{"hidden_size": 8}')
+    header = json.dumps({"w": {"dtype": "F32", "shape": [1 << 20], "data_offsets": [0, 4 << 20]}}).encode()
+    data = bytearray(4 << 20)
+    (ckpt / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(data))
+    first = checkpoint_identity(ckpt)
+    assert first == checkpoint_identity(ckpt) and first["mode"] == "sampled"
+    # A different trained value at a sampled position (the start of the data) changes it.
+    data[0] = 1
+    (ckpt / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(data))
+    second = checkpoint_identity(ckpt)
+    assert second != first
+    # Every byte counts with full=True.
+    data[2 << 20] = 7
+    (ckpt / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(data))
+    assert checkpoint_identity(ckpt, full=True)["mode"] == "full"
+    (ckpt / "config.json").write_text('{"hidden_size": 9}')
+    assert checkpoint_identity(ckpt) != second
+    assert checkpoint_identity("org/some-model") == {"name": "org/some-model", "local": False}

@@ -1,0 +1,177 @@
+"""Tiny random-weight VLM checkpoints for tests and benchmarks.
+
+Built from the real configuration classes (Qwen2-VL, Qwen2.5-VL) at a few
+thousand parameters per layer, with a byte-level BPE tokenizer trained here on
+the skill language, and saved with ``save_pretrained`` so that they load
+through exactly the code path of a downloaded checkpoint. Two LoRA adapters
+(peft) on the Qwen2.5-VL base stand in for the FAVOR-SFT and CFG-SFT variants.
+
+torchvision cannot be installed beside torch 2.13 here, and the stock
+Qwen2-VL processor loads a video processor that needs it. The checkpoints are
+therefore saved with an *image-only* processor: a subclass defined in a module
+inside the checkpoint folder, referenced by ``auto_map`` (what ``transformers
+serve --trust-remote-code`` loads). ``planners.vlm.backends`` loads both this
+and the stock processor.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+#: Kept small so that one forward pass with an image takes milliseconds on a CPU.
+HIDDEN = 64
+VOCAB = 2048
+#: Image size bounds of the tiny processor (pixels): 112x112 -> 8x8 patches -> 16 image tokens.
+MIN_PIXELS = 56 * 56
+MAX_PIXELS = 112 * 112
+
+SPECIALS = [
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+    "<|image_pad|>", "<|video_pad|>",
+]
+
+#: Our own minimal chat template (Qwen-style role markers; images as vision tokens).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or part['type'] == 'image_url' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+PROCESSOR_MODULE = '''"""Image-only Qwen2-VL processor (no video processor, so no torchvision)."""
+from transformers import Qwen2VLProcessor
+
+
+class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+    attributes = ["image_processor", "tokenizer"]
+
+    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
+                         chat_template=chat_template, **kwargs)
+'''
+
+
+def _corpus() -> list[str]:
+    from envs.eb_alfred.skills import global_actions
+
+    words = list(global_actions())
+    words += ["action_id", "action_name", "executable_plan", "language_plan", "visual_state_description",
+              "reasoning_and_reflection", "Step", "env feedback", "Last action executed successfully.",
+              "Last action is invalid.", "human instruction", '{"": [], 0123456789}']
+    from planners.vlm import prompt
+
+    texts = [prompt.RULES, prompt.FIRST_CALL_SUFFIX, prompt.LATER_CALL_SUFFIX, prompt.OUTPUT_TEMPLATE,
+             prompt.HISTORY_LINE, prompt.INSTRUCTION]
+    texts += [", ".join(f"\naction id {i}: {a}" for i, a in enumerate(global_actions()))]
+    return (words + texts) * 4
+
+
+def build_tokenizer(out: Path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB - len(SPECIALS), special_tokens=SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(_corpus(), trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        extra_special_tokens={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
+                              "vision_start_token": "<|vision_start|>", "vision_end_token": "<|vision_end|>"},
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0) -> Path:
+    """Save a tiny random-weight checkpoint of ``family`` ("qwen2_vl" or "qwen2_5_vl") to ``out``."""
+    import torch
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer(out)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
+    text = dict(vocab_size=len(tokenizer), hidden_size=HIDDEN, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 6, 6]},
+                bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
+                pad_token_id=ids["<|endoftext|>"])
+    common = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                  vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    torch.manual_seed(seed)
+    if family == "qwen2_vl":
+        from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+        vision = dict(depth=1, embed_dim=32, hidden_size=HIDDEN, num_heads=2, mlp_ratio=2)
+        model = Qwen2VLForConditionalGeneration(Qwen2VLConfig(text_config=text, vision_config=vision, **common))
+    elif family == "qwen2_5_vl":
+        from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+        vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=HIDDEN,
+                      fullatt_block_indexes=[0], window_size=112)
+        model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common))
+    else:
+        raise ValueError(f"unknown tiny family {family!r}")
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.save_pretrained(out)
+    image_processor = Qwen2VLImageProcessorPil(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    (out / "image_only_processor.py").write_text(PROCESSOR_MODULE)
+    namespace: dict = {}
+    exec(compile(PROCESSOR_MODULE, str(out / "image_only_processor.py"), "exec"), namespace)
+    processor = namespace["ImageOnlyQwen2VLProcessor"](image_processor=image_processor, tokenizer=tokenizer,
+                                                       chat_template=CHAT_TEMPLATE)
+    processor.save_pretrained(out)
+    auto = {"AutoProcessor": "image_only_processor.ImageOnlyQwen2VLProcessor"}
+    for name in ("processor_config.json", "tokenizer_config.json"):
+        path = out / name
+        cfg = json.loads(path.read_text()) if path.exists() else {}
+        cfg["auto_map"] = {**cfg.get("auto_map", {}), **auto}
+        if name == "processor_config.json":
+            cfg["processor_class"] = "ImageOnlyQwen2VLProcessor"
+        path.write_text(json.dumps(cfg, indent=2))
+    return out
+
+
+def build_adapter(base: Path, out: Path, seed: int) -> Path:
+    """A LoRA adapter on ``base`` with random (non-zero) B matrices, saved with peft."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    torch.manual_seed(seed)
+    model = AutoModelForImageTextToText.from_pretrained(base)
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    peft_model = get_peft_model(model, lora)
+    peft_model.save_pretrained(out)
+    return Path(out)
+
+
+def build_all(root: Path) -> dict[str, Path]:
+    """base (Qwen2.5-VL), favor (LoRA), cfg (LoRA), qwen2 (a Qwen2-VL base) under ``root``; cached."""
+    root = Path(root)
+    paths = {"base": root / "qwen2_5_vl", "favor": root / "favor_lora", "cfg": root / "cfg_lora",
+             "qwen2": root / "qwen2_vl"}
+    done = root / "DONE"
+    if not done.exists():
+        build_base(paths["base"], "qwen2_5_vl", seed=0)
+        build_base(paths["qwen2"], "qwen2_vl", seed=1)
+        build_adapter(paths["base"], paths["favor"], seed=2)
+        build_adapter(paths["base"], paths["cfg"], seed=3)
+        done.write_text("ok")
+    return paths
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(build_all(Path(sys.argv[1])))
