@@ -126,12 +126,17 @@ def build_prompt_text(instruction: str, coords_text: str, task_class: str, histo
 
 
 def build_messages(instruction: str, coords_text: str, task_class: str, history: Sequence[tuple[Any, str]],
-                   examples: Mapping[str, Sequence[str]], image: Any = None, n_shot: int = 4) -> list[dict[str, Any]]:
-    """One user message: the text, then the image (omitted when None: language-only)."""
+                   examples: Mapping[str, Sequence[str]], image: Any = None, n_shot: int = 4,
+                   image_size: int | None = None) -> list[dict[str, Any]]:
+    """One user message in the shared backends' format: the text, then the image as an RGB PIL
+    image (the original's order; omitted when None: language-only), resized to ``image_size``."""
+    from planners.vlm.prompt import to_pil
+
     content: list[dict[str, Any]] = [{"type": "text", "text": build_prompt_text(
         instruction, coords_text, task_class, history, examples, n_shot)}]
-    if image is not None:
-        content.append({"type": "image", "image": image})
+    pil = to_pil(image, image_size)
+    if pil is not None:
+        content.append({"type": "image", "image": pil})
     return [{"role": "user", "content": content}]
 
 

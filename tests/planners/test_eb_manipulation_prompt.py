@@ -39,8 +39,13 @@ def test_prompt_structure():
     assert order == sorted(order)
     assert "Instruction: C" not in text  # only the episode's task class
     assert "[0, 120]" in text and "3 degrees" in text
-    msgs = P.build_messages(INSTRUCTION, COORDS, "pick", [], {"pick": []}, image="IMG")
+    import numpy as np
+
+    msgs = P.build_messages(INSTRUCTION, COORDS, "pick", [], {"pick": []}, image=np.zeros((50, 50, 3), np.uint8),
+                            image_size=32)
     assert msgs[0]["role"] == "user" and [c["type"] for c in msgs[0]["content"]] == ["text", "image"]
+    assert msgs[0]["content"][1]["image"].size == (32, 32)
+    assert [c["type"] for c in P.build_messages(INSTRUCTION, COORDS, "pick", [], {})[0]["content"]] == ["text"]
 
 
 def test_shipped_examples_are_ours_and_parse():
