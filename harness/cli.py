@@ -32,8 +32,9 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
     raise Terminated(signum)
 
 
-#: What this invocation has committed so far (for the message on an interrupt).
-_saved = {"episodes": 0, "out": None}
+#: What this invocation has committed so far (for the message on an interrupt):
+#: episodes of finished jobs, the running job's runner, the output directory.
+_saved: dict[str, Any] = {"episodes": 0, "runner": None, "out": None}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,7 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         what = signal.Signals(signum).name
         if args.command == "run" and _saved["out"] is not None:
-            kept = (f"{_saved['episodes']} episode(s) finished in this invocation are saved in {_saved['out']}; "
+            runner = _saved["runner"]
+            episodes = _saved["episodes"] + (runner.committed if runner is not None else 0)
+            kept = (f"{episodes} episode(s) finished in this invocation are saved in {_saved['out']}; "
                     "rerun the same command to resume")
         else:
             kept = "nothing was written"
@@ -271,7 +274,6 @@ def _run_one(job: _Job) -> int:
     bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress)
 
     def on_record(record: Any) -> None:
-        _saved["episodes"] += 1
         bar.update(record)
 
     try:
@@ -281,6 +283,7 @@ def _run_one(job: _Job) -> int:
         store.close()
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
     t0 = time.monotonic()
+    _saved["runner"] = runner
     try:
         with bar:
             summary = runner.run()
@@ -288,6 +291,8 @@ def _run_one(job: _Job) -> int:
         raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
     finally:
         store.close()
+    _saved["episodes"] += runner.committed
+    _saved["runner"] = None
     done = summary.skipped + summary.finished
     print(
         f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed, "

@@ -196,6 +196,11 @@ class Runner:
         if self._replan is not None and int(self._replan) < 1:
             raise ValueError(f"agent replan_steps must be >= 1, got {self._replan}")
 
+    @property
+    def committed(self) -> int:
+        """Records of this run committed to the store so far (also after an interrupt)."""
+        return self._writer.committed if self._writer is not None else 0
+
     # ------------------------------------------------------------------
     def run(self) -> RunSummary:
         episodes = select_episodes(self.suite, self.spec)
@@ -218,9 +223,11 @@ class Runner:
         try:
             self._loop(executor, deque(_Live(e) for e in todo), summary)
         finally:
-            executor.close()
-            if self._writer is not None:
-                self._writer.close()  # every finished episode committed before run() returns
+            try:
+                if self._writer is not None:
+                    self._writer.close()  # every finished episode committed before run() returns
+            finally:
+                executor.close()
         return summary
 
     # ------------------------------------------------------------------

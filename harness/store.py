@@ -419,6 +419,8 @@ class RecordWriter:
     def __init__(self, store: ResultStore):
         self._store = store
         self._pending: list[tuple[EpisodeRecord, Sequence[Mapping[str, Any]]]] = []
+        #: Records committed by this writer so far.
+        self.committed = 0
 
     def add(self, record: EpisodeRecord, transcript: Sequence[Mapping[str, Any]] = ()) -> None:
         self._pending.append((record, transcript))
@@ -427,11 +429,14 @@ class RecordWriter:
         """Commit every waiting record now."""
         if not self._pending:
             return
-        pending, self._pending = self._pending, []
         try:
-            self._store.add_many(pending)
+            self._store.add_many(self._pending)
         except sqlite3.DatabaseError as exc:
             raise StoreError(_db_error("write to", self._store.path, exc)) from None
+        # Cleared only once committed: a signal (KeyboardInterrupt) inside the commit rolls
+        # it back and the next flush writes the same records again (the upsert is idempotent).
+        self.committed += len(self._pending)
+        self._pending = []
 
     def close(self) -> None:
         self.flush()
