@@ -103,9 +103,12 @@ class AgentReply:
     """An agent's answer for one request, with the evidence behind it.
 
     ``actions`` are executed open-loop as a plain sequence would be. When
-    ``output_error`` is set the output was unusable: ``actions`` must be empty
-    and the runner steps the env with one :class:`InvalidOutput`. An empty
-    ``actions`` without ``output_error`` is an empty plan (the episode ends).
+    ``output_error`` is set the output was unusable and the record counts a
+    planner output error: with empty ``actions`` the runner steps the env with
+    one :class:`InvalidOutput` (EmbodiedBench's EB-ALFRED rule); with actions,
+    those are a fallback the agent chose (EB-Manipulation's original random
+    action) and run as a plan. An empty ``actions`` without ``output_error`` is
+    an empty plan (the episode ends).
     ``raw_output`` (the model's text) is kept with the episode's transcript;
     ``prompt`` only when the run records prompts.
     """

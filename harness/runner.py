@@ -120,8 +120,6 @@ def _check_plan(plan: Any) -> Any:
     if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
         return plan
     if isinstance(plan, AgentReply):
-        if plan.output_error is not None and len(plan.actions):
-            raise TypeError(f"AgentReply with output_error must have no actions ({_CONTRACT})")
         actions = plan.actions
     else:
         actions = plan
@@ -279,10 +277,13 @@ class Runner:
                 if type(plan) is AgentReply:
                     if plan.raw_output is not None or plan.output_error is not None:
                         live.transcript.append(self._transcript_entry(live, plan))
-                    if plan.output_error is not None:
-                        moves.append((slot, [InvalidOutput(plan.raw_output or "", plan.output_error)], live.deadline))
-                        continue
                     actions = plan.actions
+                    if plan.output_error is not None:
+                        if not len(actions):  # one invalid action, no step, no history (counted in drive)
+                            moves.append((slot, [InvalidOutput(plan.raw_output or "", plan.output_error)],
+                                          live.deadline))
+                            continue
+                        live.output_errors += 1  # the agent's fallback actions run as a plan
                 else:
                     actions = plan
                 if not len(actions):

@@ -213,6 +213,7 @@ def reply_from_output(raw: str, *, on_bad_output: str = "invalid", seed: int = 0
             from envs.eb_manipulation.agents import random_action
 
             act = random_action(fallback_rng(seed, episode_key, call_index), gripper_open_only=True)
-            return AgentReply(actions=[act], raw_output=raw, output_error=None, prompt=prompt)
+            # actions *and* output_error: the runner counts the error and runs the fallback.
+            return AgentReply(actions=[act], raw_output=raw, output_error=str(e), prompt=prompt)
         return AgentReply(actions=(), raw_output=raw, output_error=str(e), prompt=prompt)
     return AgentReply(actions=actions, raw_output=raw, prompt=prompt)

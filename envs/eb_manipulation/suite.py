@@ -27,6 +27,9 @@ class EBManipulationSuite:
     name = E.SUITE_NAME
     version = SUITE_VERSION
 
+    #: ``planner=oracle`` / ``planner=random`` run this suite's own (harness CLI ``agent_aliases``).
+    agent_aliases = {"oracle": "eb_manipulation_oracle", "random": "eb_manipulation_random"}
+
     def __init__(self, render: bool = True, image_size: int = IMAGE_SIZE, annotate: bool = True,
                  wrist: bool = False, replan_on_failure: bool = False, backend: str = "mujoco",
                  generator_seed: int = E.GENERATOR_SEED) -> None:

@@ -1,4 +1,16 @@
-"""``vlm``: a vision-language model as an EB-ALFRED planner (backend + prompt + parser).
+"""``vlm``: a vision-language model as a planner (backend + prompt + parser), per suite.
+
+The same checkpoint and backend serve every suite; the prompt and the parser
+follow the episode's suite:
+
+* ``eb_alfred``: EmbodiedBench's EB-ALFRED protocol (:mod:`planners.vlm.prompt`,
+  :mod:`planners.vlm.parse`): action ids of the episode's numbered action list.
+* ``eb_manipulation``: EB-Manipulation's text-action protocol
+  (:mod:`planners.eb_manipulation_prompt`): lists of 7 integers; unparseable
+  output is an invalid action, or with ``on_bad_output=random`` the original's
+  seeded random action (counted as a planner output error either way).
+* ``alfred``: FLARE-style triplets (:mod:`planners.alfred_prompt`) with example
+  retrieval from ``alfred_examples`` and grounded replanning.
 
 Each ``act`` call builds one prompt per waiting episode, sends them all to the
 backend at once (one batched ``generate`` in process, or concurrent requests
@@ -65,6 +77,14 @@ class VLMPlanner:
         output_template: bool = True,
         feedback: bool = True,
         mode: str = "single",
+        # eb_manipulation
+        manipulation_examples: str | None = None,
+        manipulation_shots: int = 4,
+        on_bad_output: str = "invalid",
+        # alfred
+        alfred_examples: str | None = None,
+        alfred_k: int = 9,
+        grounded_replanning: bool = True,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown vlm backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -100,17 +120,78 @@ class VLMPlanner:
                 hash_weights=hash_weights)
         # chat mode only: this episode's earlier usable outputs.
         self._past: EpisodeCache[list[str]] = EpisodeCache()
+        if on_bad_output not in ("invalid", "random"):
+            raise ValueError(f"on_bad_output must be 'invalid' or 'random', got {on_bad_output!r}")
+        from planners import eb_manipulation_prompt as manip
+
+        self._manip = manip
+        self._manip_examples = manip.load_examples(manipulation_examples)
+        self.manipulation_shots = int(manipulation_shots)
+        self.on_bad_output = on_bad_output
+        self._image_size = int(image_size) if image_size else None
+        self._calls: EpisodeCache[list[int]] = EpisodeCache()
+        from planners.alfred_prompt import AlfredTripletPlanner
+
+        self._alfred = AlfredTripletPlanner(self.backend, examples=alfred_examples, k=int(alfred_k),
+                                            grounded_replanning=bool(grounded_replanning))
 
     def identity(self) -> Mapping[str, Any]:
+        alfred = dict(self._alfred.identity())
+        alfred.pop("backend", None)
         return {
             "name": self.name, "version": PLANNER_VERSION, "parser": self.parser,
             "prompt": self.prompts.identity(), "backend": dict(self.backend.identity()),
+            "eb_manipulation": {"prompt_version": self._manip.PROMPT_VERSION, "shots": self.manipulation_shots,
+                                "examples": self._manip.examples_digest(self._manip_examples),
+                                "on_bad_output": self.on_bad_output},
+            "alfred": alfred,
         }
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._past.pop(episode.key)
+        self._calls.pop(episode.key)
+        if episode.suite == "alfred":
+            self._alfred.reset(episode)
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        """One backend call per suite among the requests (a run has one suite)."""
+        groups: dict[str, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault(r.episode.suite, []).append(i)
+        replies: list[Any] = [None] * len(requests)
+        for suite, idx in groups.items():
+            part = [requests[i] for i in idx]
+            if suite == "alfred":
+                out = self._alfred.act(part)
+            elif suite == "eb_manipulation":
+                out = self._act_manipulation(part)
+            else:
+                out = self._act_eb_alfred(part)
+            for i, reply in zip(idx, out):
+                replies[i] = reply
+        return replies
+
+    def _act_manipulation(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        conversations = []
+        for r in requests:
+            obs = r.observation if isinstance(r.observation, Mapping) else {}
+            if "object_coordinates_text" not in obs:
+                raise ValueError("the vlm planner on eb_manipulation needs observation['object_coordinates_text']")
+            conversations.append(self._manip.build_messages(
+                obs.get("instruction") or r.episode.instruction, obs["object_coordinates_text"],
+                r.episode.metadata["task_class"], r.history, self._manip_examples, image=obs.get("image"),
+                n_shot=self.manipulation_shots, image_size=self._image_size))
+        outputs = self.backend.generate(conversations)
+        replies = []
+        for r, conv, text in zip(requests, conversations, outputs):
+            calls = self._calls.get(r.episode.key, lambda: [0])
+            replies.append(self._manip.reply_from_output(
+                text, on_bad_output=self.on_bad_output, episode_key=r.episode.key, call_index=calls[0],
+                prompt=_prompt_text(conv)))
+            calls[0] += 1
+        return replies
+
+    def _act_eb_alfred(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
         conversations, action_lists = [], []
         for r in requests:
             obs = r.observation if isinstance(r.observation, Mapping) else {}

@@ -112,6 +112,15 @@ def test_empty_plan_flag_and_prompt_recording(suite, tmp_path):
     assert '"content": "hi"' in entry["prompt"] and entry["actions"] == 0
 
 
+def test_output_error_with_fallback_actions_counts_and_runs_them(suite):
+    """EB-Manipulation's original behaviour: a random action instead of unusable output."""
+    fallback = AgentReply(actions=["find a Apple"], raw_output="???", output_error="no JSON")
+    agent = Scripted([fallback], tail=lambda r: [])
+    (rec,) = Runner(spec(limit=1, batch_size=1), suite, agent, None).run().records
+    assert rec.planner_output_errors == 1 and rec.steps == 1 and rec.empty_plan
+    assert agent.requests[1].history[0][0] == "find a Apple"
+
+
 def test_plain_invalid_output_action_counts_too(suite):
     agent = PrivilegedScripted([[InvalidOutput("garbage", "no JSON object")]], tail=oracle_tail())
     (rec,) = Runner(spec(limit=1, batch_size=1), suite, agent, None).run().records
@@ -123,7 +132,6 @@ def test_plain_invalid_output_action_counts_too(suite):
     ("find a Apple", "got str"),
     (None, "got NoneType"),
     (42, "got int"),
-    (AgentReply(actions=["find a Apple"], output_error="x"), "must have no actions"),
 ])
 def test_agent_contract_violations_are_agent_errors_naming_the_contract(suite, bad, needle):
     """A plain string must not be executed one character at a time (mutation guarded)."""
