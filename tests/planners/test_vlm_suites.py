@@ -4,6 +4,7 @@ with a tiny random-weight checkpoint. Random weights fail the tasks; the pipelin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,9 @@ def test_vlm_on_eb_manipulation(tiny_ckpts: dict[str, Path], tmp_path: Path) -> 
         assert rec.planner_output_errors >= 1
     first = transcripts[0]
     assert first["raw_output"] is not None and first["output_error"]
-    text = first["prompt"][0]["content"][0]["text"]
-    assert "object 1" in text  # the coordinate dictionary is in the prompt
-    assert first["prompt"][0]["content"][1] == {"type": "image", "size": [112, 112]}
+    prompt = json.loads(first["prompt"])  # stored as JSON
+    assert "object 1" in prompt[0]["content"][0]["text"]  # the coordinate dictionary is in the prompt
+    assert prompt[0]["content"][1] == {"type": "image", "size": [112, 112]}
 
 
 @pytest.mark.slow
