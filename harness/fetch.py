@@ -25,6 +25,8 @@ presented as complete).
 
 from __future__ import annotations
 
+import sys
+
 import hashlib
 import json
 import os
@@ -191,9 +193,19 @@ def fetch(name: str, *, revision: str | None = None, update: bool = False, endpo
         folder.mkdir(parents=True, exist_ok=True)
         # Files damaged by an earlier attempt are deleted so they are fetched again.
         verify(folder, {p: m for p, m in files.items() if (folder / p).is_file()}, delete_bad=True)
-        snapshot_download(ds.repo_id, repo_type=ds.repo_type, revision=commit, local_dir=folder,
-                          allow_patterns=list(ds.allow_patterns) if ds.allow_patterns else None,
-                          endpoint=endpoint)
+        # A progress bar on a terminal; none in logs and pipes (where errors stay one line).
+        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+        quiet = not sys.stderr.isatty() and not are_progress_bars_disabled()
+        if quiet:
+            disable_progress_bars()
+        try:
+            snapshot_download(ds.repo_id, repo_type=ds.repo_type, revision=commit, local_dir=folder,
+                              allow_patterns=list(ds.allow_patterns) if ds.allow_patterns else None,
+                              endpoint=endpoint)
+        finally:
+            if quiet:
+                enable_progress_bars()
     except (LocalEntryNotFoundError, OfflineModeIsEnabled) as exc:
         raise FetchError(f"cannot reach {where} to fetch {name} ({ds.repo_id}): {_line(exc)}") from None
     except HfHubHTTPError as exc:
