@@ -25,11 +25,10 @@ presented as complete).
 
 from __future__ import annotations
 
-import sys
-
 import hashlib
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
