@@ -340,19 +340,22 @@ class ResultStore:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur]
 
-    def frame(self, run_ids: Iterable[str] | None = None) -> "pd.DataFrame":
-        """Records as a DataFrame whose columns are the EpisodeRecord fields."""
-        import pandas as pd
-
+    def _episodes_query(self, run_ids: Iterable[str] | None) -> tuple[str, list[str]]:
+        """SELECT of the EpisodeRecord fields in key order, optionally for some runs."""
         # A schema-1 store read without migrating: its rows get the defaults of newer columns.
         select = [c if c in self._columns else f"{_ADDED_COLUMNS[c]} AS {c}" for c in _RECORD_FIELDS]
         sql = f"SELECT {', '.join(select)} FROM episodes"
         params: list[str] = []
         if run_ids is not None:
-            ids = list(run_ids)
-            sql += f" WHERE run_id IN ({', '.join('?' * len(ids))})"
-            params = ids
-        sql += " ORDER BY run_id, suite, split, episode_id, seed"
+            params = list(run_ids)
+            sql += f" WHERE run_id IN ({', '.join('?' * len(params))})"
+        return sql + " ORDER BY run_id, suite, split, episode_id, seed", params
+
+    def frame(self, run_ids: Iterable[str] | None = None) -> "pd.DataFrame":
+        """Records as a DataFrame whose columns are the EpisodeRecord fields."""
+        import pandas as pd
+
+        sql, params = self._episodes_query(run_ids)
         try:
             df = pd.read_sql_query(sql, self._db, params=params)
         except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
@@ -365,13 +368,7 @@ class ResultStore:
     def records(self, run_ids: Iterable[str] | None = None) -> list[EpisodeRecord]:
         """The records as stored: read straight from SQLite (no pandas), so NULL stays
         None and integers stay integers."""
-        select = [c if c in self._columns else f"{_ADDED_COLUMNS[c]} AS {c}" for c in _RECORD_FIELDS]
-        sql = f"SELECT {', '.join(select)} FROM episodes"
-        params: list[str] = []
-        if run_ids is not None:
-            params = list(run_ids)
-            sql += f" WHERE run_id IN ({', '.join('?' * len(params))})"
-        sql += " ORDER BY run_id, suite, split, episode_id, seed"
+        sql, params = self._episodes_query(run_ids)
         try:
             rows = self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Sequence
+from typing import Any, Callable, Mapping
 
 #: Version of the persisted record layout (EpisodeRecord / RunSpec / store tables).
 #: 2: ``planner_output_errors`` and ``empty_plan`` on records; the ``transcripts`` table.
@@ -143,3 +144,30 @@ class RunSpec:
 
 
 _RECORD_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(EpisodeRecord))
+
+
+class LazyEpisodes(Sequence[EpisodeSpec]):
+    """``count`` episodes where episode i is ``make(i)``, built only when read.
+
+    For generated splits (episode i depends only on the generator seed and i):
+    slicing returns another lazy view, so ``episodes[:1]`` builds one episode
+    (the runner slices by ``limit`` before it reads). ``make`` should memoise.
+    """
+
+    def __init__(self, make: Callable[[int], EpisodeSpec], count: int, start: int = 0) -> None:
+        self.make, self.count, self.start = make, count, start
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(self.count)
+            if step != 1:
+                return [self[i] for i in range(lo, hi, step)]
+            return LazyEpisodes(self.make, max(0, hi - lo), self.start + lo)
+        if index < 0:
+            index += self.count
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return self.make(self.start + index)

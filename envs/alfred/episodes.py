@@ -24,12 +24,13 @@ subgoals of ``high_pddl``; ALFRED's raw ``len(low_actions)`` is kept as
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import random
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from envs.alfred.protocol import DATA_ENV_VAR, EB_SPLIT, NAVIGATION_ACTIONS, TEST_SPLITS
 from envs.eb_alfred.episodes import EpisodeDataError, read_trajectory, task_spec_from_params
@@ -37,7 +38,7 @@ from envs.eb_alfred.generator import generate_one
 from envs.eb_alfred.language import make_instruction
 from envs.household import build_world
 from envs.household.restore import scene_facts
-from harness.types import EpisodeSpec
+from harness.types import EpisodeSpec, LazyEpisodes
 
 SUITE_NAME = "alfred"
 
@@ -148,31 +149,9 @@ def generated_one(split: str, index: int, seed: int) -> EpisodeSpec:
     return EpisodeSpec(SUITE_NAME, split, e.episode_id, e.seed, instruction, meta)
 
 
-class GeneratedSplit(Sequence[EpisodeSpec]):
-    """The household generator's first ``count`` episodes of a split, built when read."""
-
-    def __init__(self, split: str, count: int, seed: int, start: int = 0) -> None:
-        self.split, self.count, self.seed, self.start = split, count, seed, start
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            lo, hi, step = index.indices(self.count)
-            if step != 1:
-                return [self[i] for i in range(lo, hi, step)]
-            return GeneratedSplit(self.split, max(0, hi - lo), self.seed, self.start + lo)
-        if index < 0:
-            index += self.count
-        if not 0 <= index < self.count:
-            raise IndexError(index)
-        return generated_one(self.split, self.start + index, self.seed)
-
-
-def generated_split(split: str, count: int, seed: int) -> GeneratedSplit:
-    """The household generator's episodes with ALFRED-style (base) instructions."""
-    return GeneratedSplit(split, count, seed)
+def generated_split(split: str, count: int, seed: int) -> LazyEpisodes:
+    """The household generator's episodes with ALFRED-style (base) instructions, built when read."""
+    return LazyEpisodes(functools.partial(generated_one, split, seed=seed), count)
 
 
 def files_digest(paths: Iterable[Path], root: Path) -> str:

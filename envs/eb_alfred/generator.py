@@ -14,8 +14,8 @@ same (split, count, seed) always gives the same episodes.
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Sequence
 from functools import lru_cache
 
 from envs.eb_alfred.expert import plan_from_world
@@ -29,7 +29,7 @@ from envs.household import (
     SceneError, TaskSpec, alfred_constants, all_floor_plans, build_world, floor_plan_inventory, goal_condition_total,
 )
 from envs.household.constants import TASK_TYPES
-from harness.types import EpisodeSpec
+from harness.types import EpisodeSpec, LazyEpisodes
 
 #: Share of proposals that use a sliced target where one is possible.
 SLICED_SHARE = 0.3
@@ -154,26 +154,6 @@ def generate_one(split: str, index: int, seed: int = 0) -> EpisodeSpec:
     raise RuntimeError(f"could not generate episode {index} of split {split!r}")  # pragma: no cover - a generator bug
 
 
-class GeneratedEpisodes(Sequence[EpisodeSpec]):
-    """The first ``count`` episodes of a generated split, built only when read.
-
-    Slicing returns another lazy view, so ``episodes[:1]`` builds one episode.
-    """
-
-    def __init__(self, split: str, count: int, seed: int, start: int = 0) -> None:
-        self.split, self.count, self.seed, self.start = split, count, seed, start
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            lo, hi, step = index.indices(self.count)
-            if step != 1:
-                return [self[i] for i in range(lo, hi, step)]
-            return GeneratedEpisodes(self.split, max(0, hi - lo), self.seed, self.start + lo)
-        if index < 0:
-            index += self.count
-        if not 0 <= index < self.count:
-            raise IndexError(index)
-        return generate_one(self.split, self.start + index, self.seed)
+def generated_episodes(split: str, count: int, seed: int = 0) -> LazyEpisodes:
+    """The first ``count`` episodes of ``split``, each built when read (:func:`generate_one`)."""
+    return LazyEpisodes(functools.partial(generate_one, split, seed=seed), count)

@@ -11,7 +11,7 @@ from envs.eb_alfred.episodes import (
     SUITE_NAME, EpisodeDataError, file_sha256, load_official, resolve_data_dir, scene_from_metadata, splits_file,
     task_from_metadata,
 )
-from envs.eb_alfred.generator import GeneratedEpisodes, floor_plans
+from envs.eb_alfred.generator import floor_plans, generated_episodes
 from envs.household import SceneError, build_world, goal_condition_total
 from envs.eb_alfred.protocol import (
     GENERATED_SPLITS, MAX_INVALID_ACTIONS, MAX_STEPS, OFFICIAL_SPLITS,
@@ -113,7 +113,7 @@ class EBAlfredSuite:
                 self._official = self._checked(load_official(self.data_dir, self.restore_scenes))
             return list(self._official[split])
         if split in GENERATED_SPLITS and self.backend != "thor":
-            return GeneratedEpisodes(split, self.generated_per_split, self.generator_seed)
+            return generated_episodes(split, self.generated_per_split, self.generator_seed)
         raise KeyError(f"unknown eb_alfred split {split!r}; splits are {', '.join(self.splits())}")
 
     def _checked(self, subsets: dict[str, list[EpisodeSpec]]) -> dict[str, list[EpisodeSpec]]:
