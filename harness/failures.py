@@ -331,7 +331,6 @@ def failure_table(frame: Any, classes: Iterable[str] | None = None) -> Any:
     """Variant rows x failure-class columns: % of each variant's episodes per
     suite/split group ("suite/split" column groups collapse to one table per
     variant and group), with the episode count."""
-
     df = frame.copy()
     df["failure"] = list(classes) if classes is not None else classify_frame(df)
     df["group"] = df["suite"].astype(str) + "/" + df["split"].astype(str)
