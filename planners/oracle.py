@@ -26,6 +26,8 @@ class OraclePlanner:
 
     name = "oracle"
     privileged = True
+    #: Reads the true state / the action list only: envs skip rendering for it.
+    reads_images = False
 
     def __init__(self, max_plan_length: int = 60) -> None:
         self.max_plan_length = int(max_plan_length)

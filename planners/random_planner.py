@@ -15,6 +15,8 @@ class RandomPlanner:
 
     name = "random"
     privileged = False
+    #: Reads the true state / the action list only: envs skip rendering for it.
+    reads_images = False
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = int(seed)

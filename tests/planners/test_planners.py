@@ -138,3 +138,10 @@ def test_episode_cache_is_bounded_and_lru() -> None:
     assert len(cache) == 3
     assert cache.get(1, lambda: -1) == -1
     assert cache.get(0, lambda: -1) == 0
+
+
+def test_reference_planners_read_no_images():
+    """They never look at images, so envs skip rendering for them (mutation guarded: the
+    default reads_images=True would render ~75 % of the runner loop for nothing)."""
+    assert OraclePlanner().reads_images is False
+    assert RandomPlanner().reads_images is False
