@@ -59,6 +59,11 @@ class HFBackend:
         kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype)}
         if device_map:
             kwargs["device_map"] = device_map
+        if not attn_implementation and not device_map:
+            # CPU: padding-aware attention, so a batched prefill costs no more than one-by-one ones.
+            from planners.vlm.attention import register
+
+            attn_implementation = register()
         if attn_implementation:
             kwargs["attn_implementation"] = attn_implementation
         net = AutoModelForImageTextToText.from_pretrained(model, trust_remote_code=trust_remote_code, **kwargs)
@@ -78,6 +83,7 @@ class HFBackend:
             "adapter": checkpoint_identity(adapter, full=hash_weights) if adapter else None,
             "merge_adapter": self.merge_adapter if adapter else None,
             "dtype": self.dtype,
+            "attn_implementation": attn_implementation or "default",
             "max_new_tokens": self.max_new_tokens,
             "decoding": "greedy",
         }

@@ -147,3 +147,18 @@ def test_checkpoint_identity_is_cheap_and_exact(tmp_path: Path) -> None:
     (ckpt / "config.json").write_text('{"hidden_size": 9}')
     assert checkpoint_identity(ckpt) != second
     assert checkpoint_identity("org/some-model") == {"name": "org/some-model", "local": False}
+
+
+def test_batched_generation_equals_one_by_one(tiny_ckpts: dict[str, Path]) -> None:
+    """Left padding must not change what a conversation gets: the padding-aware CPU attention
+    (planners/vlm/attention.py) runs each row's prefill on its own tokens. Mutation guarded:
+    a prefill that lets real tokens attend to the padding."""
+    from planners.vlm.attention import NAME
+    from planners.vlm.planner import VLMPlanner
+
+    planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=2, image_size=112)
+    assert planner.identity()["backend"]["attn_implementation"] == NAME
+    requests = _requests(4)  # different scenes: different prompt lengths, so real padding
+    batched = planner.act(requests)
+    alone = [planner.act([r])[0] for r in requests]
+    assert [b.raw_output for b in batched] == [a.raw_output for a in alone]
