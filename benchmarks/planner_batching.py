@@ -79,7 +79,7 @@ def main() -> None:
           f"num_examples={args.num_examples}, image_size={args.image_size}")
     print(f"batched:        {n} conversations in {args.rounds} generate calls: {t_batched:.1f} s")
     print(f"one at a time:  {n} conversations in {n} generate calls: {t_single:.1f} s")
-    print(f"identical outputs batched vs alone: {same}/{args.episodes} (left padding changes float rounding)")
+    print(f"identical outputs batched vs alone: {same}/{args.episodes}")
     print(f"speed-up of batching: {t_single / t_batched:.2f}x")
 
 
