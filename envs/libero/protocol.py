@@ -48,19 +48,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "rotate_180": True,
         "dummy_action": list(DUMMY_ACTION),
     },
-    # LeRobot's LIBERO evaluation: as above except the known divergence of
-    # 280 steps on libero_spatial.
-    "lerobot": {
-        "max_steps": {"libero_spatial": 280, "libero_object": 280, "libero_goal": 300,
-                      "libero_10": 520, "libero_90": 400},
-        "trials": 50,
-        "num_steps_wait": 10,
-        "seed": 7,
-        "camera_size": 256,
-        "cameras": ["agentview", "robot0_eye_in_hand"],
-        "rotate_180": True,
-        "dummy_action": list(DUMMY_ACTION),
-    },
     # LIBERO's own lifelong-learning evaluation: 20 episodes per task, 600
     # steps, 5 no-op steps, the env's default 128x128 cameras.
     "lifelong": {
@@ -75,6 +62,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "dummy_action": list(DUMMY_ACTION),
     },
 }
+# LeRobot's LIBERO evaluation: the standard protocol except the known divergence
+# of 280 steps on libero_spatial (lerobot src/lerobot/envs/libero.py).
+PRESETS["lerobot"] = {**PRESETS["standard"],
+                      "max_steps": {**PRESETS["standard"]["max_steps"], "libero_spatial": 280}}
 
 #: How trial i's fixture placement is made reproducible (see envs/libero/env.py):
 #: ``sequence`` reproduces the standard loop exactly (numpy's global generator
