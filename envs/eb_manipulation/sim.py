@@ -13,11 +13,11 @@ import functools
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
-from envs.eb_manipulation.grammar import SCENE_BOUNDS, euler_xyz_to_matrix
+from envs.eb_manipulation.grammar import euler_xyz_to_matrix
 
 # Headless rendering by default (an explicit MUJOCO_GL wins; "osmesa" where EGL is missing).
 os.environ.setdefault("MUJOCO_GL", "egl")
