@@ -201,7 +201,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
 
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
     from harness.config import ConfigError, to_run_spec
-    from harness.registry import UnknownPluginError
+    from harness.registry import MissingDependencyError, UnknownPluginError
 
     try:
         spec = to_run_spec(cfg)
@@ -233,7 +233,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             spec = dataclasses.replace(spec, agent=alias)
         registry.entry(spec.agent)
         check_params(registry.load(spec.agent), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
-    except UnknownPluginError as exc:
+    except (UnknownPluginError, MissingDependencyError) as exc:
         raise UsageError(str(exc)) from None
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise UsageError(_one_line(exc)) from None

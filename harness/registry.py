@@ -21,11 +21,21 @@ class UnknownPluginError(KeyError):
         return str(self.args[0])
 
 
+class MissingDependencyError(ImportError):
+    """A plugin's optional dependencies are not installed; ``str()`` is one line naming the extra."""
+
+
+#: Top-level packages of this project: a missing one of these is a bug, not a missing extra.
+_OWN_PACKAGES = {"harness", "envs", "planners", "policies"}
+
+
 @dataclass(frozen=True)
 class Entry:
     name: str
     target: str
     summary: str = ""
+    #: The pyproject extra that installs what the target imports (None: the core install).
+    extra: str | None = None
 
 
 class Registry:
@@ -34,12 +44,12 @@ class Registry:
         self.plural = plural or f"{kind}s"
         self._entries: dict[str, Entry] = {}
 
-    def register(self, name: str, target: str, summary: str = "") -> None:
+    def register(self, name: str, target: str, summary: str = "", extra: str | None = None) -> None:
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         if ":" not in target:
             raise ValueError(f"target for {self.kind} {name!r} must be 'module:attr', got {target!r}")
-        self._entries[name] = Entry(name, target, summary)
+        self._entries[name] = Entry(name, target, summary, extra)
 
     def names(self) -> list[str]:
         return sorted(self._entries)
@@ -61,8 +71,17 @@ class Registry:
 
     def load(self, name: str) -> Callable[..., Any]:
         """Import and return the factory registered under ``name``."""
-        module_name, _, attr = self.entry(name).target.partition(":")
-        module = importlib.import_module(module_name)
+        entry = self.entry(name)
+        module_name, _, attr = entry.target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").partition(".")[0]
+            if not missing or missing in _OWN_PACKAGES:
+                raise
+            how = f"pip install -e '.[{entry.extra}]'" if entry.extra else "install the package"
+            raise MissingDependencyError(
+                f"{self.kind} {name!r} needs the package {missing!r}, which is not installed ({how})") from None
         obj: Any = module
         for part in attr.split("."):
             obj = getattr(obj, part)

@@ -31,8 +31,16 @@ def test_duplicate_and_malformed_registration_rejected():
 
 @pytest.mark.parametrize("registry", [SUITES, PLANNERS, EXECUTORS], ids=lambda r: r.kind)
 def test_every_builtin_target_resolves(registry):
+    """Each target imports, or (in an install without its extra) fails with one line naming
+    the extra to install; never with another error."""
+    from harness.registry import MissingDependencyError
+
     for name in registry.names():
-        assert callable(registry.load(name)), name
+        try:
+            assert callable(registry.load(name)), name
+        except MissingDependencyError as exc:
+            extra = registry.entry(name).extra
+            assert extra and f"pip install -e '.[{extra}]'" in str(exc), (name, str(exc))
 
 
 def test_config_groups_match_registry_keys():
