@@ -16,8 +16,14 @@ def test_lazy_targets_import_only_when_loaded():
     reg.register("missing", "no_such_module_xyz:thing")
     assert reg.names() == ["json_dumps", "missing"]  # listing imports nothing
     assert reg.load("json_dumps")({"a": 1}) == '{"a": 1}'
-    with pytest.raises(ModuleNotFoundError):
+    from harness.registry import MissingDependencyError
+
+    with pytest.raises(MissingDependencyError, match="needs the package 'no_such_module_xyz'"):
         reg.load("missing")
+    reg.register("own", "planners.no_such_planner:Thing")  # our own module missing is a bug: not hidden
+    with pytest.raises(ModuleNotFoundError) as info:
+        reg.load("own")
+    assert not isinstance(info.value, MissingDependencyError)
 
 
 def test_duplicate_and_malformed_registration_rejected():
