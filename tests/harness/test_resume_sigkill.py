@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.helpers import committed_rows
+
 REPO = Path(__file__).resolve().parents[2]
 N = 40
 K = N // 2  # the gate: episodes with index >= K wait
@@ -33,20 +35,6 @@ def spawn(*cmd: str) -> subprocess.Popen:
 
 def harness(*args: str) -> subprocess.Popen:
     return spawn("harness.cli", *args)
-
-
-def finished_rows(db: Path) -> int:
-    """Committed episode rows, read through a read-only connection (0 before the store exists)."""
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.OperationalError:
-        return 0  # the schema is not there yet
 
 
 def table(outdir: Path) -> str:
@@ -71,7 +59,7 @@ def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path):
     try:
         deadline = time.monotonic() + 300
         # Wait until the run is held at the gate (rows are committed by then).
-        while not ((gate / "blocked").exists() and finished_rows(db) >= 1):
+        while not ((gate / "blocked").exists() and committed_rows(db) >= 1):
             assert proc.poll() is None, f"the gated run ended before reaching the gate: {proc.communicate()[1]}"
             assert time.monotonic() < deadline, "the gated run never reached the gate"
             time.sleep(0.01)
@@ -79,7 +67,7 @@ def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    at_kill = finished_rows(db)
+    at_kill = committed_rows(db)
     print(f"rows at the kill: {at_kill} of {N}")
     assert 1 <= at_kill <= K, f"{at_kill} rows at the kill"
 

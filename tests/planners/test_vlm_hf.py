@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import eb_alfred_requests
+
 from envs.eb_alfred.suite import EBAlfredSuite
-from harness.interfaces import Agent, AgentReply, AgentRequest
+from harness.interfaces import Agent, AgentReply
 from harness.runner import Runner
 from harness.store import ResultStore
 from harness.types import RunSpec
@@ -21,14 +23,6 @@ pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
 FAST = dict(max_new_tokens=6, num_examples=0, image_size=112)
 
 
-def _requests(n: int) -> list[AgentRequest]:
-    suite = EBAlfredSuite(render=True, generated_per_split=n)
-    env = suite.make_env()
-    out = []
-    for spec in suite.episodes("seen")[:n]:
-        obs, info = env.reset(seed=spec.seed, options={"episode": spec})
-        out.append(AgentRequest(spec, obs, info))
-    return out
 
 
 @pytest.mark.parametrize("family", ["base", "qwen2"])
@@ -41,7 +35,7 @@ def test_batched_act_on_both_families(tiny_ckpts: dict[str, Path], family: str) 
     expected = "ImageOnlyQwen2VLProcessor" if family == "qwen2" else "ImageOnlyQwen2_5_VLProcessor"
     assert type(planner.backend.processor).__name__ == expected
     assert isinstance(planner, Agent) and planner.reads_images and not planner.privileged
-    requests = _requests(3)
+    requests = eb_alfred_requests(3)
     replies = planner.act(requests)
     assert planner.backend.calls == 1 and planner.backend.served == 3  # one generate for all three
     assert len(replies) == 3
@@ -71,7 +65,7 @@ def test_adapters_load_and_enter_the_identity(tiny_ckpts: dict[str, Path]) -> No
     # The adapter changes the model's output distribution (LoRA B is non-zero).
     import torch
 
-    req = _requests(1)
+    req = eb_alfred_requests(1)
     conv = [base.prompts.messages(r.episode.instruction, r.observation["actions"], (), r.observation["image"], False)
             for r in req]
     inputs = base.backend.processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=True,
@@ -158,7 +152,7 @@ def test_batched_generation_equals_one_by_one(tiny_ckpts: dict[str, Path]) -> No
 
     planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=2, image_size=112)
     assert planner.identity()["backend"]["attn_implementation"] == NAME
-    requests = _requests(4)  # different scenes: different prompt lengths, so real padding
+    requests = eb_alfred_requests(4)  # different scenes: different prompt lengths, so real padding
     batched = planner.act(requests)
     alone = [planner.act([r])[0] for r in requests]
     assert [b.raw_output for b in batched] == [a.raw_output for a in alone]

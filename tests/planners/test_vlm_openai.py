@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import eb_alfred_requests
+
 from envs.eb_alfred.suite import EBAlfredSuite
-from harness.interfaces import AgentReply, AgentRequest
+from harness.interfaces import AgentReply
 from harness.runner import Runner
 from harness.store import ResultStore
 from harness.types import RunSpec
@@ -81,14 +83,6 @@ def server(tiny_ckpts: dict[str, Path], tmp_path: Path):
         srv.stop()
 
 
-def _requests(n: int) -> list[AgentRequest]:
-    suite = EBAlfredSuite(render=True, generated_per_split=n)
-    env = suite.make_env()
-    out = []
-    for spec in suite.episodes("seen")[:n]:
-        obs, info = env.reset(seed=spec.seed, options={"episode": spec})
-        out.append(AgentRequest(spec, obs, info))
-    return out
 
 
 @pytest.mark.slow
@@ -103,7 +97,7 @@ def test_openai_backend_against_transformers_serve(server: Server, tiny_ckpts: d
     model = str(tiny_ckpts["base"])
     planner = VLMPlanner(backend="openai", model=model, base_url=server.base_url, max_concurrency=2,
                          served_checkpoint=model, **FAST)
-    replies = planner.act(_requests(2))
+    replies = planner.act(eb_alfred_requests(2))
     assert len(replies) == 2
     for reply in replies:
         assert isinstance(reply, AgentReply) and isinstance(reply.raw_output, str)
@@ -112,7 +106,7 @@ def test_openai_backend_against_transformers_serve(server: Server, tiny_ckpts: d
     assert ident["backend"] == "openai" and ident["served_checkpoint"]["sha256"]
     # The image travels as a base64 PNG data URL and the server counts its tokens.
     client = OpenAI(base_url=server.base_url, api_key="EMPTY")
-    image = to_pil(_requests(1)[0].observation["image"], 112)
+    image = to_pil(eb_alfred_requests(1)[0].observation["image"], 112)
 
     def prompt_tokens(with_image: bool) -> int:
         content = [{"type": "text", "text": "find a Apple"}]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import committed_rows
 
 ray = pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip install -e '.[ray]'")
 
@@ -153,29 +154,17 @@ def test_driver_killed_then_rerun_resumes(cluster, tmp_path):
     gate.mkdir()
     db = out / "results.sqlite"
 
-    def rows() -> int:
-        if not db.exists():
-            return 0
-        try:
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-            try:
-                return con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
-            finally:
-                con.close()
-        except sqlite3.OperationalError:
-            return 0
-
     proc = _spawn("tests.harness.gated_cli", str(gate), str(k), "run", *args, f"out={out}", env=env)
     try:
         deadline = time.monotonic() + 300
-        while not ((gate / "blocked").exists() and rows() >= k - batch + 1):
+        while not ((gate / "blocked").exists() and committed_rows(db) >= k - batch + 1):
             assert proc.poll() is None, f"the gated run ended early: {proc.communicate()[1][-3000:]}"
             assert time.monotonic() < deadline, "the gated run never reached the gate"
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
-    at_kill = rows()
+    at_kill = committed_rows(db)
     assert k - batch + 1 <= at_kill <= k
 
     proc = _spawn("harness.cli", "run", *args, f"out={out}", env=env)
