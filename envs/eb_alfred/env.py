@@ -34,6 +34,9 @@ from harness.types import (
     INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
 )
 
+#: Side of the rendered observation image (pixels).
+IMAGE_SIZE = 224
+
 #: Extra info keys of this env.
 INFO_ENV_STEPS = "env_steps"
 INFO_ACTION = "action"
@@ -60,7 +63,7 @@ def _expert_length(spec: EpisodeSpec, floor_plan: int, world_seed: int, task: Ta
 class EBAlfredEnv:
     """One EB-ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``."""
 
-    def __init__(self, backend: str = "household", render_images: bool = True, image_size: int = 224) -> None:
+    def __init__(self, backend: str = "household", render_images: bool = True, image_size: int = IMAGE_SIZE) -> None:
         if backend != "household":
             raise ValueError(f"EB-ALFRED backend {backend!r} is not available here; use 'household'")
         self.backend = backend

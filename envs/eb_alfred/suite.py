@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from envs.eb_alfred.env import EBAlfredEnv
+from envs.eb_alfred.env import IMAGE_SIZE, EBAlfredEnv
 from envs.eb_alfred.episodes import (
     SUITE_NAME, EpisodeDataError, file_sha256, load_official, resolve_data_dir, scene_from_metadata, splits_file,
     task_from_metadata,
@@ -81,6 +81,8 @@ class EBAlfredSuite:
             "max_invalid_actions": MAX_INVALID_ACTIONS,
             "num_global_actions": NUM_GLOBAL_ACTIONS,
             "backend": self.backend,
+            # What a planner sees: an image (size) or none; changes a VLM planner's results.
+            "image_size": IMAGE_SIZE if self.render else None,
         }
         if self.backend == "thor":
             from envs.thor.session import THOR_VERSION

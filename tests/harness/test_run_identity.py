@@ -138,3 +138,13 @@ def test_identity_is_json_order_independent() -> None:
     a = IdAgent({"checkpoint_sha256": "aa", "prompt_version": 1})
     b = IdAgent({"prompt_version": 1, "checkpoint_sha256": "aa"})
     assert rid(agent=a) == rid(agent=b)
+
+
+def test_eb_alfred_render_switch_enters_the_protocol():
+    """Whether a planner gets an image changes a VLM planner's results: a run without images
+    must not resume one with them (mutation guarded: leaving render out of the protocol)."""
+    from envs.eb_alfred.suite import EBAlfredSuite
+
+    on = EBAlfredSuite(render=True, generated_per_split=2).protocol("seen")
+    off = EBAlfredSuite(render=False, generated_per_split=2).protocol("seen")
+    assert on != off and on["image_size"] and off["image_size"] is None
