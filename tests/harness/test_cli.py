@@ -1,6 +1,5 @@
 """CLI behaviour: bad input exits 2 with one line and no traceback."""
 
-import pytest
 
 from harness.cli import main
 

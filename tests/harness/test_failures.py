@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from harness import failures
 from harness.failures import classify

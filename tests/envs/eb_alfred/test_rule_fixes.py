@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envs.eb_alfred.expert import plan_from_world
 from envs.eb_alfred.suite import EBAlfredSuite
-from envs.household import build_world, goal_satisfied
+from envs.household import build_world
 from envs.eb_alfred.episodes import task_from_metadata
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from envs.eb_manipulation import episodes as E
-from envs.eb_manipulation import grammar as G
 from envs.eb_manipulation import sim as S
 from envs.eb_manipulation.agents import oracle_plan
 from envs.eb_manipulation.env import MAX_STEPS, EBManipulationEnv

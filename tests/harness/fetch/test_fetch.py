@@ -5,7 +5,6 @@ serves a mirror of EmbodiedBench's EB-ALFRED data folder."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import pytest
