@@ -60,9 +60,12 @@ def varlen_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: A
             is_causal=bool(causal and q_len > 1 and attention_mask is None))
         return out.transpose(1, 2).contiguous(), None
     mask = attention_mask.to(torch.bool)
-    starts = (~mask).sum(dim=1)
-    left_padded = bool((torch.arange(kv_len, device=mask.device)[None, :] >= starts[:, None]).eq(mask).all())
-    if left_padded and causal and q_len == kv_len:
+    if causal and q_len == kv_len and q_len > 1:
+        starts = (~mask).sum(dim=1)
+        left_padded = bool((torch.arange(kv_len, device=mask.device)[None, :] >= starts[:, None]).eq(mask).all())
+    else:
+        left_padded = False
+    if left_padded:
         # Prefill: each row's real tokens are a suffix; causal attention over that suffix alone.
         out = torch.zeros_like(query)
         for row, start in enumerate(starts.tolist()):

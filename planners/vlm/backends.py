@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 from planners.vlm.identity import checkpoint_identity
+from planners.vlm.kvcache import reserved_cache
 
 #: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
 DEFAULT_MAX_NEW_TOKENS = 2048
@@ -108,10 +109,14 @@ class HFBackend:
         )
         inputs = inputs.to(self.device)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        extra: dict[str, Any] = {}
+        cache = reserved_cache(self.model, self.max_new_tokens)
+        if cache is not None:  # written in place: no copy of the whole cache per new token
+            extra["cache"] = cache
         with torch.inference_mode():
             generated = self.model.generate(
                 **inputs, do_sample=False, max_new_tokens=self.max_new_tokens,
-                temperature=None, top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id,
+                temperature=None, top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id, **extra,
             )
         new = generated[:, inputs["input_ids"].shape[1]:]
         self.calls += 1

@@ -156,3 +156,43 @@ def test_batched_generation_equals_one_by_one(tiny_ckpts: dict[str, Path]) -> No
     batched = planner.act(requests)
     alone = [planner.act([r])[0] for r in requests]
     assert [b.raw_output for b in batched] == [a.raw_output for a in alone]
+
+
+@pytest.mark.parametrize("reserve", [12, 0])
+def test_reserved_cache_gives_the_default_cache_logits(tiny_ckpts: dict[str, Path], reserve: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-place KV cache (planners/vlm/kvcache.py) must change speed only: every step's
+    logits equal those of transformers' own cache, bit for bit, with room reserved for all new
+    tokens (12) or none (0: the buffer grows). The backend must actually use it. Mutations
+    guarded: a view one slot short or long, a step written at the wrong slot, a grown buffer
+    that loses its contents, the backend not passing the cache."""
+    import torch
+
+    from planners.vlm import kvcache
+    from planners.vlm.planner import VLMPlanner
+
+    planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=1, image_size=112)
+    backend = planner.backend
+    conversations = []
+    monkeypatch.setattr(backend, "generate", lambda c: conversations.extend(c) or ["{}"] * len(c))
+    planner.act(eb_alfred_requests(3))
+    monkeypatch.undo()
+    inputs = backend.processor.apply_chat_template(
+        conversations, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt",
+        processor_kwargs={"padding": True})
+    common = dict(do_sample=False, max_new_tokens=12, temperature=None, top_p=None, top_k=None,
+                  pad_token_id=backend.processor.tokenizer.pad_token_id, return_dict_in_generate=True,
+                  output_logits=True)
+    with torch.inference_mode():
+        default = backend.model.generate(**inputs, **common)
+        reserved = backend.model.generate(**inputs, **common, cache=kvcache.reserved_cache(backend.model, reserve))
+    assert len(default.logits) == len(reserved.logits) == 12
+    assert all(torch.equal(a, b) for a, b in zip(default.logits, reserved.logits))
+    assert torch.equal(default.sequences, reserved.sequences)
+
+    updates = []
+    real_update = kvcache.ReservedLayer.update
+    monkeypatch.setattr(kvcache.ReservedLayer, "update",
+                        lambda self, *a, **k: updates.append(1) or real_update(self, *a, **k))
+    backend.generate(conversations[:2])
+    assert len(updates) >= 12  # every layer, every step
