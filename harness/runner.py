@@ -3,7 +3,7 @@
 It keeps many episodes in flight (one per executor slot), asks the agent for
 the next plan / action chunk of *all* waiting episodes in one batched call, has
 the executor run those actions, and commits each finished episode to the store
-at once. Faults never crash a run and never drop an episode: a simulator
+within a quarter of a second (grouped; see ``RecordWriter``). Faults never crash a run and never drop an episode: a simulator
 exception restarts the episode on a fresh env (up to ``max_retries`` times)
 and then becomes an error record; an agent exception or a timeout becomes an
 error record straight away.
@@ -263,7 +263,7 @@ class Runner:
             if not active:
                 continue
             if self._writer is not None:
-                self._writer.flush()  # finished episodes are committed before any model call
+                self._writer.check()  # a failed commit (disk full) ends the run here
             waiting = list(active.items())
             plans = self._decide([live for _, live in waiting])
             moves = []
@@ -323,7 +323,8 @@ class Runner:
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
         limit = self.spec.agent_timeout_s
         try:
-            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
+            plans = self.agent.act(requests) if limit is None else _call_with_timeout(
+                lambda: self.agent.act(requests), limit)
         except AgentTimeout as exc:
             return [exc] * len(requests)
         except Exception:
@@ -338,7 +339,7 @@ class Runner:
             got = f"{len(plans)} plans" if isinstance(plans, (list, tuple)) else type(plans).__name__
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
-        return [_checked(p) for p in plans]
+        return [p if type(p) is list else _checked(p) for p in plans]
 
     def _transcript_entry(self, live: _Live, reply: AgentReply) -> dict[str, Any]:
         entry: dict[str, Any] = {

@@ -7,9 +7,10 @@ that ``RandomPlanner.act``, asked for any batch that contains an episode whose
 index in the split is ``K`` or more, touches ``GATE_DIR/blocked`` and then
 waits until the process is killed. So episodes ``K, K+1, ...`` can never
 finish in that process, whatever the speed or load of the machine, and a kill
-sent after ``blocked`` appears always lands mid-run. The runner commits every
-finished episode before each agent call, so the episodes finished before the
-gate are in the store when ``blocked`` appears.
+sent after ``blocked`` appears always lands mid-run. The store's writer commits
+finished episodes within about a second even while the runner is held inside
+``act`` (its watchdog thread), so the episodes finished before the gate reach
+the store while the run waits there.
 
 The planner's actions and identity are unchanged (the gate only delays), so
 the run has the same run id as an ungated ``harness run``.

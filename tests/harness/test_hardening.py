@@ -278,15 +278,19 @@ def test_bad_official_episode_is_reported_at_load(tmp_path, data_dir):
     ("local", signal.SIGTERM), ("local", signal.SIGHUP), ("process", signal.SIGINT), ("process", signal.SIGTERM),
 ])
 def test_signals_end_the_run_with_one_message_and_the_store_intact(tmp_path, sig, executor):
+    # The random planner is held at a gate from episode 40 on (tests/harness/gated_cli.py), so
+    # the signal always lands mid-run, inside an agent call, however fast the machine.
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    args = [sys.executable, "-m", "harness.cli", "run", "planner=random", "split=seen", "limit=300",
-            "suite.params.render=false", "suite.params.generated_per_split=300", "progress=false",
-            f"executor={executor}", "out=t"]
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    args = [sys.executable, "-m", "tests.harness.gated_cli", str(gate), "40", "run", "planner=random",
+            "split=seen", "limit=300", "suite.params.render=false", "suite.params.generated_per_split=300",
+            "progress=false", f"executor={executor}", "out=t"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     db = tmp_path / "t" / "results.sqlite"
     deadline = time.monotonic() + 90
     rows = 0
-    while time.monotonic() < deadline and rows < 5:  # wait until the run is committing episodes
+    while time.monotonic() < deadline and not (rows >= 5 and (gate / "blocked").exists()):
         time.sleep(0.2)
         if db.exists():
             try:

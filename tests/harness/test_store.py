@@ -1,4 +1,5 @@
 import sqlite3
+import time
 
 import pytest
 
@@ -112,7 +113,7 @@ def test_writer_commits_on_flush_and_close(tmp_path):
     """Mutation guarded: a writer that never commits before close (SIGKILL would lose everything)."""
     with ResultStore(tmp_path) as store:
         store.begin_run("r1", SPEC, {}, {})
-        writer = store.writer()
+        writer = store.writer(interval_s=3600, watchdog_s=3600)  # no timed commit in this test
         writer.add(rec("a0"))
         writer.add(rec("a1"))
         assert count_rows(tmp_path) == 0  # the round's records wait together
@@ -121,6 +122,59 @@ def test_writer_commits_on_flush_and_close(tmp_path):
         writer.add(rec("b0"))
         writer.close()
         assert count_rows(tmp_path) == 3
+
+
+def test_writer_check_commits_once_the_oldest_record_is_due(tmp_path):
+    """The runner's check before each agent call groups commits: nothing before
+    ``interval_s``, everything waiting after it. Mutations guarded: a check that never
+    commits (only close would), one that commits every record at once."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        writer = store.writer(interval_s=0.3, watchdog_s=3600)
+        writer.add(rec("a0"))
+        writer.add(rec("a1"))
+        writer.check()
+        assert count_rows(tmp_path) == 0
+        time.sleep(0.35)
+        writer.add(rec("a2"))
+        writer.check()
+        assert count_rows(tmp_path) == 3 and writer.committed == 3
+        writer.close()
+
+
+def test_writer_commits_on_its_own_while_the_runner_is_busy(tmp_path):
+    """Records wait at most the writer's interval, even if the runner's thread never comes
+    back (a hung model call). Mutation guarded: commits only on flush/close."""
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        writer = store.writer(interval_s=0.05, watchdog_s=0.05)
+        writer.add(rec("a0"))
+        writer.add(rec("a1"))
+        deadline = time.monotonic() + 30
+        while count_rows(tmp_path) < 2:
+            assert time.monotonic() < deadline, "the writer never committed on its own"
+            time.sleep(0.01)
+        assert writer.committed == 2
+        writer.close()
+        assert count_rows(tmp_path) == 2 and writer.committed == 2
+
+
+def test_writer_errors_on_its_thread_reach_the_runner(tmp_path):
+    """A commit that fails on the writer's thread (disk full) is raised on the runner's thread
+    at its next check, and the records stay waiting. Mutation guarded: an error swallowed there."""
+    with ResultStore(tmp_path) as store:
+        writer = store.writer(interval_s=0.05, watchdog_s=0.05)
+        store._db.execute("DROP TABLE episodes")
+        store._db.commit()
+        writer.add(rec("e1"))
+        deadline = time.monotonic() + 30
+        while writer._error is None:
+            assert time.monotonic() < deadline, "the writer's thread never tried to commit"
+            time.sleep(0.01)
+        with pytest.raises(StoreError, match="cannot write to result store"):
+            writer.check()
+        with pytest.raises(StoreError, match="cannot write to result store"):
+            writer.close()
 
 
 def test_writer_reports_write_errors(tmp_path):
