@@ -25,7 +25,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 from planners.vlm.identity import checkpoint_identity
-from planners.vlm.kvcache import reserved_cache
 
 #: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
 DEFAULT_MAX_NEW_TOKENS = 2048
@@ -109,6 +108,8 @@ class HFBackend:
         )
         inputs = inputs.to(self.device)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        from planners.vlm.kvcache import reserved_cache
+
         extra: dict[str, Any] = {}
         cache = reserved_cache(self.model, self.max_new_tokens)
         if cache is not None:  # written in place: no copy of the whole cache per new token
