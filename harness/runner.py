@@ -3,10 +3,10 @@
 It keeps many episodes in flight (one per executor slot), asks the agent for
 the next plan / action chunk of *all* waiting episodes in one batched call, has
 the executor run those actions, and commits each finished episode to the store
-within a quarter of a second (grouped; see ``RecordWriter``). Faults never crash a run and never drop an episode: a simulator
-exception restarts the episode on a fresh env (up to ``max_retries`` times)
-and then becomes an error record; an agent exception or a timeout becomes an
-error record straight away.
+within a quarter of a second (grouped; see ``RecordWriter``). Faults never
+crash a run and never drop an episode: a simulator exception restarts the
+episode on a fresh env (up to ``max_retries`` times) and then becomes an error
+record; an agent exception or a timeout becomes an error record straight away.
 """
 
 from __future__ import annotations

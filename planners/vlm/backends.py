@@ -59,8 +59,11 @@ class HFBackend:
         kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype)}
         if device_map:
             kwargs["device_map"] = device_map
-        if not attn_implementation and not device_map:
-            # CPU: padding-aware attention, so a batched prefill costs no more than one-by-one ones.
+        #: CPU defaults: padding-aware attention, so a batched prefill costs no more than
+        #: one-by-one ones, and a KV cache written in place (planners/vlm/kvcache.py). On a GPU
+        #: the reserved room (max_new_tokens per conversation) would cost memory for little gain.
+        self._cpu_defaults = not attn_implementation and not device_map
+        if self._cpu_defaults:
             from planners.vlm.attention import register
 
             attn_implementation = register()
@@ -108,12 +111,13 @@ class HFBackend:
         )
         inputs = inputs.to(self.device)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        from planners.vlm.kvcache import reserved_cache
-
         extra: dict[str, Any] = {}
-        cache = reserved_cache(self.model, self.max_new_tokens)
-        if cache is not None:  # written in place: no copy of the whole cache per new token
-            extra["cache"] = cache
+        if self._cpu_defaults:
+            from planners.vlm.kvcache import reserved_cache
+
+            cache = reserved_cache(self.model, self.max_new_tokens)
+            if cache is not None:  # written in place: no copy of the whole cache per new token
+                extra["cache"] = cache
         with torch.inference_mode():
             generated = self.model.generate(
                 **inputs, do_sample=False, max_new_tokens=self.max_new_tokens,

@@ -11,7 +11,10 @@ at the prefill and writes every later step in place; attention reads a view of
 the filled part. Values are bit-identical to the default cache's (tested).
 
 Only plain full-attention layers are replaced; sliding-window, quantized or
-linear-attention layers keep transformers' own classes.
+linear-attention layers keep transformers' own classes. The ``hf`` backend
+uses it with its CPU defaults only: on a GPU, room reserved for
+``max_new_tokens`` per conversation would hold memory that an early end of
+generation never uses.
 """
 
 from __future__ import annotations
