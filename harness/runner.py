@@ -42,7 +42,7 @@ from harness.types import (
 
 def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
     """What changes results. Worker counts, batch sizes and limits are left out."""
-    return {
+    identity = {
         "schema_version": SCHEMA_VERSION,
         "suite": suite.name,
         "suite_version": suite.version,
@@ -52,6 +52,12 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         "agent_identity": dict(agent.identity()),
         "variant": spec.variant,
     }
+    if spec.seed:
+        # Shifts every episode's seed: another experiment, not more of the same one (its
+        # rows would otherwise pool with the unshifted run's in one table row). Added only
+        # when set, so the run ids of unshifted runs (every existing store) stay as they were.
+        identity["seed_offset"] = spec.seed
+    return identity
 
 
 def run_id_of(identity: dict[str, Any]) -> str:
@@ -323,8 +329,7 @@ class Runner:
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
         limit = self.spec.agent_timeout_s
         try:
-            plans = self.agent.act(requests) if limit is None else _call_with_timeout(
-                lambda: self.agent.act(requests), limit)
+            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
         except AgentTimeout as exc:
             return [exc] * len(requests)
         except Exception:
@@ -339,7 +344,7 @@ class Runner:
             got = f"{len(plans)} plans" if isinstance(plans, (list, tuple)) else type(plans).__name__
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
-        return [p if type(p) is list else _checked(p) for p in plans]
+        return [_checked(p) for p in plans]
 
     def _transcript_entry(self, live: _Live, reply: AgentReply) -> dict[str, Any]:
         entry: dict[str, Any] = {

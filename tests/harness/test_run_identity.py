@@ -79,7 +79,7 @@ def test_run_id_is_stable() -> None:
 # each: leaving that ingredient out of ``run_identity``.
 @pytest.mark.parametrize("case", [
     "agent_identity_checkpoint", "agent_identity_prompt", "suite_version", "suite_protocol_constant",
-    "suite_protocol_of_this_split_only", "suite_name", "split", "variant", "agent_name",
+    "suite_protocol_of_this_split_only", "suite_name", "split", "variant", "agent_name", "seed_offset",
 ])
 def test_each_ingredient_changes_the_run_id(case: str) -> None:
     changed = {
@@ -94,6 +94,7 @@ def test_each_ingredient_changes_the_run_id(case: str) -> None:
         "split": lambda: rid(replace(BASE, split="b")),
         "variant": lambda: rid(replace(BASE, variant="favor_sft")),
         "agent_name": lambda: rid(replace(BASE, agent="other"), agent=IdAgent(name="other")),
+        "seed_offset": lambda: rid(replace(BASE, seed=1)),
     }[case]
     assert changed() != rid(), case
 
@@ -131,6 +132,13 @@ def test_execution_knobs_do_not_change_the_run_id(knob: dict) -> None:
     Mutation caught: hashing the whole RunSpec (or any of these fields) into the id."""
     base = replace(BASE, limit=10, num_workers=2, batch_size=8)
     assert rid(replace(base, **knob)) == rid(base)
+
+
+def test_seed_zero_keeps_the_run_ids_of_existing_stores() -> None:
+    """The seed offset enters the identity only when set: a run without one keeps the id it
+    had before the offset was an ingredient. Mutation caught: always adding the key."""
+    assert "seed_offset" not in run_identity(BASE, IdSuite(), IdAgent())
+    assert rid(replace(BASE, seed=0)) == rid()
 
 
 def test_identity_is_json_order_independent() -> None:
