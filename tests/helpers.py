@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 
@@ -19,6 +21,17 @@ def committed_rows(db: Path) -> int:
             con.close()
     except sqlite3.OperationalError:
         return 0
+
+
+def wait_at_gate(proc: subprocess.Popen, gate: Path, db: Path, rows: int, timeout: float = 300) -> None:
+    """Wait until a run of ``tests/harness/gated_cli.py`` is held at its gate (``gate/blocked``
+    exists) with at least ``rows`` episodes committed to ``db``; fail if it ends or times out."""
+    deadline = time.monotonic() + timeout
+    while not ((gate / "blocked").exists() and committed_rows(db) >= rows):
+        if proc.poll() is not None:
+            raise AssertionError(f"the gated run ended before reaching the gate: {proc.communicate()[1][-3000:]}")
+        assert time.monotonic() < deadline, "the gated run never reached the gate"
+        time.sleep(0.02)
 
 
 def eb_alfred_requests(n: int) -> list:

@@ -15,13 +15,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from harness.store import ResultStore, StoreError
 from harness.types import EpisodeRecord, RunSpec
+from tests.helpers import wait_at_gate
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ["suite.params.render=false", "suite.params.generated_per_split=40", "progress=false"]
@@ -287,19 +287,7 @@ def test_signals_end_the_run_with_one_message_and_the_store_intact(tmp_path, sig
             "split=seen", "limit=300", "suite.params.render=false", "suite.params.generated_per_split=300",
             "progress=false", f"executor={executor}", "out=t"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    db = tmp_path / "t" / "results.sqlite"
-    deadline = time.monotonic() + 90
-    rows = 0
-    while time.monotonic() < deadline and not (rows >= 5 and (gate / "blocked").exists()):
-        time.sleep(0.2)
-        if db.exists():
-            try:
-                con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-                rows = con.execute("select count(*) from episodes").fetchone()[0]
-                con.close()
-            except sqlite3.DatabaseError:
-                pass
-    assert proc.poll() is None, "the run ended before it could be signalled"
+    wait_at_gate(proc, gate, tmp_path / "t" / "results.sqlite", rows=5, timeout=90)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, err

@@ -3,8 +3,9 @@
 The kill lands mid-run by construction, not by timing: the killed run is the
 real CLI with the real random planner, held at a gate (``tests/harness/gated_cli.py``)
 before it answers for any episode with index >= K, so episodes K.. can never
-finish before the kill; the runner commits finished episodes before each agent
-call, so the kill always finds between 1 and K rows, with episodes in flight.
+finish before the kill; the store's writer commits finished episodes while the
+run waits at the gate, so the kill always finds between 1 and K rows, with
+episodes in flight.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests.helpers import committed_rows
+from tests.helpers import committed_rows, wait_at_gate
 
 REPO = Path(__file__).resolve().parents[2]
 N = 40
@@ -57,12 +57,7 @@ def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path):
     db = killed / "results.sqlite"
     proc = spawn("tests.harness.gated_cli", str(gate), str(K), "run", *ARGS, f"out={killed}")
     try:
-        deadline = time.monotonic() + 300
-        # Wait until the run is held at the gate (rows are committed by then).
-        while not ((gate / "blocked").exists() and committed_rows(db) >= 1):
-            assert proc.poll() is None, f"the gated run ended before reaching the gate: {proc.communicate()[1]}"
-            assert time.monotonic() < deadline, "the gated run never reached the gate"
-            time.sleep(0.01)
+        wait_at_gate(proc, gate, db, rows=1)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import committed_rows
+from tests.helpers import committed_rows, wait_at_gate
 
 ray = pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip install -e '.[ray]'")
 
@@ -156,11 +156,7 @@ def test_driver_killed_then_rerun_resumes(cluster, tmp_path):
 
     proc = _spawn("tests.harness.gated_cli", str(gate), str(k), "run", *args, f"out={out}", env=env)
     try:
-        deadline = time.monotonic() + 300
-        while not ((gate / "blocked").exists() and committed_rows(db) >= k - batch + 1):
-            assert proc.poll() is None, f"the gated run ended early: {proc.communicate()[1][-3000:]}"
-            assert time.monotonic() < deadline, "the gated run never reached the gate"
-            time.sleep(0.05)
+        wait_at_gate(proc, gate, db, rows=k - batch + 1)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
