@@ -196,3 +196,35 @@ def test_reserved_cache_gives_the_default_cache_logits(tiny_ckpts: dict[str, Pat
                         lambda self, *a, **k: updates.append(1) or real_update(self, *a, **k))
     backend.generate(conversations[:2])
     assert len(updates) >= 12  # every layer, every step
+
+
+@pytest.mark.parametrize("op", ["crop", "select", "repeat", "reset"])
+def test_reserved_layer_follows_the_default_layer_through_cache_operations(op: str) -> None:
+    """The cache operations generation strategies other than greedy use (crop for assisted
+    decoding, batch select / repeat for beams, reset) keep the in-place layer equal to
+    transformers' own layer, also for the steps written after them. Mutation guarded: an
+    operation applied to the visible view only, leaving the buffer or its length behind."""
+    import torch
+    from transformers.cache_utils import DynamicLayer
+
+    from planners.vlm.kvcache import ReservedLayer
+
+    torch.manual_seed(0)
+    steps = [torch.randn(2, 1, n, 4) for n in (5, 1, 1)]
+    default, reserved = DynamicLayer(), ReservedLayer(reserve=4)
+    for layer in (default, reserved):
+        for t in steps:
+            layer.update(t, t + 1)
+        if op == "crop":
+            layer.crop(-2)
+        elif op == "select":
+            layer.batch_select_indices(torch.tensor([1]))
+        elif op == "repeat":
+            layer.batch_repeat_interleave(2)
+        else:
+            layer.reset()
+    after = torch.randn(default.keys.shape[0] if op != "reset" else 2, 1, 1, 4)
+    for layer in (default, reserved):
+        layer.update(after, after + 1)
+    assert torch.equal(default.keys, reserved.keys) and torch.equal(default.values, reserved.values)
+    assert default.get_seq_length() == reserved.get_seq_length()
