@@ -15,12 +15,12 @@ It also times the same calls with one new token (the prefill: prompt and
 image, whose work is each conversation's own) and from the two derives the
 cost of one decoding step, batched and alone.
 
-Measured on the 2-core CPU machine, idle (this version): 1.35x with the
+Measured on the 2-core CPU machine, idle (this version): 1.28-1.35x with the
 protocol's prompt (10 examples, ~6.8k tokens with the tiny tokenizer, 256 new
 tokens), 1.53x with 1024 new tokens, 2.04x with no examples (~3.9k tokens) --
 below the 3x aimed for. Outputs are identical batched and alone. What bounds
 it, printed by the run itself: a batched decoding step costs 3.3 ms for 8
-conversations against 0.69 ms for one alone, so batching shares only 1.7x of
+conversations against 0.63-0.69 ms for one alone, so batching shares only 1.5-1.7x of
 the decoding work. The tiny model (hidden 64, 2 layers) reads ~0.6 MB of
 weights per step but ~3.6 MB of KV cache per conversation: its steps are bound
 by each conversation's own cache, which no batching can share (and 8 caches

@@ -11,8 +11,8 @@ rendering off the env is pure logic (~0.036 ms a step, ~10 agent calls per
 call and per episode; the store commits in groups every 0.25 s
 (``RecordWriter``).
 
-Measured (idle 2-core machine, this version): 1.20-1.24 with rendering off,
-1.055-1.066 with rendering on at batch 1 (1.08-1.13 at batch 8).
+Measured (idle 2-core machine, this version): 1.18-1.24 with rendering off,
+1.043-1.066 with rendering on at batch 1 (1.08-1.13 at batch 8).
 """
 
 from __future__ import annotations
