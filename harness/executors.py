@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Mapping, Sequence
 
+from harness.allocator import keep_freed_heap
 from harness.interfaces import AgentContractError, EpisodeEnv, InvalidOutput
 from harness.types import INFO_ACTION_OK, INFO_FEEDBACK
 
@@ -173,6 +174,7 @@ def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
     # a worker never prints a traceback of its own for them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    keep_freed_heap()
     envs: dict[int, EpisodeEnv] = {}  # this worker's envs, by index (envs_per_worker of them)
     try:
         while True:

@@ -30,6 +30,7 @@ import math
 import time
 from typing import Any, Sequence
 
+from harness.allocator import keep_freed_heap
 from harness.executors import EnvFactory, ResetOptions, Transition, _error, drive, reset_env
 
 
@@ -37,6 +38,7 @@ class EnvActor:
     """Runs in a Ray worker process: a few envs, built lazily by the factory."""
 
     def __init__(self, env_factory: EnvFactory):
+        keep_freed_heap()
         self._factory = env_factory
         self._envs: dict[int, Any] = {}
 

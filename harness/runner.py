@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from harness.allocator import keep_freed_heap
 from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
 from harness.store import ResultStore
@@ -218,6 +219,7 @@ class Runner:
             self.on_start(len(episodes), summary.skipped)
         if not todo:
             return summary
+        keep_freed_heap()  # envs rendering a frame per step, several in flight (see harness.allocator)
         executor = make_executor(
             self.spec.executor, self.env_factory,
             num_workers=self.spec.num_workers, batch_size=self.spec.batch_size,
