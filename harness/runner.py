@@ -90,7 +90,7 @@ class AgentTimeout(Exception):
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
-    """``fn()``, or AgentTimeout after ``timeout`` seconds.
+    """``fn()``, or AgentTimeout after ``timeout`` seconds (None: no limit).
 
     The call runs on a daemon thread; one that hangs is abandoned (a thread
     cannot be killed), and the run goes on without waiting for it.
@@ -124,7 +124,7 @@ def _check_plan(plan: Any) -> Any:
     """One agent output, checked: a list/tuple of actions as it is, else an
     AgentReply (other sequences, e.g. an action-chunk array, wrapped in one);
     TypeError names the contract."""
-    if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
+    if type(plan) is list or type(plan) is tuple:
         return plan
     if isinstance(plan, AgentReply):
         actions = plan.actions
@@ -138,7 +138,7 @@ def _check_plan(plan: Any) -> Any:
     return AgentReply(actions=actions)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Live:
     spec: EpisodeSpec
     attempts: int = 1
@@ -277,12 +277,9 @@ class Runner:
             moves = []
             for (slot, live), plan in zip(waiting, plans):
                 live.agent_calls += 1
-                if isinstance(plan, BaseException):
-                    del active[slot]
-                    kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
-                    self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
-                    continue
-                if type(plan) is AgentReply:
+                if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
+                    actions = plan
+                elif isinstance(plan, AgentReply):
                     if plan.raw_output is not None or plan.output_error is not None:
                         live.transcript.append(self._transcript_entry(live, plan))
                     actions = plan.actions
@@ -292,8 +289,11 @@ class Runner:
                                           live.deadline))
                             continue
                         live.output_errors += 1  # the agent's fallback actions run as a plan
-                else:
-                    actions = plan
+                else:  # an exception instead of a plan
+                    del active[slot]
+                    kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
+                    self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
+                    continue
                 if not len(actions):
                     del active[slot]
                     self._finish(slot, live, free, summary, termination=TERMINATION_EMPTY_PLAN)
@@ -331,7 +331,8 @@ class Runner:
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
         limit = self.spec.agent_timeout_s
         try:
-            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
+            plans = self.agent.act(requests) if limit is None else \
+                _call_with_timeout(lambda: self.agent.act(requests), limit)
         except AgentTimeout as exc:
             return [exc] * len(requests)
         except Exception:
@@ -346,7 +347,7 @@ class Runner:
             got = f"{len(plans)} plans" if isinstance(plans, (list, tuple)) else type(plans).__name__
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
-        return [_checked(p) for p in plans]
+        return [p if type(p) is list or type(p) is tuple else _checked(p) for p in plans]
 
     def _transcript_entry(self, live: _Live, reply: AgentReply) -> dict[str, Any]:
         entry: dict[str, Any] = {

@@ -41,6 +41,8 @@ APPLICATION_ID = 0x45544831
 _STORE_TABLES = {"meta", "runs", "sessions", "episodes"}
 
 _RECORD_FIELDS = [f.name for f in fields(EpisodeRecord)]
+#: ``json.dumps(extra, sort_keys=True, default=str)`` with the encoder built once (per record, it counts).
+_encode_extra = json.JSONEncoder(sort_keys=True, default=str).encode
 _KEY = ("run_id", "suite", "split", "episode_id", "seed")
 _INSERT_COLUMNS = _RECORD_FIELDS + ["finished_at"]
 # A completed row is never overwritten; an error row is replaced by a rerun's result.
@@ -309,7 +311,7 @@ class ResultStore:
                 row = record.to_dict()
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
-                row["extra"] = json.dumps(row["extra"], sort_keys=True, default=str)
+                row["extra"] = _encode_extra(row["extra"])
                 n = self._db.execute(_INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
                 written += n
                 if n and transcript:  # a rerun's transcript replaces the failed attempt's
