@@ -83,6 +83,15 @@ def test_a_runner_keeps_freed_memory_in_its_process():
     """) == "True"
 
 
+def test_ray_env_actors_keep_freed_memory():
+    # The actor class as a Ray worker process runs it (Ray itself is not needed for this).
+    assert _kept_after("""
+        from harness.executors_ray import EnvActor
+        from tests.harness.test_allocator import ProbeEnv
+        EnvActor(ProbeEnv)
+    """) == "True"
+
+
 def test_process_workers_keep_freed_memory():
     from harness.executors import ProcessExecutor
     from harness.types import EpisodeSpec
