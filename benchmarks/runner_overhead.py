@@ -11,8 +11,12 @@ rendering off the env is pure logic (~0.036 ms a step, ~10 agent calls per
 call and per episode; the store commits in groups every 0.25 s
 (``RecordWriter``).
 
-Measured (idle 2-core machine, this version): 1.18-1.24 with rendering off,
-1.043-1.066 with rendering on at batch 1 (1.08-1.13 at batch 8).
+Also timed: the bare loop storing its records through the store's writer,
+the floor for any loop that keeps its results.
+
+Measured (idle 2-core machine, this version, main-thread CPU, three runs):
+runner 1.14-1.25 with rendering off (floor 1.04-1.10); with rendering on
+1.012-1.037 at batch 1 and 1.035-1.048 at batch 8 (floor 1.014-1.023).
 """
 
 from __future__ import annotations
