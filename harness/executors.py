@@ -158,11 +158,7 @@ class LocalExecutor:
     def discard(self, slot: int) -> None:
         """Drop a slot's env after a fault; the next reset builds a fresh one."""
         env, self._envs[slot] = self._envs[slot], None
-        if env is not None:
-            try:
-                env.close()
-            except Exception:
-                pass
+        _close_quietly(env)
 
     def close(self) -> None:
         for slot in range(self.capacity):

@@ -31,7 +31,7 @@ import time
 from typing import Any, Sequence
 
 from harness.allocator import keep_freed_heap
-from harness.executors import EnvFactory, ResetOptions, Transition, _error, drive, reset_env
+from harness.executors import EnvFactory, ResetOptions, Transition, _close_quietly, _error, drive, reset_env
 
 
 class EnvActor:
@@ -60,12 +60,7 @@ class EnvActor:
         return drive(self._envs[index], actions, deadline)
 
     def discard(self, index: int) -> None:
-        env = self._envs.pop(index, None)
-        if env is not None:
-            try:
-                env.close()
-            except Exception:
-                pass
+        _close_quietly(self._envs.pop(index, None))
 
     def pid(self) -> int:
         import os
