@@ -124,7 +124,7 @@ def _check_plan(plan: Any) -> Any:
     """One agent output, checked: a list/tuple of actions as it is, else an
     AgentReply (other sequences, e.g. an action-chunk array, wrapped in one);
     TypeError names the contract."""
-    if type(plan) is list or type(plan) is tuple:
+    if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
         return plan
     if isinstance(plan, AgentReply):
         actions = plan.actions
@@ -331,8 +331,7 @@ class Runner:
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
         limit = self.spec.agent_timeout_s
         try:
-            plans = self.agent.act(requests) if limit is None else \
-                _call_with_timeout(lambda: self.agent.act(requests), limit)
+            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
         except AgentTimeout as exc:
             return [exc] * len(requests)
         except Exception:
@@ -347,7 +346,7 @@ class Runner:
             got = f"{len(plans)} plans" if isinstance(plans, (list, tuple)) else type(plans).__name__
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
-        return [p if type(p) is list or type(p) is tuple else _checked(p) for p in plans]
+        return [_checked(p) for p in plans]
 
     def _transcript_entry(self, live: _Live, reply: AgentReply) -> dict[str, Any]:
         entry: dict[str, Any] = {
