@@ -15,8 +15,8 @@ Also timed: the bare loop storing its records through the store's writer,
 the floor for any loop that keeps its results.
 
 Measured (idle 2-core machine, this version, main-thread CPU, three runs):
-runner 1.14-1.25 with rendering off (floor 1.04-1.10); with rendering on
-1.012-1.037 at batch 1 and 1.035-1.048 at batch 8 (floor 1.014-1.023).
+runner 1.17-1.20 with rendering off (floor 1.055-1.074); with rendering on
+1.027-1.047 at batch 1 and 1.036-1.051 at batch 8 (floor 1.019-1.033).
 """
 
 from __future__ import annotations

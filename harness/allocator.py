@@ -7,7 +7,7 @@ By default glibc returns the free top of the heap to the kernel once it exceeds
 pushing the heap top past that limit: the memory is returned, then faulted back
 in page by page at the next frame. Measured with the embedded EB-ALFRED suite
 (``benchmarks/runner_overhead.py``, rendering on, 8 episodes in flight): the
-runner ran 1.08-1.13x the bare loop with the defaults, 1.035-1.048x with
+runner ran 1.08-1.13x the bare loop with the defaults, 1.036-1.051x with
 the settings below.
 
 ``keep_freed_heap()`` fixes both thresholds for the rest of the process (the
