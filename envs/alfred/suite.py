@@ -15,8 +15,9 @@ from envs.eb_alfred.generator import floor_plans
 from envs.thor.session import THOR_VERSION, require_ai2thor
 from harness.types import EpisodeSpec
 
-#: Bumped whenever rules, episodes or scoring change.
-SUITE_VERSION = "1.0.0"
+#: Bumped whenever rules, episodes or scoring change. 1.1.0: the household engine's
+#: restore, put, openable and faucet rules of eb_alfred 1.3.0 (issue 18).
+SUITE_VERSION = "1.1.0"
 #: How the household backend navigates (recorded in the protocol).
 NAVIGATION = "teleport: GotoLocation faces the grounded instance (privileged)"
 #: How the AI2-THOR backend navigates (recorded in the protocol).

@@ -23,7 +23,10 @@ from harness.types import EpisodeSpec
 #: when closed; slicing keeps the whole (isSliced) with its marks; one faucet fills
 #: every basin of a double sink; trajectories read from json_2.1.0/. 1.2.0: official
 #: episodes start from the scene facts of their trajectory (envs/household/restore.py).
-SUITE_VERSION = "1.2.0"
+#: 1.3.0: restore never starts an unrecorded object in a basin or closed openable (no free
+#: episodes); puts follow AI2-THOR, openables start as the scene had them, one basin per
+#: faucet, put retries the next-closest instance (issue 18).
+SUITE_VERSION = "1.3.0"
 #: What to do with an official episode the backend cannot build (unknown object,
 #: receptacle or floor plan): fail the run before it starts, or leave it out and say so.
 BAD_EPISODE_POLICIES = ("error", "skip_and_report")

@@ -16,8 +16,9 @@ the file does tell (:func:`scene_facts`):
   in: ``coordinateReceptacleObjectId`` when the planner recorded it (its
   coordinates are 4 x the AI2-THOR position, ordered x, z, y), else the nearest
   instance of the type the preceding ``GotoLocation`` names, else the nearest
-  receptacle of any type (physics put it there, so ALFRED's whitelist does not
-  apply: a KeyChain can lie on a TVStand). Instances are matched to the floor plan's
+  receptacle of any type but a basin or an openable (physics put it there, so
+  ALFRED's whitelist does not apply: a KeyChain can lie on a TVStand; an object
+  beside a sink is on the counter, not in the basin: :func:`_fallback_types`). Instances are matched to the floor plan's
   receptacle ids (``Type|x|y|z``) by distance.
 - **toggles** (``object_toggles``: ``isOn`` per lamp type) and the
   **dirty/empty** flag (ALFRED makes every dirtyable object dirty and every
@@ -142,6 +143,21 @@ def _nearest(receptacles: Sequence[tuple[str, str]], pos: tuple[float, float, fl
     return min(cands, key=key)[1]
 
 
+#: Receptacle types the "nearest" fallback never chooses. Basins: in the 213
+#: json_2.1.0 trajectories every object the expert takes out of a SinkBasin or
+#: BathtubBasin has its basin recorded (18 of 18), and the 8 unrecorded task objects
+#: nearest a basin lie 0.07-0.23 m *above* the basin's point, on the counter beside
+#: it (a Cup next to the sink is not in it). Openables: the layouts' openables start
+#: closed, and the expert picks these objects up without opening anything.
+FALLBACK_EXCLUDED_SUFFIX = "Basin"
+
+
+def _fallback_types(statics: Sequence[tuple[str, str]]) -> set[str]:
+    """Receptacle types the nearest-receptacle fallback may choose (no basin, no openable)."""
+    openable = alfred_constants().openable
+    return {t for t, _ in statics if not t.endswith(FALLBACK_EXCLUDED_SUFFIX) and t not in openable}
+
+
 def _type_names() -> dict[str, str]:
     consts = alfred_constants()
     names = set(consts.objects) | set(consts.receptacles)
@@ -195,8 +211,9 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
         if recep is None and goto_type is not None and goto_type in {t for t, _ in statics}:
             recep, source = _nearest(statics, pos, {goto_type}), "goto"
         if recep is None:
-            # AI2-THOR's physics, not ALFRED's whitelist, put it there (a KeyChain on a TVStand).
-            recep, source = _nearest(statics, pos, {t for t, _ in statics}), "nearest"
+            # AI2-THOR's physics, not ALFRED's whitelist, put it there (a KeyChain on a TVStand),
+            # but not in a basin nor in a closed openable (see :func:`_fallback_types`).
+            recep, source = _nearest(statics, pos, _fallback_types(statics)), "nearest"
         if recep is not None and obj_type in pickupable:
             starts.append(StartPlacement(obj_type, obj_id, recep, source))
 
