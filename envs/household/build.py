@@ -7,7 +7,8 @@ target 1..``PICKUP_REPEAT_MAX``, ALFRED gen/constants.py), each placed in a
 static receptacle instance that ALFRED's ``VAL_RECEPTACLE_OBJECTS`` allows for
 its type. A pickupable type that no receptacle of the floor plan accepts (a
 Plunger in a bathroom without a Cabinet) lies on the floor (``parent=None``),
-as in AI2-THOR. Openables start closed, toggleables off.
+as in AI2-THOR. Openables start closed (restored scenes: as the trajectory
+found them), toggleables off.
 
 With :class:`~envs.household.restore.SceneFacts` from the episode's ALFRED
 trajectory, the instance count of every pickupable type, the start receptacle
@@ -117,23 +118,26 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None,
         objects[o.id] = o
         statics.append(o)
     static_types = {o.type for o in statics}
-    # Other static objects (Faucet, lamps, Window, ...): one instance each.
+    # Other static objects (lamps, Window, ...): one instance each; a Faucet per SinkBasin
+    # (``-objects.json`` lists types, not instances: a double sink has two faucets).
     for t in inv.object_types:
         if t in static_types or t in pickupable:
             continue
-        o = Obj(new_id(t), t, receptacle=t in vro, openable=t in openable, toggleable=t in toggleable)
-        objects[o.id] = o
+        copies = max(1, inv.receptacle_count(CLEAN_BASIN)) if t == CLEAN_SOURCE else 1
+        for _ in range(copies):
+            o = Obj(new_id(t), t, receptacle=t in vro, openable=t in openable, toggleable=t in toggleable)
+            objects[o.id] = o
 
     # Pickupable objects, placed in receptacles ALFRED allows.
     placed_types = [t for t in inv.object_types if t in pickupable]
     by_thor_id = {o.thor_id: o.id for o in statics}
-    starts: dict[str, list[str]] = {}
+    starts: dict[str, list[tuple[str, str]]] = {}
     fixed_ids: set[str] = set()
     if scene is not None:
         placed_types = sorted(set(placed_types) | {t for t, n in scene.counts.items() if n > 0})
         for st in scene.starts:
             if st.receptacle_id in by_thor_id:
-                starts.setdefault(st.obj_type, []).append(by_thor_id[st.receptacle_id])
+                starts.setdefault(st.obj_type, []).append((by_thor_id[st.receptacle_id], st.thor_id))
     for t in placed_types:
         if scene is not None:
             n = max(scene.counts.get(t, 0), len(starts.get(t, ())), _min_count(t, task))
@@ -148,12 +152,13 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None,
             candidates = [r for r in candidates if task.parent_target not in r.type]
         fixed = starts.get(t, [])
         for i in range(n):
+            thor_id = None
             if i < len(fixed):
-                parent = fixed[i]  # the start receptacle the trajectory shows
+                parent, thor_id = fixed[i]  # the start receptacle the trajectory shows
             else:
                 parent = rng.choice(candidates).id if candidates else None
             o = Obj(new_id(t), t, parent, receptacle=t in vro, openable=t in openable,
-                    toggleable=t in toggleable, sliceable=t in sliceable, pickupable=True)
+                    toggleable=t in toggleable, sliceable=t in sliceable, pickupable=True, thor_id=thor_id)
             objects[o.id] = o
             if i < len(fixed):
                 fixed_ids.add(o.id)
@@ -164,8 +169,11 @@ def build_world(floor_plan: int, seed: int, task: TaskSpec | None = None,
             movers = [o for o in objects.values() if o.type == obj_type and o.id not in fixed_ids]
             if containers and movers:
                 movers[0].parent = containers[0].id
+        opened = set(scene.open_ids)
         for o in objects.values():
             if o.toggleable and o.type in scene.toggles:
                 o.is_on = scene.toggles[o.type]
+            if o.openable and o.thor_id in opened:
+                o.is_open = True
         at = by_thor_id.get(scene.start_receptacle) if scene.start_receptacle else None
     return World(floor_plan, seed, task, objects, at=at)

@@ -32,6 +32,19 @@ CLEAN_SOURCE, CLEAN_BASIN = "Faucet", "SinkBasin"
 HEAT_SOURCE = "Microwave"
 COOL_SOURCE = "Fridge"
 
+#: Fixed receptacles that hold only what fits them, where the engine keeps ALFRED's
+#: VAL_RECEPTACLE_OBJECTS list as the put rule (a coffee machine takes a Mug, a towel
+#: holder a towel). Every other fixed receptacle accepts any held object, as AI2-THOR's
+#: forced ``PutObject`` does (ALFRED env/thor_env.py ``put``/``to_thor_api_exec`` sends
+#: ``forceAction=True``; EmbodiedBench thor_connector.py:411 too): the json_2.1.0 experts
+#: leave a Knife in a Fridge, Cabinet or GarbageCan and a ButterKnife in a Microwave, which
+#: VAL_RECEPTACLE_OBJECTS does not list. The whitelist decides ALFRED's *goal* receptacles
+#: and where scenes are sampled, not what the simulator accepts. Movable receptacles
+#: (Bowl, Cup, Mug, Pan, Plate, Pot, Box) also keep the list: their size limits what fits.
+SIZED_RECEPTACLES: frozenset[str] = frozenset({
+    "CoffeeMachine", "Toaster", "ToiletPaperHanger", "HandTowelHolder", "TowelHolder",
+})
+
 #: Held object types that can slice (ALFRED's sliced tasks use Knife or
 #: ButterKnife; AI2-THOR's SliceObject requires a knife in hand).
 KNIFE_TYPES: frozenset[str] = frozenset({"Knife", "ButterKnife"})
@@ -89,6 +102,14 @@ class AlfredConstants:
     def pickupable(self) -> frozenset[str]:
         """Types ALFRED places in receptacles: the union of VAL_RECEPTACLE_OBJECTS' values."""
         return frozenset().union(*self.val_receptacle_objects.values())
+
+    def accepts(self, receptacle_type: str, obj_type: str) -> bool:
+        """Whether a put of ``obj_type`` into ``receptacle_type`` succeeds (see
+        :data:`SIZED_RECEPTACLES`): any object in a fixed receptacle, else the whitelist."""
+        if obj_type in self.val_receptacle_objects.get(receptacle_type, ()):
+            return True
+        return (receptacle_type in self.val_receptacle_objects and receptacle_type not in self.movable_receptacles
+                and receptacle_type not in SIZED_RECEPTACLES)
 
     @property
     def toggleable(self) -> frozenset[str]:

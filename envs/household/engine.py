@@ -7,7 +7,7 @@ outermost receptacle (the agent at ``CounterTop_1`` reaches the Apple in the
 Bowl on it), and a Faucet and its SinkBasin are in reach of each other.
 
 State-changing wrapper rules (ALFRED env/thor_env.py ``update_states``):
-toggling a Faucet on cleans everything in its SinkBasin(s) (``World.basins_of``);
+toggling a Faucet on cleans everything in its own SinkBasin (``World.basins_of``);
 toggling a Microwave on heats everything in it; closing a Fridge cools
 everything in it. Placing an object into an already running sink/microwave or
 an already closed fridge changes nothing, as in ALFRED.
@@ -51,11 +51,11 @@ PRIMITIVES: tuple[str, ...] = (
 class HouseholdEngine:
     """Applies primitives to ``self.world`` (the live state, mutated in place)."""
 
-    __slots__ = ("world", "_vro")
+    __slots__ = ("world", "_consts")
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self._vro = alfred_constants().val_receptacle_objects
+        self._consts = alfred_constants()
 
     # --- helpers ----------------------------------------------------------------
     def _lookup(self, obj_id: str) -> tuple[Obj | None, ActionResult | None]:
@@ -107,8 +107,8 @@ class HouseholdEngine:
         return OK
 
     def put(self, recep_id: str) -> ActionResult:
-        """Put the held object into ``recep_id``: open, in reach, and allowed by
-        ALFRED's VAL_RECEPTACLE_OBJECTS for the held type."""
+        """Put the held object into ``recep_id``: open, in reach, and accepted as
+        AI2-THOR's forced put accepts it (:meth:`AlfredConstants.accepts`)."""
         r, err = self._lookup(recep_id)
         if err:
             return err
@@ -128,7 +128,7 @@ class HouseholdEngine:
         if closed is not None:
             return ActionResult(False, f"{recep_id} is inside {closed}, which is closed.")
         h = world.objects[held]
-        if h.type not in self._vro.get(r.type, ()):
+        if not self._consts.accepts(r.type, h.type):
             return ActionResult(False, f"{h.type} cannot be put in a {r.type}.")
         h.parent = recep_id
         world.holding = None

@@ -26,6 +26,8 @@ the file does tell (:func:`scene_facts`):
 - **pieces and nesting**: an object sliced where it lay starts in the receptacle the
   first pickup of one of its pieces records; in a movable-receptacle task whose
   target the expert never picks up, the target starts inside the movable receptacle.
+- **openables found open**: those the expert closes or puts into before opening
+  (:func:`open_at_start`).
 - **the start pose's nearest receptacle**: the receptacle whose layout agent
   pose (``-openable.json``) is nearest the ``init_action`` teleport; the agent
   starts facing it.
@@ -82,6 +84,8 @@ class SceneFacts:
     #: (object type, movable receptacle type): one instance of the first starts inside the
     #: movable receptacle's first task instance.
     nested: tuple[tuple[str, str], ...] = ()
+    #: AI2-THOR ids of openables that start open (:func:`open_at_start`).
+    open_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +96,7 @@ class SceneFacts:
             "dirty_and_empty": self.dirty_and_empty,
             "start_receptacle": self.start_receptacle,
             "nested": [list(n) for n in self.nested],
+            "open_ids": list(self.open_ids),
         }
 
     @classmethod
@@ -104,6 +109,7 @@ class SceneFacts:
             dirty_and_empty=bool(data.get("dirty_and_empty", False)),
             start_receptacle=data.get("start_receptacle"),
             nested=tuple((str(a), str(b)) for a, b in data.get("nested", ())),
+            open_ids=tuple(str(k) for k in data.get("open_ids", ())),
         )
 
 
@@ -243,7 +249,29 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
             start_receptacle = min(poses.items(), key=pose_key)[0]
 
     return SceneFacts(floor_plan, counts, tuple(starts), toggles, bool(scene.get("dirty_and_empty", False)),
-                      start_receptacle, tuple(nested))
+                      start_receptacle, tuple(nested), open_at_start(traj))
+
+
+def open_at_start(traj: Mapping[str, Any]) -> tuple[str, ...]:
+    """AI2-THOR ids of the openables the expert's ``plan.low_actions`` found open.
+
+    An openable whose first use in the AI2-THOR call sequence is ``CloseObject``, or
+    a ``PutObject`` into it, was open in the start scene (the trajectories put into
+    Boxes of FloorPlan214 without opening them); one first opened was closed. Openables
+    the expert never uses keep the engine's default (closed).
+    """
+    state: dict[str, bool] = {}
+    for low in (traj.get("plan") or {}).get("low_actions", ()):
+        api = low.get("api_action", {})
+        name = api.get("action")
+        oid = str(api.get("receptacleObjectId" if name == "PutObject" else "objectId", ""))
+        if not oid or oid in state:
+            continue
+        if name == "OpenObject":
+            state[oid] = False
+        elif name in ("CloseObject", "PutObject") and thor_id_type(oid) in alfred_constants().openable:
+            state[oid] = True
+    return tuple(sorted(k for k, was_open in state.items() if was_open))
 
 
 def _piece_receptacle(steps: Sequence[Mapping[str, Any]], whole_id: str) -> Any:

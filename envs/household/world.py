@@ -236,22 +236,22 @@ class World:
         return o.id
 
     def basins_of(self, faucet_id: str) -> list[str]:
-        """The SinkBasins a Faucet fills when turned on.
+        """The SinkBasin a Faucet fills when turned on: one, or none.
 
-        ALFRED cleans in the SinkBasin closest to the turned-on Faucet
-        (env/thor_env.py); the layouts carry no faucet positions, so id order
-        stands in for distance: with F faucets and B basins (both in id order),
-        basin j is fed by faucet min(j, F-1), so no basin is ever left without a
-        faucet (ALFRED's 14 double-sink floor plans have one faucet, listed in 12 of
-        them: it fills both basins); a faucet beyond the last basin fills the first.
+        ALFRED cleans only what is in the SinkBasin closest to the faucet turned on
+        (askforalfred/alfred env/thor_env.py ``update_states`` / ``check_clean``:
+        ``get_obj_of_type_closest_to_obj('SinkBasin', faucet)``). The engine builds one
+        Faucet per SinkBasin (:func:`~envs.household.build.build_world`), paired in id
+        order: faucet k fills basin k (the layouts carry no faucet positions; the
+        json_2.1.0 experts' faucets lie nearest the first basin of their floor plan in id
+        order). A hand-built world with more faucets than basins pairs the extra
+        faucets with the last basin.
         """
         basins = self.of_type(CLEAN_BASIN)
         faucets = self.of_type(CLEAN_SOURCE)
         if not basins or faucet_id not in faucets:
             return []
-        k, last = faucets.index(faucet_id), len(faucets) - 1
-        fed = [b for j, b in enumerate(basins) if min(j, last) == k]
-        return fed or [basins[0]]
+        return [basins[min(faucets.index(faucet_id), len(basins) - 1)]]
 
     def basin_of(self, faucet_id: str) -> str | None:
         """The first SinkBasin :meth:`basins_of` gives, or None."""

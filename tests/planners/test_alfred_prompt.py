@@ -85,16 +85,27 @@ def test_triplets_from_a_real_trajectory(data_dir: Path) -> None:
 
 
 def test_replaying_the_trajectories_own_triplets(data_dir: Path) -> None:
-    """Differential check of the expansion + engine against ALFRED's expert plans.
+    """Class-level triplets of ALFRED's expert plans, expanded as FLARE does, on the engine.
 
-    Measured: 175 of the 213 episodes succeed with their own trajectory's triplets.
-    Most failures are puts ALFRED's expert made where the receptacle whitelist
-    (VAL_RECEPTACLE_OBJECTS) does not list the object (a Knife left in the Fridge:
-    AI2-THOR's physics allows it, the household engine's put does not); the rest are
-    class-level grounding choices (a second Pot on the counter instead of the one in
-    the closed Fridge). The floor below guards against regressions."""
+    The expert plans themselves replay 213/213 at instance level
+    (tests/envs/household/test_expert_replay.py); what fails here is lost in the
+    conversion to class-level triplets, not an engine rule. Measured: 200/213 succeed;
+    the 13 failures, by cause:
+
+    - 8 ``closed``: the triplet names no receptacle where the object now lies, so the
+      expansion adds no Open (``(SliceObject, Lettuce, 0)`` after the Lettuce went into
+      the Fridge; the class-level ``Cup`` grounds to the one in the closed Fridge);
+    - 2 ``open_twice``: the expansion wraps a put into a Box in Open/Close, but the
+      FloorPlan214 Boxes start open (the expert never opens them);
+    - 1 ``grounding``: a class-level name reaches another instance (a PotatoSliced
+      not in reach);
+    - 2 ``wrong_instance``: every step succeeds but the goal is not met: the
+      class-level ``Pot`` is not the one the sponge went into, and the converted
+      ``(CleanObject, Knife, 0)`` of the TomatoSliced trial cleans the knife.
+    """
     suite = AlfredSuite(eb_data_dir=str(data_dir), render=False, generated_per_split=0)
-    whitelist, other, ok = 0, [], 0
+    causes: dict[str, int] = {}
+    ok = 0
     for ep in suite.episodes("eb_valid_seen"):
         traj = json.loads((data_dir / ep.metadata["trajectory"]).read_text())
         env = suite.make_env()
@@ -105,15 +116,23 @@ def test_replaying_the_trajectories_own_triplets(data_dir: Path) -> None:
             if not info["action_ok"]:
                 failed = info["feedback"]
                 break
-        if failed is not None and "cannot be put in" in failed:
-            whitelist += 1
-        elif info["success"]:
+        if failed is None and info["success"]:
             ok += 1
+            continue
+        if failed is None:
+            cause = "wrong_instance"
+        elif "already open" in failed:
+            cause = "open_twice"
+        elif "which is closed" in failed:
+            cause = "closed"
         else:
-            other.append(ep.episode_id)
-    print(f"trajectory triplets: {ok}/213 succeed; {whitelist} whitelist puts; {len(other)} other")
-    assert ok + whitelist + len(other) == 213
-    assert ok >= 165 and whitelist >= len(other)
+            cause = "grounding"
+        causes[cause] = causes.get(cause, 0) + 1
+    print(f"trajectory triplets: {ok}/213 succeed; failures by cause: {causes}")
+    assert ok + sum(causes.values()) == 213
+    assert ok >= 200, causes
+    # No engine refusal is left among the causes (the put whitelist was one: issue 18).
+    assert set(causes) <= {"wrong_instance", "open_twice", "closed", "grounding"}
 
 
 class ScriptedBackend:
