@@ -7,9 +7,11 @@ Behaviour follows EmbodiedBench ``embodiedbench/envs/eb_alfred/thor_connector.py
   the next ``put down``. Every skill other than ``put down`` and ``open``
   forgets that receptacle.
 - ``put down the object in hand`` puts into the remembered receptacle, or
-  drops when there is none. Puts are counted per receptacle; a failed put on a
-  receptacle that has seen 3 or more puts drops the object instead (and still
-  fails: "The robot dropped the object instead.").
+  drops when there is none; when that receptacle refuses, the next-closest other
+  instance of its type is tried (AI2-THOR's forced put: reach is not needed).
+  Puts are counted per receptacle; a failed put on a receptacle that has seen 3
+  or more puts drops the object instead (and still fails: "The robot dropped the
+  object instead.").
 - ``find`` / ``open`` / ``close`` with an instance name (``Cabinet_2``, or a bare
   ``Cabinet`` in a scene with several) address exactly that instance
   (EBAlfEnv.py maps the last word through ``name_to_id_dict``); every other
@@ -159,37 +161,63 @@ class SkillExecutor:
         return res if res.ok else ActionResult(False, f"Cannot move to {name}")
 
     def _pick_up(self, name: str | None) -> ActionResult:
+        """thor_connector.py:297-336 ``pick``: an object that is not visible and lies in a
+        receptacle reports where it is (EBAlfEnv.py:356-362 names the receptacle); otherwise
+        the pickup is tried and a failure reports what the hand holds."""
         assert name is not None
         world = self.world
         target = self.resolve(name, exact_instance=False, prop="pickupable")
         if target is None:
             return ActionResult(False, f"Cannot find {name} to pick up. Find the object before picking up it")
-        if world.holding is not None:
-            return ActionResult(False, f"Robot is currently holding {world.objects[world.holding].type}")
         closed = self.world.closed_container(target)
-        if not world.in_reach(target) or closed is not None:
-            parent = world.objects[target].parent
-            if parent is not None:
-                where = self._name(closed or parent)
-                return ActionResult(False, f"{name} is not visible because it is in {where}. "
-                                           "Go there to pick the object instead.")
-            return ActionResult(False, f"Cannot find {name} to pick up. Find the object before picking up it")
+        visible = world.in_reach(target) and closed is None
+        parent = world.objects[target].parent
+        if not visible and parent is not None:
+            where = self._name(closed or parent)
+            return ActionResult(False, f"{name} is not visible because it is in {where}. "
+                                       "Go there to pick the object instead.")
         res = self.engine.pickup(target)
-        return res if res.ok else ActionResult(False, f"Pick up action failed. {res.message}")
+        if res.ok:
+            return res
+        if world.holding is None:
+            return ActionResult(False, "Robot is not holding any object")
+        return ActionResult(False, f"Robot is currently holding {world.objects[world.holding].type}")
+
+    def _type_name(self, obj_id: str) -> str:
+        """The receptacle name EB-ALFRED's put messages use: the AI2-THOR id's first field
+        (``Sink|...|SinkBasin`` -> ``Sink``), never an instance name."""
+        otype = self.world.objects[obj_id].type
+        return next((alias for alias, basin in BASIN_ALIASES.items() if basin == otype), otype)
+
+    def _next_closest(self, recep: str) -> str | None:
+        """Another instance of ``recep``'s type, the closest first (thor_connector.py:356-375:
+        the second round excludes the receptacle just tried)."""
+        world = self.world
+        rtype = world.objects[recep].type
+        cands = [k for k, o in world.objects.items()
+                 if o.type == rtype and k != recep and not o.inactive and not world.is_held(k)]
+        return min(cands, key=lambda k: self._rank(k, False)) if cands else None
 
     def _put_down(self, _: str | None) -> ActionResult:
+        """thor_connector.py:87-109 and ``put`` (338-426): count the put, try the found
+        receptacle, then the next-closest instance of its type; a third failing put on the
+        same receptacle drops the object."""
         world = self.world
         recep = self.state.cur_receptacle
         if recep is None:
             return self._drop(None)
-        if world.holding is None:
-            return ActionResult(False, "Robot is not holding any object")
         self.state.put_counts[recep] = self.state.put_counts.get(recep, 0) + 1
-        res = self.engine.put(recep)
-        if res.ok:
-            return res
-        msg = (f"Putting the object on {self._name(recep)} failed. First check the receptacle is open or not. "
-               "Also try other instances of the receptacle")
+        if world.holding is None:
+            msg = "Robot is not holding any object"
+        else:
+            if self.engine.put(recep).ok:
+                return ActionResult(True, "")
+            other = self._next_closest(recep)
+            if other is not None and self.engine.put(other, force=True).ok:
+                return ActionResult(True, "")
+            check = "the receptacle" if other is not None else "whether the receptacle"
+            msg = (f"Putting the object on {self._type_name(recep)} failed. First check {check} is open or not. "
+                   "Also try other instances of the receptacle")
         if self.state.put_counts[recep] >= PUT_FAILS_BEFORE_DROP:
             self.engine.drop()
             msg += ". The robot dropped the object instead."

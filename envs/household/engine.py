@@ -106,9 +106,11 @@ class HouseholdEngine:
         world.holding = obj_id
         return OK
 
-    def put(self, recep_id: str) -> ActionResult:
+    def put(self, recep_id: str, force: bool = False) -> ActionResult:
         """Put the held object into ``recep_id``: open, in reach, and accepted as
-        AI2-THOR's forced put accepts it (:meth:`AlfredConstants.accepts`)."""
+        AI2-THOR's forced put accepts it (:meth:`AlfredConstants.accepts`). ``force``
+        skips the reach check, as AI2-THOR's ``forceAction`` skips visibility (EB-ALFRED's
+        retry on the next-closest instance, thor_connector.py:353-411)."""
         r, err = self._lookup(recep_id)
         if err:
             return err
@@ -120,7 +122,7 @@ class HouseholdEngine:
             return ActionResult(False, f"{recep_id} is not a receptacle.")
         if world.is_held(recep_id):
             return ActionResult(False, f"{recep_id} is in your hand.")
-        if not self.world.in_reach(recep_id):
+        if not force and not self.world.in_reach(recep_id):
             return ActionResult(False, f"{recep_id} is not in reach; go to it first.")
         if r.openable and not r.is_open:
             return ActionResult(False, f"{recep_id} is closed.")

@@ -96,7 +96,8 @@ class ThorEngine:
     def pickup(self, obj_id: str) -> ActionResult:
         return self._known(obj_id) or self._step(dict(action="PickupObject", objectId=obj_id))
 
-    def put(self, recep_id: str) -> ActionResult:
+    def put(self, recep_id: str, force: bool = False) -> ActionResult:
+        """AI2-THOR's put is always forced (ALFRED env/thor_env.py), so ``force`` changes nothing."""
         err = self._known(recep_id)
         if err:
             return err
