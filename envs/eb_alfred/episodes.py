@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from envs.household import TaskSpec
 from envs.household.constants import TASK_TYPES
@@ -57,11 +58,20 @@ class TaskPath:
                         mrecep_target=self.mrecep_target, object_sliced=self.object_sliced)
 
 
+#: One path component of a task path: no separators, no '..' (a splits.json entry must
+#: never make the suite read outside the data folder).
+_COMPONENT = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def parse_task_path(task: str) -> TaskPath:
     """Parse ``<task_type>-<Object>-<MRecep>-<Parent>-<scene>/<trial>``; ValueError names the problem."""
     if not isinstance(task, str) or "/" not in task:
         raise EpisodeDataError(f"task path {task!r} is not '<task folder>/<trial>'")
     folder, _, trial = task.partition("/")
+    for part in (folder, trial):
+        if not _COMPONENT.fullmatch(part) or part in (".", ".."):
+            raise EpisodeDataError(f"task path {task!r} is not '<task folder>/<trial>' "
+                                   "(two plain names; no '..', no absolute path)")
     parts = folder.split("-")
     if len(parts) != 5:
         raise EpisodeDataError(
@@ -99,10 +109,10 @@ def missing_data_message(path: Path | None) -> str:
     where = f"'{path}' has no splits/splits.json" if path else "no EB-ALFRED data folder is set"
     return (
         f"{where}. The official EB-ALFRED subsets need EmbodiedBench's data folder "
-        "(embodiedbench/envs/eb_alfred/data in the EmbodiedBench repository: splits/splits.json, "
-        "and optionally the trajectory files json_2.1.0/<task>/pp/ann_<k>.json). "
-        f"Point the suite at it with EBAlfredSuite(data_dir=...) (config: suite.params.data_dir) "
-        f"or the environment variable {DATA_ENV_VAR}. The generated splits 'seen'/'unseen' need no data."
+        "(splits/splits.json and the trajectory files json_2.1.0/<task>/pp/ann_<k>.json). "
+        f"Run `harness fetch eb_alfred`, or set {DATA_ENV_VAR} to a copy of "
+        "embodiedbench/envs/eb_alfred/data (or pass suite.params.data_dir=...). "
+        "The generated splits 'seen'/'unseen' need no data."
     )
 
 
@@ -117,6 +127,13 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def episodes_sha256(episodes: Sequence[EpisodeSpec]) -> str:
+    """sha256 of what a split's episodes carry into a run (id, seed, instruction, metadata:
+    task, restored scene facts, trajectory path), as canonical JSON."""
+    rows = [[e.episode_id, e.seed, e.instruction, e.metadata] for e in episodes]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
+
+
 #: Folders of trajectory files under the data folder, preferred first: EmbodiedBench's
 #: real name (``embodiedbench/envs/eb_alfred/data/json_2.1.0``), then the older
 #: ``trajectories`` name this harness used first.
@@ -126,8 +143,12 @@ TRAJECTORY_DIRS: tuple[str, ...] = ("json_2.1.0", "trajectories")
 def trajectory_file(data_dir: Path, task: str, repeat_idx: int) -> Path | None:
     """The trajectory file of ``(task, repeat_idx)`` in the first folder of
     :data:`TRAJECTORY_DIRS` that has it, else None."""
+    root = Path(os.path.normpath(data_dir))
     for folder in TRAJECTORY_DIRS:
         path = data_dir / folder / task / "pp" / f"ann_{repeat_idx}.json"
+        # Lexical check (a data folder may hold symlinks to the real files; '..' may not).
+        if not Path(os.path.normpath(path)).is_relative_to(root):
+            raise EpisodeDataError(f"trajectory path {path} lies outside the data folder {data_dir}")
         if path.is_file():
             return path
     return None

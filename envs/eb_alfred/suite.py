@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from envs.eb_alfred.env import IMAGE_SIZE, EBAlfredEnv
 from envs.eb_alfred.episodes import (
-    SUITE_NAME, EpisodeDataError, file_sha256, load_official, resolve_data_dir, scene_from_metadata, splits_file,
+    SUITE_NAME, EpisodeDataError, episodes_sha256, file_sha256, load_official, resolve_data_dir, scene_from_metadata, splits_file,
     task_from_metadata,
 )
 from envs.eb_alfred.generator import floor_plans, generated_episodes
@@ -74,7 +74,9 @@ class EBAlfredSuite:
     def protocol(self, split: str) -> Mapping[str, Any]:
         """Constants that change the results of ``split``.
 
-        Official subsets add the sha256 of ``splits.json``; generated splits add
+        Official subsets add the sha256 of ``splits.json`` and of the episodes as loaded
+        (:func:`episodes_sha256`: task, scene facts restored from the trajectory files,
+        instruction); generated splits add
         the generator settings (episode i depends only on the generator seed and
         i, so ``generated_per_split`` is left out: a longer split extends a
         shorter one, and resuming with a larger one runs only the new episodes).
@@ -95,8 +97,10 @@ class EBAlfredSuite:
         if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
             proto["restore_scenes"] = self.restore_scenes
+            # What the suite actually loads: a folder without trajectory files restores nothing
+            # and must not share the run identity of the full folder (issue 22 item 13).
+            proto["episodes_sha256"] = episodes_sha256(self._official_split(split))
             if self.on_bad_episode != "error":
-                self.episodes(split)  # loads and checks: the episodes left out change results
                 proto["skipped_episodes"] = [eid for eid, _ in self.skipped_episodes]
         else:
             proto["generator_seed"] = self.generator_seed
@@ -114,12 +118,15 @@ class EBAlfredSuite:
 
             require_ai2thor(self.controller_factory)
         if split in OFFICIAL_SPLITS:
-            if self._official is None:
-                self._official = self._checked(load_official(self.data_dir, self.restore_scenes))
-            return list(self._official[split])
+            return self._official_split(split)
         if split in GENERATED_SPLITS and self.backend != "thor":
             return generated_episodes(split, self.generated_per_split, self.generator_seed)
         raise KeyError(f"unknown eb_alfred split {split!r}; splits are {', '.join(self.splits())}")
+
+    def _official_split(self, split: str) -> list[EpisodeSpec]:
+        if self._official is None:
+            self._official = self._checked(load_official(self.data_dir, self.restore_scenes))
+        return list(self._official[split])
 
     def _checked(self, subsets: dict[str, list[EpisodeSpec]]) -> dict[str, list[EpisodeSpec]]:
         """Build every official episode's world once (~0.5 ms each) so an episode naming an

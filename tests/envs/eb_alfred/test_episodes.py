@@ -63,7 +63,7 @@ def test_official_split_without_data_says_how_to_fix(tmp_path: Path, monkeypatch
     suite = EBAlfredSuite(data_dir=None, generated_per_split=0)
     with pytest.raises(FileNotFoundError, match="EB_ALFRED_DATA_DIR") as err:
         suite.episodes("base")
-    assert "data_dir" in str(err.value) and "EmbodiedBench" in str(err.value)
+    assert "harness fetch eb_alfred" in str(err.value) and "EmbodiedBench" in str(err.value)
     with pytest.raises(FileNotFoundError):
         EBAlfredSuite(data_dir=str(tmp_path)).episodes("spatial")
     with pytest.raises(FileNotFoundError):
@@ -172,3 +172,43 @@ def test_trajectory_folder_real_name_accepted_and_preferred(tmp_path: Path, fold
     assert ep.metadata["trajectory"] == f"{want}/{task}/pp/ann_0.json"
     assert ep.metadata["pddl_params"]["parent_target"] == ("Bed" if want == "json_2.1.0" else "Sofa")
     assert ep.metadata["pddl_source"] == "trajectory"
+
+
+def test_run_identity_follows_what_is_loaded(data_dir: Path, tmp_path: Path) -> None:
+    """Issue 22 item 13: the same splits.json without the trajectory files restores no
+    scene, so its protocol (hence run identity) must differ from the full folder's."""
+    (tmp_path / "splits").mkdir()
+    (tmp_path / "splits" / "splits.json").write_bytes((data_dir / "splits" / "splits.json").read_bytes())
+    full = EBAlfredSuite(data_dir=str(data_dir), render=False, generated_per_split=0).protocol("base")
+    bare = EBAlfredSuite(data_dir=str(tmp_path), render=False, generated_per_split=0).protocol("base")
+    assert full["splits_sha256"] == bare["splits_sha256"]
+    assert full["episodes_sha256"] != bare["episodes_sha256"]
+    again = EBAlfredSuite(data_dir=str(data_dir), render=False, generated_per_split=0).protocol("base")
+    assert again == full
+
+
+@pytest.mark.parametrize("task", [
+    "../pick_and_place_simple-Book-None-Sofa-229/trial_T1",
+    "pick_and_place_simple-Book-None-Sofa-229/../../../etc",
+    "pick_and_place_simple-Book-None-Sofa-229/..",
+    "/abs/pick_and_place_simple-Book-None-Sofa-229/trial",
+    "pick_and_place_simple-Book-None-Sofa-229/trial/../../x",
+])
+def test_task_paths_cannot_leave_the_data_folder(tmp_path: Path, task: str) -> None:
+    """Issue 22 item 14: a splits.json ``task`` with '..' or an absolute path is refused."""
+    (tmp_path / "splits").mkdir()
+    entry = {"task": task, "repeat_idx": 0, "instruction": "x"}
+    (tmp_path / "splits" / "splits.json").write_text(json.dumps({s: [entry] for s in OFFICIAL_SPLITS}))
+    with pytest.raises(EpisodeDataError, match="no '..'"):
+        load_official(tmp_path)
+
+
+def test_missing_data_names_fetch_and_the_variable(monkeypatch, tmp_path: Path) -> None:
+    """Issue 23 §4: the error points at `harness fetch eb_alfred` and EB_ALFRED_DATA_DIR, not a Python API."""
+    monkeypatch.delenv("EB_ALFRED_DATA_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError) as err:
+        EBAlfredSuite(data_dir=str(tmp_path / "nowhere"), generated_per_split=0).episodes("base")
+    msg = str(err.value)
+    assert "harness fetch eb_alfred" in msg and "EB_ALFRED_DATA_DIR" in msg
+    assert "EBAlfredSuite(" not in msg and "\n" not in msg
