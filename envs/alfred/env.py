@@ -138,7 +138,9 @@ class AlfredEnv:
         return AlfredExecutor(world)
 
     def _image(self) -> Any:
-        return render(self.world, size=self.image_size)
+        world = self.world
+        # Labels in the triplet language's names: object types (no engine ids).
+        return render(world, size=self.image_size, name=lambda k: world.objects[k].type)
 
     def _reward_and_flags(self, terminated: bool) -> tuple[float, bool, bool]:
         s, ts = self._gc()

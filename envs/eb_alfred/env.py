@@ -34,8 +34,9 @@ from harness.types import (
     INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
 )
 
-#: Side of the rendered observation image (pixels).
-IMAGE_SIZE = 224
+#: Side of the rendered observation image (pixels): the planner's input size, so no
+#: upscaling (EmbodiedBench EBAlfEnv.py:97 ``resolution=500``, the AI2-THOR frame size).
+IMAGE_SIZE = 500
 
 #: Extra info keys of this env.
 INFO_ENV_STEPS = "env_steps"
@@ -183,7 +184,9 @@ class EBAlfredEnv:
         assert self._spec is not None
         world = self.world
         if self._render_now and (changed or self._image is None):
-            self._image = render(world, size=self.image_size)
+            vocab = self._executor.vocab if self._executor is not None else None
+            namer = (lambda k: vocab.display_name(world, k)) if vocab is not None else None
+            self._image = render(world, size=self.image_size, name=namer)
         return {
             "text": describe(world),
             "image": self._image,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import zlib
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -80,26 +81,37 @@ def _colour(obj_type: str) -> tuple[int, int, int]:
     return (60 + h % 160, 60 + (h >> 8) % 160, 60 + (h >> 16) % 160)
 
 
-@lru_cache(maxsize=1)
-def _font() -> ImageFont.ImageFont:
-    return ImageFont.load_default()
+@lru_cache(maxsize=8)
+def _font(px: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    """Pillow's bundled font at ``px`` pixels (a readable label at any render size)."""
+    return ImageFont.load_default(size=px)
 
 
-def render(world: World, size: int = 224) -> np.ndarray:
-    """A ``(size, size, 3)`` uint8 image of what the agent faces and holds."""
+#: Maps an engine id to the label drawn for it (default: the id itself).
+Namer = Callable[[str], str]
+
+
+def render(world: World, size: int = 224, name: Namer | None = None) -> np.ndarray:
+    """A ``(size, size, 3)`` uint8 image of what the agent faces and holds.
+
+    ``name`` gives each object's label: a suite passes the names of its action
+    language (EB-ALFRED: ``Cabinet_2``, ``Sink``), so the image never shows an
+    engine id a planner cannot use.
+    """
+    name = name or (lambda k: k)
     bg = _ROOM_BACKGROUND.get(world.floor_plan // 100, (220, 220, 220))
     img = Image.new("RGB", (size, size), bg)
     draw = ImageDraw.Draw(img)
-    font = _font()
+    font = _font(max(10, size // 28))
     pad = max(2, size // 28)
     hand_h = size // 5
     at = world.at
     if at is not None and at in world.objects:
         root = world.root(at)
         r = world.objects[root]
-        box = (pad, pad + 12, size - pad, size - hand_h - pad)
+        box = (pad, pad + max(12, size // 24), size - pad, size - hand_h - pad)
         draw.rectangle(box, fill=_colour(r.type), outline=(30, 30, 30), width=2)
-        draw.text((pad + 2, pad), f"{root}{_state_words(world, root)}", fill=(0, 0, 0), font=font)
+        draw.text((pad + 2, pad), f"{name(root)}{_state_words(world, root)}", fill=(0, 0, 0), font=font)
         if r.openable and not r.is_open:
             x0, y0, x1, y1 = box
             draw.rectangle((x0 + 6, y0 + 6, x1 - 6, y1 - 6), fill=(120, 90, 60), outline=(40, 30, 20))
@@ -107,7 +119,7 @@ def render(world: World, size: int = 224) -> np.ndarray:
         else:
             if r.toggleable and r.is_on:
                 draw.ellipse((box[2] - 18, box[1] + 4, box[2] - 6, box[1] + 16), fill=(255, 230, 40))
-            _draw_tiles(world, draw, font, _visible_contents(world, root), box, at)
+            _draw_tiles(world, draw, font, _visible_contents(world, root), box, at, name)
     else:
         draw.text((pad, size // 3), "(facing nothing)", fill=(60, 60, 60), font=font)
     # Held object, bottom strip.
@@ -116,7 +128,7 @@ def render(world: World, size: int = 224) -> np.ndarray:
     if world.holding is not None:
         h = world.objects[world.holding]
         draw.rectangle((pad, y0 + pad, pad + hand_h - 2 * pad, size - pad), fill=_colour(h.type), outline=(0, 0, 0))
-        draw.text((hand_h + pad, y0 + pad), f"holding {world.holding}{_state_words(world, world.holding)}",
+        draw.text((hand_h + pad, y0 + pad), f"holding {name(world.holding)}{_state_words(world, world.holding)}",
                   fill=(0, 0, 0), font=font)
     else:
         draw.text((pad, y0 + pad), "hands empty", fill=(90, 90, 90), font=font)
@@ -124,7 +136,7 @@ def render(world: World, size: int = 224) -> np.ndarray:
 
 
 def _draw_tiles(world: World, draw: ImageDraw.ImageDraw, font: ImageFont.ImageFont,
-                items: list[str], box: tuple[int, int, int, int], focus: str) -> None:
+                items: list[str], box: tuple[int, int, int, int], focus: str, name: Namer) -> None:
     """Contents as a grid of coloured, labelled tiles; the faced one outlined in red."""
     if not items:
         return
@@ -138,7 +150,10 @@ def _draw_tiles(world: World, draw: ImageDraw.ImageDraw, font: ImageFont.ImageFo
         o = world.objects[k]
         outline = (220, 20, 20) if k == focus else (20, 20, 20)
         draw.rectangle((cx + 2, cy + 2, cx + w - 2, cy + h - 2), fill=_colour(o.type), outline=outline, width=2)
-        draw.text((cx + 4, cy + 3), k[: max(3, w // 6)], fill=(0, 0, 0), font=font)
+        label = name(k)
+        while len(label) > 3 and font.getlength(label) > w - 8:
+            label = label[:-1]  # cut to the tile; a full name always fits a 500 px render
+        draw.text((cx + 4, cy + 3), label, fill=(0, 0, 0), font=font)
         marks = [(o.heated, (230, 60, 30)), (o.cooled, (60, 120, 230)), (o.cleaned, (240, 240, 255))]
         for j, (flag, colour) in enumerate(marks):
             if flag:
