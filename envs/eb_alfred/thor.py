@@ -30,7 +30,8 @@ class EBAlfredThorEnv(EBAlfredEnv):
         super().__init__(backend="household", render_images=render_images)
         self.backend = "thor"
         self.data_dir = data_dir
-        self.session = make_session(controller_factory, x_display, step_timeout_s, max_restarts)
+        self.session = make_session(controller_factory, x_display, step_timeout_s, max_restarts,
+                                    screen_size=self.image_size)
         self.engine: Any = None
 
     def _start(self, spec: EpisodeSpec, floor_plan: int, world_seed: int, task: TaskSpec) -> SkillExecutor:

@@ -32,6 +32,6 @@ def start_engine(session: ThorSession, traj: Mapping[str, Any], floor_plan: int,
 
 
 def make_session(controller_factory: Callable[[], Any] | None, x_display: str | None, step_timeout_s: float,
-                 max_restarts: int) -> ThorSession:
+                 max_restarts: int, screen_size: int | None = None) -> ThorSession:
     return ThorSession(controller_factory, x_display=x_display, step_timeout_s=step_timeout_s,
-                       max_restarts=max_restarts)
+                       max_restarts=max_restarts, screen_size=screen_size)

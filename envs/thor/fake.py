@@ -58,6 +58,7 @@ class FakeController:
     def start(self, port: int = 0, start_unity: bool = True, player_screen_width: int = 300,
               player_screen_height: int = 300, x_display: str | None = None) -> FakeEvent:
         self.started = True
+        self.screen = (player_screen_width, player_screen_height)
         return FakeEvent({"lastActionSuccess": True, "objects": []})
 
     def stop(self) -> None:

@@ -81,8 +81,11 @@ class ThorSession:
     """One controller at a time, with deadlines and restarts."""
 
     def __init__(self, controller_factory: Callable[[], Any] | None = None, *, x_display: str | None = None,
-                 step_timeout_s: float = 120.0, start_timeout_s: float = 900.0, max_restarts: int = 2) -> None:
+                 step_timeout_s: float = 120.0, start_timeout_s: float = 900.0, max_restarts: int = 2,
+                 screen_size: int | None = None) -> None:
         self.controller_factory = controller_factory or default_controller_factory
+        #: frame side in pixels (ALFRED 300; EB-ALFRED 500, EBAlfEnv.py ``resolution``).
+        self.screen_size = int(screen_size or SCREEN_SIZE)
         self.x_display = x_display
         self.step_timeout_s = float(step_timeout_s)
         self.start_timeout_s = float(start_timeout_s)
@@ -101,7 +104,7 @@ class ThorSession:
         if getattr(controller, "needs_display", True):
             display, proc = ensure_display(self.x_display)
             self._xvfb = self._xvfb or proc
-        self._call(lambda: controller.start(player_screen_width=SCREEN_SIZE, player_screen_height=SCREEN_SIZE,
+        self._call(lambda: controller.start(player_screen_width=self.screen_size, player_screen_height=self.screen_size,
                                             x_display=display), self.start_timeout_s, "start", controller)
         self.controller = controller
         self.starts += 1

@@ -118,6 +118,7 @@ def test_eb_alfred_skills_become_thor_api_calls(data_dir: Path) -> None:
     env = suite.make_env()
     env.reset(seed=0, options={"episode": ep})
     fake = fakes[-1]
+    assert fake.screen == (500, 500)  # EmbodiedBench EBAlfEnv.py:97-105: resolution=500
     n = len(fake.calls)
     _, _, _, _, info = env.step("find a Microwave")
     assert info["action_ok"] and [a["action"] for _, a in fake.calls[n:]] == ["GetReachablePositions", "TeleportFull"]
