@@ -23,10 +23,10 @@ from typing import Any, Mapping
 
 import pytest
 
-from envs.alfred.suite import AlfredSuite
 from envs.eb_alfred.episodes import load_official, scene_from_metadata, task_from_metadata
 from envs.eb_alfred.expert import plan_from_world
-from envs.household import TaskSpec, build_world, goal_conditions_met
+from envs.household import TaskSpec, World, build_world, goal_conditions_met
+from tests.envs.household.trajectories import restored_trajectories
 
 STATE_TASKS = ("pick_clean_then_place_in_recep", "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep")
 
@@ -58,8 +58,7 @@ def start_conditions_from_trajectory(traj: Mapping[str, Any]) -> int:
     return int(holds) + int(placed) + int(holds and placed)
 
 
-def _check(floor_plan: int, task: TaskSpec, metadata: Mapping[str, Any], traj: Mapping[str, Any]) -> str | None:
-    world = build_world(floor_plan, 0, task, scene=scene_from_metadata(metadata))
+def _check(world: World, task: TaskSpec, traj: Mapping[str, Any]) -> str | None:
     s, ts = goal_conditions_met(world, task)
     want = start_conditions_from_trajectory(traj)
     if s != want:
@@ -92,7 +91,9 @@ def test_official_episodes_start_as_alfred_and_the_oracle_solves_them(data_dir: 
             if "trajectory" not in spec.metadata:
                 pytest.skip("the data folder has no trajectory files")
             traj = json.loads((data_dir / spec.metadata["trajectory"]).read_text())
-            why = _check(int(spec.metadata["floor_plan"]), task_from_metadata(spec.metadata), spec.metadata, traj)
+            task = task_from_metadata(spec.metadata)
+            world = build_world(int(spec.metadata["floor_plan"]), 0, task, scene=scene_from_metadata(spec.metadata))
+            why = _check(world, task, traj)
             n += 1
             if why:
                 bad.append(f"{spec.episode_id} ({spec.metadata['task']}): {why}")
@@ -103,13 +104,9 @@ def test_official_episodes_start_as_alfred_and_the_oracle_solves_them(data_dir: 
 @pytest.mark.slow
 @pytest.mark.ci
 def test_the_213_trajectories_start_as_alfred(data_dir: Path) -> None:
-    suite = AlfredSuite(eb_data_dir=str(data_dir), render=False, generated_per_split=0)
-    episodes = suite.episodes("eb_valid_seen")
-    assert len(episodes) == 213
     bad = []
-    for spec in episodes:
-        traj = json.loads((data_dir / spec.metadata["trajectory"]).read_text())
-        why = _check(int(spec.metadata["floor_plan"]), task_from_metadata(spec.metadata), spec.metadata, traj)
+    for spec, traj, task, world in restored_trajectories(data_dir):
+        why = _check(world, task, traj)
         if why:
             bad.append(f"{spec.episode_id}: {why}")
     assert not bad, "\n".join(bad)

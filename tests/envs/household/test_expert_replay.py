@@ -7,7 +7,7 @@ checks, with their source (askforalfred/alfred at f91f4c0c96c7a29f33d0557f86b0a2
 EmbodiedBench b24793607b7c5f1f236dad6d9c3f3c94d0bd4b04 vendors the same files under
 embodiedbench/envs/eb_alfred/):
 
-- **put**: env/thor_env.py:431-438 sends ``PutObject`` with ``forceAction=True``
+- **put**: env/thor_env.py:432-439 sends ``PutObject`` with ``forceAction=True``
   (EmbodiedBench thor_connector.py:411 too); AI2-THOR accepts a Knife in a Fridge
   though gen/constants.py ``VAL_RECEPTACLE_OBJECTS`` does not list it.
 - **openables**: the start scene's openables are as the trajectory found them
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from envs.alfred.suite import AlfredSuite
-from envs.eb_alfred.episodes import scene_from_metadata, task_from_metadata
+from envs.eb_alfred.episodes import task_from_metadata
 from envs.household import HouseholdEngine, alfred_constants, build_world, goal_conditions_met
 from envs.household.replay import replay_low_actions
 from envs.household.restore import open_at_start, scene_facts
+from tests.envs.household.trajectories import restored_trajectories
 
 
 def _one(data_dir: Path, pattern: str) -> dict:
@@ -49,14 +49,8 @@ def _replay(traj: dict) -> tuple[object, tuple[int, int]]:
 @pytest.mark.ci
 def test_all_213_expert_plans_replay_at_instance_level(data_dir: Path) -> None:
     """Measured: 213/213 (before issue 18: 177; 34 refused puts, 2 closed Boxes)."""
-    suite = AlfredSuite(eb_data_dir=str(data_dir), render=False, generated_per_split=0)
-    episodes = suite.episodes("eb_valid_seen")
-    assert len(episodes) == 213
     failed = []
-    for spec in episodes:
-        traj = json.loads((data_dir / spec.metadata["trajectory"]).read_text())
-        task = task_from_metadata(spec.metadata)
-        world = build_world(int(spec.metadata["floor_plan"]), 0, task, scene=scene_from_metadata(spec.metadata))
+    for spec, traj, task, world in restored_trajectories(data_dir):
         result = replay_low_actions(world, traj)
         s, ts = goal_conditions_met(world, task)
         if not result.ok or s != ts:
