@@ -45,6 +45,8 @@ ALL = "all"
 UNKNOWN = "unknown"
 #: Marker appended to cells whose records include error records.
 DAGGER = "†"
+#: Marker appended to Δ cells whose variant and baseline ran different episode sets.
+DIFFERENT = "‡"
 #: Printed for NaN.
 MISSING = "–"
 
@@ -175,9 +177,13 @@ def transfer_table(
     ``avg``, and of every group when ``per_column_delta``, ``stats`` or
     ``columns="suite"``. ``baseline=None`` gives no Δ columns.
 
-    ``stats`` adds, beside each Δ of SR and GC, its paired bootstrap 95 %
-    interval (``Δsr:lo``/``Δsr:hi``) and for SR the exact McNemar p-value
-    (``Δsr:p``), over the episodes both variants ran (:mod:`harness.stats`).
+    ``stats`` makes each Δ of SR and GC the *paired* Δ over the episodes both
+    the variant and the baseline ran (episode id and seed), and adds beside it,
+    over the same pairs, its paired bootstrap 95 % interval
+    (``Δsr:lo``/``Δsr:hi``), for SR the exact McNemar p-value (``Δsr:p``), and
+    the number of pairs (``Δsr:n``) (:mod:`harness.stats`). Where a variant's
+    episodes differ from the baseline's in a column, ``attrs["mismatch"]``
+    holds the counts; renderers mark that Δ with "‡" and say so in a footnote.
     Raises ValueError if a named baseline has no records.
     """
     metrics = _check_metrics(metrics)
@@ -215,7 +221,10 @@ def transfer_table(
                 table_columns[(col, DELTA + metric)] = _delta(values[(col, metric)], baseline)
                 if stats and metric in PAIRED_METRICS:
                     weights = _cell_weights(layout, col)
-                    for suffix, series in _paired_columns(df, variants, baseline, weights, metric).items():
+                    paired = _paired_columns(df, variants, baseline, weights, metric)
+                    # The paired Δ, on the episodes both ran: the same set as its interval and p.
+                    table_columns[(col, DELTA + metric)] = paired.pop("")
+                    for suffix, series in paired.items():
                         table_columns[(col, DELTA + metric + suffix)] = series
 
     table = pd.DataFrame(table_columns, index=pd.Index(variants, name="variant"))
@@ -224,6 +233,7 @@ def transfer_table(
     errors = _error_entries(df, df["variant"].astype(str), labels)
     marked = [(e["row"], e["group"]) for e in errors]
     marked += [(row, AVG) for row in dict.fromkeys(e["row"] for e in errors)]
+    mismatch = _episode_set_mismatches(df, variants, baseline, layout) if baseline is not None else []
     table.attrs.update(
         {
             "kind": "transfer",
@@ -232,9 +242,35 @@ def transfer_table(
             "marked": marked,
             "errors": errors,
             "stats": stats,
+            "mismatch": mismatch,
         }
     )
     return table
+
+
+def _episode_set_mismatches(df: pd.DataFrame, variants: list[str], baseline: str,
+                            layout: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """One entry per (variant, column) whose episodes differ from the baseline's there.
+
+    Counts: the variant's episodes, the baseline's and the shared ones (episode
+    id and seed), summed over the column's suite/split cells (``avg``: all).
+    """
+    keys = df.assign(_group=_split_labels(df).to_numpy(), _variant=df["variant"].astype(str).to_numpy())
+    sets = {(v, g): set(zip(cell["episode_id"], cell["seed"])) for (v, g), cell in keys.groupby(["_variant", "_group"])}
+    out = []
+    columns = {**layout, AVG: [g for gs in layout.values() for g in gs]}
+    for variant in variants:
+        if variant == baseline:
+            continue
+        for col, groups in columns.items():
+            mine = [sets.get((variant, g), set()) for g in groups]
+            base = [sets.get((baseline, g), set()) for g in groups]
+            if all(a == b for a, b in zip(mine, base)):
+                continue
+            out.append({"row": variant, "group": col, "episodes": sum(map(len, mine)),
+                        "baseline_episodes": sum(map(len, base)),
+                        "shared": sum(len(a & b) for a, b in zip(mine, base))})
+    return out
 
 
 def _cell_weights(layout: dict[str, list[str]], col: str) -> dict[str, float]:
@@ -246,11 +282,12 @@ def _cell_weights(layout: dict[str, list[str]], col: str) -> dict[str, float]:
 
 def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weights: dict[str, float],
                     metric: str) -> dict[str, pd.Series]:
-    """``:lo``, ``:hi`` (and for SR ``:p``) of each variant's Δ vs the baseline."""
+    """Each variant's paired Δ vs the baseline (key ``""``), its ``:lo``, ``:hi``
+    (for SR ``:p``) and ``:n``, the number of episode pairs it is computed on."""
     labels = _split_labels(df)
     frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df))
     base = frame[frame["variant"].astype(str) == baseline]
-    out = {":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {})
+    out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {}) | {":n": []}
     for variant in variants:
         if variant == baseline:
             for column in out.values():
@@ -264,6 +301,8 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
             pairs = a.merge(b, on=["episode_id", "seed"], suffixes=("_v", "_b"))
             cells.append(_paired_cell(pairs, weight))
         result = paired_delta(cells, metric)
+        out[""].append(result.delta)
+        out[":n"].append(float(result.pairs))
         out[":lo"].append(result.lo)
         out[":hi"].append(result.hi)
         if ":p" in out:
@@ -423,14 +462,15 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
     their Δ cell; otherwise (CSV) each is a cell of its own.
     """
     marked = {tuple(m) for m in table.attrs.get("marked", [])}
+    differs = {(m["row"], m["group"]) for m in table.attrs.get("mismatch", [])}
     columns = _shown_columns(table) if merge_stats else list(table.columns)
     body = []
     for row in table.index:
         cells = []
         for group, metric in columns:
             value = table.at[row, (group, metric)]
-            if metric.endswith(":p"):
-                if merge_stats:
+            if metric.endswith(":p") or metric.endswith(":n"):
+                if merge_stats and metric.endswith(":p"):
                     cells.append(format_p(value) or missing)
                 else:  # CSV stays numeric
                     cells.append(missing if math.isnan(value) else f"{value:.6g}")
@@ -438,6 +478,8 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
             text = format_value(value, _is_delta(metric)) or missing
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
+            if (row, group) in differs and _is_delta(metric) and text != missing and dagger:
+                text += DIFFERENT
             if merge_stats and _is_delta(metric) and text != missing:
                 text += _stats_suffix(table, row, group, metric)
             cells.append(text)
@@ -452,9 +494,16 @@ def _notes(table: pd.DataFrame) -> list[str]:
         notes.append(f"{DELTA}: percentage points vs {table.attrs.get('baseline')}.")
     if table.attrs.get("stats"):
         notes.append(
-            f"[lo, hi]: paired bootstrap 95 % interval of the {DELTA} over the episodes both variants ran "
+            f"{DELTA} (with its [lo, hi], the paired bootstrap 95 % interval) over the episodes both variants ran "
             f"({BOOTSTRAP_RESAMPLES} resamples within each suite/split, seed 0); "
             "p: two-sided exact McNemar test on per-episode success."
+        )
+    for e in table.attrs.get("mismatch", []):
+        notes.append(
+            f"{DIFFERENT} {e['row']}, {e['group']}: ran {e['episodes']} episodes, {table.attrs.get('baseline')} "
+            f"{e['baseline_episodes']}, {e['shared']} shared; "
+            + (f"the {DELTA} and its interval are over the {e['shared']} shared episodes."
+               if table.attrs.get("stats") else f"the {DELTA} compares different episode sets (--stats pairs them).")
         )
     for e in table.attrs.get("errors", []):
         notes.append(
@@ -500,6 +549,7 @@ _LATEX_SPECIAL = {
     DELTA: r"$\Delta$",
     "<": r"$<$",
     DAGGER: r"$^\dagger$",
+    DIFFERENT: r"$^\ddagger$",
     MISSING: "--",
 }
 
