@@ -33,7 +33,7 @@ svg .tick{font-size:11px;fill:#333} svg .grid{stroke:#e5e5e5} svg .whisker{strok
 .turn .role{font-size:11px;font-weight:700;text-transform:uppercase;letter-spacing:.04em;color:#555;display:block;margin-bottom:2px}
 .turn .text{white-space:pre-wrap;font-size:12.5px;font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 .turn.system{background:#f4f4f6} .turn.user{background:#eef3ff} .turn.assistant{background:#effaf1}
-.turn.answer{background:#fff7e6;border:1px solid #f0d9a8} .turn img.inline{max-width:200px;display:block;margin:4px 0;border:1px solid #ccc}
+.turn.answer{background:#fff7e6;border:1px solid #f0d9a8}
 .placeholder{display:inline-block;padding:2px 6px;border:1px dashed #aaa;border-radius:4px;font-size:11.5px;color:#555}
 .cost{font-size:11.5px;color:#555} .dirty{color:#b3261e;font-weight:600}
 .run{border-top:1px solid #eee;padding-top:6px} .run h3{font-size:14px;margin:6px 0}
@@ -43,7 +43,7 @@ SCRIPT = r"""
 (function(){
 'use strict';
 const data = JSON.parse(document.getElementById('report-data').textContent);
-const eps = data.episodes;
+const eps = data.rows.map(r => Object.fromEntries(data.fields.map((f, i) => [f, r[i]])));
 const $ = (tag, attrs, ...kids) => { const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) { if (k === 'class') el.className = v; else if (k === 'text') el.textContent = v; else el.setAttribute(k, v); }
   for (const c of kids) if (c != null) el.append(c); return el; };
@@ -102,8 +102,8 @@ function historyTable(d) {
     body.append($('tr', {class: bad ? 'bad' : ''}, $('td', {text: String(i + 1)}), $('td', {text: String(h[0])}), $('td', {text: String(h[1] || '')}))); });
   t.append(body); return t;
 }
-function frame(im, cls) {
-  if (im && im.src) return $('img', {src: im.src, class: cls || '', loading: 'lazy', alt: (im.name || 'frame') + ' ' + (im.size || []).join('×'), width: String((im.size || [256])[0])});
+function frame(im) {
+  if (im && im.src) return $('img', {src: im.src, loading: 'lazy', alt: (im.name || 'frame') + ' ' + (im.size || []).join('×'), width: String((im.size || [256])[0])});
   const size = im && im.size && im.size[0] ? ' ' + im.size.join('×') : '';
   return $('span', {class: 'placeholder', text: '[image' + size + (im && im.skipped === 'budget' ? ': over the frame budget, run with record_images=true' : ': not recorded') + ']'});
 }
@@ -117,11 +117,13 @@ function callView(c, open) {
   if (open) d.open = true;
   const body = $('div', {class: 'call-body'});
   if (c.images.length) { const fr = $('div', {class: 'frames'});
-    for (const im of c.images) fr.append($('figure', {}, frame(im), $('figcaption', {text: 'what the model saw: ' + (im.name || 'image') + ' ' + (im.size || []).join('×')})));
+    c.images.forEach((im, i) => fr.append($('figure', {}, frame(im), $('figcaption', {text: 'image ' + (i + 1) + ', what the model saw (' + (im.name || 'image') + ' ' + (im.size || []).join('×') + ')'}))));
     body.append(fr); }
   const chat = $('div', {class: 'chat'}); let img = 0;
   if (c.messages) for (const m of c.messages) {
-    const parts = m.parts.map(p => p.type === 'image' ? frame(c.images[img++] || {size: p.size}, 'inline') : $('div', {class: 'text', text: p.text}));
+    const parts = m.parts.map(p => { if (p.type !== 'image') return $('div', {class: 'text', text: p.text});
+      const im = c.images[img++] || {size: p.size}; if (!im.src) return frame(im);
+      return $('span', {class: 'placeholder image-ref', text: '[image ' + img + ': ' + (im.size || []).join('×') + ', shown at left]'}); });
     chat.append(turn(m.role, m.role, ...parts));
   } else chat.append($('p', {class: 'notes', text: 'Prompt not recorded (run with record_prompts=true).'}));
   chat.append(turn('answer (raw model output)', 'answer', $('div', {class: 'text', text: c.raw == null ? '(none)' : c.raw})));

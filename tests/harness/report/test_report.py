@@ -40,8 +40,11 @@ def store_dir(tmp_path_factory) -> Path:
 
 
 def _data(html_text: str) -> dict:
+    """The page's embedded data, its column-wise episode summaries as one dict each (``episodes``)."""
     m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html_text, re.S)
-    return json.loads(m.group(1))
+    data = json.loads(m.group(1))
+    data["episodes"] = [dict(zip(data["fields"], row)) for row in data["rows"]]
+    return data
 
 
 def _details(page: Path) -> dict[int, dict]:
@@ -437,3 +440,74 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
             assert states["mp4v"]["result"] == "error" and states["mp4v"]["readyState"] == 0, states["mp4v"]
     finally:
         browser.close()
+
+
+def _big_store(out: Path, n: int) -> None:
+    """n episodes of eb_alfred-shaped records (two variants, real instructions and
+    action strings), each with a 10-step history and two agent calls whose chat
+    prompts are ~2 KB: the size of page the issue measured, scaled to n."""
+    from harness.store import ResultStore
+    from harness.types import EpisodeRecord, RunSpec
+
+    rng = np.random.default_rng(0)
+    system = "You plan for a household robot. " * 60
+    with ResultStore(out) as store:
+        for variant in ("base", "cfg_sft"):
+            store.begin_run(variant, RunSpec(suite="eb_alfred", split="base", agent="vlm", variant=variant),
+                            {"suite": "eb_alfred", "variant": variant}, {"git": {"commit": "0" * 40, "dirty": False}})
+        items = []
+        for i in range(n):
+            variant = ("base", "cfg_sft")[i % 2]
+            ok = bool(rng.random() < (0.3 if variant == "base" else 0.45))
+            history = [[f"find a Object{j}", "Last action executed successfully."] for j in range(10)]
+            rec = EpisodeRecord(variant, variant, "eb_alfred", "base", f"base/{i // 2:05d}", 0, "pick_and_place_simple",
+                                success=ok, gc_satisfied=int(ok), gc_total=1, steps=10, wall_time_s=3.0,
+                                termination="success" if ok else "max_steps",
+                                extra={"history": history, "instruction": f"Put a washed apple in the fridge ({i}).",
+                                       "task": {"object_target": "Apple", "parent_target": "Fridge"}})
+            calls = [{"call": c, "step": 5 * c, "raw_output": '{"executable_plan": []} ' * 20, "actions": 5,
+                      "prompt": json.dumps([{"role": "system", "content": [{"type": "text", "text": system}]},
+                                            {"role": "user", "content": [{"type": "text", "text": f"Step {c}"}]}]),
+                      "latency_s": 1.2, "batch": 8, "prompt_tokens": 2500, "output_tokens": 120} for c in range(2)]
+            items.append((rec, calls))
+        for k in range(0, n, 1000):
+            store.add_many(items[k:k + 1000])
+
+
+@pytest.mark.slow  # ~45 s on a shared 2-core machine, most of it the paired bootstrap of 5,000 pairs
+def test_page_load_time_at_10000_episodes(tmp_path):
+    """Issue 21 item 10: the page stays light and fast at 10,000 episodes; the heavy
+    parts (histories, prompts, answers) load only when an episode is opened."""
+    import time
+
+    n = 10_000
+    out = tmp_path / "big"
+    _big_store(out, n)
+    t0 = time.monotonic()
+    assert main(["report", str(out)]) == 0
+    build_s = time.monotonic() - t0
+    page = out / "report" / "index.html"
+    page_mb = page.stat().st_size / 2**20
+    data = _data(page.read_text())
+    chunks = list((page.parent / data["data"]).glob("episodes-*.js"))
+    heavy_mb = sum(f.stat().st_size for f in chunks) / 2**20
+    assert len(data["episodes"]) == n and len(chunks) == n // 50
+    binary = _browser_or_skip()
+    browser = Browser(binary, tmp_path / "profile")
+    try:
+        browser.send("Runtime.enable")
+        browser.send("Log.enable")
+        browser.send("Page.enable")
+        load_s = min(_open(browser, page) for _ in range(2))  # the better of two loads (a shared machine)
+        rows = browser.eval("document.querySelectorAll('#episode-list li').length")
+        t1 = time.monotonic()
+        opened = browser.eval("(async () => (await window.report.show(9999)).querySelectorAll('.call').length)()")
+        open_s = time.monotonic() - t1
+        assert browser.console_errors() == []
+    finally:
+        browser.close()
+    print(f"10,000 episodes: page {page_mb:.2f} MiB, details {heavy_mb:.1f} MiB in {len(chunks)} files, "
+          f"build {build_s:.1f} s, load {load_s:.2f} s, open one episode {open_s:.3f} s")
+    assert rows == 100 and opened == 2  # one page of the list; the opened episode's two calls
+    assert page_mb < 2.5 and heavy_mb > 10 * page_mb  # the heavy parts are not on the page
+    assert load_s < 5.0 and open_s < 2.0
