@@ -59,7 +59,47 @@ _METRIC_LABELS = {
     "plw_sr": "PLW SR",
     "plw_gc": "PLW GC",
     "invalid_rate": "Invalid",
+    "seconds": "s/ep",
+    "prompt_tokens": "prompt tok/ep",
+    "output_tokens": "output tok/ep",
 }
+
+#: Cost metrics (``--metrics``): means per episode, not rates. ``seconds`` is the
+#: record's wall time; the token counts are the sums over the episode's agent calls
+#: (transcripts; :func:`add_cost_columns`), NaN for an episode with no counted call.
+COST_METRICS: tuple[str, ...] = ("seconds", "prompt_tokens", "output_tokens")
+_COST_FORMAT = {"seconds": "{:.3g}", "prompt_tokens": "{:.0f}", "output_tokens": "{:.0f}"}
+
+
+def add_cost_columns(df: pd.DataFrame, transcripts: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """``df`` with the :data:`COST_METRICS` columns, from its records and their transcripts."""
+    sums: dict[tuple, list[float]] = {}
+    for t in transcripts:
+        if t.get("prompt_tokens") is None and t.get("output_tokens") is None:
+            continue
+        key = (t["run_id"], t["suite"], t["split"], t["episode_id"], int(t["seed"]))
+        acc = sums.setdefault(key, [0.0, 0.0])
+        acc[0] += float(t.get("prompt_tokens") or 0)
+        acc[1] += float(t.get("output_tokens") or 0)
+    keys = list(zip(df["run_id"], df["suite"], df["split"], df["episode_id"], df["seed"].astype(int)))
+    return df.assign(
+        seconds=pd.to_numeric(df["wall_time_s"], errors="coerce"),
+        prompt_tokens=[sums[k][0] if k in sums else np.nan for k in keys],
+        output_tokens=[sums[k][1] if k in sums else np.nan for k in keys],
+    )
+
+
+def _summarize(df: pd.DataFrame, by: list[str], metrics: Sequence[str]) -> pd.DataFrame:
+    """:func:`harness.metrics.summarize` plus the mean of each cost metric asked for."""
+    cells = summarize(df, by)
+    cost = [m for m in metrics if m in COST_METRICS]
+    if cost:
+        missing = [m for m in cost if m not in df.columns]
+        if missing:
+            raise ValueError(f"metrics {missing} need the cost columns (tables.add_cost_columns)")
+        means = df.groupby(by, sort=True)[cost].mean().reset_index()
+        cells = cells.merge(means, on=by, how="left")
+    return cells
 
 
 # --- Building tables ----------------------------------------------------------
@@ -68,9 +108,9 @@ _METRIC_LABELS = {
 def _check_metrics(metrics: Sequence[str]) -> list[str]:
     """The metrics as a list; ValueError unless each is a rate column."""
     metrics = list(metrics)
-    bad = [m for m in metrics if m not in RATE_COLUMNS]
+    bad = [m for m in metrics if m not in RATE_COLUMNS and m not in COST_METRICS]
     if bad or not metrics:
-        raise ValueError(f"table metrics must be among {list(RATE_COLUMNS)}, got {metrics}")
+        raise ValueError(f"table metrics must be among {list(RATE_COLUMNS) + list(COST_METRICS)}, got {metrics}")
     return metrics
 
 
@@ -200,7 +240,7 @@ def transfer_table(
         layout = {}
         for g in split_groups:
             layout.setdefault(g.split("/", 1)[0], []).append(g)
-    cells = summarize(df.assign(group=_split_labels(df)), ["variant", "group"])
+    cells = _summarize(df.assign(group=_split_labels(df)), ["variant", "group"], metrics)
     cells = cells.set_index(["variant", "group"])
 
     values: dict[tuple[str, str], pd.Series] = {}
@@ -367,10 +407,10 @@ def breakdown_table(
     df = df[df["variant"].astype(str).isin(variants)]
     rows = _breakdown_labels(df, by)
     row_order = sorted(set(rows)) + [ALL]
-    cells = summarize(df.assign(_row=rows.to_numpy()), ["variant", "_row"]).set_index(
+    cells = _summarize(df.assign(_row=rows.to_numpy()), ["variant", "_row"], metrics).set_index(
         ["variant", "_row"]
     )
-    pooled = summarize(df, ["variant"]).set_index("variant")
+    pooled = _summarize(df, ["variant"], metrics).set_index("variant")
 
     table_columns: dict[tuple[str, str], list[float]] = {}
     for variant in variants:
@@ -439,6 +479,17 @@ def _stats_suffix(table: pd.DataFrame, row: Any, group: str, metric: str) -> str
     return text
 
 
+def format_metric(value: float, metric: str) -> str:
+    """A cell of ``metric`` (or its Δ): a cost metric as a plain number, a rate as a percentage."""
+    base = metric[len(DELTA):] if _is_delta(metric) else metric
+    if base in _COST_FORMAT:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        text = _COST_FORMAT[base].format(value)
+        return ("+" + text if value >= 0 else text) if _is_delta(metric) else text
+    return format_value(value, _is_delta(metric))
+
+
 def format_value(value: float, delta: bool = False) -> str:
     """Percentage with one decimal; signed for deltas; '' for NaN (callers substitute)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -475,7 +526,7 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
                 else:  # CSV stays numeric
                     cells.append(missing if math.isnan(value) else f"{value:.6g}")
                 continue
-            text = format_value(value, _is_delta(metric)) or missing
+            text = format_metric(value, metric) or missing
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
             if (row, group) in differs and _is_delta(metric) and text != missing and dagger:
@@ -491,7 +542,13 @@ def _notes(table: pd.DataFrame) -> list[str]:
     """Footnote lines: the delta convention and one line per cell with errors."""
     notes = []
     if any(_is_delta(m) for _, m in table.columns):
-        notes.append(f"{DELTA}: percentage points vs {table.attrs.get('baseline')}.")
+        cost = " (s/ep, tok/ep: in their own units)" if any(
+            (m[len(DELTA):] if _is_delta(m) else m) in COST_METRICS for _, m in table.columns) else ""
+        notes.append(f"{DELTA}: percentage points vs {table.attrs.get('baseline')}{cost}.")
+    shown = {m[len(DELTA):] if _is_delta(m) else m for _, m in table.columns}
+    if shown & set(COST_METRICS):
+        notes.append("s/ep: mean wall time per episode (s); prompt/output tok/ep: mean tokens per episode over the "
+                     "episodes whose agent calls were counted (summed over the episode's calls); not percentages.")
     if table.attrs.get("stats"):
         notes.append(
             f"{DELTA} (with its [lo, hi], the paired bootstrap 95 % interval) over the episodes both variants ran "
