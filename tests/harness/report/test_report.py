@@ -350,8 +350,10 @@ EB_ALFRED_SUBSETS = ("base", "common_sense", "complex_instruction", "spatial", "
 
 def _write_videos(store: Path) -> dict[str, str]:
     """An H.264 video through harness.video and, for contrast, OpenCV's mp4v (MPEG-4 Part 2)."""
-    import numpy as np
-
+    try:
+        import av  # noqa: F401 - the libero extra's encoder
+    except ImportError:
+        return {}
     from harness.video import write_mp4
 
     frames = []
@@ -433,6 +435,8 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
                 let played = false; if (r === 'loaded') {{ await v.play(); await new Promise(s => setTimeout(s, 300));
                   played = v.currentTime > 0; v.pause(); }}
                 return {{result: r, readyState: v.readyState, duration: v.duration, played}}; }})()""")
+        if not videos:
+            pytest.skip("PyAV not installed (the libero extra): no video to play")
         h264 = states["h264"]
         assert h264["result"] == "loaded" and h264["readyState"] >= 2 and h264["played"], h264
         assert abs(h264["duration"] - 40 / 20) < 0.1
