@@ -238,12 +238,14 @@ class TalkingOracle:
 
     reads_images = True
 
-    def __init__(self):
+    def __init__(self, piece: int | None = None):
         from harness.catalog import PLANNERS
 
         self.inner = PLANNERS.build("oracle")
         self.name, self.privileged = "talking_oracle", True
         self.calls: dict[str, int] = {}
+        #: With ``piece``, the oracle's first plan is handed out ``piece`` actions per call.
+        self.piece, self.plans = piece, {}
 
     def identity(self):
         return {"name": self.name, "checkpoint": {"sha256": "ab" * 32}, "adapter": {"sha256": "cd" * 32}}
@@ -261,6 +263,9 @@ class TalkingOracle:
         for req, plan in zip(requests, self.inner.act(requests)):
             n = self.calls.get(req.episode.episode_id, 0)
             self.calls[req.episode.episode_id] = n + 1
+            if self.piece:
+                rest = self.plans.setdefault(req.episode.episode_id, list(plan))
+                plan = rest[:self.piece]
             image = (req.observation or {}).get("image")
             size = None if image is None else [int(x) for x in np.asarray(image).shape[1::-1]]
             prompt = [{"role": "system", "content": [{"type": "text", "text": "You plan for a household robot.\n"
@@ -273,6 +278,8 @@ class TalkingOracle:
             else:
                 raw = Text("\n".join(map(str, plan)))
                 reply = AgentReply(list(plan), raw_output=raw, prompt=prompt)
+                if self.piece:
+                    del self.plans[req.episode.episode_id][:self.piece]
             raw.usage = {"prompt_tokens": 900 + 10 * n, "output_tokens": len(raw.split())}
             out.append(reply)
         return out
@@ -288,8 +295,9 @@ def talker_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("talk") / "t"
     spec = RunSpec(suite="eb_alfred", split="seen", agent="oracle", variant="talker", limit=6, record_prompts=True,
                    record_images=True)
+    agent = TalkingOracle(piece=3)  # a call every third step: the frames show the agent moving
     with ResultStore(out) as store:
-        Runner(spec, EBAlfredSuite(render=True), TalkingOracle(), store, provenance={
+        Runner(spec, EBAlfredSuite(render=True), agent, store, provenance={
             "time": "now", "git": {"commit": "f" * 40, "dirty": True}, "packages": {"numpy": "2"},
             "config": {"planner": {"name": "vlm"}}}).run()
     assert main(["report", str(out)]) == 0
@@ -338,6 +346,13 @@ def test_episode_view_in_chromium_shows_frames_chat_and_answer(talker_dir, tmp_p
         assert view["roles"] == ["system", "user", "answer (raw model output)"]
         assert view["answer"].startswith("I think") and "900 prompt" in view["cost"]
         assert browser.console_errors() == []
+        # The view the docs show (docs/report_episodes.png): a later call, open, at the top of the window.
+        browser.eval("""(() => { const d = document.getElementById('episode-detail');
+            for (const c of d.querySelectorAll('.call')) c.open = false;
+            const c = d.querySelectorAll('.call')[2]; c.open = true;
+            for (const h of d.querySelectorAll('h4')) if (h.textContent.startsWith('Agent calls')) h.scrollIntoView();
+            return 0; })()""")
+        browser.eval("new Promise(r => setTimeout(r, 300))")
         shot = browser.screenshot(tmp_path / "episode.png")
         if os.environ.get("REPORT_SCREENSHOT_DIR"):
             shutil.copy(shot, Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report_episodes.png")
@@ -426,6 +441,10 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
         svg = browser.eval("""(() => { const s = document.querySelector('svg[data-chart=sr]').getBoundingClientRect();
             return [s.left, s.right, s.top, s.bottom]; })()""")
         assert all(svg[0] <= x <= svg[1] and svg[2] <= y <= svg[3] for _, q in eb for x, y in q)  # inside the chart
+        if os.environ.get("REPORT_SCREENSHOT_DIR"):  # docs/report_overview.png: table and charts
+            browser.eval("document.getElementById('transfer').scrollIntoView(); 0")
+            shutil.copy(browser.screenshot(tmp_path / "overview.png"),
+                        Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report_overview.png")
         states = {}
         for e in browser.eval("window.report.eps.filter(e => e.video).map(e => [e.id, e.episode])"):
             states[e[1].split("/")[1]] = browser.eval(f"""(async () => {{ const d = await window.report.show({e[0]});
