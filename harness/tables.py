@@ -555,7 +555,10 @@ def _notes(table: pd.DataFrame) -> list[str]:
             f"({BOOTSTRAP_RESAMPLES} resamples within each suite/split, seed 0); "
             "p: two-sided exact McNemar test on per-episode success."
         )
+    delta_groups = {g for g, m in table.columns if _is_delta(m)}
     for e in table.attrs.get("mismatch", []):
+        if e["group"] not in delta_groups:
+            continue
         notes.append(
             f"{DIFFERENT} {e['row']}, {e['group']}: ran {e['episodes']} episodes, {table.attrs.get('baseline')} "
             f"{e['baseline_episodes']}, {e['shared']} shared; "
