@@ -153,7 +153,7 @@ def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple
             "gc": [int(rec.get("gc_satisfied") or 0), int(rec.get("gc_total") or 0)],
             "steps": int(rec.get("steps") or 0), "invalid": int(rec.get("invalid_actions") or 0),
             "output_errors": int(rec.get("planner_output_errors") or 0), "failure": cls,
-            "calls": len(calls), "frames": sum(len(c["images"]) for c in calls), "video": video is not None,
+            "calls": len(calls), "video": video is not None,
             "seconds": round(float(rec.get("wall_time_s") or 0.0), 3),
             "tokens": [sum(tokens), sum(out_tokens)] if tokens or out_tokens else None,
         })

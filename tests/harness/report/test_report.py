@@ -7,6 +7,7 @@ the page's load time at 10,000 episodes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -72,6 +73,18 @@ def _browser_or_skip() -> str:
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
     return binary
+
+
+@contextlib.contextmanager
+def _chromium(tmp_path: Path):
+    """A headless Chromium (skipped when none is installed) listening to the page's runtime, log and load events."""
+    browser = Browser(_browser_or_skip(), tmp_path / "profile")
+    try:
+        for domain in ("Runtime", "Log", "Page"):
+            browser.send(f"{domain}.enable")
+        yield browser
+    finally:
+        browser.close()
 
 
 def _open(browser: Browser, page: Path) -> float:
@@ -147,14 +160,10 @@ def test_power_line_formula():
 
 
 def test_report_in_headless_chromium(store_dir, tmp_path):
-    binary = _browser_or_skip()
+    _browser_or_skip()  # before the work, not after it
     assert main(["report", str(store_dir)]) == 0
     page = (store_dir / "report" / "index.html").resolve()
-    browser = Browser(binary, tmp_path / "profile")
-    try:
-        browser.send("Runtime.enable")
-        browser.send("Log.enable")
-        browser.send("Page.enable")
+    with _chromium(tmp_path) as browser:
         _open(browser, page)
         assert browser.console_errors() == []
         # Tables and a chart are present and drawn.
@@ -195,8 +204,6 @@ def test_report_in_headless_chromium(store_dir, tmp_path):
         if os.environ.get("REPORT_SCREENSHOT_DIR"):  # keep the artefact where CI or a user asks
             shutil.copy(shot, Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report.png")
         print(f"screenshot: {shot}")
-    finally:
-        browser.close()
 
 
 def test_video_artifacts_are_linked_relative_to_the_report(tmp_path):
@@ -328,12 +335,8 @@ def test_transcripts_prompts_frames_and_cost_reach_the_page(talker_dir):
 
 
 def test_episode_view_in_chromium_shows_frames_chat_and_answer(talker_dir, tmp_path):
-    binary = _browser_or_skip()
-    browser = Browser(binary, tmp_path / "profile")
-    try:
-        browser.send("Runtime.enable")
-        browser.send("Log.enable")
-        browser.send("Page.enable")
+    _browser_or_skip()  # before the work, not after it
+    with _chromium(tmp_path) as browser:
         _open(browser, talker_dir / "report" / "index.html")
         view = browser.eval("""(async () => { const d = await window.report.show(0);
             d.scrollIntoView();
@@ -356,8 +359,6 @@ def test_episode_view_in_chromium_shows_frames_chat_and_answer(talker_dir, tmp_p
         shot = browser.screenshot(tmp_path / "episode.png")
         if os.environ.get("REPORT_SCREENSHOT_DIR"):
             shutil.copy(shot, Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report_episodes.png")
-    finally:
-        browser.close()
 
 
 EB_ALFRED_SUBSETS = ("base", "common_sense", "complex_instruction", "spatial", "visual_appearance", "long_horizon")
@@ -410,7 +411,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
     from harness.store import ResultStore
     from harness.types import EpisodeRecord, RunSpec
 
-    binary = _browser_or_skip()
+    _browser_or_skip()  # before the work, not after it
     out = tmp_path / "six"
     splits = ",".join(EB_ALFRED_SUBSETS)
     assert main(["run", "-m", "planner=random,oracle", f"split={splits}", "limit=2", f"out={out}",
@@ -422,11 +423,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
         store.add_many([EpisodeRecord("r", "oracle", "libero", "spatial", f"t0/{name}", 0, success=True, steps=40,
                                       extra={"artifacts": {"video": path}}) for name, path in videos.items()])
     assert main(["report", str(out)]) == 0
-    browser = Browser(binary, tmp_path / "profile")
-    try:
-        browser.send("Runtime.enable")
-        browser.send("Log.enable")
-        browser.send("Page.enable")
+    with _chromium(tmp_path) as browser:
         _open(browser, out / "report" / "index.html")
         # Each label's outline on screen: its box in its own (rotated) coordinates, through its screen CTM.
         boxes = browser.eval("""[...document.querySelectorAll('svg[data-chart=sr]')].map(svg =>
@@ -461,8 +458,6 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
         assert abs(h264["duration"] - 40 / 20) < 0.1
         if "mp4v" in states:
             assert states["mp4v"]["result"] == "error" and states["mp4v"]["readyState"] == 0, states["mp4v"]
-    finally:
-        browser.close()
 
 
 def _big_store(out: Path, n: int) -> None:
@@ -515,20 +510,14 @@ def test_page_load_time_at_10000_episodes(tmp_path):
     chunks = list((page.parent / data["data"]).glob("episodes-*.js"))
     heavy_mb = sum(f.stat().st_size for f in chunks) / 2**20
     assert len(data["episodes"]) == n and len(chunks) == n // 50
-    binary = _browser_or_skip()
-    browser = Browser(binary, tmp_path / "profile")
-    try:
-        browser.send("Runtime.enable")
-        browser.send("Log.enable")
-        browser.send("Page.enable")
+    _browser_or_skip()  # before the work, not after it
+    with _chromium(tmp_path) as browser:
         load_s = min(_open(browser, page) for _ in range(2))  # the better of two loads (a shared machine)
         rows = browser.eval("document.querySelectorAll('#episode-list li').length")
         t1 = time.monotonic()
         opened = browser.eval("(async () => (await window.report.show(9999)).querySelectorAll('.call').length)()")
         open_s = time.monotonic() - t1
         assert browser.console_errors() == []
-    finally:
-        browser.close()
     print(f"10,000 episodes: page {page_mb:.2f} MiB, details {heavy_mb:.1f} MiB in {len(chunks)} files, "
           f"build {build_s:.1f} s, load {load_s:.2f} s, open one episode {open_s:.3f} s")
     assert rows == 100 and opened == 2  # one page of the list; the opened episode's two calls
