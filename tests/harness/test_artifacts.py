@@ -122,3 +122,17 @@ def test_a_store_without_the_meta_column_reads_and_migrates(tmp_path):
     with ResultStore(tmp_path) as store:  # opened for writing: the column comes back
         store.add(EpisodeRecord("r", "v", "s", "a", "e1", 0), [{"call": 0, "raw_output": "y", "latency_s": 0.5}])
         assert [t.get("latency_s") for t in store.transcripts()] == [None, 0.5]
+
+
+@pytest.mark.parametrize("value,expected", [("true", True), ("false", False), (None, None)])
+def test_record_images_reaches_the_run_spec_from_the_command_line(tmp_path, value, expected):
+    import json
+
+    from harness.cli import main
+
+    out = tmp_path / "o"
+    args = ["run", "planner=oracle", "split=seen", "limit=1", f"out={out}", "progress=false"]
+    assert main(args + ([f"record_images={value}"] if value else [])) == 0
+    with ResultStore(out, readonly=True) as store:
+        (spec,) = store.runs()["spec"]
+    assert json.loads(spec)["record_images"] is expected
