@@ -204,3 +204,7 @@ def test_blocked_bootstrap_equals_the_plain_gather_bit_for_bit():
         lo, hi = np.nanpercentile(boot, [2.5, 97.5])
         assert (r.lo, r.hi) == (lo, hi), metric
     assert stats._BLOCK_ROWS < resamples
+    # Every resample's sums, not only the percentiles.
+    sums = stats._resample_sums(np.random.default_rng(0), stats._pair_matrix(c), resamples)
+    assert np.array_equal(sums, np.stack([sv[idx].sum(-1), sb[idx].sum(-1), s_v[idx].sum(-1), ts[idx].sum(-1),
+                                          s_b[idx].sum(-1), ts[idx].sum(-1)], axis=1))
