@@ -20,6 +20,7 @@ bootstrap resamples every cell independently, as the design is stratified.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -92,6 +93,25 @@ def _resample_sums(rng: np.random.Generator, matrix: np.ndarray, resamples: int)
     return out
 
 
+#: The last few cells' resample sums: a table asks for SR and GC of the same cells
+#: (and a one-split column equals its average), which share one set of draws.
+_SUMS_CACHE: dict[bytes, list[np.ndarray]] = {}
+
+
+def _bootstrap_sums(matrices: list[np.ndarray], resamples: int, seed: int) -> list[np.ndarray]:
+    """Each cell's resample sums, the cells drawn in order from one generator seeded ``seed``."""
+    h = hashlib.sha256(f"{resamples}/{seed}".encode())
+    for m in matrices:
+        h.update(f"{m.shape}".encode() + m.tobytes())
+    key = h.digest()
+    if key not in _SUMS_CACHE:
+        rng = np.random.default_rng(seed)
+        while len(_SUMS_CACHE) >= 4:
+            _SUMS_CACHE.pop(next(iter(_SUMS_CACHE)))
+        _SUMS_CACHE[key] = [_resample_sums(rng, m, resamples) for m in matrices]
+    return _SUMS_CACHE[key]
+
+
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
@@ -131,10 +151,9 @@ def paired_delta(cells: Sequence[PairedCell], metric: str, resamples: int = BOOT
     weights = weights / weights.sum()
     matrices = [_pair_matrix(c) for c in cells]
     point = float(sum(w * fn(m.sum(axis=0)[None, :], c.n)[0] for w, c, m in zip(weights, cells, matrices)))
-    rng = np.random.default_rng(seed)
     boot = np.zeros(resamples)
-    for w, c, m in zip(weights, cells, matrices):
-        boot += w * fn(_resample_sums(rng, m, resamples), c.n)
+    for w, c, sums in zip(weights, cells, _bootstrap_sums(matrices, resamples, seed)):
+        boot += w * fn(sums, c.n)
     if math.isnan(point) or np.isnan(boot).all():
         lo = hi = math.nan
     else:
