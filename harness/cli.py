@@ -56,10 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_table.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown")
     p_table.add_argument("--baseline", default=None,
                          help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
-    p_table.add_argument("--metrics", default="sr,gc", help="comma-separated: sr, gc, progress, plw_sr, plw_gc")
+    p_table.add_argument("--metrics", default=None,
+                         help="comma-separated (default sr,gc): sr, gc, progress, plw_sr, plw_gc, invalid_rate; "
+                              "cost per episode: seconds, prompt_tokens, output_tokens")
     p_table.add_argument("--by", choices=["task_type", "failure"], default=None,
-                         help="per-task-type breakdown, or the failure taxonomy (harness/failures.py), instead")
-    p_table.add_argument("--columns", choices=["split", "suite"], default="split",
+                         help="per-task-type breakdown (takes --metrics), or the failure taxonomy "
+                              "(harness/failures.py; takes no --metrics/--stats/--columns), instead")
+    p_table.add_argument("--columns", choices=["split", "suite"], default=None,
                          help="one column group per suite/split (default) or per suite (the mean over its splits)")
     p_table.add_argument("--stats", action="store_true",
                          help="paired statistics for every Δ: exact McNemar p-value (SR) and paired bootstrap "
@@ -360,14 +363,25 @@ def _cmd_table(args: argparse.Namespace) -> int:
         elif not args.by:
             print("note: no variant is called 'base', so the table has no Δ columns "
                   "(--baseline NAME compares against NAME)", file=sys.stderr)
+    # Flags a view cannot honour are refused, not ignored (issue 23 §4).
+    given = [f for f, on in (("--metrics", args.metrics is not None), ("--stats", args.stats),
+                             ("--columns", args.columns is not None)) if on]
+    refused = given if args.by == "failure" else [f for f in given if f != "--metrics"] if args.by else []
+    if refused:
+        raise UsageError(f"--by {args.by} does not take {', '.join(refused)}"
+                         + (" (it prints failure classes)" if args.by == "failure" else
+                            " (its columns are variants; it has no Δ)"))
     if args.by == "failure":
         return _failure_table(args, df, notes)
+    metrics = tuple(m.strip() for m in (args.metrics or "sr,gc").split(",") if m.strip())
     try:
+        if set(metrics) & set(tables.COST_METRICS):
+            with ResultStore(args.outdir, readonly=True) as store:
+                df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
         if args.by:
-            table = tables.breakdown_table(df, by=args.by, baseline=baseline)
+            table = tables.breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline)
         else:
-            metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
-            table = tables.transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns,
+            table = tables.transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns or "split",
                                           stats=args.stats)
     except ValueError as exc:
         raise UsageError(_one_line(exc)) from None

@@ -66,6 +66,7 @@ class RunConfig:
     agent_timeout_s: Optional[float] = None
     max_retries: int = 1
     record_prompts: bool = False
+    record_images: Optional[bool] = None
     progress: bool = True
 
 
@@ -160,6 +161,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         agent_timeout_s=cfg.agent_timeout_s,
         max_retries=cfg.max_retries,
         record_prompts=cfg.record_prompts,
+        record_images=cfg.record_images,
     )
 
 

@@ -159,6 +159,26 @@ def _parse(history: Sequence[Sequence[Any]]) -> list[_Step]:
     return steps
 
 
+def _missing(value: Any) -> bool:
+    """True for an absent field: None, '', or a missing value as pandas reads it
+    back from the store (NaN / pd.NA / NaT; ``bool(nan)`` is True, so a plain
+    truth test would take every missing ``error_kind`` for an error)."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return value == ""
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(value)) if not isinstance(value, (list, tuple, dict)) else False
+    except (TypeError, ValueError, ImportError):
+        return False
+
+
+def _int(value: Any) -> int:
+    return 0 if _missing(value) else int(value)
+
+
 def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -> str:
     """The failure class of one episode record (a dict or EpisodeRecord-like mapping).
 
@@ -166,20 +186,21 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -
     none (old stores); ``extra["task"]`` wins when present.
     """
     get = record.get if isinstance(record, Mapping) else lambda k, d=None: getattr(record, k, d)
-    if bool(get("success", False)):
+    success, error_kind, empty = get("success", False), get("error_kind"), get("empty_plan", False)
+    if not _missing(success) and bool(success):
         return "success"
-    if get("error_kind"):
+    if not _missing(error_kind):
         return "error"
-    if bool(get("empty_plan", False)) or get("termination") == "empty_plan":
+    if (not _missing(empty) and bool(empty)) or get("termination") == "empty_plan":
         return "empty_plan"
-    invalid = int(get("invalid_actions", 0) or 0)
-    output_errors = int(get("planner_output_errors", 0) or 0)
+    invalid = _int(get("invalid_actions", 0))
+    output_errors = _int(get("planner_output_errors", 0))
     if output_errors > 0 and 2 * output_errors >= invalid:
         return "output_format"
-    extra = get("extra") or {}
+    extra = get("extra")
     history = extra.get("history") if isinstance(extra, Mapping) else None
     termination = get("termination")
-    gc_met = int(get("gc_satisfied", 0) or 0) > 0
+    gc_met = _int(get("gc_satisfied", 0)) > 0
     if not history:
         if termination == "max_steps" and gc_met:
             return "out_of_steps"
@@ -193,7 +214,7 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -
         return "hallucinated_object"
 
     task = (extra.get("task") if isinstance(extra, Mapping) else None) or task
-    task_type = str(get("task_type") or "")
+    task_type = "" if _missing(get("task_type")) else str(get("task_type"))
     picked_target = False
     if task:
         target = obj_type(str(task.get("object_target") or ""))

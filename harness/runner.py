@@ -18,9 +18,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from harness.allocator import keep_freed_heap
+from harness.artifacts import FrameStore
 from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
 from harness.store import ResultStore
@@ -193,10 +194,13 @@ class Runner:
         self.identity = run_identity(spec, suite, agent)
         self.run_id = run_id_of(self.identity)
         self._writer: Any = None
+        self._call_cost: tuple[float, int] = (0.0, 0)
         if artifacts_dir is None and store is not None:
             artifacts_dir = store.path.parent / "artifacts"
         #: Per-episode files of this run (videos) go under <artifacts>/<run_id>/.
         self.artifacts_dir = str(Path(artifacts_dir) / self.run_id) if artifacts_dir is not None else None
+        #: The frames each agent call saw (harness/artifacts.py), beside the store.
+        self._frames = FrameStore(store.path.parent, spec.record_images) if store is not None else None
         self._replan = getattr(agent, "replan_steps", None)
         if self._replan is not None and int(self._replan) < 1:
             raise ValueError(f"agent replan_steps must be >= 1, got {self._replan}")
@@ -273,7 +277,9 @@ class Runner:
             if self._writer is not None:
                 self._writer.check()  # a failed commit (disk full) ends the run here
             waiting = list(active.items())
+            started = time.monotonic()
             plans = self._decide([live for _, live in waiting])
+            self._call_cost = (time.monotonic() - started, len(waiting))
             moves = []
             for (slot, live), plan in zip(waiting, plans):
                 live.agent_calls += 1
@@ -358,6 +364,16 @@ class Runner:
         }
         if self.spec.record_prompts and reply.prompt is not None:
             entry["prompt"] = reply.prompt
+        # Cost: the batched call's wall time (shared by its `batch` episodes) and, where the
+        # backend counted them, the tokens (planners/vlm/backends.py: a str with .usage).
+        entry["latency_s"], entry["batch"] = round(self._call_cost[0], 4), self._call_cost[1]
+        usage = getattr(reply.raw_output, "usage", None)
+        if isinstance(usage, Mapping):
+            entry.update({k: int(v) for k, v in usage.items() if k in ("prompt_tokens", "output_tokens")})
+        if self._frames is not None and self._frames.enabled:
+            images = self._frames.save_observation(live.observation)
+            if images:
+                entry["images"] = images
         return entry
 
     def _fault(self, executor: Any, slot: int, live: _Live, tr: Transition,

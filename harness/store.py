@@ -100,6 +100,7 @@ CREATE TABLE IF NOT EXISTS transcripts (
     actions INTEGER,
     prompt TEXT,
     schema_version INTEGER NOT NULL,
+    meta TEXT,
     PRIMARY KEY (run_id, suite, split, episode_id, seed, call)
 );
 """
@@ -107,9 +108,11 @@ CREATE TABLE IF NOT EXISTS transcripts (
 #: Columns added since schema 1, with the value old rows get.
 _ADDED_COLUMNS = {"planner_output_errors": "0", "empty_plan": "0"}
 _TRANSCRIPT_COLUMNS = ("call", "step", "raw_output", "output_error", "actions", "prompt")
+#: Any other key of a transcript entry (cost: latency_s, batch, prompt_tokens, output_tokens;
+#: frames: images) travels as JSON in the ``meta`` column (added in place to older stores).
 _TRANSCRIPT_SQL = (
-    f"INSERT OR REPLACE INTO transcripts ({', '.join(_KEY)}, {', '.join(_TRANSCRIPT_COLUMNS)}, schema_version) "
-    f"VALUES ({', '.join('?' * (len(_KEY) + len(_TRANSCRIPT_COLUMNS) + 1))})"
+    f"INSERT OR REPLACE INTO transcripts ({', '.join(_KEY)}, {', '.join(_TRANSCRIPT_COLUMNS)}, schema_version, meta) "
+    f"VALUES ({', '.join('?' * (len(_KEY) + len(_TRANSCRIPT_COLUMNS) + 2))})"
 )
 
 
@@ -225,6 +228,8 @@ class ResultStore:
                 self._db.execute(f"ALTER TABLE episodes ADD COLUMN {name} {_column_type(name)} DEFAULT {default}")
                 if name == "empty_plan":
                     self._db.execute("UPDATE episodes SET empty_plan = (termination = 'empty_plan')")
+        if not any(r[1] == "meta" for r in self._db.execute("PRAGMA table_info(transcripts)")):
+            self._db.execute("ALTER TABLE transcripts ADD COLUMN meta TEXT")  # additive: no schema bump
         self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
@@ -322,7 +327,9 @@ class ResultStore:
                         values = [entry.get(c) for c in _TRANSCRIPT_COLUMNS]
                         if values[-1] is not None and not isinstance(values[-1], str):
                             values[-1] = json.dumps(values[-1], default=str)
-                        self._db.execute(_TRANSCRIPT_SQL, key + values + [SCHEMA_VERSION])
+                        meta = {k: v for k, v in entry.items() if k not in _TRANSCRIPT_COLUMNS}
+                        self._db.execute(_TRANSCRIPT_SQL, key + values + [
+                            SCHEMA_VERSION, json.dumps(meta, default=str) if meta else None])
         return written
 
     def writer(self, interval_s: float = 0.25, watchdog_s: float = 1.0) -> "RecordWriter":
@@ -333,7 +340,9 @@ class ResultStore:
         """Transcript rows (one per agent call that produced model output), in call order."""
         if "transcripts" not in {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}:
             return []  # a schema-1 store read as it is
-        sql = f"SELECT {', '.join(_KEY)}, {', '.join(_TRANSCRIPT_COLUMNS)} FROM transcripts"
+        has_meta = any(r[1] == "meta" for r in self._db.execute("PRAGMA table_info(transcripts)"))
+        sql = (f"SELECT {', '.join(_KEY)}, {', '.join(_TRANSCRIPT_COLUMNS)}, "
+               f"{'meta' if has_meta else 'NULL'} AS meta FROM transcripts")
         params: list[str] = []
         if run_ids is not None:
             params = list(run_ids)
@@ -341,7 +350,12 @@ class ResultStore:
         sql += f" ORDER BY {', '.join(_KEY)}, call"
         cur = self._db.execute(sql, params)
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur]
+        out = []
+        for row in cur:
+            entry = dict(zip(names, row))
+            meta = entry.pop("meta")
+            out.append({**json.loads(meta), **entry} if meta else entry)
+        return out
 
     def _episodes_query(self, run_ids: Iterable[str] | None) -> tuple[str, list[str]]:
         """SELECT of the EpisodeRecord fields in key order, optionally for some runs."""

@@ -45,6 +45,8 @@ ALL = "all"
 UNKNOWN = "unknown"
 #: Marker appended to cells whose records include error records.
 DAGGER = "†"
+#: Marker appended to Δ cells whose variant and baseline ran different episode sets.
+DIFFERENT = "‡"
 #: Printed for NaN.
 MISSING = "–"
 
@@ -57,7 +59,47 @@ _METRIC_LABELS = {
     "plw_sr": "PLW SR",
     "plw_gc": "PLW GC",
     "invalid_rate": "Invalid",
+    "seconds": "s/ep",
+    "prompt_tokens": "prompt tok/ep",
+    "output_tokens": "output tok/ep",
 }
+
+#: Cost metrics (``--metrics``): means per episode, not rates. ``seconds`` is the
+#: record's wall time; the token counts are the sums over the episode's agent calls
+#: (transcripts; :func:`add_cost_columns`), NaN for an episode with no counted call.
+COST_METRICS: tuple[str, ...] = ("seconds", "prompt_tokens", "output_tokens")
+_COST_FORMAT = {"seconds": "{:.3g}", "prompt_tokens": "{:.0f}", "output_tokens": "{:.0f}"}
+
+
+def add_cost_columns(df: pd.DataFrame, transcripts: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """``df`` with the :data:`COST_METRICS` columns, from its records and their transcripts."""
+    sums: dict[tuple, list[float]] = {}
+    for t in transcripts:
+        if t.get("prompt_tokens") is None and t.get("output_tokens") is None:
+            continue
+        key = (t["run_id"], t["suite"], t["split"], t["episode_id"], int(t["seed"]))
+        acc = sums.setdefault(key, [0.0, 0.0])
+        acc[0] += float(t.get("prompt_tokens") or 0)
+        acc[1] += float(t.get("output_tokens") or 0)
+    keys = list(zip(df["run_id"], df["suite"], df["split"], df["episode_id"], df["seed"].astype(int)))
+    return df.assign(
+        seconds=pd.to_numeric(df["wall_time_s"], errors="coerce"),
+        prompt_tokens=[sums[k][0] if k in sums else np.nan for k in keys],
+        output_tokens=[sums[k][1] if k in sums else np.nan for k in keys],
+    )
+
+
+def _summarize(df: pd.DataFrame, by: list[str], metrics: Sequence[str]) -> pd.DataFrame:
+    """:func:`harness.metrics.summarize` plus the mean of each cost metric asked for."""
+    cells = summarize(df, by)
+    cost = [m for m in metrics if m in COST_METRICS]
+    if cost:
+        missing = [m for m in cost if m not in df.columns]
+        if missing:
+            raise ValueError(f"metrics {missing} need the cost columns (tables.add_cost_columns)")
+        means = df.groupby(by, sort=True)[cost].mean().reset_index()
+        cells = cells.merge(means, on=by, how="left")
+    return cells
 
 
 # --- Building tables ----------------------------------------------------------
@@ -66,9 +108,9 @@ _METRIC_LABELS = {
 def _check_metrics(metrics: Sequence[str]) -> list[str]:
     """The metrics as a list; ValueError unless each is a rate column."""
     metrics = list(metrics)
-    bad = [m for m in metrics if m not in RATE_COLUMNS]
+    bad = [m for m in metrics if m not in RATE_COLUMNS and m not in COST_METRICS]
     if bad or not metrics:
-        raise ValueError(f"table metrics must be among {list(RATE_COLUMNS)}, got {metrics}")
+        raise ValueError(f"table metrics must be among {list(RATE_COLUMNS) + list(COST_METRICS)}, got {metrics}")
     return metrics
 
 
@@ -175,9 +217,13 @@ def transfer_table(
     ``avg``, and of every group when ``per_column_delta``, ``stats`` or
     ``columns="suite"``. ``baseline=None`` gives no Δ columns.
 
-    ``stats`` adds, beside each Δ of SR and GC, its paired bootstrap 95 %
-    interval (``Δsr:lo``/``Δsr:hi``) and for SR the exact McNemar p-value
-    (``Δsr:p``), over the episodes both variants ran (:mod:`harness.stats`).
+    ``stats`` makes each Δ of SR and GC the *paired* Δ over the episodes both
+    the variant and the baseline ran (episode id and seed), and adds beside it,
+    over the same pairs, its paired bootstrap 95 % interval
+    (``Δsr:lo``/``Δsr:hi``), for SR the exact McNemar p-value (``Δsr:p``), and
+    the number of pairs (``Δsr:n``) (:mod:`harness.stats`). Where a variant's
+    episodes differ from the baseline's in a column, ``attrs["mismatch"]``
+    holds the counts; renderers mark that Δ with "‡" and say so in a footnote.
     Raises ValueError if a named baseline has no records.
     """
     metrics = _check_metrics(metrics)
@@ -194,7 +240,7 @@ def transfer_table(
         layout = {}
         for g in split_groups:
             layout.setdefault(g.split("/", 1)[0], []).append(g)
-    cells = summarize(df.assign(group=_split_labels(df)), ["variant", "group"])
+    cells = _summarize(df.assign(group=_split_labels(df)), ["variant", "group"], metrics)
     cells = cells.set_index(["variant", "group"])
 
     values: dict[tuple[str, str], pd.Series] = {}
@@ -215,7 +261,10 @@ def transfer_table(
                 table_columns[(col, DELTA + metric)] = _delta(values[(col, metric)], baseline)
                 if stats and metric in PAIRED_METRICS:
                     weights = _cell_weights(layout, col)
-                    for suffix, series in _paired_columns(df, variants, baseline, weights, metric).items():
+                    paired = _paired_columns(df, variants, baseline, weights, metric)
+                    # The paired Δ, on the episodes both ran: the same set as its interval and p.
+                    table_columns[(col, DELTA + metric)] = paired.pop("")
+                    for suffix, series in paired.items():
                         table_columns[(col, DELTA + metric + suffix)] = series
 
     table = pd.DataFrame(table_columns, index=pd.Index(variants, name="variant"))
@@ -224,6 +273,7 @@ def transfer_table(
     errors = _error_entries(df, df["variant"].astype(str), labels)
     marked = [(e["row"], e["group"]) for e in errors]
     marked += [(row, AVG) for row in dict.fromkeys(e["row"] for e in errors)]
+    mismatch = _episode_set_mismatches(df, variants, baseline, layout) if baseline is not None else []
     table.attrs.update(
         {
             "kind": "transfer",
@@ -232,9 +282,35 @@ def transfer_table(
             "marked": marked,
             "errors": errors,
             "stats": stats,
+            "mismatch": mismatch,
         }
     )
     return table
+
+
+def _episode_set_mismatches(df: pd.DataFrame, variants: list[str], baseline: str,
+                            layout: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """One entry per (variant, column) whose episodes differ from the baseline's there.
+
+    Counts: the variant's episodes, the baseline's and the shared ones (episode
+    id and seed), summed over the column's suite/split cells (``avg``: all).
+    """
+    keys = df.assign(_group=_split_labels(df).to_numpy(), _variant=df["variant"].astype(str).to_numpy())
+    sets = {(v, g): set(zip(cell["episode_id"], cell["seed"])) for (v, g), cell in keys.groupby(["_variant", "_group"])}
+    out = []
+    columns = {**layout, AVG: [g for gs in layout.values() for g in gs]}
+    for variant in variants:
+        if variant == baseline:
+            continue
+        for col, groups in columns.items():
+            mine = [sets.get((variant, g), set()) for g in groups]
+            base = [sets.get((baseline, g), set()) for g in groups]
+            if all(a == b for a, b in zip(mine, base)):
+                continue
+            out.append({"row": variant, "group": col, "episodes": sum(map(len, mine)),
+                        "baseline_episodes": sum(map(len, base)),
+                        "shared": sum(len(a & b) for a, b in zip(mine, base))})
+    return out
 
 
 def _cell_weights(layout: dict[str, list[str]], col: str) -> dict[str, float]:
@@ -246,11 +322,12 @@ def _cell_weights(layout: dict[str, list[str]], col: str) -> dict[str, float]:
 
 def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weights: dict[str, float],
                     metric: str) -> dict[str, pd.Series]:
-    """``:lo``, ``:hi`` (and for SR ``:p``) of each variant's Δ vs the baseline."""
+    """Each variant's paired Δ vs the baseline (key ``""``), its ``:lo``, ``:hi``
+    (for SR ``:p``) and ``:n``, the number of episode pairs it is computed on."""
     labels = _split_labels(df)
     frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df))
     base = frame[frame["variant"].astype(str) == baseline]
-    out = {":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {})
+    out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {}) | {":n": []}
     for variant in variants:
         if variant == baseline:
             for column in out.values():
@@ -264,6 +341,8 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
             pairs = a.merge(b, on=["episode_id", "seed"], suffixes=("_v", "_b"))
             cells.append(_paired_cell(pairs, weight))
         result = paired_delta(cells, metric)
+        out[""].append(result.delta)
+        out[":n"].append(float(result.pairs))
         out[":lo"].append(result.lo)
         out[":hi"].append(result.hi)
         if ":p" in out:
@@ -328,10 +407,10 @@ def breakdown_table(
     df = df[df["variant"].astype(str).isin(variants)]
     rows = _breakdown_labels(df, by)
     row_order = sorted(set(rows)) + [ALL]
-    cells = summarize(df.assign(_row=rows.to_numpy()), ["variant", "_row"]).set_index(
+    cells = _summarize(df.assign(_row=rows.to_numpy()), ["variant", "_row"], metrics).set_index(
         ["variant", "_row"]
     )
-    pooled = summarize(df, ["variant"]).set_index("variant")
+    pooled = _summarize(df, ["variant"], metrics).set_index("variant")
 
     table_columns: dict[tuple[str, str], list[float]] = {}
     for variant in variants:
@@ -400,6 +479,17 @@ def _stats_suffix(table: pd.DataFrame, row: Any, group: str, metric: str) -> str
     return text
 
 
+def format_metric(value: float, metric: str) -> str:
+    """A cell of ``metric`` (or its Δ): a cost metric as a plain number, a rate as a percentage."""
+    base = metric[len(DELTA):] if _is_delta(metric) else metric
+    if base in _COST_FORMAT:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        text = _COST_FORMAT[base].format(value)
+        return ("+" + text if value >= 0 else text) if _is_delta(metric) else text
+    return format_value(value, _is_delta(metric))
+
+
 def format_value(value: float, delta: bool = False) -> str:
     """Percentage with one decimal; signed for deltas; '' for NaN (callers substitute)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -423,21 +513,24 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
     their Δ cell; otherwise (CSV) each is a cell of its own.
     """
     marked = {tuple(m) for m in table.attrs.get("marked", [])}
+    differs = {(m["row"], m["group"]) for m in table.attrs.get("mismatch", [])}
     columns = _shown_columns(table) if merge_stats else list(table.columns)
     body = []
     for row in table.index:
         cells = []
         for group, metric in columns:
             value = table.at[row, (group, metric)]
-            if metric.endswith(":p"):
-                if merge_stats:
+            if metric.endswith(":p") or metric.endswith(":n"):
+                if merge_stats and metric.endswith(":p"):
                     cells.append(format_p(value) or missing)
                 else:  # CSV stays numeric
                     cells.append(missing if math.isnan(value) else f"{value:.6g}")
                 continue
-            text = format_value(value, _is_delta(metric)) or missing
+            text = format_metric(value, metric) or missing
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
+            if (row, group) in differs and _is_delta(metric) and text != missing and dagger:
+                text += DIFFERENT
             if merge_stats and _is_delta(metric) and text != missing:
                 text += _stats_suffix(table, row, group, metric)
             cells.append(text)
@@ -449,12 +542,28 @@ def _notes(table: pd.DataFrame) -> list[str]:
     """Footnote lines: the delta convention and one line per cell with errors."""
     notes = []
     if any(_is_delta(m) for _, m in table.columns):
-        notes.append(f"{DELTA}: percentage points vs {table.attrs.get('baseline')}.")
+        cost = " (s/ep, tok/ep: in their own units)" if any(
+            (m[len(DELTA):] if _is_delta(m) else m) in COST_METRICS for _, m in table.columns) else ""
+        notes.append(f"{DELTA}: percentage points vs {table.attrs.get('baseline')}{cost}.")
+    shown = {m[len(DELTA):] if _is_delta(m) else m for _, m in table.columns}
+    if shown & set(COST_METRICS):
+        notes.append("s/ep: mean wall time per episode (s); prompt/output tok/ep: mean tokens per episode over the "
+                     "episodes whose agent calls were counted (summed over the episode's calls); not percentages.")
     if table.attrs.get("stats"):
         notes.append(
-            f"[lo, hi]: paired bootstrap 95 % interval of the {DELTA} over the episodes both variants ran "
+            f"{DELTA} (with its [lo, hi], the paired bootstrap 95 % interval) over the episodes both variants ran "
             f"({BOOTSTRAP_RESAMPLES} resamples within each suite/split, seed 0); "
             "p: two-sided exact McNemar test on per-episode success."
+        )
+    delta_groups = {g for g, m in table.columns if _is_delta(m)}
+    for e in table.attrs.get("mismatch", []):
+        if e["group"] not in delta_groups:
+            continue
+        notes.append(
+            f"{DIFFERENT} {e['row']}, {e['group']}: ran {e['episodes']} episodes, {table.attrs.get('baseline')} "
+            f"{e['baseline_episodes']}, {e['shared']} shared; "
+            + (f"the {DELTA} and its interval are over the {e['shared']} shared episodes."
+               if table.attrs.get("stats") else f"the {DELTA} compares different episode sets (--stats pairs them).")
         )
     for e in table.attrs.get("errors", []):
         notes.append(
@@ -500,6 +609,7 @@ _LATEX_SPECIAL = {
     DELTA: r"$\Delta$",
     "<": r"$<$",
     DAGGER: r"$^\dagger$",
+    DIFFERENT: r"$^\ddagger$",
     MISSING: "--",
 }
 

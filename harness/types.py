@@ -137,6 +137,9 @@ class RunSpec:
     max_retries: int = 1
     #: Keep each agent call's full prompt in the transcripts table (raw outputs are always kept).
     record_prompts: bool = False
+    #: Keep each agent call's observation image(s) as files (harness/artifacts.py):
+    #: True always, False never, None (default) within the store's frame budget.
+    record_images: bool | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -347,21 +347,10 @@ class LiberoEnv:
         if mode == "failures" and success:
             self._frames = []
             return None
-        import cv2
+        from harness.video import write_mp4
 
         spec = self._spec
         name = f"{spec.suite}_{spec.episode_id.replace('/', '_')}_seed{spec.seed}.mp4"
-        folder = Path(self._artifacts_dir) / "videos"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / name
-        h, w = self._frames[0].shape[:2]
-        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), VIDEO_FPS, (w, h))
-        if not writer.isOpened():
-            raise RuntimeError(f"cannot open an MP4 writer for {path}")
-        try:
-            for frame in self._frames:
-                writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-        finally:
-            writer.release()
+        path = write_mp4(Path(self._artifacts_dir) / "videos" / name, self._frames, VIDEO_FPS)
         self._frames = []
         return str(path)

@@ -1,22 +1,27 @@
-"""``harness report OUTDIR``: a static, self-contained HTML report of a store.
+"""``harness report OUTDIR``: a static HTML report of a store, fast at any size.
 
-One file, ``OUTDIR/report/index.html`` (or ``--dest``), regenerated from the
-store alone and written atomically (a temporary file in the same directory,
-then ``os.replace``): a reader never sees half a report. No CDN, no network:
-charts are inline SVG written here, the episode browser is a small inline
-script over the episodes embedded as JSON. The only external references are
-the episodes' own video files (``OUTDIR/artifacts/...``), linked by relative
-path so the report folder and the store travel together.
-
-Sections: transfer table with paired statistics (McNemar p, bootstrap 95 %
+``OUTDIR/report/index.html`` (or ``--dest``) holds what every reader needs at
+once: the transfer table with paired statistics (McNemar p, bootstrap 95 %
 intervals; :func:`harness.tables.transfer_table`), SR bar charts with Wilson
-95 % intervals per suite/split and variant, per-task-type breakdown, the
-power line per suite, the failure taxonomy (:mod:`harness.failures`) as a
-chart and a table, the episode browser (filters: suite, split, variant,
-success, termination, failure class; each episode's instruction, goal
-conditions, plan/step history with feedback, agent calls with raw output and
-prompt where recorded, video) and the paired view of the episodes on which
-each variant and the baseline disagree, side by side.
+95 % intervals, the per-task-type breakdown, the power line, the failure
+taxonomy (:mod:`harness.failures`), the cost of the agent calls (tokens and
+latency per variant), each run's provenance (checkpoint and adapter hashes,
+package versions, commit and dirty flag, resolved config), and one light
+summary line per episode for the episode browser (paged, 100 per page) and
+the paired view.
+
+The heavy parts live in files beside the page and are loaded on demand, when
+an episode is opened: each episode's instruction, step history and agent
+calls (prompts as chat turns, raw answers, token counts, latency) sit in
+``data/<build>/episodes-<k>.js`` (:data:`CHUNK` episodes per file, loaded
+with a ``<script>`` element, so the page works from ``file://`` without a
+server); the frames the model saw and the videos are the store's own files
+(``OUTDIR/artifacts/...``), linked by relative path, so the report folder and
+the store travel together. No CDN, no network.
+
+Regeneration is safe for a reader: the chunks of a build go to a new
+``data/<build>/`` folder, the page is written atomically (a temporary file,
+then ``os.replace``) and only then are older builds removed.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import html
 import json
 import math
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -60,42 +66,103 @@ def episodes_for_power(p_base: float, delta: float = POWER_DELTA, alpha: float =
 
 
 # --- data ------------------------------------------------------------------------
+#: Episodes per detail file (``data/<build>/episodes-<k>.js``).
+CHUNK = 50
+#: Episodes per page of the browser's list.
+PAGE = 100
+
+
+def _artifact_link(path: Any, report_dir: Path, store_dir: Path) -> str:
+    """A relative link from the report folder to a store artifact (absolute or store-relative path)."""
+    p = Path(str(path))
+    if not p.is_absolute():
+        p = store_dir / p
+    return Path(os.path.relpath(p, report_dir)).as_posix()
+
+
+def _messages(prompt: Any) -> list[dict[str, Any]] | None:
+    """A recorded prompt as chat turns ``[{role, parts: [{type: text|image, ...}]}]``.
+
+    Prompts are stored as text or as the JSON of the model's messages (role and
+    content parts, images replaced by their size); plain text is one user turn.
+    """
+    if prompt is None or (isinstance(prompt, float) and math.isnan(prompt)):
+        return None
+    value = prompt
+    if isinstance(prompt, str):
+        try:
+            value = json.loads(prompt) if prompt.lstrip()[:1] in "[{" else prompt
+        except ValueError:
+            value = prompt
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+        turns = []
+        for m in value:
+            content = m.get("content")
+            parts = []
+            for part in (content if isinstance(content, list) else [content]):
+                if isinstance(part, dict) and part.get("type") in ("image", "image_url"):
+                    parts.append({"type": "image", "size": part.get("size")})
+                elif isinstance(part, dict):
+                    parts.append({"type": "text", "text": str(part.get("text", ""))})
+                elif part is not None:
+                    parts.append({"type": "text", "text": str(part)})
+            turns.append({"role": str(m["role"]), "parts": parts})
+        return turns
+    return [{"role": "user", "parts": [{"type": "text", "text": str(value)}]}]
+
+
+def _call_payload(t: Mapping[str, Any], report_dir: Path, store_dir: Path) -> dict[str, Any]:
+    images = []
+    for im in t.get("images") or []:
+        entry = {"name": im.get("name"), "size": [im.get("width"), im.get("height")]}
+        if im.get("path"):
+            entry["src"] = _artifact_link(im["path"], report_dir, store_dir)
+        else:
+            entry["skipped"] = im.get("skipped") or "not recorded"
+        images.append(entry)
+    return {"call": t["call"], "step": t["step"], "raw": t.get("raw_output"), "error": t.get("output_error"),
+            "actions": t.get("actions"), "messages": _messages(t.get("prompt")), "images": images,
+            "latency_s": t.get("latency_s"), "batch": t.get("batch"),
+            "prompt_tokens": t.get("prompt_tokens"), "output_tokens": t.get("output_tokens")}
+
+
 def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple, list[dict]],
-                     instructions: Mapping[tuple, str], report_dir: Path, store_dir: Path) -> list[dict[str, Any]]:
-    out = []
+                     instructions: Mapping[tuple, str], report_dir: Path,
+                     store_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(summaries, details): one light summary per episode (the page) and one
+    detail each (the chunk files), in the same order; ``id`` is the position."""
+    summaries, details = [], []
     for rec, cls in zip(df.to_dict("records"), classes):
         key = (rec["run_id"], rec["suite"], rec["split"], rec["episode_id"], int(rec["seed"]))
         extra = rec.get("extra") or {}
-        video = None
         artifacts = extra.get("artifacts") or {}
+        video = None
         if isinstance(artifacts, Mapping) and artifacts.get("video"):
-            path = Path(str(artifacts["video"]))
-            if not path.is_absolute():
-                path = store_dir / path
-            video = os.path.relpath(path, report_dir)
-        calls = [
-            {"call": t["call"], "step": t["step"], "raw": t.get("raw_output"), "error": t.get("output_error"),
-             "actions": t.get("actions"), "prompt": t.get("prompt")}
-            for t in transcripts.get(key, [])
-        ]
-        out.append({
-            "id": len(out),
-            "run": rec["run_id"], "variant": str(rec["variant"]), "suite": rec["suite"], "split": rec["split"],
-            "episode": rec["episode_id"], "seed": int(rec["seed"]),
-            "instruction": extra.get("instruction") or instructions.get(key[1:4]) or "",
-            "task_type": _text(rec.get("task_type")),
-            "success": bool(rec["success"]), "termination": _text(rec.get("termination")),
-            "error": _text(rec.get("error_kind")), "error_message": _text(rec.get("error_message")),
+            video = _artifact_link(artifacts["video"], report_dir, store_dir)
+        calls = [_call_payload(t, report_dir, store_dir) for t in transcripts.get(key, [])]
+        tokens = [c["prompt_tokens"] for c in calls if c["prompt_tokens"] is not None]
+        out_tokens = [c["output_tokens"] for c in calls if c["output_tokens"] is not None]
+        eid = len(summaries)
+        summaries.append({
+            "id": eid, "run": rec["run_id"], "variant": str(rec["variant"]), "suite": rec["suite"],
+            "split": rec["split"], "episode": rec["episode_id"], "seed": int(rec["seed"]),
+            "task_type": _text(rec.get("task_type")), "success": bool(rec["success"]),
+            "termination": _text(rec.get("termination")), "error": _text(rec.get("error_kind")),
             "gc": [int(rec.get("gc_satisfied") or 0), int(rec.get("gc_total") or 0)],
             "steps": int(rec.get("steps") or 0), "invalid": int(rec.get("invalid_actions") or 0),
-            "output_errors": int(rec.get("planner_output_errors") or 0),
-            "failure": cls,
-            "history": extra.get("history") or [],
-            "calls": calls,
-            "video": video,
-            "task": extra.get("task") or None,
+            "output_errors": int(rec.get("planner_output_errors") or 0), "failure": cls,
+            "calls": len(calls), "video": video is not None,
+            "seconds": round(float(rec.get("wall_time_s") or 0.0), 3),
+            "tokens": [sum(tokens), sum(out_tokens)] if tokens or out_tokens else None,
         })
-    return out
+        details.append({
+            "id": eid, "instruction": extra.get("instruction") or instructions.get(key[1:4]) or "",
+            "error_message": _text(rec.get("error_message")), "history": extra.get("history") or [],
+            "calls": calls, "video": video, "task": extra.get("task") or None,
+        })
+    return summaries, details
 
 
 def _text(value: Any) -> str:
@@ -135,20 +202,36 @@ def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
+#: Approximate width of one character of an 11 px tick label (system sans-serif).
+_CHAR_W = 6.6
+
+
 def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str) -> str:
-    """Grouped bars: SR per (group, variant) with Wilson 95 % interval whiskers."""
+    """Grouped bars: SR per (group, variant) with Wilson 95 % interval whiskers.
+
+    Legible at any number of groups: a group's label is its split (the title
+    names the suite); when the longest label is wider than a group's bars the
+    labels are turned 40° and the chart grows downwards to hold them, so
+    neighbouring labels never overlap.
+    """
     bar_w, gap, left, top, height = 22, 18, 46, 28, 200
-    width = left + len(groups) * (len(variants) * bar_w + gap) + 10
+    labels = [g.split("/", 1)[1] if "/" in g else g for g in groups]
+    slot = len(variants) * bar_w + gap
+    longest = max((len(t) for t in labels), default=0) * _CHAR_W
+    turn = longest > slot - 6
+    label_h = longest * math.sin(math.radians(40)) + 16 if turn else 18
+    width = left + len(groups) * slot + 10 + (longest * 0.5 if turn else 0)
+    legend_top = top + height + label_h + 18
     legend_h = 18 * len(variants)
     svg = [f'<svg class="chart" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{max(width, left + 8 * len(title))}" height="{top + height + 70 + legend_h}" data-chart="sr">',
+           f'width="{max(width, left + 8 * len(title)):.0f}" height="{legend_top + legend_h + 4:.0f}" data-chart="sr">',
            f'<text x="{left}" y="16" class="title">{_esc(title)}</text>']
     for tick in range(0, 101, 25):
         y = top + height - tick / 100 * height
-        svg.append(f'<line x1="{left - 4}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+        svg.append(f'<line x1="{left - 4}" x2="{left + len(groups) * slot}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
                    f'<text x="{left - 8}" y="{y + 4:.1f}" class="tick" text-anchor="end">{tick}</text>')
     x = left + gap / 2
-    for group in groups:
+    for group, label in zip(groups, labels):
         gx = x
         for i, variant in enumerate(variants):
             row = cells.get((variant, group))
@@ -165,13 +248,18 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
                            f'<line x1="{cx - 4:.1f}" x2="{cx + 4:.1f}" y1="{y_lo:.1f}" y2="{y_lo:.1f}" class="whisker"/>'
                            f'<line x1="{cx - 4:.1f}" x2="{cx + 4:.1f}" y1="{y_hi:.1f}" y2="{y_hi:.1f}" class="whisker"/>')
             x += bar_w
-        svg.append(f'<text x="{(gx + x) / 2:.1f}" y="{top + height + 16}" class="tick" text-anchor="middle">'
-                   f'{_esc(group)}</text>')
+        mid, ly = (gx + x) / 2, top + height + 14
+        if turn:
+            svg.append(f'<text x="{mid:.1f}" y="{ly}" class="tick xlabel" text-anchor="end" '
+                       f'transform="rotate(-40 {mid:.1f} {ly})">{_esc(label)}<title>{_esc(group)}</title></text>')
+        else:
+            svg.append(f'<text x="{mid:.1f}" y="{ly + 2}" class="tick xlabel" text-anchor="middle">{_esc(label)}'
+                       f'<title>{_esc(group)}</title></text>')
         x += gap
-    ly = top + height + 36
     for i, variant in enumerate(variants):
-        svg.append(f'<rect x="{left}" y="{ly + 18 * i - 10}" width="12" height="12" fill="{_PALETTE[i % len(_PALETTE)]}"/>'
-                   f'<text x="{left + 18}" y="{ly + 18 * i}" class="tick">{_esc(variant)}</text>')
+        svg.append(f'<rect x="{left}" y="{legend_top + 18 * i - 10:.0f}" width="12" height="12" '
+                   f'fill="{_PALETTE[i % len(_PALETTE)]}"/>'
+                   f'<text x="{left + 18}" y="{legend_top + 18 * i:.0f}" class="tick">{_esc(variant)}</text>')
     svg.append(f'<text x="10" y="{top + height / 2}" class="tick" transform="rotate(-90 10 {top + height / 2})" '
                'text-anchor="middle">SR %</text></svg>')
     return "".join(svg)
@@ -263,6 +351,7 @@ def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: s
         instructions = _instructions_from_suites(store, df)
         store_path = store.path
         runs = store.runs()
+        provenance = {run_id: store.provenance(run_id) for run_id in run_ids}
     classes = failures.classify_frame(df, tasks)
 
     variants_all = list(dict.fromkeys(df["variant"].astype(str)))
@@ -324,24 +413,38 @@ def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: s
                     + failure_chart(shares, present, "Failure classes per variant and suite/split (%)")
                     + _failure_table_html(ftable) + "</section>")
 
-    # Browser and paired view (filled in by the inline script from the embedded JSON).
-    payload = {
-        "baseline": baseline, "variants": variants,
-        "episodes": _episode_payload(df, classes, transcripts, instructions, report_dir, store_path.parent),
-    }
+    # Cost of the agent calls (tokens, latency) per variant.
+    summaries, details = _episode_payload(df, classes, transcripts, instructions, report_dir, store_path.parent)
+    cost = cost_section(df, transcripts)
+    if cost:
+        sections.append(cost)
+
+    # Browser and paired view (filled in by the inline script: summaries on the page,
+    # details in chunk files loaded on demand).
+    build = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{os.urandom(3).hex()}"
+    data_dir = report_dir / "data"
+    chunk_dir = data_dir / build
+    chunk_dir.mkdir(parents=True, exist_ok=True)
+    for k in range(0, max(len(details), 1), CHUNK):
+        part = details[k:k + CHUNK]
+        _write_atomic(chunk_dir / f"episodes-{k // CHUNK}.js",  # a new folder, unreferenced until the page is
+                      f"window.__reportChunk({k // CHUNK}, {_json_for_html(part)});\n", sync=False)
+    fields = list(summaries[0]) if summaries else []
+    payload = {"baseline": baseline, "variants": variants, "chunk": CHUNK, "page": PAGE, "data": f"data/{build}",
+               # column-wise: the field names once, one row of values per episode (half the bytes of objects)
+               "fields": fields, "rows": [[e[f] for f in fields] for e in summaries]}
     sections.append(
         '<section id="browser"><h2>Episodes</h2><div id="filters" class="filters"></div>'
-        '<p id="count" class="notes"></p><div class="browser"><ul id="episode-list"></ul>'
+        '<p id="count" class="notes"></p><div class="pager" id="pager"></div>'
+        '<div class="browser"><ul id="episode-list"></ul>'
         '<div id="episode-detail" class="detail"><p class="notes">Select an episode.</p></div></div></section>')
     sections.append(
         '<section id="paired"><h2>Paired view: episodes where variants disagree</h2>'
         '<div id="pair-controls" class="filters"></div><p id="pair-count" class="notes"></p>'
-        '<div id="pair-list"></div></section>')
+        '<div class="pager" id="pair-pager"></div><div id="pair-list"></div></section>')
+    sections.append(provenance_section(runs[runs["run_id"].isin(run_ids)], provenance))
 
     note_html = "".join(f"<li>{_esc(n)}</li>" for n in notes)
-    run_rows = "".join(
-        f"<tr><td><code>{_esc(r.run_id)}</code></td><td>{_esc(r.variant)}</td><td>{_esc(r.suite)}/{_esc(r.split)}</td>"
-        f"<td>{r.sessions}</td></tr>" for r in runs.itertuples() if r.run_id in run_ids)
     title = title or f"Transfer report: {store_path.parent.name}"
     doc = (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -351,17 +454,114 @@ def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: s
         f'{_esc(", ".join(variants))} · baseline {_esc(baseline)} · generated '
         f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}</p>'
         '<nav><a href="#transfer">table</a> <a href="#charts">charts</a> <a href="#power">power</a> '
-        '<a href="#task-types">task types</a> <a href="#failures">failures</a> <a href="#browser">episodes</a> '
-        '<a href="#paired">paired</a></nav>'
+        '<a href="#task-types">task types</a> <a href="#failures">failures</a> '
+        + ('<a href="#cost">cost</a> ' if cost else "")
+        + '<a href="#browser">episodes</a> <a href="#paired">paired</a> <a href="#runs">runs</a></nav>'
         + (f'<ul class="notes">{note_html}</ul>' if note_html else "")
-        + "</header><main>" + "".join(sections)
-        + f'<section id="runs"><h2>Runs</h2><table><thead><tr><th>run</th><th>variant</th><th>suite/split</th>'
-          f"<th>sessions</th></tr></thead><tbody>{run_rows}</tbody></table></section></main>"
+        + "</header><main>" + "".join(sections) + "</main>"
         + '<script type="application/json" id="report-data">' + _json_for_html(payload) + "</script>"
         + f"<script>{SCRIPT}</script></body></html>\n"
     )
     _write_atomic(dest_path, doc)
+    for old in data_dir.iterdir():  # earlier builds, now that no page refers to them
+        if old.is_dir() and old.name != build:
+            shutil.rmtree(old, ignore_errors=True)
     return dest_path
+
+
+def _quantiles(values: Sequence[float]) -> str:
+    """'median · p90 · max' of values ('–' when none)."""
+    import numpy as np
+
+    if not len(values):
+        return "–"
+    q = np.percentile(np.asarray(values, dtype=float), [50, 90, 100])
+    return " · ".join(f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}" for v in q)
+
+
+def cost_section(df: Any, transcripts: Mapping[tuple, list[dict]]) -> str:
+    """Per variant: agent calls, total and per-episode tokens, latency per call and
+    wall time per episode, each with its distribution (median · p90 · max).
+
+    A call's latency is the wall time of the batched agent call that served it
+    (shared by the ``batch`` episodes of that call). Token counts appear where
+    the backend reported them. '' when no episode has a recorded call.
+    """
+    if not any(transcripts.values()):
+        return ""
+    rows = []
+    for variant, group in df.groupby(df["variant"].astype(str), sort=False):
+        calls = [t for r in group.itertuples() for t in transcripts.get(
+            (r.run_id, r.suite, r.split, r.episode_id, int(r.seed)), [])]
+        per_ep_prompt, per_ep_out = [], []
+        for r in group.itertuples():
+            ts = transcripts.get((r.run_id, r.suite, r.split, r.episode_id, int(r.seed)), [])
+            if any(t.get("prompt_tokens") is not None for t in ts):
+                per_ep_prompt.append(sum(t.get("prompt_tokens") or 0 for t in ts))
+                per_ep_out.append(sum(t.get("output_tokens") or 0 for t in ts))
+        latency = [float(t["latency_s"]) for t in calls if t.get("latency_s") is not None]
+        seconds = [float(v) for v in group["wall_time_s"].fillna(0.0)]
+        rows.append(
+            f'<tr data-variant="{_esc(variant)}"><th>{_esc(variant)}</th><td>{len(group)}</td><td>{len(calls)}</td>'
+            f"<td>{sum(per_ep_prompt):,}</td><td>{sum(per_ep_out):,}</td>"
+            f"<td>{_quantiles(per_ep_prompt)}</td><td>{_quantiles(per_ep_out)}</td>"
+            f"<td>{sum(latency):,.1f}</td><td>{_quantiles(latency)}</td><td>{_quantiles(seconds)}</td></tr>")
+    return ('<section id="cost"><h2>Cost of the agent calls</h2><table id="cost-table"><thead><tr>'
+            "<th>variant</th><th>episodes</th><th>calls</th><th>prompt tokens</th><th>output tokens</th>"
+            "<th>prompt tokens / episode<br>median · p90 · max</th><th>output tokens / episode<br>median · p90 · max</th>"
+            "<th>call latency s<br>total</th><th>call latency s<br>median · p90 · max</th>"
+            "<th>episode wall time s<br>median · p90 · max</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            '<p class="notes">Tokens as the backend counted them (0 where it reports none: scripted agents). A call\'s '
+            "latency is the wall time of the batched agent call that served it. <code>harness table --metrics "
+            "prompt_tokens,output_tokens,seconds</code> gives the per-episode means as a table.</p></section>")
+
+
+def _hashes(identity: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, value) of every hash in an agent identity (checkpoint, adapter, examples...)."""
+    out: list[tuple[str, str]] = []
+    if isinstance(identity, Mapping):
+        for k, v in identity.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, (Mapping, list)):
+                out += _hashes(v, key)
+            elif isinstance(v, str) and ("sha" in str(k).lower() or "hash" in str(k).lower()):
+                out.append((key, v))
+    elif isinstance(identity, list):
+        for i, v in enumerate(identity):
+            out += _hashes(v, f"{prefix}[{i}]")
+    return out
+
+
+def provenance_section(runs: Any, provenance: Mapping[str, list[dict[str, Any]]]) -> str:
+    """Per run: variant, suite/split, sessions, checkpoint and adapter hashes (from
+    the run identity), and per session its time, commit and dirty flag, Python and
+    platform, package versions and the resolved config (folded)."""
+    blocks = []
+    for r in runs.itertuples():
+        identity = json.loads(r.identity) if isinstance(r.identity, str) else {}
+        hashes = _hashes(identity.get("agent_identity", {}), "agent")
+        hash_rows = "".join(f"<tr><th>{_esc(k)}</th><td><code>{_esc(v)}</code></td></tr>" for k, v in hashes)
+        sessions = []
+        for i, p in enumerate(provenance.get(r.run_id, [])):
+            git = p.get("git") or {}
+            commit = git.get("commit")
+            state = (f"<code>{_esc(commit[:12])}</code>" + (' <span class="dirty">dirty</span>' if git.get("dirty")
+                                                            else " clean")) if commit else "not a git checkout"
+            packages = " · ".join(f"{_esc(k)} {_esc(v)}" for k, v in sorted((p.get("packages") or {}).items()))
+            config = json.dumps(p.get("config") or {}, indent=1, sort_keys=True, default=str)
+            sessions.append(
+                f'<li class="session">session {i + 1}: {_esc(p.get("time", ""))} · commit {state} · Python '
+                f'{_esc(p.get("python", ""))} · {_esc(p.get("platform", ""))}<br><span class="notes">{packages}</span>'
+                f"<details><summary>resolved config</summary><pre>{_esc(config)}</pre></details></li>")
+        ident = json.dumps(identity, indent=1, sort_keys=True, default=str)
+        blocks.append(
+            f'<div class="run" data-run="{_esc(r.run_id)}"><h3><code>{_esc(r.run_id)}</code> · {_esc(r.variant)} · '
+            f"{_esc(r.suite)}/{_esc(r.split)} · {int(r.sessions)} session(s)</h3>"
+            + (f'<table class="hashes"><tbody>{hash_rows}</tbody></table>' if hash_rows
+               else '<p class="notes">No checkpoint hash in the agent identity (a scripted agent).</p>')
+            + f"<ul>{''.join(sessions)}</ul><details><summary>run identity (what the run id hashes)</summary>"
+              f"<pre>{_esc(ident)}</pre></details></div>")
+    return '<section id="runs"><h2>Runs and provenance</h2>' + "".join(blocks) + "</section>"
 
 
 def _json_for_html(payload: Any) -> str:
@@ -370,13 +570,14 @@ def _json_for_html(payload: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, sync: bool = True) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:

@@ -34,6 +34,20 @@ Messages = list[dict[str, Any]]
 
 
 # --- hf -------------------------------------------------------------------------
+class Generation(str):
+    """A model's text carrying its call's token counts (``usage``: ``prompt_tokens``,
+    ``output_tokens``); the runner copies them into the call's transcript. Any
+    string operation on it gives a plain ``str``."""
+
+    usage: dict[str, int]
+
+    def __new__(cls, text: str, prompt_tokens: int | None = None, output_tokens: int | None = None) -> "Generation":
+        obj = super().__new__(cls, text)
+        obj.usage = {k: int(v) for k, v in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens))
+                     if v is not None}
+        return obj
+
+
 class HFBackend:
     """In-process batched greedy generation with a Hugging Face checkpoint (+ optional LoRA)."""
 
@@ -126,7 +140,11 @@ class HFBackend:
         new = generated[:, inputs["input_ids"].shape[1]:]
         self.calls += 1
         self.served += len(conversations)
-        return [t.strip() for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
+        # Token counts: the prompt without its left padding; the new tokens up to the padding.
+        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        output_tokens = (new != tokenizer.pad_token_id).sum(dim=1).tolist()
+        texts = tokenizer.batch_decode(new, skip_special_tokens=True)
+        return [Generation(t.strip(), p, o) for t, p, o in zip(texts, prompt_tokens, output_tokens)]
 
 
 def load_processor(path: str, *, trust_remote_code: bool = False) -> Any:
@@ -241,7 +259,9 @@ class OpenAIBackend:
             model=self.model, messages=to_openai_messages(messages), temperature=0.0,
             max_tokens=self.max_new_tokens, **kwargs,
         )
-        return resp.choices[0].message.content or ""
+        usage = getattr(resp, "usage", None)
+        return Generation(resp.choices[0].message.content or "", getattr(usage, "prompt_tokens", None),
+                          getattr(usage, "completion_tokens", None))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

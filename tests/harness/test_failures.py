@@ -170,3 +170,47 @@ def test_table_by_failure_on_the_alfred_suite(tmp_path, capsys):
     t = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("variant")
     assert t.loc["oracle", "success"] == 100.0 and t.loc["random", "success"] == 0.0
     assert "other" not in t.columns or t.loc["random", "other"] < 50
+
+
+def test_taxonomy_on_a_store_mixing_errors_and_failures(tmp_path, capsys):
+    """Issue 21 item 1: one timed-out episode of another variant in the store must
+    not turn every failure into 'error'. Read back under the installed pandas, a
+    record without an error has ``error_kind`` NaN (``bool(nan)`` is True)."""
+    import io
+    import math
+
+    import pandas as pd
+
+    from harness.cli import main
+    from harness.store import ResultStore
+
+    out = str(tmp_path / "mix")
+    assert main(["run", "planner=random", "split=seen", "limit=3", f"out={out}", "progress=false"]) == 0
+    assert main(["run", "planner=oracle", "variant.name=slow", "split=seen", "limit=1", "episode_timeout_s=1e-9",
+                 f"out={out}", "progress=false"]) == 0
+    with ResultStore(out, readonly=True) as store:
+        frame = store.frame()
+    kinds = dict(zip(frame["variant"], frame["error_kind"]))
+    assert kinds["slow"] == "timeout"
+    missing = frame.loc[frame["variant"] == "random", "error_kind"]
+    assert all(v is None or (isinstance(v, float) and math.isnan(v)) for v in missing)
+    classes = dict(zip(zip(frame["variant"], frame["episode_id"]), failures.classify_frame(frame)))
+    assert [c for (v, _), c in classes.items() if v == "slow"] == ["error"]
+    random_classes = [c for (v, _), c in classes.items() if v == "random"]
+    assert len(random_classes) == 3 and "error" not in random_classes
+    assert set(random_classes) <= set(failures.FAILURE_CLASSES) - {"success", "error", "no_history"}
+    capsys.readouterr()
+    assert main(["table", out, "--by", "failure", "--format", "csv"]) == 0
+    t = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("variant")
+    assert t.loc["slow", "error"] == 100.0 and t.loc["random", "error"] == 0.0
+
+
+def test_missing_values_as_pandas_reads_them():
+    """NaN / pd.NA in optional fields (error_kind, task_type, counts) are 'absent'."""
+    import pandas as pd
+
+    for missing in (float("nan"), pd.NA, None, ""):
+        r = rec(error_kind=missing, task_type=missing, planner_output_errors=missing,
+                history=[("find a SprayBottle", OK)], task=SIMPLE)
+        assert classify(r) == "target_not_picked", missing
+    assert classify(rec(error_kind="timeout", success=float("nan"))) == "error"

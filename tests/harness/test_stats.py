@@ -146,3 +146,65 @@ def test_error_records_count_as_no_goal_condition_met():
     table = tables.transfer_table(pd.DataFrame(recs), baseline=None)
     assert table.at["base", ("s/a", "sr")] == pytest.approx(1 / 3)
     assert table.at["base", ("s/a", "gc")] == pytest.approx(2 / 6)
+
+
+def test_stats_delta_is_paired_on_the_shared_episodes_and_inside_its_interval():
+    """Issue 21 item 2: the variant ran 20 shared episodes + 20 extra successes.
+    Unpaired, its SR is 29/40 vs 5/20 (Δ +47.5) while the shared episodes give
+    9/20 vs 5/20 (Δ +20): the Δ printed must be the paired one, inside its interval."""
+    recs = []
+    for i in range(20):
+        recs.append(EpisodeRecord("r0", "base", "s", "a", f"e{i}", 0, success=i < 5, gc_satisfied=int(i < 5), gc_total=1))
+        recs.append(EpisodeRecord("r1", "v", "s", "a", f"e{i}", 0, success=i < 9, gc_satisfied=int(i < 9), gc_total=1))
+    for i in range(20):
+        recs.append(EpisodeRecord("r1", "v", "s", "a", f"x{i}", 0, success=True, gc_satisfied=1, gc_total=1))
+    df = records_frame(recs)
+    table = tables.transfer_table(df, baseline="base", stats=True)
+    for col in ("s/a", "avg"):
+        for m in ("sr", "gc"):
+            d, lo, hi = (table.at["v", (col, f"Δ{m}{x}")] for x in ("", ":lo", ":hi"))
+            assert d == pytest.approx(0.20) and lo <= d <= hi, (col, m)
+        assert table.at["v", (col, "Δsr:n")] == 20
+    assert table.at["v", ("s/a", "sr")] == pytest.approx(29 / 40)  # the value column keeps every episode
+    assert table.attrs["mismatch"] == [
+        {"row": "v", "group": "s/a", "episodes": 40, "baseline_episodes": 20, "shared": 20},
+        {"row": "v", "group": "avg", "episodes": 40, "baseline_episodes": 20, "shared": 20}]
+    md = tables.to_markdown(table)
+    assert "| v | 72.5 | 72.5 | +20.0‡ [" in md
+    assert "‡ v, s/a: ran 40 episodes, base 20, 20 shared; the Δ and its interval are over the 20 shared" in md
+    assert r"$^\ddagger$" in tables.to_latex(table)
+    csv = tables.to_csv(table).splitlines()
+    assert "s/a:Δsr:n" in csv[0].split(",") and "‡" not in "\n".join(csv)
+    # Without --stats the Δ is the difference of the shown values, flagged as comparing different sets.
+    plain = tables.transfer_table(df, baseline="base")
+    assert plain.at["v", ("avg", "Δsr")] == pytest.approx(29 / 40 - 5 / 20)
+    assert "compares different episode sets" in tables.to_markdown(plain)
+    # Same episode sets: no mark, no note.
+    same = tables.transfer_table(df[~df["episode_id"].str.startswith("x")], baseline="base", stats=True)
+    assert same.attrs["mismatch"] == [] and "‡" not in tables.to_markdown(same)
+
+
+def test_blocked_bootstrap_equals_the_plain_gather_bit_for_bit():
+    """The bootstrap sums resamples block by block (bounded memory); its draws and
+    results must be those of one plain ``rng.integers(0, n, size=(B, n))`` gather."""
+    from harness import stats
+
+    rng = np.random.default_rng(3)
+    n, resamples = 137, 1234  # not a multiple of the block size
+    sv, sb = rng.random(n) < 0.4, rng.random(n) < 0.3
+    ts = rng.integers(0, 4, n).astype(float)
+    s_v, s_b = np.minimum(ts, rng.integers(0, 4, n)), np.minimum(ts, rng.integers(0, 4, n))
+    c = PairedCell(sv, sb, s_v, ts, s_b, ts)
+    idx = np.random.default_rng(0).integers(0, n, size=(resamples, n))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        plain = {"sr": sv[idx].mean(axis=-1) - sb[idx].mean(axis=-1),
+                 "gc": s_v[idx].sum(-1) / ts[idx].sum(-1) - s_b[idx].sum(-1) / ts[idx].sum(-1)}
+    for metric, boot in plain.items():
+        r = paired_delta([c], metric, resamples=resamples, seed=0)
+        lo, hi = np.nanpercentile(boot, [2.5, 97.5])
+        assert (r.lo, r.hi) == (lo, hi), metric
+    assert stats._BLOCK_ROWS < resamples
+    # Every resample's sums, not only the percentiles.
+    sums = stats._resample_sums(np.random.default_rng(0), stats._pair_matrix(c), resamples)
+    assert np.array_equal(sums, np.stack([sv[idx].sum(-1), sb[idx].sum(-1), s_v[idx].sum(-1), ts[idx].sum(-1),
+                                          s_b[idx].sum(-1), ts[idx].sum(-1)], axis=1))

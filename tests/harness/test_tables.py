@@ -8,6 +8,8 @@ and rerun without UPDATE_GOLDEN.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 
 from tests import golden
 
+from harness import tables
 from harness.metrics import records_frame
 from harness.tables import (
     breakdown_table,
@@ -212,3 +215,57 @@ def test_transfer_per_column_delta_golden(df: pd.DataFrame) -> None:
 def test_breakdown_golden(df: pd.DataFrame, name: str, render) -> None:
     table = breakdown_table(df[df["suite"] == "alfred"], variants_order=["favor_sft", "cfg_sft"])
     check_golden(name, render(table))
+
+
+def test_table_by_refuses_flags_it_cannot_honour(tmp_path, capsys):
+    """Issue 23 §4: --by task_type honours --metrics and refuses --stats/--columns;
+    --by failure refuses all three (exit 2, one line), rather than ignoring them."""
+    from harness.cli import main
+
+    out = str(tmp_path / "o")
+    assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=4", f"out={out}", "progress=false"]) == 0
+    capsys.readouterr()
+    for by, flags in (("failure", ["--metrics", "sr"]), ("failure", ["--stats"]), ("failure", ["--columns", "suite"]),
+                      ("task_type", ["--stats"]), ("task_type", ["--columns", "split"])):
+        assert main(["table", out, "--by", by, *flags]) == 2, (by, flags)
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and f"--by {by} does not take {flags[0]}" in err
+    assert main(["table", out, "--by", "task_type", "--metrics", "progress", "--format", "csv"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "oracle:progress" in header and "oracle:sr" not in header
+
+
+def test_cost_metrics_from_the_transcripts(tmp_path):
+    """Issue 21 item 9: mean seconds and tokens per episode, from records and transcripts."""
+    recs = [EpisodeRecord("r1", "base", "s", "a", f"e{i}", 0, success=True, wall_time_s=2.0 + i) for i in range(2)]
+    recs += [EpisodeRecord("r2", "v", "s", "a", f"e{i}", 0, wall_time_s=1.0) for i in range(2)]
+    calls = [{"run_id": "r1", "suite": "s", "split": "a", "episode_id": "e0", "seed": 0, "prompt_tokens": 100,
+              "output_tokens": 10}, {"run_id": "r1", "suite": "s", "split": "a", "episode_id": "e0", "seed": 0,
+                                     "prompt_tokens": 300, "output_tokens": 30},
+             {"run_id": "r1", "suite": "s", "split": "a", "episode_id": "e1", "seed": 0, "prompt_tokens": 200,
+              "output_tokens": 20},
+             {"run_id": "r2", "suite": "s", "split": "a", "episode_id": "e0", "seed": 0, "raw_output": "x"}]
+    df = tables.add_cost_columns(records_frame(recs), calls)
+    table = tables.transfer_table(df, baseline="base", metrics=("sr", "seconds", "prompt_tokens", "output_tokens"))
+    assert table.at["base", ("s/a", "seconds")] == pytest.approx(2.5)
+    assert table.at["base", ("s/a", "prompt_tokens")] == pytest.approx((400 + 200) / 2)
+    assert table.at["base", ("s/a", "output_tokens")] == pytest.approx(30)
+    assert math.isnan(table.at["v", ("s/a", "prompt_tokens")])  # no counted call
+    assert table.at["v", ("avg", "Δseconds")] == pytest.approx(-1.5)
+    md = tables.to_markdown(table)
+    assert "| base | 100.0 | 2.5 | 300 | 30 |" in md and "-1.5" in md and "s/ep: mean wall time" in md
+    with pytest.raises(ValueError, match="cost columns"):
+        tables.transfer_table(records_frame(recs), baseline="base", metrics=("seconds",))
+
+
+def test_table_metrics_seconds_and_tokens_on_the_command_line(tmp_path, capsys):
+    from harness.cli import main
+
+    out = str(tmp_path / "o")
+    assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=3", f"out={out}", "progress=false"]) == 0
+    capsys.readouterr()
+    assert main(["table", out, "--baseline", "oracle", "--metrics", "sr,seconds,prompt_tokens", "--format", "csv"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    col = rows[0].index("avg:seconds")
+    assert all(float(r[col]) > 0 for r in rows[1:])  # wall time per episode
+    assert rows[1][rows[0].index("avg:prompt_tokens")] == ""  # scripted planners count no tokens
