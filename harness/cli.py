@@ -201,6 +201,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
 
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
     from harness.config import ConfigError, to_run_spec
+    from harness.interfaces import action_mismatch
     from harness.registry import MissingDependencyError, UnknownPluginError
 
     try:
@@ -233,6 +234,10 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             spec = dataclasses.replace(spec, agent=alias)
         registry.entry(spec.agent)
         check_params(registry.load(spec.agent), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
+        # An agent that cannot produce the suite's kind of action is refused before any episode.
+        mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent), f"{spec.agent_kind} {spec.agent}")
+        if mismatch is not None:
+            raise UsageError(mismatch)
     except (UnknownPluginError, MissingDependencyError) as exc:
         raise UsageError(str(exc)) from None
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
