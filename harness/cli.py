@@ -103,6 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ModuleNotFoundError as exc:
+        from harness.extras import missing_extra_message
+
+        line = missing_extra_message(exc)
+        if line is None:
+            raise
+        print(f"harness: error: {args.command}: {line}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         what = signal.Signals(signum).name
