@@ -15,9 +15,14 @@ from harness.extras import MODULE_EXTRAS, missing_extra_message
 
 
 def _block(monkeypatch, *modules):
+    """Make ``modules`` unimportable and forget the project modules that imported them
+    (also as attributes of their parent package, which ``from pkg import mod`` reads first)."""
     for name in list(sys.modules):
         if name.split(".")[0] in modules or name.startswith(("policies.server", "policies.wire", "planners.vlm.backends")):
             monkeypatch.delitem(sys.modules, name)
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules and hasattr(sys.modules[parent], child):
+                monkeypatch.delattr(sys.modules[parent], child)
     for name in modules:
         monkeypatch.setitem(sys.modules, name, None)
 
