@@ -54,6 +54,7 @@ PLANNERS.register("eb_manipulation_oracle", "envs.eb_manipulation.agents:OracleA
 PLANNERS.register("eb_manipulation_random", "envs.eb_manipulation.agents:RandomAgent", "EB-Manipulation: one random in-range 7-integer action per call", extra="eb_manipulation")
 
 EXECUTORS.register("local", "harness.executors:local_executor", "env slots in this process; batch_size slots")
-EXECUTORS.register("process", "harness.executors:process_executor", "one env per worker process; hard timeouts")
+EXECUTORS.register("process", "harness.executors:process_executor",
+                   "num_workers worker processes, envs_per_worker envs each (default 1); hard timeouts")
 EXECUTORS.register("ray", "harness.executors_ray:ray_executor",
                    "envs on Ray actors (num_workers actors, ceil(batch_size/num_workers) envs each)", extra="ray")

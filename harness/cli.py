@@ -106,6 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ModuleNotFoundError as exc:
+        from harness.extras import missing_extra_message
+
+        line = missing_extra_message(exc)
+        if line is None:
+            raise
+        print(f"harness: error: {args.command}: {line}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         what = signal.Signals(signum).name
@@ -204,6 +212,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
 
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
     from harness.config import ConfigError, to_run_spec
+    from harness.interfaces import action_mismatch
     from harness.registry import MissingDependencyError, UnknownPluginError
 
     try:
@@ -236,6 +245,10 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             spec = dataclasses.replace(spec, agent=alias)
         registry.entry(spec.agent)
         check_params(registry.load(spec.agent), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
+        # An agent that cannot produce the suite's kind of action is refused before any episode.
+        mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent), f"{spec.agent_kind} {spec.agent}")
+        if mismatch is not None:
+            raise UsageError(mismatch)
     except (UnknownPluginError, MissingDependencyError) as exc:
         raise UsageError(str(exc)) from None
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:

@@ -75,6 +75,35 @@ class Suite(Protocol):
     # Optional: ``agent_aliases: Mapping[str, str]`` maps a generic agent name
     # (``oracle``, ``random``) to this suite's registered implementation, so
     # ``planner=oracle`` works on every suite that has one.
+    # Declared: ``action_kind`` (one of :data:`ACTION_KINDS`), the kind of its env's gymnasium
+    # action space; checked against the agent's ``action_kinds`` before a run (:func:`action_mismatch`).
+
+
+#: What an action is, as a suite's gymnasium action space declares it (envs/gym_registration.py):
+#: ``text`` (spaces.Text: a skill or triplet string, or an id into the scene's action list),
+#: ``continuous`` (spaces.Box: LIBERO's 7-D end-effector delta), ``discrete``
+#: (spaces.MultiDiscrete: EB-Manipulation's 7 bins).
+ACTION_KINDS: tuple[str, ...] = ("text", "continuous", "discrete")
+
+_KIND_WORDS = {"text": "text actions (strings)", "continuous": "continuous action vectors",
+               "discrete": "7-bin discrete actions"}
+
+
+def action_mismatch(suite: Any, suite_name: str, agent: Any, agent_label: str) -> str | None:
+    """One line saying why ``agent`` (a class or factory) cannot act on ``suite``, else None.
+
+    Suites declare ``action_kind``; agents declare ``action_kinds`` (the kinds they produce). Either
+    side undeclared (a third-party plugin) is not refused.
+    """
+    speaks = getattr(suite, "action_kind", None)
+    produces = getattr(agent, "action_kinds", None)
+    if speaks is None or produces is None or speaks in produces:
+        return None
+    made = " or ".join(_KIND_WORDS.get(k, k) for k in sorted(produces))
+    hint = "a planner (planner=...)" if speaks == "text" else (
+        "a policy (policy=...)" if speaks == "continuous" else "an agent that speaks it")
+    return (f"{agent_label} cannot act on suite {suite_name}: its env takes {_KIND_WORDS.get(speaks, speaks)}, "
+            f"the agent produces {made}; use {hint}")
 
 
 class AgentContractError(ValueError):
@@ -148,7 +177,9 @@ class Agent(Protocol):
 
     Optional attributes the runner reads with defaults: ``reads_images``
     (True; False lets envs skip rendering) and ``replan_steps`` (None: the
-    whole plan / chunk; openpi clients use 5).
+    whole plan / chunk; openpi clients use 5). Declared on the class:
+    ``action_kinds`` (a subset of :data:`ACTION_KINDS`), the actions it produces;
+    a suite whose ``action_kind`` is not among them is refused before the run.
     """
 
     name: str

@@ -26,6 +26,7 @@ class OraclePlanner:
 
     name = "oracle"
     privileged = True
+    action_kinds = frozenset({"text"})
     #: Reads the true state / the action list only: envs skip rendering for it.
     reads_images = False
 

@@ -53,6 +53,7 @@ class OracleJSONPlanner:
 
     name = "oracle_json"
     privileged = True
+    action_kinds = frozenset({"text"})
     reads_images = False
 
     def __init__(self, parser: str = "embodiedbench", max_plan_length: int = 60) -> None:

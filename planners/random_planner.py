@@ -15,6 +15,7 @@ class RandomPlanner:
 
     name = "random"
     privileged = False
+    action_kinds = frozenset({"text"})
     #: Reads the true state / the action list only: envs skip rendering for it.
     reads_images = False
 

@@ -23,6 +23,7 @@ from harness.types import EpisodeSpec
 class LeRobotPolicy:
     name = "lerobot"
     privileged = False
+    action_kinds = frozenset({"continuous"})
     reads_images = True
 
     def __init__(self, policy: str, device: str = "cpu", revision: str | None = None,

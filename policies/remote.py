@@ -59,6 +59,7 @@ class PolicyServerUnavailable(ValueError):
 class RemotePolicy:
     name = "remote"
     privileged = False
+    action_kinds = frozenset({"continuous"})
     reads_images = True
 
     def __init__(

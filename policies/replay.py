@@ -72,6 +72,7 @@ def load_demo(path: str | Path, demo: int | str = 0) -> np.ndarray:
 class ReplayPolicy:
     name = "replay"
     privileged = False
+    action_kinds = frozenset({"continuous"})
     reads_images = False
 
     def __init__(self, path: str | None = None, demo: int | str = 0, after: str = "hold", chunk: int | None = None,

@@ -63,6 +63,7 @@ HEAD_FILE = "action_head.safetensors"
 class VLAPolicy:
     name = "vla"
     privileged = False
+    action_kinds = frozenset({"continuous"})
     reads_images = True
 
     def __init__(self, checkpoint: str, backbone: str | None = None, adapter: str | None = None,

@@ -20,6 +20,7 @@ _DUMMY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
 class ZeroPolicy:
     name = "zero"
     privileged = False
+    action_kinds = frozenset({"continuous"})
     reads_images = False
     replan_steps = None
 

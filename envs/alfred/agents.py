@@ -225,6 +225,7 @@ class AlfredOraclePlanner:
 
     name = "alfred_oracle"
     privileged = True
+    action_kinds = frozenset({"text"})
     reads_images = False
 
     def __init__(self, max_plan_length: int = 200, **_: Any) -> None:

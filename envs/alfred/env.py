@@ -28,6 +28,7 @@ from envs.alfred.executor import AlfredExecutor
 from envs.alfred.language import low_actions_for, parse_low_action
 from envs.alfred.protocol import MAX_FAILS, MAX_STEPS, STOP_ACTIONS, TERM_MAX_FAILS, TERM_MAX_STEPS, TERM_STOP
 from envs.eb_alfred.episodes import scene_from_metadata, task_from_metadata
+from envs.gym_registration import SuiteEnv, TextList, household_spaces
 from envs.household import TaskSpec, World, alfred_constants, build_world, describe, goal_conditions_met, render
 from harness.interfaces import InvalidOutput
 from harness.types import (
@@ -52,12 +53,14 @@ def _generated_expert_length(world: World, task: TaskSpec, key: tuple) -> int | 
     return _EXPERT_LENGTHS[key]
 
 
-class AlfredEnv:
-    """One ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``."""
+class AlfredEnv(SuiteEnv):
+    """One ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``
+    (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
 
     def __init__(self, render_images: bool = True, image_size: int = 224) -> None:
         self.render_images = render_images
         self.image_size = image_size
+        self.observation_space, self.action_space = household_spaces(image_size, {"objects": TextList()})
         self._ex: AlfredExecutor | None = None
         self._spec: EpisodeSpec | None = None
         self._task: TaskSpec | None = None
@@ -71,7 +74,7 @@ class AlfredEnv:
         self._actions: list[str] = []
 
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
-        options = dict(options or {})
+        options = self._episode_options(seed, options)
         spec = options.get("episode")
         if not isinstance(spec, EpisodeSpec):
             raise ValueError("AlfredEnv.reset needs options={'episode': EpisodeSpec}")
@@ -148,6 +151,10 @@ class AlfredEnv:
 
     def close(self) -> None:
         self._ex = None
+
+    def render(self) -> Any:
+        """``rgb_array``: the current view (gymnasium's ``render``)."""
+        return self._image() if self._ex is not None else None
 
     @property
     def world(self) -> World:

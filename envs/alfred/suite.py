@@ -36,6 +36,8 @@ class AlfredSuite:
 
     name = "alfred"
     version = SUITE_VERSION
+    #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
+    action_kind = "text"
     #: ``planner=oracle`` runs this suite's oracle (harness CLI ``agent_aliases``).
     agent_aliases = {"oracle": "alfred_oracle"}
 

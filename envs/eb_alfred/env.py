@@ -27,6 +27,7 @@ from envs.eb_alfred.protocol import (
     TERM_SUCCESS,
 )
 from envs.eb_alfred.skills import SceneVocabulary, Skill, parse_skill
+from envs.gym_registration import SuiteEnv, household_spaces
 from envs.household import TaskSpec, World, build_world, describe, goal_conditions_met, render
 from harness.interfaces import InvalidOutput
 from harness.types import (
@@ -61,8 +62,9 @@ def _expert_length(spec: EpisodeSpec, floor_plan: int, world_seed: int, task: Ta
     return _EXPERT_LENGTHS[key]
 
 
-class EBAlfredEnv:
-    """One EB-ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``."""
+class EBAlfredEnv(SuiteEnv):
+    """One EB-ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``
+    (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
 
     def __init__(self, backend: str = "household", render_images: bool = True, image_size: int = IMAGE_SIZE) -> None:
         if backend != "household":
@@ -70,6 +72,7 @@ class EBAlfredEnv:
         self.backend = backend
         self.render_images = render_images
         self.image_size = image_size
+        self.observation_space, self.action_space = household_spaces(image_size)
         self._executor: SkillExecutor | None = None
         self._spec: EpisodeSpec | None = None
         self._task: TaskSpec | None = None
@@ -85,7 +88,7 @@ class EBAlfredEnv:
     # --- gymnasium API ------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
         """Start the episode ``options["episode"]``; raises ValueError/SceneError if it cannot be built."""
-        options = dict(options or {})
+        options = self._episode_options(seed, options)
         spec = options.get("episode")
         if not isinstance(spec, EpisodeSpec):
             raise ValueError("EBAlfredEnv.reset needs options={'episode': EpisodeSpec}")
@@ -152,6 +155,10 @@ class EBAlfredEnv:
     def close(self) -> None:
         self._executor = None
 
+    def render(self) -> Any:
+        """``rgb_array``: the current view (gymnasium's ``render``)."""
+        return render(self.world, size=self.image_size) if self._executor is not None else None
+
     # --- helpers ------------------------------------------------------------------
     @property
     def world(self) -> World:
@@ -189,7 +196,7 @@ class EBAlfredEnv:
             self._image = render(world, size=self.image_size, name=namer)
         return {
             "text": describe(world),
-            "image": self._image,
+            "image": None if self._image is None else self._image.copy(),
             "actions": list(self.actions),
             "instruction": self._spec.instruction,
         }

@@ -47,6 +47,8 @@ class EBAlfredSuite:
 
     name = SUITE_NAME
     version = SUITE_VERSION
+    #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
+    action_kind = "text"
 
     def __init__(self, data_dir: str | None = None, backend: str = "household", render: bool = True,
                  generated_per_split: int = 500, generator_seed: int = 0, on_bad_episode: str = "error",

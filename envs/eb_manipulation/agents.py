@@ -151,6 +151,7 @@ class OracleAgent:
 
     name = "eb_manipulation_oracle"
     privileged = True
+    action_kinds = frozenset({"discrete"})
     reads_images = False
 
     def __init__(self, **_: Any) -> None:
@@ -185,6 +186,7 @@ class RandomAgent:
 
     name = "eb_manipulation_random"
     privileged = False
+    action_kinds = frozenset({"discrete"})
     reads_images = False
 
     def __init__(self, seed: int = 0, **_: Any) -> None:

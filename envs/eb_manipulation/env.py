@@ -34,6 +34,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from envs.eb_manipulation import grammar as G
+from envs.gym_registration import AnyValue, FreeText, Record, SuiteEnv, image_space
+from gymnasium import spaces
 from envs.eb_manipulation import sim as S
 from harness.interfaces import AgentContractError, InvalidOutput
 from harness.types import (
@@ -75,8 +77,9 @@ def object_coordinates(entries: list[tuple[str, np.ndarray]]) -> tuple[dict[str,
     return {f"object {i + 1}": b for i, (_, b) in enumerate(binned)}, [n for n, _ in binned]
 
 
-class EBManipulationEnv:
-    """One EB-Manipulation episode at a time; ``reset(options={"episode": EpisodeSpec})``."""
+class EBManipulationEnv(SuiteEnv):
+    """One EB-Manipulation episode at a time; ``reset(options={"episode": EpisodeSpec})``
+    (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
 
     def __init__(self, render: bool = True, image_size: int = IMAGE_SIZE, annotate: bool = True,
                  wrist: bool = False, replan_on_failure: bool = False) -> None:
@@ -85,13 +88,20 @@ class EBManipulationEnv:
         self.annotate = annotate
         self.wrist = wrist
         self.replan_on_failure = replan_on_failure
+        # 7 bins [X, Y, Z, Roll, Pitch, Yaw, Gripper]: positions 0..100, rotations 0..120, gripper 0/1.
+        self.action_space = spaces.MultiDiscrete([G.VOXEL_SIZE + 1] * 3 + [G.ROTATION_BINS + 1] * 3 + [2])
+        self.observation_space = Record(
+            {"instruction": FreeText(), "object_coordinates": AnyValue(dict), "object_coordinates_text": FreeText(),
+             "feedback": FreeText()},
+            optional={"image": image_space(self.image_size),
+                      **({"wrist_image": image_space(self.image_size)} if wrist else {})})
         self.world: S.PandaTable | None = None
         self._renderer = None
         self._spec: EpisodeSpec | None = None
 
     # --- gymnasium API ------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
-        options = dict(options or {})
+        options = self._episode_options(seed, options)
         spec = options.get("episode")
         if not isinstance(spec, EpisodeSpec):
             raise ValueError("reset needs options={'episode': EpisodeSpec}")
@@ -147,6 +157,17 @@ class EBManipulationEnv:
     def close(self) -> None:
         self._close_renderer()
         self.world = None
+
+    def render(self) -> Any:
+        """``rgb_array``: the front camera with the object labels (gymnasium's ``render``)."""
+        if self.world is None:
+            return None
+        from envs.eb_manipulation import render as R
+        if self._renderer is None:
+            self._renderer = R.SceneRenderer(self.world.model, self.image_size)
+        pos = dict(object_entries(self.world))
+        order = object_coordinates(list(pos.items()))[1]
+        return self._renderer.front(self.world, [pos[n] for n in order] if self.annotate else None, annotate=self.annotate)
 
     # --- rules ------------------------------------------------------------------------------
     def _execute(self, act: list[int]) -> tuple[float, bool, str]:

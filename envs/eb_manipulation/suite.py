@@ -26,6 +26,8 @@ class EBManipulationSuite:
 
     name = E.SUITE_NAME
     version = SUITE_VERSION
+    #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
+    action_kind = "discrete"
 
     #: ``planner=oracle`` / ``planner=random`` run this suite's own (harness CLI ``agent_aliases``).
     agent_aliases = {"oracle": "eb_manipulation_oracle", "random": "eb_manipulation_random"}

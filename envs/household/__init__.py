@@ -1,7 +1,7 @@
 """The household engine (backend ``household``): ALFRED's task logic without a renderer.
 
-World state from ALFRED's real floor plans (read from the installed ``alfworld``
-package), the transition rules ALFRED's wrapper applies, ALFRED's goal
+World state from ALFRED's real floor plans (package data generated from alfworld's files,
+see envs/household/constants.py), the transition rules ALFRED's wrapper applies, ALFRED's goal
 conditions, and cheap text/image observations.
 
 Typical use::

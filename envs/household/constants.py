@@ -1,15 +1,17 @@
-"""ALFRED's protocol constants, read from the installed ``alfworld`` package.
+"""ALFRED's protocol constants, shipped as package data.
 
-``alfworld`` ships ALFRED's ``gen/constants.py`` and the per-floor-plan layout
-files; we read them in place (never copied into this repository). The few
-facts ALFRED keeps in code rather than in ``constants.py`` are written here
-once, each with its source.
+``envs/household/data/`` holds what the engine reads of ALFRED's ``gen/constants.py``
+(``constants.json``) and the per-floor-plan layout files (``layouts/``), generated from
+alfworld==0.4.2 (which ships ALFRED's ``gen/``) by ``scripts/gen_household_data.py``; a test
+regenerates them and compares byte for byte. The core install therefore needs neither
+alfworld nor TextWorld's compiled dependencies. The few facts ALFRED keeps in code rather
+than in ``constants.py`` are written here once, each with its source.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
@@ -97,6 +99,8 @@ class AlfredConstants:
     pickup_repeat_max: int
     #: folder of ``FloorPlan<N>-objects.json`` / ``-openable.json``.
     layouts_dir: Path
+    #: every shipped constant by its gen/constants.py name (e.g. ``AGENT_STEP_SIZE``).
+    raw: Mapping[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def pickupable(self) -> frozenset[str]:
@@ -122,30 +126,25 @@ class AlfredConstants:
         return self.val_action_objects["Sliceable"]
 
 
+#: The household engine's package data (see the module docstring).
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
 @lru_cache(maxsize=1)
 def alfred_constants() -> AlfredConstants:
-    """ALFRED's constants from the installed ``alfworld`` package (cached).
-
-    Raises ``ImportError`` naming the package when it is not installed.
-    """
-    try:
-        mod = importlib.import_module("alfworld.gen.constants")
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "the household engine reads ALFRED's constants and floor-plan layouts from the "
-            "'alfworld' package (alfworld==0.4.2); install it"
-        ) from exc
-    layouts = Path(mod.__file__).resolve().parent / "layouts"
+    """ALFRED's constants from the shipped ``data/constants.json`` (cached)."""
+    mod = json.loads((DATA_DIR / "constants.json").read_text(encoding="utf-8"))
     return AlfredConstants(
-        objects=tuple(mod.OBJECTS),
-        receptacles=frozenset(mod.RECEPTACLES),
-        movable_receptacles=frozenset(mod.MOVABLE_RECEPTACLES),
-        openable=frozenset(mod.OPENABLE_CLASS_LIST),
-        val_receptacle_objects={k: frozenset(v) for k, v in mod.VAL_RECEPTACLE_OBJECTS.items()},
-        val_action_objects={k: frozenset(v) for k, v in mod.VAL_ACTION_OBJECTS.items()},
-        goals_valid={k: frozenset(v) for k, v in mod.GOALS_VALID.items()},
-        scene_type={k: tuple(v) for k, v in mod.SCENE_TYPE.items()},
-        max_num_of_obj_instances=int(mod.MAX_NUM_OF_OBJ_INSTANCES),
-        pickup_repeat_max=int(mod.PICKUP_REPEAT_MAX),
-        layouts_dir=layouts,
+        objects=tuple(mod["OBJECTS"]),
+        receptacles=frozenset(mod["RECEPTACLES"]),
+        movable_receptacles=frozenset(mod["MOVABLE_RECEPTACLES"]),
+        openable=frozenset(mod["OPENABLE_CLASS_LIST"]),
+        val_receptacle_objects={k: frozenset(v) for k, v in mod["VAL_RECEPTACLE_OBJECTS"].items()},
+        val_action_objects={k: frozenset(v) for k, v in mod["VAL_ACTION_OBJECTS"].items()},
+        goals_valid={k: frozenset(v) for k, v in mod["GOALS_VALID"].items()},
+        scene_type={k: tuple(v) for k, v in mod["SCENE_TYPE"].items()},
+        max_num_of_obj_instances=int(mod["MAX_NUM_OF_OBJ_INSTANCES"]),
+        pickup_repeat_max=int(mod["PICKUP_REPEAT_MAX"]),
+        layouts_dir=DATA_DIR / "layouts",
+        raw=mod,
     )

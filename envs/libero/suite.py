@@ -31,6 +31,8 @@ class LiberoSuite:
     name = "libero"
     #: 1: first version (standard/lerobot/lifelong presets, sequence fixture RNG, BDDL goal counting).
     version = "1"
+    #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
+    action_kind = "continuous"
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ ALFRED's evaluation (models/eval/eval.py ``setup_scene``; env/thor_env.py
 3. the file's ``init_action`` (a ``TeleportFull``) as one step;
 4. the task from ``pddl_params`` (here: :class:`~envs.household.TaskSpec`).
 
-The constants come from ALFRED's gen/constants.py as the installed alfworld package ships it.
+The constants come from ALFRED's gen/constants.py as shipped in the household engine's package data.
 """
 
 from __future__ import annotations
@@ -25,19 +25,16 @@ from envs.household import alfred_constants
 
 def initialize_action() -> dict[str, Any]:
     """ALFRED's ``Initialize`` step (gen/constants.py values)."""
-    import importlib
-
-    c = importlib.import_module("alfworld.gen.constants")
-    alfred_constants()  # raises the install hint when alfworld is missing
+    c = alfred_constants().raw
     return dict(
         action="Initialize",
-        gridSize=c.AGENT_STEP_SIZE / c.RECORD_SMOOTHING_FACTOR,
-        cameraY=c.CAMERA_HEIGHT_OFFSET,
-        renderImage=c.RENDER_IMAGE,
-        renderDepthImage=c.RENDER_DEPTH_IMAGE,
-        renderClassImage=c.RENDER_CLASS_IMAGE,
-        renderObjectImage=c.RENDER_OBJECT_IMAGE,
-        visibility_distance=c.VISIBILITY_DISTANCE,
+        gridSize=c["AGENT_STEP_SIZE"] / c["RECORD_SMOOTHING_FACTOR"],
+        cameraY=c["CAMERA_HEIGHT_OFFSET"],
+        renderImage=c["RENDER_IMAGE"],
+        renderDepthImage=c["RENDER_DEPTH_IMAGE"],
+        renderClassImage=c["RENDER_CLASS_IMAGE"],
+        renderObjectImage=c["RENDER_OBJECT_IMAGE"],
+        visibility_distance=c["VISIBILITY_DISTANCE"],
         makeAgentsVisible=False,
     )
 

@@ -44,6 +44,7 @@ class VLMPlanner:
 
     name = "vlm"
     privileged = False
+    action_kinds = frozenset({"text", "discrete"})
     reads_images = True
 
     def __init__(

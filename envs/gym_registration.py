@@ -1,0 +1,210 @@
+"""Gymnasium for every suite: the shared env base class, the declared spaces, the registration.
+
+Each suite's env class derives from :class:`SuiteEnv` (a real ``gymnasium.Env``) and declares
+its ``observation_space`` / ``action_space`` with the builders below; :func:`register_envs`
+registers one id per suite, so that::
+
+    import gymnasium as gym
+    import envs.gym_registration  # registers the ids (gymnasium 1.x has no plugin hook)
+    env = gym.make("embodied_transfer/EBAlfred-v0", split="unseen")   # also Alfred, Libero, EBManipulation
+    obs, info = env.reset(seed=0)              # an episode of the split, drawn with env.np_random
+    obs, reward, terminated, truncated, info = env.step(obs["actions"][0])
+
+or, without the import, ``gym.make("envs.gym_registration:embodied_transfer/EBAlfred-v0")``
+(gymnasium imports the module named before the colon). Importing any suite's env module
+registers them too. Keyword arguments are the split and the suite's parameters
+(``data_dir=...``, as in ``configs/suite/*.yaml``) and ``render_mode="rgb_array"``. The
+harness's runner uses the same env classes and always passes the episode:
+``reset(seed=spec.seed, options={"episode": spec, ...})``.
+
+Action spaces say what an action *is*: :class:`FreeText` where the action is a string (EB-ALFRED's
+skills, ALFRED's triplets; the envs also take an id into ``obs["actions"]``), a ``Box`` for
+continuous actions (LIBERO's 7-D end-effector delta), ``MultiDiscrete`` for EB-Manipulation's 7
+bins. :data:`ACTION_KINDS` maps each space class to the word suites and agents declare
+(:mod:`harness.interfaces`), so an agent that cannot act on a suite is refused before a run.
+
+Observations are dicts whose text and lists vary per episode (a scene's action list, the objects'
+coordinate dictionary), so three small permissive spaces are defined here: :class:`FreeText`
+(any string), :class:`TextList` (a list of strings) and :class:`Record` (a dict with optional
+keys; an image is ``None`` when the agent reads no images). They sample like their gymnasium
+parents and check membership exactly as documented.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any, Mapping, Sequence
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+#: The id prefix of every env registered here.
+NAMESPACE = "embodied_transfer"
+
+#: gymnasium id -> (suite registry key, default split, default suite parameters). Default splits
+#: need no downloaded data (EB-ALFRED's and ALFRED's generated splits) or ship with the suite's
+#: extra. LIBERO: a gymnasium user resets episodes in any order, so fixtures are placed per
+#: (seed, task, init) (``fixture_rng=per_trial``) instead of reproducing the standard loop's
+#: sequence, which only holds when a task's inits run in order (pass ``fixture_rng="sequence"``
+#: to ``gymnasium.make`` to get it).
+GYM_IDS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    f"{NAMESPACE}/EBAlfred-v0": ("eb_alfred", "seen", {}),
+    f"{NAMESPACE}/Alfred-v0": ("alfred", "seen", {}),
+    f"{NAMESPACE}/Libero-v0": ("libero", "libero_spatial", {"fixture_rng": "per_trial"}),
+    f"{NAMESPACE}/EBManipulation-v0": ("eb_manipulation", "base", {}),
+}
+
+_CHARSET = string.ascii_letters + string.digits + " ,.'-_()"
+
+
+class FreeText(spaces.Text):
+    """Any ``str`` of at most ``max_length`` characters (instructions and scene text are not
+    limited to a character set); samples are drawn from a small printable charset."""
+
+    def __init__(self, max_length: int = 100_000, *, min_length: int = 0, seed: Any = None):
+        super().__init__(max_length, min_length=min_length, charset=_CHARSET, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"FreeText({self.min_length}, {self.max_length})"
+
+
+class TextList(spaces.Sequence):
+    """A list (or tuple) of strings, e.g. a scene's numbered action list."""
+
+    def __init__(self, seed: Any = None):
+        super().__init__(FreeText(), seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (list, tuple)) and all(isinstance(s, str) for s in x)
+
+    def sample(self, *args: Any, **kwargs: Any) -> list[str]:
+        return list(super().sample(*args, **kwargs))
+
+    def __repr__(self) -> str:
+        return "TextList()"
+
+
+class AnyValue(spaces.Space):
+    """Pass-through data the env forwards as it is (robosuite's raw observation dict,
+    EB-Manipulation's coordinate dictionary): any mapping or value; samples are empty dicts."""
+
+    def __init__(self, kind: type | tuple[type, ...] = dict, seed: Any = None):
+        super().__init__(None, None, seed)
+        self.kind = kind
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        return {}
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, self.kind)
+
+    def __repr__(self) -> str:
+        return f"AnyValue({self.kind})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AnyValue) and other.kind == self.kind
+
+
+class Record(spaces.Dict):
+    """A ``Dict`` whose ``optional`` values may be ``None`` or absent: images are not rendered
+    for an agent that reads none (reset option ``render=False``; gymnasium's own checks run with
+    images on, where every key is present). Every value present must be in its subspace."""
+
+    def __init__(self, required: Mapping[str, spaces.Space], optional: Mapping[str, spaces.Space] = (),
+                 seed: Any = None):
+        self.optional = tuple(dict(optional))
+        super().__init__({**dict(required), **dict(optional)}, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        if not isinstance(x, Mapping) or not set(x) <= set(self.spaces):
+            return False
+        for key, space in self.spaces.items():
+            if key not in x or x[key] is None:
+                if key not in self.optional:
+                    return False
+                continue
+            if not space.contains(x[key]):
+                return False
+        return True
+
+
+def image_space(size: int | tuple[int, int]) -> spaces.Box:
+    h, w = (size, size) if isinstance(size, int) else size
+    return spaces.Box(0, 255, (int(h), int(w), 3), np.uint8)
+
+
+def household_spaces(image_size: int, extra: Mapping[str, spaces.Space] = ()) -> tuple[spaces.Space, spaces.Space]:
+    """EB-ALFRED / ALFRED on the household engine: text + image + the scene's action list; a text action."""
+    obs = Record({"text": FreeText(), "actions": TextList(), "instruction": FreeText(), **dict(extra)},
+                 optional={"image": image_space(image_size)})
+    return obs, FreeText(1000, min_length=1)
+
+
+#: gymnasium action-space class -> the action kind suites and agents declare (harness.interfaces).
+ACTION_KINDS: dict[type, str] = {spaces.Text: "text", spaces.Box: "continuous", spaces.MultiDiscrete: "discrete"}
+
+
+def action_kind(space: spaces.Space) -> str:
+    """The declared kind of an action space ("text", "continuous", "discrete")."""
+    for cls, kind in ACTION_KINDS.items():
+        if isinstance(space, cls):
+            return kind
+    raise TypeError(f"no action kind for {space!r}")
+
+
+class SuiteEnv(gymnasium.Env):
+    """Base class of the suites' env classes: gymnasium's seeding, render modes and default episodes.
+
+    Subclasses set ``observation_space`` / ``action_space`` in ``__init__``, call
+    :meth:`_episode_options` first thing in ``reset`` and implement ``render``.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+    render_mode: str | None = None
+    #: Episodes ``reset`` draws from when its options name none (set by :func:`make_suite_env`).
+    gym_episodes: Sequence[Any] = ()
+
+    def _episode_options(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Seed ``np_random`` (gymnasium's ``Env.reset``) and return the options with an episode:
+        the given one, else one of :attr:`gym_episodes` drawn with ``np_random``."""
+        gymnasium.Env.reset(self, seed=seed)
+        options = dict(options or {})
+        if options.get("episode") is None:
+            if not self.gym_episodes:
+                raise ValueError(f"{type(self).__name__}.reset needs options={{'episode': EpisodeSpec}} "
+                                 "(or an env made by gymnasium.make, which draws one from its split)")
+            options["episode"] = self.gym_episodes[int(self.np_random.integers(len(self.gym_episodes)))]
+        return options
+
+
+def make_suite_env(suite: str, split: str | None = None, render_mode: str | None = None,
+                   **suite_params: Any) -> SuiteEnv:
+    """A suite's env for ``gymnasium.make``: ``reset()`` draws episodes of ``split``."""
+    from harness.catalog import SUITES
+
+    if render_mode is not None and render_mode not in SuiteEnv.metadata["render_modes"]:
+        raise ValueError(f"render_mode {render_mode!r} not in {SuiteEnv.metadata['render_modes']}")
+    built = SUITES.build(suite, **suite_params)
+    split = split or next(d for s, d, _ in GYM_IDS.values() if s == suite)
+    env = built.make_env()
+    env.gym_episodes = tuple(built.episodes(split))
+    env.render_mode = render_mode
+    return env
+
+
+def register_envs() -> None:
+    """Register every suite under :data:`NAMESPACE` (idempotent; runs on import of this module)."""
+    for env_id, (suite, _split, params) in GYM_IDS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(env_id, entry_point=f"{__name__}:make_suite_env", kwargs={"suite": suite, **params})
+
+
+register_envs()

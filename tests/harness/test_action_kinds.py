@@ -1,0 +1,78 @@
+"""Agents and suites declare the kind of action they speak; a mismatch is refused before the run.
+
+``policy=zero`` on eb_alfred and ``planner=random`` on libero used to run and write meaningless
+rows; now both exit 2 with one line and write nothing. Each suite's declared ``action_kind`` is
+the kind of its gymnasium env's action space (envs/gym_registration.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from harness.catalog import PLANNERS, POLICIES, SUITES
+from harness.cli import main
+from harness.interfaces import ACTION_KINDS, action_mismatch
+
+
+def _usage_error(capsys, *argv):
+    code = main(list(argv))
+    _out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_policy_zero_on_eb_alfred_is_refused_before_the_run(capsys, tmp_path):
+    line = _usage_error(capsys, "run", "policy=zero", "split=seen", "limit=1", f"out={tmp_path / 'o'}")
+    assert "policy zero cannot act on suite eb_alfred" in line and "planner=" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_planner_random_on_libero_is_refused_before_the_run(capsys, tmp_path):
+    if importlib.util.find_spec("libero") is None:
+        pytest.skip("libero (the libero extra) is not installed")
+    line = _usage_error(capsys, "run", "suite=libero", "split=libero_spatial", "planner=random", "limit=1",
+                        f"out={tmp_path / 'o'}")
+    assert "planner random cannot act on suite libero" in line and "policy=" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_every_builtin_agent_declares_what_it_produces():
+    for registry in (PLANNERS, POLICIES):
+        for entry in registry.entries():
+            module, _, attr = entry.target.partition(":")
+            if entry.extra and importlib.util.find_spec({"models": "torch", "policies": "msgpack",
+                                                         "eb_manipulation": "robosuite"}[entry.extra]) is None:
+                continue
+            kinds = getattr(registry.load(entry.name), "action_kinds", None)
+            assert kinds and set(kinds) <= set(ACTION_KINDS), entry.name
+
+
+def _suite_or_skip(name):
+    needs = {"libero": "libero", "eb_manipulation": "robosuite"}.get(name)
+    if needs is not None and importlib.util.find_spec(needs) is None:
+        pytest.skip(f"suite {name} needs {needs} (its extra)")
+    return SUITES.build(name)
+
+
+@pytest.mark.parametrize("name", ["eb_alfred", "alfred", "eb_manipulation", "libero"])
+def test_declared_action_kind_is_the_gym_action_space(name):
+    from envs.gym_registration import action_kind
+
+    suite = _suite_or_skip(name)
+    env = suite.make_env()
+    try:
+        assert suite.action_kind == action_kind(env.action_space)
+    finally:
+        env.close()
+
+
+def test_matching_agents_pass():
+    eb_alfred, alfred = SUITES.build("eb_alfred"), SUITES.build("alfred")
+    for agent in ("random", "oracle", "oracle_json"):
+        assert action_mismatch(eb_alfred, "eb_alfred", PLANNERS.load(agent), agent) is None
+    assert action_mismatch(alfred, "alfred", PLANNERS.load("alfred_oracle"), "alfred_oracle") is None
+    # A third-party agent that declares nothing is not refused.
+    assert action_mismatch(eb_alfred, "eb_alfred", object(), "x") is None

@@ -1,0 +1,64 @@
+"""A missing optional extra gives one line naming the extra and exit 2, never a traceback.
+
+The modules are made unimportable in-process (``sys.modules[name] = None``, what Python does
+for a blocked import), as on an install without the extra.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from harness.cli import main
+from harness.extras import MODULE_EXTRAS, missing_extra_message
+
+
+def _block(monkeypatch, *modules):
+    """Make ``modules`` unimportable and forget the project modules that imported them
+    (also as attributes of their parent package, which ``from pkg import mod`` reads first)."""
+    for name in list(sys.modules):
+        if name.split(".")[0] in modules or name.startswith(("policies.server", "policies.wire", "planners.vlm.backends")):
+            monkeypatch.delitem(sys.modules, name)
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules and hasattr(sys.modules[parent], child):
+                monkeypatch.delattr(sys.modules[parent], child)
+    for name in modules:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def _one_line(capsys, code):
+    _out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_serve_policy_without_msgpack(monkeypatch, capsys):
+    _block(monkeypatch, "msgpack")
+    line = _one_line(capsys, main(["serve-policy"]))
+    assert "'msgpack'" in line and "pip install -e '.[policies]'" in line
+
+
+def test_vlm_planner_without_torch(monkeypatch, capsys, tmp_path):
+    _block(monkeypatch, "torch")
+    code = main(["run", "planner=vlm", "planner.params.model=/no/such/ckpt", "limit=1", f"out={tmp_path / 'o'}"])
+    line = _one_line(capsys, code)
+    assert "'torch'" in line and "pip install -e '.[models]'" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_every_mapped_extra_exists_in_pyproject():
+    import tomllib
+    from pathlib import Path
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert set(MODULE_EXTRAS.values()) <= set(extras)
+
+
+def test_other_import_errors_are_not_disguised():
+    assert missing_extra_message(ModuleNotFoundError("x", name="not_an_extra_module")) is None
+    assert missing_extra_message(ValueError("x")) is None
+    with pytest.raises(ModuleNotFoundError):
+        raise ModuleNotFoundError("x", name="not_an_extra_module")
