@@ -116,7 +116,11 @@ class EBAlfredEnv:
         if self._done:
             raise RuntimeError("the episode has ended; call reset()")
         skill, text = self._to_skill(action)
-        if isinstance(action, InvalidOutput):
+        if isinstance(action, InvalidOutput) and action.costs_step:
+            # A float/bool/NaN id: EmbodiedBench's step counts the step, then raises (EBAlfEnv.py:296-302).
+            self._steps += 1
+            ok, feedback = False, f"The action could not be executed: {action.reason}"
+        elif isinstance(action, InvalidOutput):
             # Unusable model output: one invalid action, no env step (EmbodiedBench's evaluator).
             self._invalid += 1
             ok, feedback = False, FEEDBACK_INVALID_PREFIX + f"The output could not be used: {action.reason}"

@@ -29,7 +29,7 @@ from harness.interfaces import AgentReply, AgentRequest
 from harness.types import EpisodeSpec
 from planners.episode_cache import EpisodeCache
 from planners.vlm.backends import BACKENDS, DEFAULT_MAX_NEW_TOKENS
-from planners.vlm.parse import PARSER_MODES, parse_plan
+from planners.vlm.parse import PARSER_MODES, PARSER_VERSION, max_output_chars, parse_plan
 from planners.vlm.prompt import (
     DEFAULT_IMAGE_SIZE, DEFAULT_NUM_EXAMPLES, PromptBuilder, PromptOptions, is_long_horizon,
 )
@@ -100,6 +100,7 @@ class VLMPlanner:
         if backend == "openai" and not base_url:
             raise ValueError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
         self.parser = parser
+        self._max_chars = max_output_chars(max_new_tokens)
         self.prompts = PromptBuilder(examples_dir, PromptOptions(
             num_examples=int(num_examples), image_size=int(image_size) if image_size else None,
             output_template=bool(output_template), feedback=bool(feedback), mode=mode))
@@ -139,7 +140,7 @@ class VLMPlanner:
         alfred = dict(self._alfred.identity())
         alfred.pop("backend", None)
         return {
-            "name": self.name, "version": PLANNER_VERSION, "parser": self.parser,
+            "name": self.name, "version": PLANNER_VERSION, "parser": self.parser, "parser_version": PARSER_VERSION,
             "prompt": self.prompts.identity(), "backend": dict(self.backend.identity()),
             "eb_manipulation": {"prompt_version": self._manip.PROMPT_VERSION, "shots": self.manipulation_shots,
                                 "examples": self._manip.examples_digest(self._manip_examples),
@@ -206,14 +207,10 @@ class VLMPlanner:
         outputs = self.backend.generate(conversations)
         replies = []
         for r, conv, actions, text in zip(requests, conversations, action_lists, outputs):
-            result = parse_plan(text, actions, self.parser)
-            prompt = _prompt_text(conv)
-            if result.error is not None:
-                replies.append(AgentReply(actions=[], raw_output=text, output_error=result.error, prompt=prompt))
-                continue
-            if self.prompts.options.mode == "chat":
+            result = parse_plan(text, actions, self.parser, self._max_chars)
+            if result.error is None and self.prompts.options.mode == "chat":
                 self._past.get(r.episode.key, list).append(text)
-            replies.append(AgentReply(actions=list(result.actions), raw_output=text, prompt=prompt))
+            replies.append(result.reply(text, _prompt_text(conv)))
         return replies
 
 
