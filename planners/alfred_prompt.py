@@ -36,6 +36,8 @@ from harness.types import EpisodeSpec
 from planners.vlm.parse import DEFAULT_MAX_CHARS, max_output_chars
 
 PROMPT_VERSION = "alfred-triplets-1"
+#: Bump when parse_triplets / grounding verdicts change. 2: output capped, names past 64 characters unusable.
+PARSER_VERSION = "2"
 #: FLARE: 9 in-context examples per query.
 DEFAULT_K = 9
 
@@ -322,7 +324,8 @@ class AlfredTripletPlanner:
     def identity(self) -> Mapping[str, Any]:
         backend = self.backend.identity() if hasattr(self.backend, "identity") else repr(type(self.backend))
         return {"name": self.name, "backend": backend, **self.builder.identity(),
-                "grounded_replanning": self.grounded_replanning, "max_replans": self.max_replans}
+                "grounded_replanning": self.grounded_replanning, "max_replans": self.max_replans,
+                "parser_version": PARSER_VERSION}
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._episodes[episode.key] = _Episode()

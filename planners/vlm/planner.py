@@ -151,6 +151,9 @@ class VLMPlanner:
         return {
             "name": self.name, "version": PLANNER_VERSION, "parser": self.parser, "parser_version": PARSER_VERSION,
             "prompt": self.prompts.identity(), "backend": dict(self.backend.identity()),
+            # The schemas themselves: a changed schema constrains differently under the same flag.
+            "schemas": {"eb_alfred": _digest(OUTPUT_SCHEMA), "eb_manipulation": _digest(self._manip.OUTPUT_SCHEMA)}
+            if self.json_schema else None,
             "eb_manipulation": {"prompt_version": self._manip.PROMPT_VERSION, "shots": self.manipulation_shots,
                                 "examples": self._manip.examples_digest(self._manip_examples),
                                 "on_bad_output": self.on_bad_output},
@@ -227,6 +230,13 @@ class VLMPlanner:
                 self._past.get(r.episode.key, list).append(text)
             replies.append(result.reply(text, _prompt_text(conv)))
         return replies
+
+
+def _digest(obj: Any) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _prompt_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
