@@ -174,7 +174,7 @@ def test_reserved_cache_gives_the_default_cache_logits(tiny_ckpts: dict[str, Pat
     planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=1, image_size=112)
     backend = planner.backend
     conversations = []
-    monkeypatch.setattr(backend, "generate", lambda c: conversations.extend(c) or ["{}"] * len(c))
+    monkeypatch.setattr(backend, "generate", lambda c, **kw: conversations.extend(c) or ["{}"] * len(c))
     planner.act(eb_alfred_requests(3))
     monkeypatch.undo()
     inputs = backend.processor.apply_chat_template(
