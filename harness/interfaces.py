@@ -91,7 +91,7 @@ class InvalidOutput:
     the single action of a plan. EmbodiedBench's semantics: the env counts one
     invalid action and takes **no** env step, and the runner does **not** add
     it to the episode history (the next prompt is identical to this one); the
-    record counts it in ``planner_output_errors``.
+    record counts it in ``planner_output_errors`` when ``output_error`` is set.
     """
 
     raw: str

@@ -9,6 +9,9 @@ Episode rules (EmbodiedBench EBAlfEnv.py / eb_alfred_evaluator.py):
   out-of-range id, a non-string) is an invalid action *without* an env step:
   in EmbodiedBench such output never reaches the env (the planner's
   ``json_to_action`` returns -1 and the evaluator adds one invalid action).
+- An :class:`InvalidOutput` with ``costs_step`` (a float / bool / NaN action id under the
+  ``embodiedbench`` parser) takes one env step and no invalid action: EmbodiedBench's step
+  counts the step, then raises on an id that is not an int (EBAlfEnv.py:296-302).
 - The episode ends on success (terminated), at 10 invalid actions (terminated,
   "max_invalid") or after 30 env steps (truncated, "max_steps").
 """
