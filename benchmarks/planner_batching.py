@@ -62,7 +62,9 @@ def main() -> None:
 
     root = Path(args.ckpt) if args.ckpt else Path(tempfile.gettempdir()) / "embodied_transfer_tiny_vlm"
     ckpts = build_all(root)
-    planner = VLMPlanner(model=str(ckpts["base"]), max_new_tokens=args.max_new_tokens,
+    # Free decoding, as measured: a schema-constrained reply may end early, so the lengths would differ
+    # (benchmarks/guided_decoding.py measures the grammar's cost).
+    planner = VLMPlanner(model=str(ckpts["base"]), max_new_tokens=args.max_new_tokens, json_schema=False,
                          num_examples=args.num_examples, image_size=args.image_size, batch_size=args.episodes)
     suite = EBAlfredSuite(render=True, generated_per_split=args.episodes)
     env = suite.make_env()

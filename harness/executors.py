@@ -37,7 +37,7 @@ class Transition:
     done: bool = False
     steps: int = 0
     history: list[tuple[Any, str]] = field(default_factory=list)
-    #: InvalidOutput actions stepped (counted by the env, not in the history).
+    #: InvalidOutput actions stepped that count as output errors (the env counts them; not in the history).
     invalid_outputs: int = 0
     #: Set when the env raised or the deadline passed: (kind, message).
     error: tuple[str, str] | None = None
@@ -94,7 +94,7 @@ def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Tr
     history = out.history
     step = env.step
     obs = info = None
-    stepped = 0
+    stepped = charged = 0
     for action in actions:
         try:
             obs, _reward, terminated, truncated, info = step(action)
@@ -106,7 +106,8 @@ def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Tr
             break
         stepped += 1
         if type(action) is InvalidOutput:
-            out.invalid_outputs += 1
+            out.invalid_outputs += action.output_error
+            charged += action.costs_step
         else:
             history.append((action, info.get(INFO_FEEDBACK, "")))
         if terminated or truncated:
@@ -117,7 +118,7 @@ def drive(env: EpisodeEnv, actions: Sequence[Any], deadline: float | None) -> Tr
         if deadline is not None and time.monotonic() > deadline:
             out.error = ("timeout", "episode exceeded its wall-clock limit")
             break
-    out.steps = len(history)
+    out.steps = len(history) + charged
     if stepped:
         out.observation, out.info = obs, info
     return out

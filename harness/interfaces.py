@@ -120,11 +120,19 @@ class InvalidOutput:
     the single action of a plan. EmbodiedBench's semantics: the env counts one
     invalid action and takes **no** env step, and the runner does **not** add
     it to the episode history (the next prompt is identical to this one); the
-    record counts it in ``planner_output_errors``.
+    record counts it in ``planner_output_errors`` when ``output_error`` is set.
     """
 
     raw: str
     reason: str
+    #: Counted in ``planner_output_errors`` (EmbodiedBench's ``output_json_error``:
+    #: the output could not be read). False for a readable plan that is invalid
+    #: all the same (its first action id is out of range): an invalid action only.
+    output_error: bool = True
+    #: The env charges one env step instead of an invalid action (EmbodiedBench:
+    #: a float / bool / NaN action id reaches the env, whose step raises after
+    #: counting the step; the evaluator plans again). Never in the history.
+    costs_step: bool = False
 
 
 @dataclass

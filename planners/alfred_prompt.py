@@ -33,8 +33,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from envs.alfred.language import NO_RECEPTACLE, TRIPLET_ACTIONS, Triplet, expand, expand_all
 from harness.interfaces import AgentReply, AgentRequest
 from harness.types import EpisodeSpec
+from planners.vlm.parse import DEFAULT_MAX_CHARS, max_output_chars
 
 PROMPT_VERSION = "alfred-triplets-1"
+#: Bump when parse_triplets / grounding verdicts change. 2: output capped, names past 64 characters unusable.
+PARSER_VERSION = "2"
 #: FLARE: 9 in-context examples per query.
 DEFAULT_K = 9
 
@@ -59,7 +62,12 @@ class Parsed:
     error: str | None = None
 
 
-def parse_triplets(text: str) -> Parsed:
+#: Longer than any ALFRED object or receptacle class (the longest are ~15 characters): a name
+#: past this is unusable, and grounding never compares it (difflib is quadratic in length).
+MAX_NAME_CHARS = 64
+
+
+def parse_triplets(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> Parsed:
     """The triplets in model output ``text``, in order.
 
     Accepts ``(PickupObject, Apple, CounterTop)`` and list / quoted forms
@@ -70,6 +78,9 @@ def parse_triplets(text: str) -> Parsed:
     """
     if not isinstance(text, str):
         return Parsed((), "output is not text")
+    if len(text) > max_chars:
+        return Parsed((), f"output of {len(text)} characters is longer than the {max_chars} that "
+                          "max_new_tokens allow")
     found = _TRIPLET.findall(text)
     if not found:
         return Parsed((), "no (action, object, receptacle) triplet in the output")
@@ -78,6 +89,8 @@ def parse_triplets(text: str) -> Parsed:
         canon = _CANON.get(action.casefold())
         if canon is None:
             return Parsed((), f"unknown action {action!r} (allowed: {', '.join(TRIPLET_ACTIONS)})")
+        if len(obj) > MAX_NAME_CHARS or len(recep) > MAX_NAME_CHARS:
+            return Parsed((), f"a name longer than {MAX_NAME_CHARS} characters is no ALFRED class")
         recep = NO_RECEPTACLE if recep in ("", "0", "None", "none") else recep
         if canon == "PutObject" and recep == NO_RECEPTACLE:
             return Parsed((), f"({action}, {obj}, 0): PutObject needs a receptacle")
@@ -247,8 +260,8 @@ def _words(name: str) -> str:
 
 def most_similar(name: str, candidates: Sequence[str]) -> str | None:
     """The candidate class whose words are most similar to ``name``'s (None without candidates)."""
-    cands = [c for c in candidates if c != name]
-    if not cands:
+    cands = [c for c in candidates if c != name and len(c) <= MAX_NAME_CHARS]
+    if not cands or len(name) > MAX_NAME_CHARS:
         return None
     w = _words(name)
     return max(cands, key=lambda c: (difflib.SequenceMatcher(None, w, _words(c)).ratio(), c))
@@ -305,12 +318,14 @@ class AlfredTripletPlanner:
         self.builder = TripletPromptBuilder(pool, PromptOptions(k=k, retrieval=retrieval))
         self.grounded_replanning = bool(grounded_replanning)
         self.max_replans = int(max_replans)
+        self._max_chars = max_output_chars(getattr(backend, "max_new_tokens", 2048))
         self._episodes: dict[tuple, _Episode] = {}
 
     def identity(self) -> Mapping[str, Any]:
         backend = self.backend.identity() if hasattr(self.backend, "identity") else repr(type(self.backend))
         return {"name": self.name, "backend": backend, **self.builder.identity(),
-                "grounded_replanning": self.grounded_replanning, "max_replans": self.max_replans}
+                "grounded_replanning": self.grounded_replanning, "max_replans": self.max_replans,
+                "parser_version": PARSER_VERSION}
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._episodes[episode.key] = _Episode()
@@ -356,7 +371,7 @@ class AlfredTripletPlanner:
                 r = requests[i]
                 ep = self._episodes[r.episode.key]
                 ep.outputs.append(text)
-                parsed = parse_triplets(text)
+                parsed = parse_triplets(text, self._max_chars)
                 if parsed.error:
                     replies[i] = AgentReply(actions=[], raw_output=text, output_error=parsed.error)
                     continue

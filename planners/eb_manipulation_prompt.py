@@ -85,6 +85,40 @@ Answer with one JSON object with the keys 'visual_state_description', 'reasoning
 Keep the plan short. Write nothing but that JSON object (no code fences)."""
 
 
+#: The output JSON schema EmbodiedBench sends as ``response_format`` for EB-Manipulation
+#: (planner/planner_config/generation_guide_manip.py ``vlm_generation_guide_manip``, chosen by
+#: planner/remote_model.py:96-103, :165-166): the same four keys as EB-ALFRED's, but each
+#: ``executable_plan`` entry is an object whose ``action`` is the 7-integer action written as a
+#: string. The vlm planner's ``json_schema=true`` sends / decodes with this on this suite.
+#: The descriptions are ours.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "visual_state_description": {
+            "type": "string",
+            "description": "The colour and shape of each numbered object in the image, in order, and the 3D "
+                           "coordinates of the objects the task needs, taken from the input."},
+        "reasoning_and_reflection": {
+            "type": "string",
+            "description": "What has to be done with the target objects, and what the earlier actions taught."},
+        "language_plan": {
+            "type": "string", "description": "The plan in words: numbered steps, each naming its action."},
+        "executable_plan": {
+            "type": "array",
+            "description": "The 7-integer discrete actions to run, in order.",
+            "items": {
+                "type": "object",
+                "properties": {"action": {
+                    "type": "string",
+                    "description": "One action as a list [X, Y, Z, Roll, Pitch, Yaw, Gripper] in the given bins."}},
+                "required": ["action"],
+            },
+        },
+    },
+    "required": ["visual_state_description", "reasoning_and_reflection", "language_plan", "executable_plan"],
+}
+
+
 def load_examples(path: str | Path | None = None) -> dict[str, list[str]]:
     """Examples per task class (pick / stack / place / wipe) from our JSON or the original's .py."""
     p = Path(path) if path else DEFAULT_EXAMPLES

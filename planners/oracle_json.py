@@ -17,7 +17,7 @@ from envs.eb_alfred.skills import BASIN_ALIASES
 from harness.interfaces import AgentReply, AgentRequest
 from harness.types import EpisodeSpec
 from planners.oracle import OraclePlanner
-from planners.vlm.parse import PARSER_MODES, parse_plan
+from planners.vlm.parse import PARSER_MODES, PARSER_VERSION, parse_plan
 from planners.vlm.prompt import action_id_and_text
 
 ORACLE_JSON_VERSION = "1"
@@ -64,6 +64,7 @@ class OracleJSONPlanner:
 
     def identity(self) -> Mapping[str, Any]:
         return {"name": self.name, "version": ORACLE_JSON_VERSION, "parser": self.parser,
+                "parser_version": PARSER_VERSION,
                 "oracle": dict(self.oracle.identity())}
 
     def reset(self, episode: EpisodeSpec) -> None:
@@ -76,5 +77,5 @@ class OracleJSONPlanner:
             actions = r.observation["actions"]
             text = plan_to_output(plan, actions, r.episode.instruction)
             result = parse_plan(text, actions, self.parser)
-            replies.append(AgentReply(actions=result.actions, raw_output=text, output_error=result.error))
+            replies.append(result.reply(text))
         return replies

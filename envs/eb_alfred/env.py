@@ -9,6 +9,9 @@ Episode rules (EmbodiedBench EBAlfEnv.py / eb_alfred_evaluator.py):
   out-of-range id, a non-string) is an invalid action *without* an env step:
   in EmbodiedBench such output never reaches the env (the planner's
   ``json_to_action`` returns -1 and the evaluator adds one invalid action).
+- An :class:`InvalidOutput` with ``costs_step`` (a float / bool / NaN action id under the
+  ``embodiedbench`` parser) takes one env step and no invalid action: EmbodiedBench's step
+  counts the step, then raises on an id that is not an int (EBAlfEnv.py:296-302).
 - The episode ends on success (terminated), at 10 invalid actions (terminated,
   "max_invalid") or after 30 env steps (truncated, "max_steps").
 """
@@ -120,7 +123,11 @@ class EBAlfredEnv(SuiteEnv):
         if self._done:
             raise RuntimeError("the episode has ended; call reset()")
         skill, text = self._to_skill(action)
-        if isinstance(action, InvalidOutput):
+        if isinstance(action, InvalidOutput) and action.costs_step:
+            # A float/bool/NaN id: EmbodiedBench's step counts the step, then raises (EBAlfEnv.py:296-302).
+            self._steps += 1
+            ok, feedback = False, f"The action could not be executed: {action.reason}"
+        elif isinstance(action, InvalidOutput):
             # Unusable model output: one invalid action, no env step (EmbodiedBench's evaluator).
             self._invalid += 1
             ok, feedback = False, FEEDBACK_INVALID_PREFIX + f"The output could not be used: {action.reason}"

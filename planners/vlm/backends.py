@@ -12,6 +12,13 @@ the per-request timeout are the ``openai`` client's own (``max_retries``,
 ``timeout``). A server that stays down raises out of ``generate``: the runner
 records the episodes it served as agent errors, and a rerun resumes them.
 
+Both take the output JSON schema of the episode's suite with ``generate(...,
+schema=...)`` when ``json_schema`` is on: ``hf`` constrains decoding to it with
+xgrammar (the structured-generation library of vLLM and SGLang; a logits
+processor that masks every token the schema's grammar does not allow), and
+``openai`` sends it as ``response_format`` (``json_schema``), as EmbodiedBench
+does for its local and most remote models (planners/vlm/family.py).
+
 Messages use the processor's convention: ``{"type": "image", "image": PIL}``
 parts; the ``openai`` backend sends them as base64 PNG data URLs.
 """
@@ -56,7 +63,7 @@ class HFBackend:
     def __init__(self, model: str, *, adapter: str | None = None, merge_adapter: bool = False,
                  dtype: str = "auto", device_map: str | None = None, attn_implementation: str | None = None,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, batch_size: int = 16,
-                 trust_remote_code: bool = False, hash_weights: bool = False) -> None:
+                 trust_remote_code: bool = False, hash_weights: bool = False, json_schema: bool = False) -> None:
         import torch
         from transformers import AutoModelForImageTextToText
 
@@ -65,6 +72,11 @@ class HFBackend:
         self.model_path, self.adapter_path = model, adapter
         self.merge_adapter, self.dtype = bool(merge_adapter), str(dtype)
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
+        self.json_schema = bool(json_schema)
+        if self.json_schema:
+            _require_xgrammar()
+        self._grammar_compiler: Any = None
+        self._grammars: dict[str, Any] = {}
         self.processor = load_processor(model, trust_remote_code=trust_remote_code)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         tokenizer.padding_side = "left"  # decoder-only batching: new tokens line up at the right
@@ -103,6 +115,8 @@ class HFBackend:
             "attn_implementation": attn_implementation or "default",
             "max_new_tokens": self.max_new_tokens,
             "decoding": "greedy",
+            "json_schema": self.json_schema,
+            "guided_decoding": f"xgrammar=={_version('xgrammar')}" if self.json_schema else None,
         }
         #: generate() calls and conversations served (for benchmarks and tests).
         self.calls = 0
@@ -111,13 +125,37 @@ class HFBackend:
     def identity(self) -> Mapping[str, Any]:
         return self._identity
 
-    def generate(self, conversations: Sequence[Messages]) -> list[str]:
+    def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
+        """Greedy replies; constrained to ``schema`` when given and ``json_schema`` is on."""
         out: list[str] = []
+        grammar = self._grammar(schema) if (schema is not None and self.json_schema) else None
         for start in range(0, len(conversations), self.batch_size):
-            out += self._generate_batch(conversations[start:start + self.batch_size])
+            out += self._generate_batch(conversations[start:start + self.batch_size], grammar)
         return out
 
-    def _generate_batch(self, conversations: Sequence[Messages]) -> list[str]:
+    def _grammar(self, schema: Mapping[str, Any]) -> Any:
+        """The schema compiled for this tokenizer (once per schema)."""
+        import json
+
+        import xgrammar as xgr
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            if self._grammar_compiler is None:
+                tokenizer = getattr(self.processor, "tokenizer", self.processor)
+                # The logits' width (may exceed len(tokenizer) by padding rows).
+                vocab_size = self.model.get_output_embeddings().weight.shape[0]
+                stops = self.model.generation_config.eos_token_id
+                stops = [stops] if isinstance(stops, int) else list(stops or [])
+                if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in stops:
+                    stops.append(tokenizer.eos_token_id)
+                info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size,
+                                                          stop_token_ids=stops or None)
+                self._grammar_compiler = xgr.GrammarCompiler(info)
+            self._grammars[key] = self._grammar_compiler.compile_json_schema(key)
+        return self._grammars[key]
+
+    def _generate_batch(self, conversations: Sequence[Messages], grammar: Any = None) -> list[str]:
         torch = self._torch
         inputs = self.processor.apply_chat_template(
             list(conversations), add_generation_prompt=True, tokenize=True, return_dict=True,
@@ -132,6 +170,12 @@ class HFBackend:
             cache = reserved_cache(self.model, self.max_new_tokens)
             if cache is not None:  # written in place: no copy of the whole cache per new token
                 extra["cache"] = cache
+        if grammar is not None:
+            from transformers import LogitsProcessorList
+            from xgrammar.contrib.hf import LogitsProcessor
+
+            # One processor per generate call (it keeps one grammar matcher per row).
+            extra["logits_processor"] = LogitsProcessorList([LogitsProcessor(grammar)])
         with torch.inference_mode():
             generated = self.model.generate(
                 **inputs, do_sample=False, max_new_tokens=self.max_new_tokens,
@@ -145,6 +189,23 @@ class HFBackend:
         output_tokens = (new != tokenizer.pad_token_id).sum(dim=1).tolist()
         texts = tokenizer.batch_decode(new, skip_special_tokens=True)
         return [Generation(t.strip(), p, o) for t, p, o in zip(texts, prompt_tokens, output_tokens)]
+
+
+def _require_xgrammar() -> None:
+    try:
+        import xgrammar  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("json_schema=true on the hf backend constrains decoding with xgrammar: install the "
+                          "`models` extra (or set planner.params.json_schema=false)") from exc
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def load_processor(path: str, *, trust_remote_code: bool = False) -> Any:
@@ -242,18 +303,18 @@ class OpenAIBackend:
     def identity(self) -> Mapping[str, Any]:
         return self._identity
 
-    def generate(self, conversations: Sequence[Messages]) -> list[str]:
+    def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
+        """Replies; ``schema`` goes out as ``response_format`` when ``json_schema`` is on."""
         self.calls += 1
-        return list(self._pool.map(self._complete, conversations))
+        schema = schema if self.json_schema else None
+        return list(self._pool.map(lambda m: self._complete(m, schema), conversations))
 
-    def _complete(self, messages: Messages) -> str:
-        from planners.vlm.prompt import OUTPUT_SCHEMA
-
+    def _complete(self, messages: Messages, schema: Mapping[str, Any] | None = None) -> str:
         kwargs: dict[str, Any] = {}
-        if self.json_schema:
+        if schema is not None:
+            # EmbodiedBench planner/remote_model.py:166-168: name 'embodied_planning', no "strict".
             kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "embodied_plan", "schema": OUTPUT_SCHEMA, "strict": False},
+                "type": "json_schema", "json_schema": {"name": "embodied_planning", "schema": dict(schema)},
             }
         resp = self.client.chat.completions.create(
             model=self.model, messages=to_openai_messages(messages), temperature=0.0,

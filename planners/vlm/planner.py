@@ -29,9 +29,10 @@ from harness.interfaces import AgentReply, AgentRequest
 from harness.types import EpisodeSpec
 from planners.episode_cache import EpisodeCache
 from planners.vlm.backends import BACKENDS, DEFAULT_MAX_NEW_TOKENS
-from planners.vlm.parse import PARSER_MODES, parse_plan
+from planners.vlm.parse import PARSER_MODES, PARSER_VERSION, max_output_chars, parse_plan
+from planners.vlm.family import family_defaults, resolve
 from planners.vlm.prompt import (
-    DEFAULT_IMAGE_SIZE, DEFAULT_NUM_EXAMPLES, PromptBuilder, PromptOptions, is_long_horizon,
+    OUTPUT_SCHEMA, DEFAULT_IMAGE_SIZE, DEFAULT_NUM_EXAMPLES, PromptBuilder, PromptOptions, is_long_horizon,
 )
 
 #: Bump when the planner's own logic (not prompt, parser or backend) changes results.
@@ -65,17 +66,19 @@ class VLMPlanner:
         max_concurrency: int = 8,
         request_timeout_s: float = 120.0,
         max_retries: int = 3,
-        json_schema: bool = False,
         served_checkpoint: str | None = None,
         # both
+        json_schema: bool | str | None = "auto",
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         hash_weights: bool = False,
         # prompt and parser
-        parser: str = "embodiedbench",
+        parser: str = "auto",
+        prompt_source: str = "ours",
+        embodiedbench_dir: str | None = None,
         examples_dir: str | None = None,
         num_examples: int = DEFAULT_NUM_EXAMPLES,
         image_size: int | None = DEFAULT_IMAGE_SIZE,
-        output_template: bool = True,
+        output_template: bool | str | None = "auto",
         feedback: bool = True,
         mode: str = "single",
         # eb_manipulation
@@ -91,8 +94,13 @@ class VLMPlanner:
             raise ValueError(f"unknown vlm backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if not model:
             raise ValueError("the vlm planner needs model=<checkpoint path or served model name>")
+        family = family_defaults(model, backend)
+        if parser == "auto":
+            parser = family.parser
         if parser not in PARSER_MODES:
-            raise ValueError(f"unknown parser {parser!r}; choose one of {', '.join(PARSER_MODES)}")
+            raise ValueError(f"unknown parser {parser!r}; choose one of auto, {', '.join(PARSER_MODES)}")
+        self.json_schema = resolve(json_schema, family.json_schema, "json_schema")
+        output_template = resolve(output_template, family.output_template, "output_template")
         if backend == "hf" and base_url:
             raise ValueError("base_url is an openai-backend parameter; set backend=openai to use a server")
         if backend == "openai" and adapter:
@@ -101,23 +109,25 @@ class VLMPlanner:
         if backend == "openai" and not base_url:
             raise ValueError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
         self.parser = parser
+        self._max_chars = max_output_chars(max_new_tokens)
         self.prompts = PromptBuilder(examples_dir, PromptOptions(
             num_examples=int(num_examples), image_size=int(image_size) if image_size else None,
-            output_template=bool(output_template), feedback=bool(feedback), mode=mode))
+            output_template=output_template, feedback=bool(feedback), mode=mode, source=prompt_source),
+            embodiedbench_dir=embodiedbench_dir)
         if backend == "hf":
             from planners.vlm.backends import HFBackend
 
             self.backend: Any = HFBackend(
                 model, adapter=adapter, merge_adapter=merge_adapter, dtype=dtype, device_map=device_map,
                 attn_implementation=attn_implementation, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                trust_remote_code=trust_remote_code, hash_weights=hash_weights)
+                trust_remote_code=trust_remote_code, hash_weights=hash_weights, json_schema=self.json_schema)
         else:
             from planners.vlm.backends import OpenAIBackend
 
             self.backend = OpenAIBackend(
                 model, base_url=base_url, api_key_env=api_key_env,  # type: ignore[arg-type]
                 max_concurrency=max_concurrency, request_timeout_s=request_timeout_s, max_retries=max_retries,
-                max_new_tokens=max_new_tokens, json_schema=json_schema, served_checkpoint=served_checkpoint,
+                max_new_tokens=max_new_tokens, json_schema=self.json_schema, served_checkpoint=served_checkpoint,
                 hash_weights=hash_weights)
         # chat mode only: this episode's earlier usable outputs.
         self._past: EpisodeCache[list[str]] = EpisodeCache()
@@ -140,8 +150,11 @@ class VLMPlanner:
         alfred = dict(self._alfred.identity())
         alfred.pop("backend", None)
         return {
-            "name": self.name, "version": PLANNER_VERSION, "parser": self.parser,
+            "name": self.name, "version": PLANNER_VERSION, "parser": self.parser, "parser_version": PARSER_VERSION,
             "prompt": self.prompts.identity(), "backend": dict(self.backend.identity()),
+            # The schemas themselves: a changed schema constrains differently under the same flag.
+            "schemas": {"eb_alfred": _digest(OUTPUT_SCHEMA), "eb_manipulation": _digest(self._manip.OUTPUT_SCHEMA)}
+            if self.json_schema else None,
             "eb_manipulation": {"prompt_version": self._manip.PROMPT_VERSION, "shots": self.manipulation_shots,
                                 "examples": self._manip.examples_digest(self._manip_examples),
                                 "on_bad_output": self.on_bad_output},
@@ -172,6 +185,12 @@ class VLMPlanner:
                 replies[i] = reply
         return replies
 
+    def _generate(self, conversations: list[Any], schema: Mapping[str, Any]) -> list[str]:
+        """The backend's replies, constrained to the suite's ``schema`` when ``json_schema`` is on."""
+        if self.json_schema:
+            return self.backend.generate(conversations, schema=schema)
+        return self.backend.generate(conversations)
+
     def _act_manipulation(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
         conversations = []
         for r in requests:
@@ -182,7 +201,7 @@ class VLMPlanner:
                 obs.get("instruction") or r.episode.instruction, obs["object_coordinates_text"],
                 r.episode.metadata["task_class"], r.history, self._manip_examples, image=obs.get("image"),
                 n_shot=self.manipulation_shots, image_size=self._image_size))
-        outputs = self.backend.generate(conversations)
+        outputs = self._generate(conversations, self._manip.OUTPUT_SCHEMA)
         replies = []
         for r, conv, text in zip(requests, conversations, outputs):
             calls = self._calls.get(r.episode.key, lambda: [0])
@@ -204,18 +223,21 @@ class VLMPlanner:
                 obs.get("instruction") or r.episode.instruction, actions, r.history, obs.get("image"),
                 is_long_horizon(r.episode.metadata), past))
             action_lists.append(actions)
-        outputs = self.backend.generate(conversations)
+        outputs = self._generate(conversations, OUTPUT_SCHEMA)
         replies = []
         for r, conv, actions, text in zip(requests, conversations, action_lists, outputs):
-            result = parse_plan(text, actions, self.parser)
-            prompt = _prompt_text(conv)
-            if result.error is not None:
-                replies.append(AgentReply(actions=[], raw_output=text, output_error=result.error, prompt=prompt))
-                continue
-            if self.prompts.options.mode == "chat":
+            result = parse_plan(text, actions, self.parser, self._max_chars)
+            if result.error is None and self.prompts.options.mode == "chat":
                 self._past.get(r.episode.key, list).append(text)
-            replies.append(AgentReply(actions=list(result.actions), raw_output=text, prompt=prompt))
+            replies.append(result.reply(text, _prompt_text(conv)))
         return replies
+
+
+def _digest(obj: Any) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _prompt_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

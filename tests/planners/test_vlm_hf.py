@@ -174,7 +174,7 @@ def test_reserved_cache_gives_the_default_cache_logits(tiny_ckpts: dict[str, Pat
     planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=1, image_size=112)
     backend = planner.backend
     conversations = []
-    monkeypatch.setattr(backend, "generate", lambda c: conversations.extend(c) or ["{}"] * len(c))
+    monkeypatch.setattr(backend, "generate", lambda c, **kw: conversations.extend(c) or ["{}"] * len(c))
     planner.act(eb_alfred_requests(3))
     monkeypatch.undo()
     inputs = backend.processor.apply_chat_template(
@@ -228,3 +228,27 @@ def test_reserved_layer_follows_the_default_layer_through_cache_operations(op: s
         layer.update(after, after + 1)
     assert torch.equal(default.keys, reserved.keys) and torch.equal(default.values, reserved.values)
     assert default.get_seq_length() == reserved.get_seq_length()
+
+
+def test_constrained_decoding_keeps_every_reply_inside_the_schema(tiny_ckpts: dict[str, Path]) -> None:
+    """``json_schema=true`` on the hf backend (EmbodiedBench gives local models the schema as
+    ``response_format``: planner/remote_model.py:95-121 at b247936): every reply of a random-weight
+    model is a prefix of a schema-valid object, which the same model's free replies are not."""
+    xgr = pytest.importorskip("xgrammar")
+    from planners.vlm.planner import VLMPlanner
+    from planners.vlm.prompt import OUTPUT_SCHEMA
+
+    fast = dict(FAST, max_new_tokens=40)
+    on = VLMPlanner(model=str(tiny_ckpts["base"]), json_schema=True, **fast)
+    off = VLMPlanner(model=str(tiny_ckpts["base"]), json_schema=False, **fast)
+    assert on.identity()["backend"]["guided_decoding"].startswith("xgrammar==")
+    assert off.identity()["backend"]["json_schema"] is False and on.identity() != off.identity()
+    requests = eb_alfred_requests(3)
+    grammar = on.backend._grammar(OUTPUT_SCHEMA)
+
+    def inside(text: str) -> bool:
+        return xgr.GrammarMatcher(grammar).accept_string(text)
+
+    constrained = [r.raw_output for r in on.act(requests)]
+    assert all(t.startswith('{"') and inside(t) for t in constrained), constrained
+    assert not any(inside(r.raw_output) for r in off.act(requests))
