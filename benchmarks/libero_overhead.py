@@ -85,6 +85,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
+    from envs.libero.suite import LiberoSuite
+
+    LiberoSuite().provider.env_class()  # imports (robosuite, MuJoCo, LIBERO's envs) outside the timings
     bare, ours = [], []
     for _ in range(args.repeats):
         bare.append(bare_loop(args.trials, args.steps))
