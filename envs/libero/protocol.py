@@ -8,7 +8,7 @@ constants are checked against its loop's source lines in
 
 * ``standard``: openpi's LIBERO loop, Physical-Intelligence/openpi
   ``examples/libero/main.py`` at 15a9616a00943ada6c20a0f158e3adb39df2ccac
-  (256 px cameras :18/:193, ``env.seed(7)`` once per task :45/:195, 10 dummy
+  (256 px cameras :18/:194, ``env.seed(7)`` once per task :45/:195, 10 dummy
   actions ``[0]*6 + [-1]`` :17/:37, per-suite step budgets :60-69, images
   rotated 180 degrees :115-116, 50 trials :38). The policy gets the
   observation of the last wait step.

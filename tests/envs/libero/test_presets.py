@@ -17,7 +17,7 @@ def test_standard_is_openpis_loop():
     :17 ``LIBERO_DUMMY_ACTION = [0.0] * 6 + [-1.0]``; :18 ``LIBERO_ENV_RESOLUTION = 256``;
     :37 ``num_steps_wait = 10``; :38 ``num_trials_per_task = 50``; :45 ``seed = 7`` and :195
     ``env.seed(seed)`` once per task (so trial i is the (i+1)-th reset after it); :60-69 max_steps
-    220/280/300/520/400; :115-116 ``[::-1, ::-1]`` on both cameras; :104-108 the policy's first
+    220/280/300/520/400; :115-116 ``[::-1, ::-1]`` on both cameras; :104-109 the policy's first
     observation is the last wait step's (``obs`` reassigned by each wait ``env.step``)."""
     p = P.preset("standard")
     assert p["dummy_action"] == [0.0] * 6 + [-1.0]

@@ -2,10 +2,10 @@
 
 The stock loop is openpi's LIBERO evaluation, Physical-Intelligence/openpi
 commit 15a9616a00943ada6c20a0f158e3adb39df2ccac, ``examples/libero/main.py``:
-``OffScreenRenderEnv(bddl, camera_heights=256, camera_widths=256)`` (:18, :193),
+``OffScreenRenderEnv(bddl, camera_heights=256, camera_widths=256)`` (:18, :194),
 ``env.seed(7)`` once per task (:45, :195), then per trial ``env.reset()`` (:93),
 ``obs = env.set_init_state(initial_states[i])`` (:97), ``num_steps_wait = 10``
-dummy actions ``[0]*6 + [-1]`` (:17, :37, :104-108) and the policy's actions,
+dummy actions ``[0]*6 + [-1]`` (:17, :37, :104-109) and the policy's actions,
 images rotated 180 degrees (:115-116). It runs here on the provider's own env
 with every camera on throughout, as openpi runs it; the project's env runs the
 same trials with the same random actions, and every robosuite observation and
