@@ -25,8 +25,19 @@ at their compiled positions first: 4-80 ms per replayed reset instead of the
 1.5-2.6 s of a hard reset); trials run in order need no replay at all. After
 every real reset the generator state is compared with the table's state i+1
 and a mismatch is an env error, so the placement can never differ silently.
-``per_trial`` seeds the generator from (seed, task, trial) before each reset:
-no replay, but a different placement from the published loop (recorded).
+``seed_plus_trial`` (LeRobot 0.6.1) and ``same_each_trial`` (``lifelong``)
+seed the generator with the episode's seed right before its reset, as those
+loops do; ``per_trial`` seeds it from (seed, task, trial) before each reset:
+no replay, but a different placement from any published loop (recorded).
+
+Observations (issue 20 item 1)
+------------------------------
+With images on, every observation equals the stock loop's bit for bit: the
+cameras stay off through ``reset`` and the wait steps, and come on for the last
+two wait steps with their sampling timers copied from the other observables
+(``_set_cameras``), so they sample at the same physics substep as in a loop
+that never switched them off. ``tests/envs/libero/test_stock_loop.py`` runs
+openpi's loop beside this env for every suite's first task.
 
 ``reset`` options: ``render=False`` disables the camera observables (physics is
 identical, images are absent); ``artifacts_dir`` is where videos go.
@@ -137,16 +148,38 @@ class LiberoEnv(SuiteEnv):
         inner = env.env
         if self.suite.fast_render:
             inner.set_xml_processor(fast_render_xml)  # applies from the next (hard) reset on
-        # The fixture bodies' compiled positions, as a hard reset's fresh sim has them.
-        import mujoco
-
-        xml = inner.model.get_xml()
-        if self.suite.fast_render:
-            xml = fast_render_xml(xml)
-        compiled = mujoco.MjModel.from_xml_string(xml)
-        self._pristine = (compiled.body_pos.copy(), compiled.body_quat.copy())
+        self._pristine = None
+        self._hook_pristine(inner)
         self._env, self._env_key = env, key
         return env
+
+    def _hook_pristine(self, inner: Any) -> None:
+        """Keep the fixture bodies' compiled positions from every hard reset's own compile.
+
+        A hard reset compiles the model XML into a fresh sim; its ``body_pos`` /
+        ``body_quat`` right then are what the replayed draws start from. Taking
+        them there costs nothing, where compiling the XML a second time cost
+        ~0.45 s per env build (issue 20 item 6)."""
+        original = inner._initialize_sim
+
+        def initialize_sim(xml_string=None):
+            original(xml_string)
+            self._pristine = (inner.sim.model.body_pos.copy(), inner.sim.model.body_quat.copy())
+
+        inner._initialize_sim = initialize_sim
+
+    def _pristine_bodies(self) -> tuple[np.ndarray, np.ndarray]:
+        """The compiled positions; compiled here only when draws are replayed before any hard reset."""
+        if self._pristine is None:
+            import mujoco
+
+            inner = self._env.env
+            xml = inner.model.get_xml()
+            if self.suite.fast_render:
+                xml = fast_render_xml(xml)
+            compiled = mujoco.MjModel.from_xml_string(xml)
+            self._pristine = (compiled.body_pos.copy(), compiled.body_quat.copy())
+        return self._pristine
 
     def _init_states(self, split: str, task_index: int) -> np.ndarray:
         key = (split, task_index)
@@ -171,9 +204,26 @@ class LiberoEnv(SuiteEnv):
             ctx.gl_ctx.make_current()
 
     def _set_cameras(self, on: bool) -> None:
+        """Switch the camera observables on or off; on, in phase with the others.
+
+        robosuite samples each observable on its own timer, advanced only while
+        it is enabled (by one physics substep per ``update``, forced or not).
+        The stock loop keeps the cameras on throughout, so their timers always
+        equal the proprioceptive observables'. A camera switched back on here
+        takes the timer of ``robot0_eef_pos`` (same sampling rate, no delay), so
+        it samples at the very substep the stock loop's would; a forced update
+        instead would move every timer one substep (2 ms) off the stock loop's."""
         inner = self._env.env
+        ref = inner._observables["robot0_eef_pos"]
         for cam in self.suite.preset["cameras"]:
             inner.modify_observable(observable_name=f"{cam}_image", attribute="enabled", modifier=on)
+            if on:
+                obs = inner._observables[f"{cam}_image"]
+                if obs._sampling_timestep != ref._sampling_timestep:
+                    raise RuntimeError(f"{cam}_image samples at another rate than robot0_eef_pos: cannot align")
+                obs._time_since_last_sample = ref._time_since_last_sample
+                obs._sampled = ref._sampled
+                obs._current_delay = ref._current_delay
 
     # -- fixture RNG ----------------------------------------------------
     def _replay_reset_draws(self) -> None:
@@ -181,7 +231,7 @@ class LiberoEnv(SuiteEnv):
         from robosuite.utils.errors import RandomizationError
 
         inner = self._env.env
-        pos, quat = self._pristine  # type: ignore[misc]
+        pos, quat = self._pristine_bodies()
         while True:  # ControlEnv.reset retries on RandomizationError, drawing again
             inner.sim.model.body_pos[:] = pos
             inner.sim.model.body_quat[:] = quat
@@ -195,8 +245,12 @@ class LiberoEnv(SuiteEnv):
         self.replayed_resets += 1
 
     def _seed_fixture_rng(self, split: str, task: int, trial: int, seed: int) -> list[tuple] | None:
-        if self.suite.fixture_rng == "per_trial":
+        mode = self.suite.fixture_rng
+        if mode == "per_trial":
             np.random.seed(int(np.random.SeedSequence([seed, task, trial]).generate_state(1)[0]))
+            return None
+        if mode in ("seed_plus_trial", "same_each_trial"):
+            np.random.seed(seed)  # the episode's seed is already seed + i under seed_plus_trial
             return None
         table = _RNG_TABLES.setdefault((self.provider.name, split, task, seed), [])
         if not table:
@@ -242,15 +296,27 @@ class LiberoEnv(SuiteEnv):
             ctx = env.env.sim._render_context_offscreen
             if ctx is not None:
                 ctx.scn.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-        raw = env.set_init_state(inits[trial])
-        self.initial_sim_state = np.asarray(env.get_sim_state()).copy()
-        dummy = list(self.suite.preset["dummy_action"])
-        for _ in range(int(self.suite.preset["num_steps_wait"])):
-            raw, _r, _d, _i = env.step(dummy)
-        if self._images:
+        # The cameras come on, timers aligned, only for the calls whose observation
+        # the policy gets: the last two wait steps (a physics-substep rounding can
+        # leave one step without a sample; two always hold one), or everything
+        # from set_init_state on when the preset hands the policy that observation.
+        waits = int(self.suite.preset["num_steps_wait"])
+        from_init = self.suite.preset["first_observation"] == "set_init_state"
+        cameras_from = -1 if (from_init or waits < 2) else waits - 2
+        if self._images and cameras_from < 0:
             self._set_cameras(True)
             self._make_current()
-            raw = env.env._get_observations(force_update=True)
+        raw = env.set_init_state(inits[trial])
+        self.initial_sim_state = np.asarray(env.get_sim_state()).copy()
+        first = raw
+        dummy = list(self.suite.preset["dummy_action"])
+        for k in range(waits):
+            if self._images and k == cameras_from:
+                self._set_cameras(True)
+                self._make_current()
+            raw, _r, _d, _i = env.step(dummy)
+        if from_init:
+            raw = first
 
         self._spec = spec
         self._max_steps = self.suite.max_steps(spec.split)

@@ -1,15 +1,43 @@
-"""LIBERO protocol constants, written once.
-
-Sources (facts, not code): the standard VLA evaluation loop of openpi
-(``examples/libero/main.py``) and OpenVLA, which every reported LIBERO success
-rate in the seeds' comparison follows; LeRobot's LIBERO evaluation
-(``lerobot/envs/libero.py``), which differs in the libero_spatial step budget;
-LIBERO's own lifelong-learning evaluation (``libero/lifelong``). See
-``../shared/reference/libero.md``.
+"""LIBERO protocol presets: each one a published evaluation loop, named by repo, file and commit.
 
 A preset is chosen by name (``protocol=standard`` by default) and every value
 of it enters ``LiberoSuite.protocol(split)``, hence the run identity: a run
-with another preset never resumes or mixes with a standard one.
+with another preset never resumes or mixes with another one. Each preset's
+constants are checked against its loop's source lines in
+``tests/envs/libero/test_presets.py``.
+
+* ``standard``: openpi's LIBERO loop, Physical-Intelligence/openpi
+  ``examples/libero/main.py`` at 15a9616a00943ada6c20a0f158e3adb39df2ccac
+  (256 px cameras :18/:194, ``env.seed(7)`` once per task :45/:195, 10 dummy
+  actions ``[0]*6 + [-1]`` :17/:37, per-suite step budgets :60-69, images
+  rotated 180 degrees :115-116, 50 trials :38). The policy gets the
+  observation of the last wait step.
+* ``openvla``: OpenVLA's loop, openvla/openvla
+  ``experiments/robot/libero/run_libero_eval.py`` + ``libero_utils.py`` at
+  c8f03f48af692657d3060c19588038c7220e9af9: the same as ``standard`` except
+  ``env.seed(0)`` (libero_utils.py:24; its ``cfg.seed = 7`` seeds the model's
+  libraries, not the fixtures), so the fixtures are placed differently.
+* ``lerobot``: LeRobot 0.6.1's LIBERO env, huggingface/lerobot tag v0.6.1
+  (7e241bd630a3719a56157a497ce5d08f244784f1), ``src/lerobot/envs/libero.py``
+  and ``src/lerobot/envs/configs.py``: 360 px cameras (configs.py:333-334),
+  280 steps on libero_spatial (libero.py:99-103), 10 dummy actions
+  (libero.py:90-92, :127), and episode i seeded ``1000 + i`` (``EvalPipelineConfig.seed
+  = 1000``, configs/eval.py:39; ``start_seed + i`` in scripts/lerobot_eval.py:531)
+  right before its own reset (libero.py:342-343). Its env returns unrotated
+  images and its processor rotates them 180 degrees before the policy
+  (processor/env_processor.py:59): the policy sees them rotated, as here.
+* ``lifelong``: LIBERO's own evaluation script, Lifelong-Robot-Learning/LIBERO
+  ``libero/lifelong/evaluate.py`` at 8f1084e3132a39270c3a13ebe37270a43ece2a01
+  with ``libero/configs``: 128 px cameras (data/default.yaml ``img_h/img_w``),
+  20 episodes (eval/default.yaml ``n_eval``, evaluate.py:243), 600 steps
+  (``max_steps``), seed ``cfg.seed = 10000`` (config.yaml), 5 all-zero dummy
+  actions (evaluate.py:264-265), no image rotation, and the policy's first
+  observation is the one ``set_init_state`` returned (evaluate.py:260: the
+  wait steps' observations are discarded). Known difference: its 20 trials
+  run in 20 forked processes, each placing the fixtures with the first reset
+  after the fork from whatever state numpy's generator had after
+  ``control_seed(10000)``; here each trial re-seeds numpy with 10000 before
+  its reset (``same_each_trial``), the closest reproducible reading.
 """
 
 from __future__ import annotations
@@ -27,52 +55,60 @@ BASE_SPLITS = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "l
 PERTURBATIONS = ("lan", "object", "swap", "task")
 PERTURBED_BASES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
 
-#: The no-op LIBERO action: zero EEF delta, zero rotation, gripper open (-1).
+#: The VLA loops' no-op action: zero EEF delta, zero rotation, gripper open (-1).
 DUMMY_ACTION = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
+#: LIBERO's own evaluation steps all zeros (gripper 0).
+ZERO_ACTION = (0.0,) * 7
 
 #: Action layout: delta EEF position (3), axis-angle rotation delta (3), gripper (1); in [-1, 1].
 ACTION_DIM = 7
 
+#: robosuite's default horizon (LIBERO's envs keep it): the env refuses to step
+#: past it, and the wait steps count, so ``num_steps_wait + max_steps`` must fit.
+ROBOSUITE_HORIZON = 1000
+
+_STANDARD_STEPS = {"libero_spatial": 220, "libero_object": 280, "libero_goal": 300, "libero_10": 520, "libero_90": 400}
+
 PRESETS: dict[str, dict[str, Any]] = {
-    # openpi / OpenVLA standard VLA protocol: 50 trials per task, trial i from
-    # fixed init state i, seed 7, 10 no-op wait steps after reset (not
-    # counted), 256x256 agentview + wrist cameras rotated 180 degrees.
     "standard": {
-        "max_steps": {"libero_spatial": 220, "libero_object": 280, "libero_goal": 300,
-                      "libero_10": 520, "libero_90": 400},
+        "max_steps": dict(_STANDARD_STEPS),
         "trials": 50,
         "num_steps_wait": 10,
         "seed": 7,
+        "fixture_rng": "sequence",
         "camera_size": 256,
         "cameras": ["agentview", "robot0_eye_in_hand"],
         "rotate_180": True,
         "dummy_action": list(DUMMY_ACTION),
+        "first_observation": "after_wait",
     },
-    # LIBERO's own lifelong-learning evaluation: 20 episodes per task, 600
-    # steps, 5 no-op steps, the env's default 128x128 cameras.
     "lifelong": {
-        "max_steps": {"libero_spatial": 600, "libero_object": 600, "libero_goal": 600,
-                      "libero_10": 600, "libero_90": 600},
+        "max_steps": {s: 600 for s in _STANDARD_STEPS},
         "trials": 20,
         "num_steps_wait": 5,
-        "seed": 7,
+        "seed": 10000,
+        "fixture_rng": "same_each_trial",
         "camera_size": 128,
         "cameras": ["agentview", "robot0_eye_in_hand"],
-        "rotate_180": True,
-        "dummy_action": list(DUMMY_ACTION),
+        "rotate_180": False,
+        "dummy_action": list(ZERO_ACTION),
+        "first_observation": "set_init_state",
     },
 }
-# LeRobot's LIBERO evaluation: the standard protocol except the known divergence
-# of 280 steps on libero_spatial (lerobot src/lerobot/envs/libero.py).
-PRESETS["lerobot"] = {**PRESETS["standard"],
-                      "max_steps": {**PRESETS["standard"]["max_steps"], "libero_spatial": 280}}
+PRESETS["openvla"] = {**copy.deepcopy(PRESETS["standard"]), "seed": 0}
+PRESETS["lerobot"] = {**copy.deepcopy(PRESETS["standard"]),
+                      "max_steps": {**_STANDARD_STEPS, "libero_spatial": 280},
+                      "seed": 1000, "fixture_rng": "seed_plus_trial", "camera_size": 360}
 
-#: How trial i's fixture placement is made reproducible (see envs/libero/env.py):
-#: ``sequence`` reproduces the standard loop exactly (numpy's global generator
-#: seeded once per task, then one reset per trial in order) for any order of
-#: trials; ``per_trial`` re-seeds numpy from (seed, task, trial) before each
-#: reset: cheap, but a different placement than the published loop.
-FIXTURE_RNG_MODES = ("sequence", "per_trial")
+#: How trial i's fixture placement is made reproducible (see envs/libero/env.py).
+#: ``reset()`` re-places the fixtures with numpy's global generator:
+#: ``sequence``: seeded once per task, trial i is the (i+1)-th reset after it
+#: (openpi, OpenVLA), reproduced for any order of trials; ``seed_plus_trial``:
+#: re-seeded with ``seed + i`` right before trial i's reset (LeRobot 0.6.1);
+#: ``same_each_trial``: re-seeded with ``seed`` before every reset (the
+#: ``lifelong`` reading); ``per_trial``: re-seeded from (seed, task, trial),
+#: a placement of our own (cheap, reproducible, but no published loop's).
+FIXTURE_RNG_MODES = ("sequence", "seed_plus_trial", "same_each_trial", "per_trial")
 
 
 def base_split(split: str) -> str:

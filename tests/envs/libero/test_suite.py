@@ -75,13 +75,17 @@ def test_protocol_constants_and_presets():
     assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and p["fast_render"] is False and p["fixture_rng"] == "sequence"
     json.dumps(p)
     assert std.protocol("libero_goal_swap")["max_steps"] == 300  # perturbations use their base budget
-    assert LiberoSuite(protocol="lerobot").protocol("libero_spatial")["max_steps"] == 280
+    assert p["first_observation"] == "after_wait"
+    lerobot = LiberoSuite(protocol="lerobot")
+    assert (lerobot.protocol("libero_spatial")["max_steps"], lerobot.protocol("libero_spatial")["camera_size"]) == (280, 360)
+    assert [e.seed for e in lerobot.episodes("libero_goal")[:3]] == [1000, 1001, 1002]  # seed + i per episode
+    assert [e.seed for e in LiberoSuite(protocol="openvla").episodes("libero_goal")[:2]] == [0, 0]
     life = LiberoSuite(protocol="lifelong").protocol("libero_goal")
     assert (life["max_steps"], life["num_steps_wait"], life["camera_size"]) == (600, 5, 128)
     assert len(LiberoSuite(protocol="lifelong").episodes("libero_goal")) == 10 * 20
     # every knob that changes results changes the protocol (hence the run identity)
     variants = [LiberoSuite(fast_render=True), LiberoSuite(fixture_rng="per_trial"), LiberoSuite(max_steps=5),
-                LiberoSuite(protocol="lerobot")]
+                LiberoSuite(protocol="lerobot"), LiberoSuite(protocol="openvla"), LiberoSuite(fixture_rng="same_each_trial")]
     for v in variants:
         assert v.protocol("libero_spatial") != p
     # video mode and task subsets do not change results
@@ -90,6 +94,17 @@ def test_protocol_constants_and_presets():
         LiberoSuite(protocol="standrad")
     with pytest.raises(ValueError):
         LiberoSuite(video="some")
+
+
+def test_max_steps_must_fit_robosuites_horizon_with_the_wait_steps():
+    """robosuite's horizon (1000, LIBERO's envs/bddl_base_domain.py keeps robosuite's default) counts
+    every env.step, the wait steps included: 990 + 10 waits fit, 991 would fail at step 991."""
+    assert LiberoSuite(max_steps=990).max_steps("libero_10") == 990
+    with pytest.raises(ValueError, match="max_steps=991 exceeds 990: robosuite's horizon of 1000"):
+        LiberoSuite(max_steps=991)
+    assert LiberoSuite(protocol="lifelong", max_steps=995).max_steps("libero_10") == 995  # 5 waits
+    with pytest.raises(ValueError, match="exceeds 995"):
+        LiberoSuite(protocol="lifelong", max_steps=996)
 
 
 def test_action_validation():

@@ -1,0 +1,107 @@
+"""Runner overhead on a zero-policy LIBERO slice against a bare loop (issue 20 item 6).
+
+Both run the same episodes of one task in one process, in order, cameras off
+(the zero policy reads no images, so the runner tells the env not to render):
+
+* bare loop: the provider's ``OffScreenRenderEnv`` with the camera observables
+  disabled, ``env.seed(7)`` once, then per trial ``reset()``,
+  ``set_init_state(init[i])``, 10 dummy actions and ``--steps`` dummy actions
+  with ``check_success()`` after each (what any evaluation loop must do);
+* runner: ``Runner`` with the local executor, the ``zero`` policy (10-action
+  chunks) and a SQLite store in a temporary folder: env build, fixture-RNG
+  bookkeeping, goal-condition counting, records and all.
+
+    python benchmarks/libero_overhead.py                  # 3 trials x 40 steps, best of 2
+    python benchmarks/libero_overhead.py --trials 5 --steps 100 --repeats 3
+
+Prints each wall time (best of ``--repeats``, alternating which runs first) and the ratio
+runner / bare loop (issue goal: <= 1.05). Nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+SPLIT = "libero_spatial"
+
+
+def bare_loop(trials: int, steps: int) -> float:
+    from envs.libero.suite import LiberoSuite
+
+    provider = LiberoSuite().provider
+    t0 = time.perf_counter()
+    task = provider.suite(SPLIT).get_task(0)
+    inits = provider.init_states(task)
+    env = provider.env_class()(bddl_file_name=provider.bddl_path(task), camera_heights=256, camera_widths=256)
+    for cam in ("agentview", "robot0_eye_in_hand"):
+        env.env.modify_observable(observable_name=f"{cam}_image", attribute="enabled", modifier=False)
+    dummy = [0.0] * 6 + [-1.0]
+    try:
+        env.seed(7)
+        for i in range(trials):
+            env.reset()
+            env.set_init_state(inits[i])
+            for _ in range(10):
+                env.step(dummy)
+            for _ in range(steps):
+                env.step(dummy)
+                if env.check_success():
+                    break
+    finally:
+        env.close()
+    return time.perf_counter() - t0
+
+
+def runner(trials: int, steps: int) -> float:
+    from envs.libero import env as env_module
+    from envs.libero.suite import LiberoSuite
+    from harness.catalog import POLICIES
+    from harness.runner import Runner
+    from harness.store import ResultStore
+    from harness.types import RunSpec
+
+    env_module._RNG_TABLES.clear()  # no head start from an earlier repeat
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        suite = LiberoSuite(tasks=[0], trials=trials, max_steps=steps)
+        store = ResultStore(out)
+        spec = RunSpec(suite="libero", split=SPLIT, agent="zero", variant="bench", agent_kind="policy",
+                       executor="local", batch_size=1)
+        summary = Runner(spec, suite, POLICIES.build("zero"), store).run()
+        store.close()
+        wall = time.perf_counter() - t0
+    assert summary.total == trials and summary.errors == 0, summary
+    return wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    from envs.libero.suite import LiberoSuite
+
+    LiberoSuite().provider.env_class()  # imports (robosuite, MuJoCo, LIBERO's envs) outside the timings
+    bare, ours = [], []
+    for k in range(args.repeats):  # alternating which goes first, so neither always gets the warmer cache
+        if k % 2 == 0:
+            bare.append(bare_loop(args.trials, args.steps))
+            ours.append(runner(args.trials, args.steps))
+        else:
+            ours.append(runner(args.trials, args.steps))
+            bare.append(bare_loop(args.trials, args.steps))
+    b, r = min(bare), min(ours)
+    print(f"cores: {os.cpu_count()}; {SPLIT} task 0, {args.trials} trials x {args.steps} steps, zero policy, cameras off")
+    print(f"bare loop : {b:7.2f} s (runs: {', '.join(f'{x:.2f}' for x in bare)})")
+    print(f"runner    : {r:7.2f} s (runs: {', '.join(f'{x:.2f}' for x in ours)})")
+    print(f"ratio runner / bare loop: {r / b:.3f}")
+
+
+if __name__ == "__main__":
+    main()
