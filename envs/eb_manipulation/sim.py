@@ -30,6 +30,8 @@ TABLE_Z = 0.752
 TABLE_CENTER_X = 0.2
 TABLE_SIZE = (0.9, 1.0)  # x, y extent (m)
 ROBOT_BASE = (-0.32, 0.0, TABLE_Z)
+#: The coordinate grid's origin in x / y (EmbodiedBench ``SCENE_BOUNDS[:2]``; marked in the overlay).
+SCENE_X_MIN, SCENE_Y_MIN = -0.3, -0.5
 #: The original's workspace check: the table's box widened 0.2 m in x/y, z in [table-0.04, table+1.0].
 WORKSPACE_MARGIN = 0.2
 WORKSPACE_Z = (-0.04, 1.0)
@@ -80,6 +82,7 @@ SORTER_PLATE = 0.01
 SPONGE_SIZE = (0.05, 0.09, 0.03)  # x (grasp axis), y, z
 AREA_SIZE = (0.07, 0.30)  # width, length of a wipe area
 DIRT_SPOTS = 50  # EmbodiedBench ``DIRT_POINTS``
+DIRT_GEOM_GROUP = 5  # a geom group no camera of the twin draws
 DIRT_SUCCESS_MAX_LEFT = 25  # success when at most half remain (LengthCondition(spots, 50 * 0.5))
 SPONGE_REACH = 0.012  # a spot is wiped when within the sponge footprint widened by this (m) ...
 SPONGE_LIFT = 0.02  # ... while the sponge's bottom is at most this high above the table
@@ -300,8 +303,12 @@ class PandaTable:
         spots = layout.get("spots") or []
         spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, TABLE_Z + 0.0013])
         for i, (sx, sy) in enumerate(spots):
+            # invisible to every camera, as the original's ``renderable=False`` spots
+            # (EmbodiedBench b247936 vlm/tasks/wipe_table.py:167-171, 180-184): geom group
+            # DIRT_GEOM_GROUP is not drawn and the spot is fully transparent anyway
             g = spot_body.add_geom(name=f"spot{i}", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.006, 0.0003, 0],
-                                   pos=[sx, sy, 0], rgba=[0.35, 0.25, 0.1, 1.0])
+                                   pos=[sx, sy, 0], rgba=[0.35, 0.25, 0.1, 0.0])
+            g.group = DIRT_GEOM_GROUP
             g.contype = 0
             g.conaffinity = 0
         self.model = spec.compile()
