@@ -11,11 +11,13 @@ Rules (EmbodiedBench ``EBManEnv.py`` / ``eb_manipulation_evaluator.py``; the ref
   ``invalid_actions``, as the original's feedback calls it invalid) (``action_ok`` stays True; the
   failure is in ``info["motion_ok"]`` and the feedback) unless the suite is built with
   ``replan_on_failure=True``.
-* Unusable output: an :class:`harness.interfaces.InvalidOutput`, or a value that is not 7
-  integral numbers (a string, ``None``, a wrong length, a fraction), is an *invalid action*:
-  counted in ``invalid_actions``, ``action_ok=False``, no motion. It uses one of the 15 steps
-  (the original executes a random action in its place, which also uses a step). A list
-  containing NaN or infinity breaks the agent contract and raises ``AgentContractError``.
+* A malformed action (not 7 integral numbers: a string, ``None``, a wrong length, a fraction,
+  an int beyond float range) is an *invalid action* as in the original (``EBManEnv.py:172-198``:
+  the continuous conversion fails): one of the 15 steps, reward -1, no motion, counted in
+  ``invalid_actions``; the plan goes on (``action_ok`` stays True unless ``replan_on_failure``).
+  An :class:`harness.interfaces.InvalidOutput` (the planner's ``on_bad_output=invalid`` option)
+  is counted the same way with ``action_ok=False``. A list containing NaN or infinity breaks
+  the agent contract and raises ``AgentContractError``.
 * Success per family (checked after motion, gripper and settling): pick / place: the
   object's centre inside the container's / sorter's inner volume; stack: both cubes within
   3 cm of the bottom cube's start (the top one resting on the bottom one), the step's gripper
@@ -125,9 +127,12 @@ class EBManipulationEnv:
             try:
                 act = G.validate_action(action)
             except G.ActionFormatError as e:
+                # the original (EBManEnv.py:172-198) counts the step as invalid, reward -1, and
+                # the evaluator runs the plan's next action (eb_manipulation_evaluator.py:141)
                 self._invalid += 1
-                action_ok = False
-                self._feedback = self._format_feedback(f"invalid ({e})", 0.0)
+                reward = -1.0
+                action_ok = not self.replan_on_failure
+                self._feedback = self._format_feedback(f"invalid ({e})", reward)
             else:
                 reward, motion_ok, reason = self._execute(act)
                 if not motion_ok:
