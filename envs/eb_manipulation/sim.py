@@ -90,6 +90,18 @@ STACK_XY_TOL = 0.03  # stacked cube within 3 cm (issue text) of the bottom cube'
 STACK_Z_TOL = 0.015
 
 
+# --- Grasp: the original's attach-on-close rule ------------------------------------------------
+#: The twin's proximity-sensor volume between the fingers, a box in the grip site's frame
+#: (x = finger axis, z = approach): the open fingers' span across, the pads' width along y, and
+#: from the pads' tips (robosuite's pad boxes end 4.4 mm past the grip site) 2.5 cm toward the palm.
+#: The original's sensor is part of its CoppeliaSim Panda model; no numbers come from it.
+GRASP_SENSOR_HALF = (0.04, 0.012, 0.0185)
+GRASP_SENSOR_CENTER_Z = -0.0065
+#: Geom group of the sensor box (never drawn, never colliding).
+SENSOR_GEOM_GROUP = 4
+#: Object kinds the gripper can attach (the original's ``register_graspable_objects``).
+GRASPABLE_KINDS = ("shape", "sponge")
+
 #: Largest camera image side (the offscreen framebuffer's size).
 MAX_IMAGE_SIZE = 1024
 
@@ -300,6 +312,17 @@ class PandaTable:
             else:
                 raise ValueError(f"unknown object kind {kind!r}")
             self.objects[obj["name"]] = obj
+        eef = spec.body("gripper0_eef")
+        sensor = eef.add_geom(name="grasp_sensor", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(GRASP_SENSOR_HALF),
+                              pos=[0.0, 0.0, GRASP_SENSOR_CENTER_Z], rgba=[0.0, 1.0, 0.0, 0.0])
+        sensor.contype = sensor.conaffinity = 0
+        sensor.group = SENSOR_GEOM_GROUP
+        sensor.mass = 0.0
+        sensor.density = 0.0
+        self.graspable = [o["name"] for o in layout["objects"] if o["kind"] in GRASPABLE_KINDS]
+        for name in self.graspable:  # one inactive weld per graspable object (attach-on-close)
+            spec.add_equality(type=mujoco.mjtEq.mjEQ_WELD, objtype=mujoco.mjtObj.mjOBJ_BODY, name=f"attach_{name}",
+                              name1="gripper0_eef", name2=name, active=False)
         spots = layout.get("spots") or []
         spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, TABLE_Z + 0.0013])
         for i, (sx, sy) in enumerate(spots):
@@ -334,6 +357,11 @@ class PandaTable:
         self.spot_ids = np.array([m.geom(f"spot{i}").id for i in range(len(spots))], dtype=int)
         self.spot_xy = np.array(spots, dtype=float).reshape(-1, 2)
         self.spot_alive = np.ones(len(spots), dtype=bool)
+        self.sensor_geom = m.geom("grasp_sensor").id
+        self.eef_body = m.body("gripper0_eef").id
+        self.attach_eq = {n: m.equality(f"attach_{n}").id for n in self.graspable}
+        self.object_geoms = {n: [g for g in range(m.ngeom) if m.geom_bodyid[g] == m.body(n).id] for n in self.graspable}
+        self.attached: list[str] = []
         self.sponge = next((o["name"] for o in layout["objects"] if o["kind"] == "sponge"), None)
         self.sim_steps = 0
         self.gripper_open = True
@@ -490,12 +518,50 @@ class PandaTable:
                 break
         return MoveResult(True, "", self.sim_steps - start)
 
+    def sensed(self) -> list[str]:
+        """Graspable objects any of whose geoms overlaps the gripper's sensor volume."""
+        m, d = self.model, self.data
+        return [n for n in self.graspable
+                if any(mujoco.mj_geomDistance(m, d, self.sensor_geom, g, 0.01, None) <= 0.0 for g in self.object_geoms[n])]
+
+    def attach(self, name: str) -> None:
+        """Weld ``name`` to the hand where it is now (the original parents it to the gripper)."""
+        m, d = self.model, self.data
+        eq = self.attach_eq[name]
+        p1, r1 = d.xpos[self.eef_body], d.xmat[self.eef_body].reshape(3, 3)
+        p2, r2 = d.body(name).xpos, d.body(name).xmat.reshape(3, 3)
+        # weld data: anchor (3), relpos (3) + relquat (4) = the object's (body2) pose in the hand's
+        # (body1) frame, torquescale (checked: the attached object keeps its pose to < 1 mm)
+        q = np.zeros(4)
+        mujoco.mju_mat2Quat(q, (r1.T @ r2).reshape(-1))
+        m.eq_data[eq, 0:3] = 0.0
+        m.eq_data[eq, 3:6] = r1.T @ (p2 - p1)
+        m.eq_data[eq, 6:10] = q
+        m.eq_data[eq, 10] = 1.0
+        d.eq_active[eq] = 1
+        self.attached.append(name)
+
+    def release(self) -> None:
+        for name in self.attached:
+            self.data.eq_active[self.attach_eq[name]] = 0
+        self.attached = []
+
     def set_gripper(self, open_: bool) -> int:
-        """Actuate the fingers if the commanded state differs; settle after an open."""
+        """Actuate the fingers if the commanded state differs; settle after an open.
+
+        EmbodiedBench's rule (``amsolver/task_environment.py:398-412``): when the fingers are
+        told to close, every graspable object the gripper's proximity sensor detects is attached
+        to the gripper first (PyRep ``Gripper.grasp``); when told to open, everything attached
+        is released first. The twin attaches with a MuJoCo weld; the rest is physics."""
         if open_ == self.gripper_open:
             return 0
         start = self.sim_steps
         self.gripper_open = open_
+        if open_:
+            self.release()
+        else:
+            for name in self.sensed():
+                self.attach(name)
         self._set_gripper_ctrl(open_)
         self._run(GRIPPER_STEPS)
         if open_:
