@@ -81,6 +81,7 @@ SORTER_HOLE = 0.08  # 2 x 2 square openings, one per shape in the original
 SORTER_PLATE = 0.01
 SPONGE_SIZE = (0.05, 0.09, 0.03)  # x (grasp axis), y, z
 AREA_SIZE = (0.07, 0.30)  # width, length of a wipe area
+AREA_RADIUS = 0.08  # outer radius of a round / star wipe area
 DIRT_SPOTS = 50  # EmbodiedBench ``DIRT_POINTS``
 DIRT_GEOM_GROUP = 5  # a geom group no camera of the twin draws
 DIRT_SUCCESS_MAX_LEFT = 25  # success when at most half remain (LengthCondition(spots, 50 * 0.5))
@@ -101,6 +102,8 @@ GRASP_SENSOR_CENTER_Z = -0.0065
 SENSOR_GEOM_GROUP = 4
 #: Object kinds the gripper can attach (the original's ``register_graspable_objects``).
 GRASPABLE_KINDS = ("shape", "sponge")
+#: Simulator steps the opening fingers move before the weld is released (10 ms).
+RELEASE_LAG_STEPS = 5
 
 #: Largest camera image side (the offscreen framebuffer's size).
 MAX_IMAGE_SIZE = 1024
@@ -265,10 +268,28 @@ def sorter_holes(pos, yaw: float) -> list[np.ndarray]:
             for dx in (-off, off) for dy in (-off, off)]
 
 
-def _add_area(spec, name: str, color: str, pos, yaw: float):
+def _add_area(spec, name: str, color: str, pos, yaw: float, shape: str = "rectangle"):
+    """A flat, visual-only wipe area: a rectangle (long axis along body x), a disc, or a star."""
     body = spec.worldbody.add_body(name=name, pos=[pos[0], pos[1], TABLE_Z + 0.0006], quat=_quat_z(yaw))
-    # long axis along body x
-    _box(body, [AREA_SIZE[1] / 2, AREA_SIZE[0] / 2, 0.0005], _rgba(color, 0.6), collide=False)
+    rgba = _rgba(color, 0.6)
+    if shape == "rectangle":
+        _box(body, [AREA_SIZE[1] / 2, AREA_SIZE[0] / 2, 0.0005], rgba, collide=False)
+    elif shape == "round":
+        g = body.add_geom(type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[AREA_RADIUS, 0.0005, 0], rgba=rgba)
+        g.contype = g.conaffinity = 0
+    elif shape == "star":
+        r_in, half_t = AREA_RADIUS * 0.45, 0.0005
+        pent = [(r_in * math.cos(math.radians(90 + 72 * k + 36)), r_in * math.sin(math.radians(90 + 72 * k + 36)))
+                for k in range(5)]
+        parts = [pent] + [[(AREA_RADIUS * math.cos(math.radians(90 + 72 * k)), AREA_RADIUS * math.sin(math.radians(90 + 72 * k))),
+                           pent[(k - 1) % 5], pent[k]] for k in range(5)]
+        for j, poly in enumerate(parts):
+            spec.add_mesh(name=f"{name}_m{j}", uservert=[c for (px, py) in poly for zz in (-half_t, half_t)
+                                                          for c in (px, py, zz)])
+            g = body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"{name}_m{j}", rgba=rgba)
+            g.contype = g.conaffinity = 0
+    else:
+        raise ValueError(f"unknown area shape {shape!r}")
     return body
 
 
@@ -306,7 +327,7 @@ class PandaTable:
             elif kind == "sorter":
                 _add_sorter(spec, obj["name"], obj["pos"], obj["yaw"])
             elif kind == "area":
-                _add_area(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"])
+                _add_area(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"], obj.get("shape", "rectangle"))
             elif kind == "sponge":
                 _add_sponge(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"])
             else:
@@ -557,13 +578,18 @@ class PandaTable:
             return 0
         start = self.sim_steps
         self.gripper_open = open_
-        if open_:
-            self.release()
-        else:
+        if not open_:
             for name in self.sensed():
                 self.attach(name)
         self._set_gripper_ctrl(open_)
-        self._run(GRIPPER_STEPS)
+        if open_ and self.attached:
+            # the fingers let go of the squeeze first, then the weld goes: releasing the weld
+            # under the fingers' squeeze would fling the object (a MuJoCo artefact)
+            self._run(RELEASE_LAG_STEPS)
+            self.release()
+            self._run(GRIPPER_STEPS - RELEASE_LAG_STEPS)
+        else:
+            self._run(GRIPPER_STEPS)
         if open_:
             self._run(SETTLE_STEPS)
         return self.sim_steps - start
@@ -585,11 +611,11 @@ class PandaTable:
         raise ValueError(f"{holder} is not a container")
 
     def stacked(self, top: str, bottom: str) -> bool:
-        """Both cubes in the success volume at the bottom cube's start position."""
+        """Both objects in the success volume at the bottom one's start position."""
         start = self.start_positions[bottom]
         pb, pt = self.body_pos(bottom), self.body_pos(top)
-        hb = SHAPE_HALF_HEIGHT["cube"] * self.objects[bottom]["scale"]
-        ht = SHAPE_HALF_HEIGHT["cube"] * self.objects[top]["scale"]
+        hb = SHAPE_HALF_HEIGHT[self.objects[bottom]["shape"]] * self.objects[bottom]["scale"]
+        ht = SHAPE_HALF_HEIGHT[self.objects[top]["shape"]] * self.objects[top]["scale"]
         bottom_ok = np.linalg.norm(pb[:2] - start[:2]) <= STACK_XY_TOL and abs(pb[2] - start[2]) <= STACK_Z_TOL
         top_ok = (np.linalg.norm(pt[:2] - start[:2]) <= STACK_XY_TOL
                   and abs(pt[2] - (start[2] + hb + ht)) <= STACK_Z_TOL)
