@@ -57,16 +57,12 @@ INFO_REWARD = "reward"
 
 
 def object_entries(world: S.PandaTable) -> list[tuple[str, np.ndarray]]:
-    """(sim name, world centre) of every task object the model is told about, in layout order."""
-    out = []
-    for o in world.layout["objects"]:
-        p = world.body_pos(o["name"]).copy()
-        if o["kind"] == "container":
-            p[2] += S.CONTAINER_HEIGHT / 2
-        elif o["kind"] == "sorter":
-            p[2] += S.SORTER_HEIGHT / 2
-        out.append((o["name"], p))
-    return out
+    """(sim name, visible-surface centroid) of every task object some camera sees, in layout
+    order (:meth:`sim.PandaTable.visible_surface_centroids`). Wipe areas lie flush with the
+    table and are seen like any object; the invisible dirt is never an object."""
+    names = [o["name"] for o in world.layout["objects"]]
+    seen = world.visible_surface_centroids(names)
+    return [(n, seen[n]) for n in names if n in seen]
 
 
 def object_coordinates(entries: list[tuple[str, np.ndarray]]) -> tuple[dict[str, list[int]], list[str]]:

@@ -105,6 +105,14 @@ GRASPABLE_KINDS = ("shape", "sponge")
 #: Simulator steps the opening fingers move before the weld is released (10 ms).
 RELEASE_LAG_STEPS = 5
 
+#: Geom group of robosuite's (invisible) robot collision geoms.
+HIDDEN_COLLISION_GROUP = 3
+#: The cameras whose view decides which objects the model is told about (the original uses
+#: front, left / right shoulder and wrist; the twin has these two).
+VISIBILITY_CAMERAS = ("front", "robot0_eye_in_hand")
+#: Rays per image side cast to find each object's visible surface (the original: 500 px masks).
+VISIBILITY_RAYS = 64
+
 #: Largest camera image side (the offscreen framebuffer's size).
 MAX_IMAGE_SIZE = 1024
 
@@ -145,6 +153,7 @@ def _base_spec() -> "mujoco.MjSpec":
     for g in spec.geoms:
         if g.name.startswith(("robot0_", "gripper0_")) and g.group == 0 and (g.contype or g.conaffinity):
             g.rgba = [0.0, 0.0, 0.0, 0.0]
+            g.group = HIDDEN_COLLISION_GROUP  # not seen by cameras nor by the visibility rays
     # plain colours instead of the arena's image textures: uploading them made every new
     # renderer (one per episode, the model changes) ~3x slower to create
     plain = {"floorplane": [0.55, 0.5, 0.45, 1], "table_ceramic": [0.93, 0.93, 0.91, 1],
@@ -620,6 +629,37 @@ class PandaTable:
         top_ok = (np.linalg.norm(pt[:2] - start[:2]) <= STACK_XY_TOL
                   and abs(pt[2] - (start[2] + hb + ht)) <= STACK_Z_TOL)
         return bool(bottom_ok and top_ok)
+
+    def visible_surface_centroids(self, names) -> dict[str, np.ndarray]:
+        """Per object: the mean of its surface points seen by :data:`VISIBILITY_CAMERAS`, averaged
+        over the cameras that see it; objects no camera sees are left out. The original's rule
+        (EmbodiedBench b247936 ``envs/eb_manipulation/eb_man_utils.py:294-335``: mask pixels'
+        point-cloud mean per camera, averaged over cameras) with rays instead of depth masks."""
+        m, d = self.model, self.data
+        body_of = {m.body(n).id: n for n in names}
+        geom_body = m.geom_bodyid
+        n = VISIBILITY_RAYS
+        groups = np.array([1, 1, 1, 0, 0, 0], dtype=np.uint8)
+        per_camera: dict[str, list[np.ndarray]] = {}
+        for cam_name in VISIBILITY_CAMERAS:
+            cam = m.camera(cam_name).id
+            pos, rot = d.cam_xpos[cam].copy(), d.cam_xmat[cam].reshape(3, 3)
+            half = math.tan(math.radians(m.cam_fovy[cam]) / 2)
+            u = (np.arange(n) + 0.5) / n * 2 - 1
+            xs, ys = np.meshgrid(u * half, -u * half)
+            dirs = np.stack([xs, ys, -np.ones_like(xs)], axis=-1).reshape(-1, 3) @ rot.T
+            dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+            geomid = np.full(len(dirs), -1, dtype=np.int32)
+            dist = np.full(len(dirs), -1.0)
+            mujoco.mj_multiRay(m, d, pos, dirs.reshape(-1), groups, 1, -1, geomid, dist, len(dirs), 10.0)
+            hit = geomid >= 0
+            bodies = geom_body[geomid[hit]]
+            points = pos + dirs[hit] * dist[hit, None]
+            for bid, name in body_of.items():
+                sel = bodies == bid
+                if sel.any():
+                    per_camera.setdefault(name, []).append(points[sel].mean(axis=0))
+        return {name: np.mean(per_camera[name], axis=0) for name in names if name in per_camera}
 
     def spots_left(self) -> int:
         return int(self.spot_alive.sum())

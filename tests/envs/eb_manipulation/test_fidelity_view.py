@@ -71,3 +71,27 @@ def test_overlay_marks_the_origin_as_the_original(gl):
         assert ((np.abs(box - rgb).sum(axis=2) < 30) & changed).sum() >= 20
     env.close()
     plain.close()
+
+
+def test_only_visible_objects_enter_the_coordinates():
+    """eb_man_utils.py:294-335 (form_obs_for_input): an object enters the dictionary only if
+    some camera's mask holds it, at the mean of its visible points (averaged over cameras).
+    An object moved under the table top is seen by no camera and is left out; a visible cube's
+    point is on its seen surface (above its centre, towards the front camera)."""
+    spec = next(e for e in E.episodes("base") if e.metadata["task_class"] == "stack")
+    env = EBManipulationEnv(render=False)
+    obs, _ = env.reset(options={"episode": spec})
+    world = env.world
+    names = [o["name"] for o in spec.metadata["scene"]["objects"]]
+    assert len(obs["object_coordinates"]) == len(names)
+    seen = world.visible_surface_centroids(names)
+    for n in names:
+        assert seen[n][2] > world.body_pos(n)[2]  # the top / front faces are what is seen
+    m, d = world.model, world.data
+    adr = m.jnt_qposadr[m.joint(f"{names[0]}_joint").id]
+    d.qpos[adr:adr + 3] = [0.2, 0.0, 0.2]  # under the table top, out of every camera's view
+    world._run(50)
+    obs = env._observe()
+    assert len(obs["object_coordinates"]) == len(names) - 1
+    assert names[0] not in world.visible_surface_centroids(names)
+    env.close()
