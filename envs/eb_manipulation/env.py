@@ -14,7 +14,8 @@ Rules (EmbodiedBench ``EBManEnv.py`` / ``eb_manipulation_evaluator.py``; the ref
 * A malformed action (not 7 integral numbers: a string, ``None``, a wrong length, a fraction,
   an int beyond float range) is an *invalid action* as in the original (``EBManEnv.py:172-198``:
   the continuous conversion fails): one of the 15 steps, reward -1, no motion, counted in
-  ``invalid_actions``; the plan goes on (``action_ok`` stays True unless ``replan_on_failure``).
+  ``invalid_actions``; ``action_ok=False`` (the shared contract), so the rest of the plan is
+  dropped and the model is asked again, where the original runs the plan's next action.
   An :class:`harness.interfaces.InvalidOutput` (the planner's ``on_bad_output=invalid`` option)
   is counted the same way with ``action_ok=False``. A list containing NaN or infinity breaks
   the agent contract and raises ``AgentContractError``.
@@ -123,11 +124,12 @@ class EBManipulationEnv:
             try:
                 act = G.validate_action(action)
             except G.ActionFormatError as e:
-                # the original (EBManEnv.py:172-198) counts the step as invalid, reward -1, and
-                # the evaluator runs the plan's next action (eb_manipulation_evaluator.py:141)
+                # the original (EBManEnv.py:172-198) counts the step as invalid, reward -1; unlike
+                # its evaluator (eb_manipulation_evaluator.py:141), the rest of the plan is not run:
+                # the shared env contract reports a malformed action with action_ok=False
                 self._invalid += 1
                 reward = -1.0
-                action_ok = not self.replan_on_failure
+                action_ok = False
                 self._feedback = self._format_feedback(f"invalid ({e})", reward)
             else:
                 reward, motion_ok, reason = self._execute(act)
