@@ -20,8 +20,8 @@ Rules (EmbodiedBench ``EBManEnv.py`` / ``eb_manipulation_evaluator.py``; the ref
   is counted the same way with ``action_ok=False``. A list containing NaN or infinity breaks
   the agent contract and raises ``AgentContractError``.
 * Success per family (checked after motion, gripper and settling): pick / place: the
-  object's centre inside the container's / sorter's inner volume; stack: both cubes within
-  3 cm of the bottom cube's start (the top one resting on the bottom one), the step's gripper
+  object's centre inside the container's / sorter's inner volume; stack: both objects within
+  3 cm of the bottom one's start (the top one resting on the bottom one), the step's gripper
   open, and still so after the same pose is repeated 3 cm higher (not a counted step); wipe:
   at most 25 of the 50 dirt spots left. Reward 1 on success, 0 otherwise, -1 on a failed motion.
 * The episode ends on success (terminated, "success") or after 15 steps (truncated, "max_steps").
