@@ -51,7 +51,8 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         "protocol": dict(suite.protocol(spec.split)),
         "split": spec.split,
         "agent": spec.agent,
-        "agent_identity": dict(agent.identity()),
+        # an agent serving several suites may leave settings a suite ignores out of its identity
+        "agent_identity": dict(agent.identity_for(suite.name) if hasattr(agent, "identity_for") else agent.identity()),
         "variant": spec.variant,
     }
     if spec.seed:

@@ -18,11 +18,10 @@ The examples shipped (``planners/data/eb_manipulation_examples.json``) were gene
 set. ``examples_path`` may point at that JSON layout or at EmbodiedBench's
 ``evaluator/config/eb_manipulation_example.py`` (read with ``ast``, never executed).
 
-Parsing: the model's JSON (fences and surrounding text tolerated); ``executable_plan`` is a
-list of 7-number lists or a string holding one. Unparseable output -> :class:`ParseError`;
-:func:`reply_from_output` turns it into an invalid action (default) or, with
-``on_bad_output="random"``, into one seeded random action as the original does (X, Y, Z
-uniform 0..100, angles 0..119, gripper open), counted as a planner output error either way.
+Parsing follows the original's ``json_to_action`` (:func:`parse_actions`); unusable output ->
+:class:`ParseError`, which :func:`reply_from_output` turns into one seeded random action as the
+original does (default) or, with ``on_bad_output="invalid"``, into an invalid action; counted as
+a planner output error either way.
 """
 
 from __future__ import annotations
@@ -30,16 +29,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import random
-import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from envs.eb_manipulation.grammar import ROTATION_BINS, ROTATION_RESOLUTION, VOXEL_SIZE, ActionFormatError, validate_action
+from envs.eb_manipulation.grammar import ROTATION_BINS, ROTATION_RESOLUTION, VOXEL_SIZE
 from harness.interfaces import AgentReply
 
 #: Bumped whenever the prompt text, the examples or the parser change (goes in agent identity).
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"  # 2: the original's parser rules, the output cap
 DEFAULT_EXAMPLES = Path(__file__).parent / "data" / "eb_manipulation_examples.json"
 #: EmbodiedBench's example-list variable names per task class.
 _ORIGINAL_EXAMPLE_VARS = {"pick": "pick_examples_vlm", "stack": "stack_examples_vlm",
@@ -175,53 +174,90 @@ def build_messages(instruction: str, coords_text: str, task_class: str, history:
 
 
 class ParseError(ValueError):
-    """The model output holds no usable action list (the message says why)."""
+    """The model output holds no usable plan (the message says why)."""
 
 
-def _json_object(text: str) -> Mapping[str, Any]:
-    t = text.strip()
-    t = re.sub(r"^```(?:json)?\s*|\s*```$", "", t)
-    start, end = t.find("{"), t.rfind("}")
-    if start < 0 or end <= start:
-        raise ParseError("no JSON object in the output")
-    body = t[start:end + 1]
-    for loader in (json.loads, ast.literal_eval):
-        try:
-            obj = loader(body)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-        if isinstance(obj, Mapping):
-            return obj
-    # a last resort for truncated / sloppy JSON: pull the executable_plan value out
-    m = re.search(r"['\"]executable_plan['\"]\s*:\s*['\"]?(\[\s*(?:\[[^\[\]]*\]\s*,?\s*)*\])", body)
-    if m:
-        return {"executable_plan": m.group(1)}
-    raise ParseError("the output is not valid JSON")
+#: The most characters of model output parsed (anything longer is unusable output). The
+#: protocol's 2048 new tokens (EmbodiedBench ``planner/remote_model.py``) at <= 16 characters a
+#: token bound a legitimate answer well below this; the cap bounds ``ast.literal_eval``'s memory
+#: (a 1 MB plan string cost +463 MB) and every step below is linear in the capped length.
+MAX_OUTPUT_CHARS = 32768
 
 
-def parse_actions(text: str) -> list[list[int]]:
-    """The executable plan in ``text`` as a list of 7-int actions (may be empty: an empty plan)."""
-    obj = _json_object(text)
-    if "executable_plan" not in obj:
-        raise ParseError("the JSON has no 'executable_plan'")
-    plan = obj["executable_plan"]
-    if isinstance(plan, str):
-        try:
-            plan = ast.literal_eval(plan.strip() or "[]")
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            raise ParseError("'executable_plan' is not a list") from None
-    if isinstance(plan, tuple):
-        plan = list(plan)
-    if not isinstance(plan, list):
-        raise ParseError("'executable_plan' is not a list")
-    if plan and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in plan):
-        plan = [plan]  # a single action written flat
+def _reject_constant(name: str) -> str:
+    # json.loads accepts NaN / Infinity; as a string the action is malformed (an invalid
+    # action in the env, as the original's continuous conversion fails on it), never a NaN.
+    return name
+
+
+def parse_actions(text: str) -> list[Any]:
+    """The executable plan in ``text``, by EmbodiedBench's rules (``planner/manip_planner.py:275-343``,
+    ``json_to_action``), as a list of actions (may be empty: an empty plan ends the episode).
+
+    * the whole output is one JSON document (``json.loads``; no code fences, no surrounding
+      text); the plan is its ``executable_plan``, else ``properties.executable_plan``;
+    * a plan given as a string is read as a Python literal; each item is an action as it is
+      (a list), a dict's ``action`` entry, or the ``action`` of a one-element list's dict, and
+      an action given as a string is read as a Python literal (the original's own output form
+      ``{"executable_plan": [{"action": "[x, y, z, r, p, y, g]"}]}``);
+    * anything else the original fails on raises :class:`ParseError` (the caller substitutes
+      the random action). The actions themselves are not checked here: as in the original, a
+      malformed action reaches the env and counts there as an invalid action.
+    """
+    if not isinstance(text, str):
+        raise ParseError("the output is not text")
+    if len(text) > MAX_OUTPUT_CHARS:
+        raise ParseError(f"the output is longer than {MAX_OUTPUT_CHARS} characters")
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, too many digits, too deep
+        raise ParseError(f"the output is not JSON ({type(e).__name__})") from None
+    try:
+        return _plan_of(obj)
+    except ParseError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the original catches every error here as well
+        raise ParseError(f"no usable plan ({type(e).__name__})") from None
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise ParseError(f"a string in the plan is not a Python literal ({type(e).__name__})") from None
+
+
+def _no_nan(act: Any) -> Any:
+    """An action holding NaN / infinity (``1e999`` parses to inf) with those entries as text:
+    malformed, so the env counts an invalid action (the original's conversion fails on it)
+    instead of the agent-contract error a NaN from a policy is."""
+    if isinstance(act, (list, tuple)) and any(isinstance(v, float) and not math.isfinite(v) for v in act):
+        return [repr(v) if isinstance(v, float) and not math.isfinite(v) else v for v in act]
+    return act
+
+
+def _plan_of(obj: Any) -> list[Any]:
+    # manip_planner.py:280: the plan, or properties.executable_plan (a schema echoed back)
+    plan = obj["executable_plan"] if "executable_plan" in obj else obj["properties"]["executable_plan"]
+    if isinstance(plan, str):  # :289-299
+        plan = _literal(plan)
+    if not len(plan):  # :300, :324-327: an empty plan ends the episode
+        return []
     actions = []
-    for i, a in enumerate(plan):
-        try:
-            actions.append(validate_action(a))
-        except ActionFormatError as e:
-            raise ParseError(f"action {i}: {e}") from None
+    for x in plan:  # :301-322
+        if type(x) is tuple:
+            x = list(x)
+        if "action" in x:
+            act = x["action"]
+        elif type(x) is list and type(x[0]) is int:
+            act = x
+        elif "action" in x[0]:
+            act = x[0]["action"]
+        else:
+            act = x
+        if isinstance(act, str):
+            act = _literal(x["action"])
+        actions.append(_no_nan(act))
     return actions
 
 
@@ -229,17 +265,24 @@ def fallback_rng(seed: int, episode_key: Sequence[Any], call_index: int) -> rand
     return random.Random(f"eb_manipulation_fallback|{seed}|{'|'.join(map(str, episode_key))}|{call_index}")
 
 
-def reply_from_output(raw: str, *, on_bad_output: str = "invalid", seed: int = 0,
+#: What unusable output becomes: ``random`` (EmbodiedBench's rule, the default) or ``invalid``.
+ON_BAD_OUTPUT = ("random", "invalid")
+
+
+def reply_from_output(raw: str, *, on_bad_output: str = "random", seed: int = 0,
                       episode_key: Sequence[Any] = (), call_index: int = 0, prompt: Any = None) -> AgentReply:
     """The agent reply for one model output.
 
-    ``on_bad_output="invalid"`` (default): unparseable output is an invalid action (no env
-    step). ``"random"``: the original's behaviour, one random action with the gripper open,
-    seeded by (seed, episode key, call index) so reruns reproduce it; the reply still carries
-    ``output_error`` so the record counts a planner output error.
+    ``on_bad_output="random"`` (default, EmbodiedBench ``planner/manip_planner.py:281-288``,
+    ``:294-299``, ``:316-321``, ``:328-343``): unusable output (an empty string included) becomes
+    one random action (X, Y, Z in 0..100, angles in 0..119, gripper open) that is executed and
+    enters the history like any action, so the next prompt differs. It is seeded by (seed,
+    episode key, call index) so reruns reproduce it; the reply carries ``output_error`` so the
+    record counts a planner output error. ``"invalid"`` (the twin's earlier default): an
+    invalid action without an env step or a history entry (the next prompt is the same).
     """
-    if on_bad_output not in ("invalid", "random"):
-        raise ValueError("on_bad_output is 'invalid' or 'random'")
+    if on_bad_output not in ON_BAD_OUTPUT:
+        raise ValueError("on_bad_output is 'random' or 'invalid'")
     try:
         actions = parse_actions(raw)
     except ParseError as e:

@@ -113,10 +113,14 @@ def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
             dest = np.array([*hole, S.TABLE_Z + S.SORTER_HEIGHT + half + RELEASE_CLEARANCE])
         else:
             bottom = objs[t["bottom"]]
-            hb = S.SHAPE_HALF_HEIGHT["cube"] * float(bottom["scale"])
+            hb = S.SHAPE_HALF_HEIGHT[bottom["shape"]] * float(bottom["scale"])
             dest = np.array([*bottom["xyz"][:2], bottom["xyz"][2] + hb + half + 0.012])
-            # turn the held cube to the bottom cube's faces (the smaller turn of a quarter-turn set)
-            turn = (float(bottom["yaw_now"]) - float(obj["yaw_now"]) + math.pi / 4) % (math.pi / 2) - math.pi / 4
+            # turn the held object onto the bottom one's orientation (the smaller turn of its
+            # symmetry set); none between different shapes
+            turn = 0.0
+            if obj["shape"] == bottom["shape"]:
+                period = _GRASP_PERIOD[obj["shape"]]
+                turn = (float(bottom["yaw_now"]) - float(obj["yaw_now"]) + period / 2) % period - period / 2
             yaw = yaw + turn
             c, s_ = math.cos(turn), math.sin(turn)
             offset = np.array([c * offset[0] - s_ * offset[1], s_ * offset[0] + c * offset[1], 0.0])
@@ -129,7 +133,8 @@ def oracle_plan(state: Mapping[str, Any]) -> list[list[int]]:
         a = float(area["yaw"])
         axis = np.array([math.cos(a), math.sin(a), 0.0])
         centre = np.array([*area["pos"], 0.0])
-        half = S.AREA_SIZE[1] / 2 + 0.01
+        # across a rectangle along its long axis; through a round / star area's centre
+        half = (S.AREA_SIZE[1] / 2 if area.get("shape", "rectangle") == "rectangle" else S.AREA_RADIUS / 2) + 0.01
         # start at the end of the area nearer the sponge
         ends = [centre - axis * half, centre + axis * half]
         sp = np.array(sponge["xyz"])

@@ -11,14 +11,17 @@ Rules (EmbodiedBench ``EBManEnv.py`` / ``eb_manipulation_evaluator.py``; the ref
   ``invalid_actions``, as the original's feedback calls it invalid) (``action_ok`` stays True; the
   failure is in ``info["motion_ok"]`` and the feedback) unless the suite is built with
   ``replan_on_failure=True``.
-* Unusable output: an :class:`harness.interfaces.InvalidOutput`, or a value that is not 7
-  integral numbers (a string, ``None``, a wrong length, a fraction), is an *invalid action*:
-  counted in ``invalid_actions``, ``action_ok=False``, no motion. It uses one of the 15 steps
-  (the original executes a random action in its place, which also uses a step). A list
-  containing NaN or infinity breaks the agent contract and raises ``AgentContractError``.
+* A malformed action (not 7 integral numbers: a string, ``None``, a wrong length, a fraction,
+  an int beyond float range) is an *invalid action* as in the original (``EBManEnv.py:172-198``:
+  the continuous conversion fails): one of the 15 steps, reward -1, no motion, counted in
+  ``invalid_actions``; ``action_ok=False`` (the shared contract), so the rest of the plan is
+  dropped and the model is asked again, where the original runs the plan's next action.
+  An :class:`harness.interfaces.InvalidOutput` (the planner's ``on_bad_output=invalid`` option)
+  is counted the same way with ``action_ok=False``. A list containing NaN or infinity breaks
+  the agent contract and raises ``AgentContractError``.
 * Success per family (checked after motion, gripper and settling): pick / place: the
-  object's centre inside the container's / sorter's inner volume; stack: both cubes within
-  3 cm of the bottom cube's start (the top one resting on the bottom one), the step's gripper
+  object's centre inside the container's / sorter's inner volume; stack: both objects within
+  3 cm of the bottom one's start (the top one resting on the bottom one), the step's gripper
   open, and still so after the same pose is repeated 3 cm higher (not a counted step); wipe:
   at most 25 of the 50 dirt spots left. Reward 1 on success, 0 otherwise, -1 on a failed motion.
 * The episode ends on success (terminated, "success") or after 15 steps (truncated, "max_steps").
@@ -57,16 +60,12 @@ INFO_REWARD = "reward"
 
 
 def object_entries(world: S.PandaTable) -> list[tuple[str, np.ndarray]]:
-    """(sim name, world centre) of every task object the model is told about, in layout order."""
-    out = []
-    for o in world.layout["objects"]:
-        p = world.body_pos(o["name"]).copy()
-        if o["kind"] == "container":
-            p[2] += S.CONTAINER_HEIGHT / 2
-        elif o["kind"] == "sorter":
-            p[2] += S.SORTER_HEIGHT / 2
-        out.append((o["name"], p))
-    return out
+    """(sim name, visible-surface centroid) of every task object some camera sees, in layout
+    order (:meth:`sim.PandaTable.visible_surface_centroids`). Wipe areas lie flush with the
+    table and are seen like any object; the invisible dirt is never an object."""
+    names = [o["name"] for o in world.layout["objects"]]
+    seen = world.visible_surface_centroids(names)
+    return [(n, seen[n]) for n in names if n in seen]
 
 
 def object_coordinates(entries: list[tuple[str, np.ndarray]]) -> tuple[dict[str, list[int]], list[str]]:
@@ -135,9 +134,13 @@ class EBManipulationEnv(SuiteEnv):
             try:
                 act = G.validate_action(action)
             except G.ActionFormatError as e:
+                # the original (EBManEnv.py:172-198) counts the step as invalid, reward -1; unlike
+                # its evaluator (eb_manipulation_evaluator.py:141), the rest of the plan is not run:
+                # the shared env contract reports a malformed action with action_ok=False
                 self._invalid += 1
+                reward = -1.0
                 action_ok = False
-                self._feedback = self._format_feedback(f"invalid ({e})", 0.0)
+                self._feedback = self._format_feedback(f"invalid ({e})", reward)
             else:
                 reward, motion_ok, reason = self._execute(act)
                 if not motion_ok:

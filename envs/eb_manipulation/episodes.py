@@ -25,7 +25,7 @@ from harness.types import EpisodeSpec
 
 SUITE_NAME = "eb_manipulation"
 #: Bumped whenever any generated scene or instruction of the fixed set changes.
-EVAL_SET_VERSION = "1"
+EVAL_SET_VERSION = "2"  # 2: object counts, stack shapes, wipe areas and dirt as the original
 GENERATOR_SEED = 0
 
 BASE_FAMILIES = ("pick_cube_shape", "stack_cubes_color", "place_into_shape_sorter_color", "wipe_table_direction")
@@ -47,7 +47,12 @@ PICK_SHAPES = ("star", "triangular", "cylinder", "cube")
 STACK_COLORS = ("red", "maroon", "lime", "green")
 PLACE_COLORS = ("red", "maroon", "lime", "green", "blue")
 PLACE_SHAPES = ("star", "triangular", "cylinder", "cube")
+#: Shapes a stack episode draws from: the original's five less the crescent (moon), which the
+#: opening fingers drag off another crescent in the twin's physics (a documented difference).
+STACK_SHAPES = ("star", "triangular", "cylinder", "cube")
 DIRECTIONS = ("horizontal", "vertical")
+#: The wipe-area shapes modelled (the original's seen planes less the triangle).
+AREA_SHAPES = ("rectangle", "round", "star")
 RELATIONS = ("left", "right", "front", "rear")
 
 #: Spawn region of object centres (m): reachable top-down by the Panda at ROBOT_BASE.
@@ -121,7 +126,8 @@ def _scene_pick(index: int, rng: random.Random, relative: bool) -> dict[str, Any
         others = [s for s in S.SHAPES if s != target_shape]
         shapes = [target_shape] + rng.sample(others, rng.randint(1, len(others)))
     else:
-        shapes = rng.sample(list(S.SHAPES), 2)
+        # vlm/tasks/pick_cube.py:77-88 (model_num = 2): each object's shape drawn on its own
+        shapes = [rng.choice(S.SHAPES) for _ in range(2)]
     objects = []
     for k, sh in enumerate(shapes):
         xy = placer.place(S.SHAPE_RADIUS[sh] * 1.1)
@@ -141,32 +147,35 @@ def _scene_pick(index: int, rng: random.Random, relative: bool) -> dict[str, Any
 
 
 def _scene_stack(index: int, rng: random.Random, relative: bool) -> dict[str, Any]:
+    """vlm/tasks/stack_cubes.py:26-29, :86-117: four copies of one shape drawn from the five
+    (``class_num = 1``, ``model_num = 4``); the bottom is copy 0, the top copy 1 (:49-53). The
+    relative family (stack_cubes_relative.py:19-33, :43-63): two copies each of two shapes, the
+    bottom described against its twin, the top against its own. The twin draws from
+    :data:`STACK_SHAPES` (no crescent: see there)."""
     placer = _Placer(rng)
     if not relative:
+        shape = rng.choice(STACK_SHAPES)
         bottom_color = STACK_COLORS[index % len(STACK_COLORS)]
-        colors = [bottom_color] + _colors(rng, 3, exclude=[bottom_color])
+        colors = [bottom_color] + _colors(rng, 3, exclude=[bottom_color])  # stack_cubes_color.py:31-34
+        shapes = [shape] * 4
     else:
-        colors = _colors(rng, 4)
-    cubes = []
+        pair = rng.sample(list(STACK_SHAPES), 2)
+        shapes = [pair[0], pair[0], pair[1], pair[1]]
+        colors = [rng.choice(list(S.COLORS)) for _ in range(4)]
+    objs = []
     for k in range(4):
-        xy = placer.place(S.SHAPE_RADIUS["cube"] * 1.15, gap=0.04)
-        cubes.append(_shape(f"cube{k}", "cube", colors[k], xy, rng, scale=(0.85, 1.15)))
-    target = {"bottom": "cube0", "top": f"cube{rng.randint(1, 3)}"}
+        xy = placer.place(S.SHAPE_RADIUS[shapes[k]] * 1.15, gap=0.04)
+        objs.append(_shape(f"object{k}", shapes[k], colors[k], xy, rng, scale=(0.85, 1.15)))
+    target = {"bottom": "object0", "top": "object1"}
     if relative:
-        # pairs (cube0, cube1) and (cube2, cube3): bottom = cube0 described against cube1,
-        # top = cube2 described against cube3; each extreme among the cubes still to choose from
-        target["top"] = "cube2"
+        # bottom = object0 (described against object1), top = object2 (against object3)
+        target["top"] = "object2"
         rel_b, rel_t = RELATIONS[index % 4], RELATIONS[(index // 4) % 4]
-        pos = {c["name"]: c["pos"] for c in cubes}
-        if relation(pos["cube0"], pos["cube1"]) != rel_b or relation(pos["cube2"], pos["cube3"]) != rel_t:
-            return {}
-        if max(pos, key=lambda n: _extreme(rel_b, pos[n])) != "cube0":
-            return {}
-        rest = {n: p for n, p in pos.items() if n != "cube0"}
-        if max(rest, key=lambda n: _extreme(rel_t, rest[n])) != "cube2":
+        pos = {o["name"]: o["pos"] for o in objs}
+        if relation(pos["object0"], pos["object1"]) != rel_b or relation(pos["object2"], pos["object3"]) != rel_t:
             return {}
         target["bottom_relation"], target["top_relation"] = rel_b, rel_t
-    return {"objects": cubes, "target": target}
+    return {"objects": objs, "target": target}
 
 
 def _scene_place(index: int, rng: random.Random, relative: bool) -> dict[str, Any]:
@@ -178,14 +187,13 @@ def _scene_place(index: int, rng: random.Random, relative: bool) -> dict[str, An
         tcolor = PLACE_COLORS[index % len(PLACE_COLORS)]
         colors = [tcolor] + _colors(rng, 2, exclude=[tcolor])
     else:
-        colors = _colors(rng, 2)
+        colors = [rng.choice(list(S.COLORS)) for _ in range(2)]  # _relative.py:21 (with replacement)
+    # place_into_shape_sorter_color.py:12 / _relative.py:14: three (two) copies of the one
+    # shape to put in, no distractors (place_into_shape_sorter.py:36-37 need_distractors = False)
     objects = []
     for k, c in enumerate(colors):
         xy = placer.place(S.SHAPE_RADIUS[shape] * 1.1)
         objects.append(_shape(f"object{k}", shape, c, xy, rng))
-    for k, sh in enumerate(rng.sample([s for s in PLACE_SHAPES if s != shape], 2)):
-        xy = placer.place(S.SHAPE_RADIUS[sh] * 1.1)
-        objects.append(_shape(f"object{len(colors) + k}", sh, rng.choice(list(S.COLORS)), xy, rng))
     target = {"object": "object0"}
     if relative:
         rel = RELATIONS[index % 4]
@@ -202,45 +210,65 @@ def _area_yaw(direction: str, rng: random.Random) -> float:
     return round(base + rng.uniform(-math.pi / 8, math.pi / 8), 4)
 
 
+def _wipe_spots(area: dict[str, Any], rng: random.Random) -> list[list[float]]:
+    """The 50 dirt spots (vlm/tasks/wipe_table.py:161-191): on a directional (rectangle) area,
+    evenly spaced along its long axis from end to end with a N(0, 5 mm) offset across it; on a
+    round or star area, uniform in radius up to half the area's half-extent and in angle."""
+    c, s_ = math.cos(area["yaw"]), math.sin(area["yaw"])
+    spots = []
+    for i in range(S.DIRT_SPOTS):
+        if area["shape"] == "rectangle":
+            step = S.AREA_SIZE[1] / S.DIRT_SPOTS
+            u, v = -S.AREA_SIZE[1] / 2 + step * i, rng.gauss(0.0, 0.005)
+        else:
+            r, th = rng.uniform(0.0, S.AREA_RADIUS / 2), rng.uniform(-math.pi, math.pi)
+            u, v = r * math.cos(th), r * math.sin(th)
+        spots.append([round(area["pos"][0] + c * u - s_ * v, 4), round(area["pos"][1] + s_ * u + c * v, 4)])
+    return spots
+
+
 def _scene_wipe(index: int, rng: random.Random, relative: bool) -> dict[str, Any]:
+    """wipe_table_direction: two rectangle areas, the target along the asked direction, the
+    other across it (wipe_table_direction.py:49-68); wipe_table_relative: two areas of one
+    shape drawn from rectangle, round and star (wipe_table.py:116-132 over amsolver/const.py
+    ``seen_planes``; the triangle area is not modelled)."""
     placer = _Placer(rng)
+    shape = "rectangle" if not relative else rng.choice(AREA_SHAPES)
     if not relative:
         direction = DIRECTIONS[index % 2]
         dirs = [direction, DIRECTIONS[1 - DIRECTIONS.index(direction)]]
     else:
         d = rng.choice(DIRECTIONS)
         dirs = [d, d]
-    half_len = S.AREA_SIZE[1] / 2
+    if shape == "rectangle":
+        half_len, width = S.AREA_SIZE[1] / 2, S.AREA_SIZE[0]
+    else:
+        half_len, width = 0.0, 2 * S.AREA_RADIUS
     areas = []
-    colors = rng.sample(list(S.COLORS), 2)
+    colors = [rng.choice(list(S.COLORS)) for _ in range(2)]  # wipe_table_direction.py:22 (with replacement)
     for k, d in enumerate(dirs):
         for _ in range(500):
-            yaw = _area_yaw(d, rng)
-            ex, ey = abs(math.cos(yaw)) * half_len + 0.03, abs(math.sin(yaw)) * half_len + 0.03
+            yaw = _area_yaw(d, rng) if shape == "rectangle" else round(rng.uniform(-math.pi, math.pi), 4)
+            ex = abs(math.cos(yaw)) * half_len + width / 2 - 0.005
+            ey = abs(math.sin(yaw)) * half_len + width / 2 - 0.005
             x = (SPAWN_X[0] - 0.02 + ex, SPAWN_X[1] + 0.03 - ex)
             y = (SPAWN_Y[0] - 0.04 + ey, SPAWN_Y[1] + 0.04 - ey)
             if x[0] >= x[1] or y[0] >= y[1]:
                 continue
             cx, cy = rng.uniform(*x), rng.uniform(*y)
-            ok = all(math.hypot(cx + t * math.cos(yaw) - qx, cy + t * math.sin(yaw) - qy) >= qr + S.AREA_SIZE[0] / 2 + 0.03
+            ok = all(math.hypot(cx + t * math.cos(yaw) - qx, cy + t * math.sin(yaw) - qy) >= qr + width / 2 + 0.03
                      for t in (-half_len, -half_len / 2, 0, half_len / 2, half_len) for qx, qy, qr in placer.placed)
             if ok:
-                placer.block_segment(cx, cy, yaw, S.AREA_SIZE[1], S.AREA_SIZE[0])
-                areas.append({"name": f"area{k}", "kind": "area", "color": colors[k], "pos": [round(cx, 4), round(cy, 4)],
-                              "yaw": yaw})
+                placer.block_segment(cx, cy, yaw, 2 * half_len, width)
+                areas.append({"name": f"area{k}", "kind": "area", "shape": shape, "color": colors[k],
+                              "pos": [round(cx, 4), round(cy, 4)], "yaw": yaw})
                 break
         else:
             return {}
     sponge_xy = placer.place(0.055, gap=0.02)
     sponge = {"name": "sponge", "kind": "sponge", "color": "yellow", "pos": list(sponge_xy),
               "yaw": round(rng.uniform(-math.pi / 4, math.pi / 4), 4)}
-    t = areas[0]
-    spots = []
-    for _ in range(S.DIRT_SPOTS):
-        u = rng.uniform(-half_len + 0.01, half_len - 0.01)
-        v = rng.uniform(-S.AREA_SIZE[0] / 2 + 0.008, S.AREA_SIZE[0] / 2 - 0.008)
-        c, s = math.cos(t["yaw"]), math.sin(t["yaw"])
-        spots.append([round(t["pos"][0] + c * u - s * v, 4), round(t["pos"][1] + s * u + c * v, 4)])
+    spots = _wipe_spots(areas[0], rng)
     target = {"area": "area0", "direction": dirs[0]}
     if relative:
         rel = RELATIONS[index % 4]
@@ -278,18 +306,13 @@ SHAPE_LOOKS = {  # visual style: what the shape looks like
     "cylinder": "the round object with a flat top", "cube": "the block with six equal square faces",
     "moon": "the curved, crescent-shaped object",
 }
-SHAPE_HINTS = {  # common-sense style: what the shape is known from
+#: common-sense style: the shape told by what it is known from; the colour word stays as it is
+#: (the original's common_sense rewrite keeps the colour, issue 19 item 5)
+SHAPE_HINTS = {
     "star": "the shape that twinkles in the night sky in children's drawings",
     "triangular": "the shape of a slice of a Toblerone bar",
     "cylinder": "the shape of a tin can", "cube": "the shape of a die used in board games",
     "moon": "the shape of the night-time light seen as a thin sliver",
-}
-COLOR_HINTS = {
-    "red": "ripe tomatoes", "maroon": "dark red wine", "lime": "a fluorescent highlighter", "green": "a pine forest",
-    "blue": "a clear summer sky", "navy": "a sailor's uniform", "yellow": "a banana", "cyan": "tropical shallow water",
-    "magenta": "a fuchsia flower", "silver": "a polished spoon", "gray": "rain clouds", "orange": "a pumpkin",
-    "olive": "an olive", "purple": "an aubergine", "teal": "a peacock's neck", "azure": "a swimming-pool",
-    "violet": "lavender blossoms", "rose": "a flamingo", "black": "coal", "white": "fresh snow",
 }
 COLOR_LOOKS = {c: f"{c}-coloured" for c in S.COLORS}
 DIRECTION_HINTS = {"horizontal": "runs from side to side in front of the robot, like a horizon",
@@ -311,7 +334,7 @@ def instruction(scene: dict[str, Any], subset: str) -> str:
         if subset == "base":
             return f"Pick up the {SHAPE_WORDS[shape]} and place it into the {color} container."
         if subset == "common_sense":
-            return f"Pick up the object that has {SHAPE_HINTS[shape]} and put it in the container the colour of {COLOR_HINTS[color]}."
+            return f"Pick up the object that has {SHAPE_HINTS[shape]} and put it in the {color} container."
         if subset == "complex":
             return (f"I am tidying the table and the loose pieces are in the way. Please take the {SHAPE_WORDS[shape]}, "
                     f"lift it carefully, and drop it into the {color} container, leaving every other item untouched.")
@@ -320,15 +343,17 @@ def instruction(scene: dict[str, Any], subset: str) -> str:
     if cls == "stack":
         b, top = objs[t["bottom"]], objs[t["top"]]
         if relative:
-            return f"Stack the {t['top_relation']} cube on top of the {t['bottom_relation']} cube."
+            return (f"Stack the {t['top_relation']} {SHAPE_WORDS[top['shape']]} on top of the "
+                    f"{t['bottom_relation']} {SHAPE_WORDS[b['shape']]}.")
         if subset == "base":
-            return f"Stack the {top['color']} cube on top of the {b['color']} cube."
+            return f"Stack the {top['color']} {SHAPE_WORDS[top['shape']]} on top of the {b['color']} {SHAPE_WORDS[b['shape']]}."
         if subset == "common_sense":
-            return (f"Put the cube with the colour of {COLOR_HINTS[top['color']]} on top of the cube with the colour of "
-                    f"{COLOR_HINTS[b['color']]}.")
+            return (f"Put the {top['color']} object that has {SHAPE_HINTS[top['shape']]} on top of the {b['color']} "
+                    f"one.")
         if subset == "complex":
-            return (f"We are building a small tower and the {b['color']} cube is its foundation: leave that one where "
-                    f"it is, pick up the {top['color']} cube and set it down squarely on top of it.")
+            return (f"We are building a small tower and the {b['color']} {SHAPE_WORDS[b['shape']]} is its foundation: "
+                    f"leave that one where it is, pick up the {top['color']} {SHAPE_WORDS[top['shape']]} and set it down "
+                    f"squarely on top of it.")
         if subset == "visual":
             return f"Stack the {COLOR_LOOKS[top['color']]} block on top of the {COLOR_LOOKS[b['color']]} block."
     if cls == "place":
@@ -339,8 +364,7 @@ def instruction(scene: dict[str, Any], subset: str) -> str:
         if subset == "base":
             return f"Put the {color} {SHAPE_WORDS[shape]} into the shape sorter."
         if subset == "common_sense":
-            return (f"Drop the object that has {SHAPE_HINTS[shape]} and the colour of {COLOR_HINTS[color]} "
-                    f"into the box with holes in its lid.")
+            return f"Drop the {color} object that has {SHAPE_HINTS[shape]} into the box with holes in its lid."
         if subset == "complex":
             return (f"Several pieces of the toy are scattered around. Of all of them, only the {color} "
                     f"{SHAPE_WORDS[shape]} should go back into the shape sorter now; please put it in through one of the holes.")

@@ -70,7 +70,10 @@ def validate_action(action: Any) -> list[int]:
     for i, v in enumerate(values):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise ActionFormatError(f"action entry {i} is {v!r}, not a number")
-        f = float(v)
+        try:
+            f = float(v)
+        except OverflowError:  # an int beyond float range: the original's conversion fails too
+            raise ActionFormatError(f"action entry {i} is out of range") from None
         if not math.isfinite(f):
             raise ActionFormatError(f"action entry {i} is not finite ({v!r})")
         if f != math.floor(f):
@@ -87,7 +90,7 @@ def is_non_finite(action: Any) -> bool:
         return False
     try:
         arr = np.asarray(action, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # an int beyond float range is not NaN
         return False
     return bool(arr.size) and not bool(np.all(np.isfinite(arr)))
 

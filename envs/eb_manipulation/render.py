@@ -1,10 +1,15 @@
 """Camera images of the twin: the front view (with the original's numbered object markers and
 axis overlay, switchable) and the wrist view.
 
-The overlay follows the original's layout (``eb_man_utils.py``): red boxes numbered like the
-coordinate dictionary around each object, and an XYZ axis glyph at a fixed pixel (x red,
-y green, z blue). Boxes come from projecting each object's centre and size (ground truth),
-not from a detector, so they are never missing or misnumbered.
+The overlay follows the original's layout (EmbodiedBench b247936
+``envs/eb_manipulation/eb_man_utils.py:51-91`` ``draw_xyz_coordinate``): red boxes numbered like
+the coordinate dictionary around each object, and the origin of the coordinate grid marked with
+a filled red dot labelled "(0, 0)" from which three 30-px (at 500 px) arrows leave: y green,
+z blue, x red. The original pins the origin at a hand-tuned pixel ((62, 239) at 500 px, "adjust
+based on the table's position"); the twin projects the grid's origin (bins X = 0, Y = 0 on the
+table top) into its own camera, which lands at the same place of the table. Boxes come from
+projecting each object's centre and size (ground truth), not from a detector, so they are never
+missing or misnumbered.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ import numpy as np
 
 from envs.eb_manipulation import sim as S
 
-AXIS_ORIGIN_PX = (0.12, 0.88)  # fraction of (width, height)
-AXIS_LEN_M = 0.12
+#: Axis arrow length as a fraction of the image side (the original: 30 px at 500 px).
+AXIS_LEN_FRAC = 30 / 500
+#: The origin dot's radius (px at 500) and the "(0, 0)" label's offset below it (the original's 3 and 16).
+ORIGIN_DOT_PX, ORIGIN_LABEL_DY_PX = 3, 16
 BOX_HALF_M = 0.045
 
 
@@ -30,6 +37,7 @@ class SceneRenderer:
         self._cam = model.camera("front").id
         self._opt = mujoco.MjvOption()
         self._opt.sitegroup[:] = 0  # robosuite's marker sites (grip-site cylinder) are not drawn
+        self._opt.geomgroup[S.DIRT_GEOM_GROUP] = 0  # the dirt spots are invisible (renderable=False)  # the dirt spots are invisible (renderable=False)
 
     def close(self) -> None:
         self._r.close()
@@ -60,16 +68,20 @@ class SceneRenderer:
             (u0, v0), (u1, v1) = uv.min(axis=0), uv.max(axis=0)
             draw.rectangle([u0, v0, u1, v1], outline=(255, 0, 0), width=2)
             draw.text((u0 + 2, v0 + 1), str(i + 1), fill=(255, 0, 0))
-        # axis glyph: project world axes at the table centre, draw them from a fixed pixel
-        o = np.array([0.2, 0.0, S.TABLE_Z])
-        uv = self._project(world.data, np.array([o, o + [AXIS_LEN_M, 0, 0], o + [0, AXIS_LEN_M, 0], o + [0, 0, AXIS_LEN_M]]))
-        base = np.array([AXIS_ORIGIN_PX[0] * self.size, AXIS_ORIGIN_PX[1] * self.size])
-        for k, (color, label) in enumerate((((255, 0, 0), "x"), ((0, 200, 0), "y"), ((0, 0, 255), "z"))):
-            d = uv[k + 1] - uv[0]
-            d = d / (np.linalg.norm(d) + 1e-9) * 0.08 * self.size
+        # the grid's origin (bins X = 0, Y = 0 on the table) with the three axis arrows
+        o = np.array([S.SCENE_X_MIN, S.SCENE_Y_MIN, S.TABLE_Z])
+        uv = self._project(world.data, np.array([o, o + [0.1, 0, 0], o + [0, 0.1, 0], o + [0, 0, 0.1]]))
+        base = uv[0]
+        k = self.size / 500
+        for i, (color, label) in enumerate((((255, 0, 0), "x"), ((0, 200, 0), "y"), ((0, 0, 255), "z"))):
+            d = uv[i + 1] - base
+            d = d / (np.linalg.norm(d) + 1e-9) * AXIS_LEN_FRAC * self.size
             end = base + d
-            draw.line([tuple(base), tuple(end)], fill=color, width=3)
+            draw.line([tuple(base), tuple(end)], fill=color, width=2)
             draw.text(tuple(end + 2), label, fill=color)
+        r = ORIGIN_DOT_PX * k
+        draw.ellipse([base[0] - r, base[1] - r, base[0] + r, base[1] + r], fill=(255, 0, 0))
+        draw.text((base[0], base[1] + ORIGIN_LABEL_DY_PX * k - 8), "(0, 0)", fill=(255, 0, 0))
         return np.asarray(im)
 
     def wrist(self, world: S.PandaTable) -> np.ndarray:

@@ -30,6 +30,8 @@ TABLE_Z = 0.752
 TABLE_CENTER_X = 0.2
 TABLE_SIZE = (0.9, 1.0)  # x, y extent (m)
 ROBOT_BASE = (-0.32, 0.0, TABLE_Z)
+#: The coordinate grid's origin in x / y (EmbodiedBench ``SCENE_BOUNDS[:2]``; marked in the overlay).
+SCENE_X_MIN, SCENE_Y_MIN = -0.3, -0.5
 #: The original's workspace check: the table's box widened 0.2 m in x/y, z in [table-0.04, table+1.0].
 WORKSPACE_MARGIN = 0.2
 WORKSPACE_Z = (-0.04, 1.0)
@@ -79,13 +81,37 @@ SORTER_HOLE = 0.08  # 2 x 2 square openings, one per shape in the original
 SORTER_PLATE = 0.01
 SPONGE_SIZE = (0.05, 0.09, 0.03)  # x (grasp axis), y, z
 AREA_SIZE = (0.07, 0.30)  # width, length of a wipe area
+AREA_RADIUS = 0.08  # outer radius of a round / star wipe area
 DIRT_SPOTS = 50  # EmbodiedBench ``DIRT_POINTS``
+DIRT_GEOM_GROUP = 5  # a geom group no camera of the twin draws
 DIRT_SUCCESS_MAX_LEFT = 25  # success when at most half remain (LengthCondition(spots, 50 * 0.5))
 SPONGE_REACH = 0.012  # a spot is wiped when within the sponge footprint widened by this (m) ...
 SPONGE_LIFT = 0.02  # ... while the sponge's bottom is at most this high above the table
 STACK_XY_TOL = 0.03  # stacked cube within 3 cm (issue text) of the bottom cube's start
 STACK_Z_TOL = 0.015
 
+
+# --- Grasp: the original's attach-on-close rule ------------------------------------------------
+#: The twin's proximity-sensor volume between the fingers, a box in the grip site's frame
+#: (x = finger axis, z = approach): the open fingers' span across, the pads' width along y, and
+#: from the pads' tips (robosuite's pad boxes end 4.4 mm past the grip site) 2.5 cm toward the palm.
+#: The original's sensor is part of its CoppeliaSim Panda model; no numbers come from it.
+GRASP_SENSOR_HALF = (0.04, 0.012, 0.0185)
+GRASP_SENSOR_CENTER_Z = -0.0065
+#: Geom group of the sensor box (never drawn, never colliding).
+SENSOR_GEOM_GROUP = 4
+#: Object kinds the gripper can attach (the original's ``register_graspable_objects``).
+GRASPABLE_KINDS = ("shape", "sponge")
+#: Simulator steps the opening fingers move before the weld is released (10 ms).
+RELEASE_LAG_STEPS = 5
+
+#: Geom group of robosuite's (invisible) robot collision geoms.
+HIDDEN_COLLISION_GROUP = 3
+#: The cameras whose view decides which objects the model is told about (the original uses
+#: front, left / right shoulder and wrist; the twin has these two).
+VISIBILITY_CAMERAS = ("front", "robot0_eye_in_hand")
+#: Rays per image side cast to find each object's visible surface (the original: 500 px masks).
+VISIBILITY_RAYS = 64
 
 #: Largest camera image side (the offscreen framebuffer's size).
 MAX_IMAGE_SIZE = 1024
@@ -127,6 +153,7 @@ def _base_spec() -> "mujoco.MjSpec":
     for g in spec.geoms:
         if g.name.startswith(("robot0_", "gripper0_")) and g.group == 0 and (g.contype or g.conaffinity):
             g.rgba = [0.0, 0.0, 0.0, 0.0]
+            g.group = HIDDEN_COLLISION_GROUP  # not seen by cameras nor by the visibility rays
     # plain colours instead of the arena's image textures: uploading them made every new
     # renderer (one per episode, the model changes) ~3x slower to create
     plain = {"floorplane": [0.55, 0.5, 0.45, 1], "table_ceramic": [0.93, 0.93, 0.91, 1],
@@ -250,10 +277,28 @@ def sorter_holes(pos, yaw: float) -> list[np.ndarray]:
             for dx in (-off, off) for dy in (-off, off)]
 
 
-def _add_area(spec, name: str, color: str, pos, yaw: float):
+def _add_area(spec, name: str, color: str, pos, yaw: float, shape: str = "rectangle"):
+    """A flat, visual-only wipe area: a rectangle (long axis along body x), a disc, or a star."""
     body = spec.worldbody.add_body(name=name, pos=[pos[0], pos[1], TABLE_Z + 0.0006], quat=_quat_z(yaw))
-    # long axis along body x
-    _box(body, [AREA_SIZE[1] / 2, AREA_SIZE[0] / 2, 0.0005], _rgba(color, 0.6), collide=False)
+    rgba = _rgba(color, 0.6)
+    if shape == "rectangle":
+        _box(body, [AREA_SIZE[1] / 2, AREA_SIZE[0] / 2, 0.0005], rgba, collide=False)
+    elif shape == "round":
+        g = body.add_geom(type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[AREA_RADIUS, 0.0005, 0], rgba=rgba)
+        g.contype = g.conaffinity = 0
+    elif shape == "star":
+        r_in, half_t = AREA_RADIUS * 0.45, 0.0005
+        pent = [(r_in * math.cos(math.radians(90 + 72 * k + 36)), r_in * math.sin(math.radians(90 + 72 * k + 36)))
+                for k in range(5)]
+        parts = [pent] + [[(AREA_RADIUS * math.cos(math.radians(90 + 72 * k)), AREA_RADIUS * math.sin(math.radians(90 + 72 * k))),
+                           pent[(k - 1) % 5], pent[k]] for k in range(5)]
+        for j, poly in enumerate(parts):
+            spec.add_mesh(name=f"{name}_m{j}", uservert=[c for (px, py) in poly for zz in (-half_t, half_t)
+                                                          for c in (px, py, zz)])
+            g = body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"{name}_m{j}", rgba=rgba)
+            g.contype = g.conaffinity = 0
+    else:
+        raise ValueError(f"unknown area shape {shape!r}")
     return body
 
 
@@ -291,17 +336,32 @@ class PandaTable:
             elif kind == "sorter":
                 _add_sorter(spec, obj["name"], obj["pos"], obj["yaw"])
             elif kind == "area":
-                _add_area(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"])
+                _add_area(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"], obj.get("shape", "rectangle"))
             elif kind == "sponge":
                 _add_sponge(spec, obj["name"], obj["color"], obj["pos"], obj["yaw"])
             else:
                 raise ValueError(f"unknown object kind {kind!r}")
             self.objects[obj["name"]] = obj
+        eef = spec.body("gripper0_eef")
+        sensor = eef.add_geom(name="grasp_sensor", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(GRASP_SENSOR_HALF),
+                              pos=[0.0, 0.0, GRASP_SENSOR_CENTER_Z], rgba=[0.0, 1.0, 0.0, 0.0])
+        sensor.contype = sensor.conaffinity = 0
+        sensor.group = SENSOR_GEOM_GROUP
+        sensor.mass = 0.0
+        sensor.density = 0.0
+        self.graspable = [o["name"] for o in layout["objects"] if o["kind"] in GRASPABLE_KINDS]
+        for name in self.graspable:  # one inactive weld per graspable object (attach-on-close)
+            spec.add_equality(type=mujoco.mjtEq.mjEQ_WELD, objtype=mujoco.mjtObj.mjOBJ_BODY, name=f"attach_{name}",
+                              name1="gripper0_eef", name2=name, active=False)
         spots = layout.get("spots") or []
         spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, TABLE_Z + 0.0013])
         for i, (sx, sy) in enumerate(spots):
+            # invisible to every camera, as the original's ``renderable=False`` spots
+            # (EmbodiedBench b247936 vlm/tasks/wipe_table.py:167-171, 180-184): geom group
+            # DIRT_GEOM_GROUP is not drawn and the spot is fully transparent anyway
             g = spot_body.add_geom(name=f"spot{i}", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[0.006, 0.0003, 0],
-                                   pos=[sx, sy, 0], rgba=[0.35, 0.25, 0.1, 1.0])
+                                   pos=[sx, sy, 0], rgba=[0.35, 0.25, 0.1, 0.0])
+            g.group = DIRT_GEOM_GROUP
             g.contype = 0
             g.conaffinity = 0
         self.model = spec.compile()
@@ -327,6 +387,11 @@ class PandaTable:
         self.spot_ids = np.array([m.geom(f"spot{i}").id for i in range(len(spots))], dtype=int)
         self.spot_xy = np.array(spots, dtype=float).reshape(-1, 2)
         self.spot_alive = np.ones(len(spots), dtype=bool)
+        self.sensor_geom = m.geom("grasp_sensor").id
+        self.eef_body = m.body("gripper0_eef").id
+        self.attach_eq = {n: m.equality(f"attach_{n}").id for n in self.graspable}
+        self.object_geoms = {n: [g for g in range(m.ngeom) if m.geom_bodyid[g] == m.body(n).id] for n in self.graspable}
+        self.attached: list[str] = []
         self.sponge = next((o["name"] for o in layout["objects"] if o["kind"] == "sponge"), None)
         self.sim_steps = 0
         self.gripper_open = True
@@ -483,14 +548,57 @@ class PandaTable:
                 break
         return MoveResult(True, "", self.sim_steps - start)
 
+    def sensed(self) -> list[str]:
+        """Graspable objects any of whose geoms overlaps the gripper's sensor volume."""
+        m, d = self.model, self.data
+        return [n for n in self.graspable
+                if any(mujoco.mj_geomDistance(m, d, self.sensor_geom, g, 0.01, None) <= 0.0 for g in self.object_geoms[n])]
+
+    def attach(self, name: str) -> None:
+        """Weld ``name`` to the hand where it is now (the original parents it to the gripper)."""
+        m, d = self.model, self.data
+        eq = self.attach_eq[name]
+        p1, r1 = d.xpos[self.eef_body], d.xmat[self.eef_body].reshape(3, 3)
+        p2, r2 = d.body(name).xpos, d.body(name).xmat.reshape(3, 3)
+        # weld data: anchor (3), relpos (3) + relquat (4) = the object's (body2) pose in the hand's
+        # (body1) frame, torquescale (checked: the attached object keeps its pose to < 1 mm)
+        q = np.zeros(4)
+        mujoco.mju_mat2Quat(q, (r1.T @ r2).reshape(-1))
+        m.eq_data[eq, 0:3] = 0.0
+        m.eq_data[eq, 3:6] = r1.T @ (p2 - p1)
+        m.eq_data[eq, 6:10] = q
+        m.eq_data[eq, 10] = 1.0
+        d.eq_active[eq] = 1
+        self.attached.append(name)
+
+    def release(self) -> None:
+        for name in self.attached:
+            self.data.eq_active[self.attach_eq[name]] = 0
+        self.attached = []
+
     def set_gripper(self, open_: bool) -> int:
-        """Actuate the fingers if the commanded state differs; settle after an open."""
+        """Actuate the fingers if the commanded state differs; settle after an open.
+
+        EmbodiedBench's rule (``amsolver/task_environment.py:398-412``): when the fingers are
+        told to close, every graspable object the gripper's proximity sensor detects is attached
+        to the gripper first (PyRep ``Gripper.grasp``); when told to open, everything attached
+        is released first. The twin attaches with a MuJoCo weld; the rest is physics."""
         if open_ == self.gripper_open:
             return 0
         start = self.sim_steps
         self.gripper_open = open_
+        if not open_:
+            for name in self.sensed():
+                self.attach(name)
         self._set_gripper_ctrl(open_)
-        self._run(GRIPPER_STEPS)
+        if open_ and self.attached:
+            # the fingers let go of the squeeze first, then the weld goes: releasing the weld
+            # under the fingers' squeeze would fling the object (a MuJoCo artefact)
+            self._run(RELEASE_LAG_STEPS)
+            self.release()
+            self._run(GRIPPER_STEPS - RELEASE_LAG_STEPS)
+        else:
+            self._run(GRIPPER_STEPS)
         if open_:
             self._run(SETTLE_STEPS)
         return self.sim_steps - start
@@ -512,15 +620,46 @@ class PandaTable:
         raise ValueError(f"{holder} is not a container")
 
     def stacked(self, top: str, bottom: str) -> bool:
-        """Both cubes in the success volume at the bottom cube's start position."""
+        """Both objects in the success volume at the bottom one's start position."""
         start = self.start_positions[bottom]
         pb, pt = self.body_pos(bottom), self.body_pos(top)
-        hb = SHAPE_HALF_HEIGHT["cube"] * self.objects[bottom]["scale"]
-        ht = SHAPE_HALF_HEIGHT["cube"] * self.objects[top]["scale"]
+        hb = SHAPE_HALF_HEIGHT[self.objects[bottom]["shape"]] * self.objects[bottom]["scale"]
+        ht = SHAPE_HALF_HEIGHT[self.objects[top]["shape"]] * self.objects[top]["scale"]
         bottom_ok = np.linalg.norm(pb[:2] - start[:2]) <= STACK_XY_TOL and abs(pb[2] - start[2]) <= STACK_Z_TOL
         top_ok = (np.linalg.norm(pt[:2] - start[:2]) <= STACK_XY_TOL
                   and abs(pt[2] - (start[2] + hb + ht)) <= STACK_Z_TOL)
         return bool(bottom_ok and top_ok)
+
+    def visible_surface_centroids(self, names) -> dict[str, np.ndarray]:
+        """Per object: the mean of its surface points seen by :data:`VISIBILITY_CAMERAS`, averaged
+        over the cameras that see it; objects no camera sees are left out. The original's rule
+        (EmbodiedBench b247936 ``envs/eb_manipulation/eb_man_utils.py:294-335``: mask pixels'
+        point-cloud mean per camera, averaged over cameras) with rays instead of depth masks."""
+        m, d = self.model, self.data
+        body_of = {m.body(n).id: n for n in names}
+        geom_body = m.geom_bodyid
+        n = VISIBILITY_RAYS
+        groups = np.array([1, 1, 1, 0, 0, 0], dtype=np.uint8)
+        per_camera: dict[str, list[np.ndarray]] = {}
+        for cam_name in VISIBILITY_CAMERAS:
+            cam = m.camera(cam_name).id
+            pos, rot = d.cam_xpos[cam].copy(), d.cam_xmat[cam].reshape(3, 3)
+            half = math.tan(math.radians(m.cam_fovy[cam]) / 2)
+            u = (np.arange(n) + 0.5) / n * 2 - 1
+            xs, ys = np.meshgrid(u * half, -u * half)
+            dirs = np.stack([xs, ys, -np.ones_like(xs)], axis=-1).reshape(-1, 3) @ rot.T
+            dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+            geomid = np.full(len(dirs), -1, dtype=np.int32)
+            dist = np.full(len(dirs), -1.0)
+            mujoco.mj_multiRay(m, d, pos, dirs.reshape(-1), groups, 1, -1, geomid, dist, len(dirs), 10.0)
+            hit = geomid >= 0
+            bodies = geom_body[geomid[hit]]
+            points = pos + dirs[hit] * dist[hit, None]
+            for bid, name in body_of.items():
+                sel = bodies == bid
+                if sel.any():
+                    per_camera.setdefault(name, []).append(points[sel].mean(axis=0))
+        return {name: np.mean(per_camera[name], axis=0) for name in names if name in per_camera}
 
     def spots_left(self) -> int:
         return int(self.spot_alive.sum())

@@ -6,9 +6,10 @@ follow the episode's suite:
 * ``eb_alfred``: EmbodiedBench's EB-ALFRED protocol (:mod:`planners.vlm.prompt`,
   :mod:`planners.vlm.parse`): action ids of the episode's numbered action list.
 * ``eb_manipulation``: EB-Manipulation's text-action protocol
-  (:mod:`planners.eb_manipulation_prompt`): lists of 7 integers; unparseable
-  output is an invalid action, or with ``on_bad_output=random`` the original's
-  seeded random action (counted as a planner output error either way).
+  (:mod:`planners.eb_manipulation_prompt`): lists of 7 integers; unusable
+  output becomes the original's (seeded) random action, executed and kept in
+  the history (``on_bad_output=random``, the default), or an invalid action
+  with ``on_bad_output=invalid``; counted as a planner output error either way.
 * ``alfred``: FLARE-style triplets (:mod:`planners.alfred_prompt`) with example
   retrieval from ``alfred_examples`` and grounded replanning.
 
@@ -84,7 +85,7 @@ class VLMPlanner:
         # eb_manipulation
         manipulation_examples: str | None = None,
         manipulation_shots: int = 4,
-        on_bad_output: str = "invalid",
+        on_bad_output: str = "random",
         # alfred
         alfred_examples: str | None = None,
         alfred_k: int = 9,
@@ -131,10 +132,10 @@ class VLMPlanner:
                 hash_weights=hash_weights)
         # chat mode only: this episode's earlier usable outputs.
         self._past: EpisodeCache[list[str]] = EpisodeCache()
-        if on_bad_output not in ("invalid", "random"):
-            raise ValueError(f"on_bad_output must be 'invalid' or 'random', got {on_bad_output!r}")
         from planners import eb_manipulation_prompt as manip
 
+        if on_bad_output not in manip.ON_BAD_OUTPUT:
+            raise ValueError(f"on_bad_output must be 'random' or 'invalid', got {on_bad_output!r}")
         self._manip = manip
         self._manip_examples = manip.load_examples(manipulation_examples)
         self.manipulation_shots = int(manipulation_shots)
@@ -160,6 +161,17 @@ class VLMPlanner:
                                 "on_bad_output": self.on_bad_output},
             "alfred": alfred,
         }
+
+    def identity_for(self, suite: str) -> Mapping[str, Any]:
+        """The identity a run of ``suite`` depends on: EB-Manipulation ignores the EB-ALFRED
+        prompt and ``parser`` settings and ALFRED's, so they stay out of its run identity
+        (other suites keep the whole :meth:`identity`, so their run ids are unchanged)."""
+        ident = dict(self.identity())
+        if suite == "eb_manipulation":
+            for key in ("parser", "prompt", "alfred"):
+                ident.pop(key, None)
+            ident["eb_manipulation"] = {**ident["eb_manipulation"], "image_size": self._image_size}
+        return ident
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._past.pop(episode.key)

@@ -153,11 +153,16 @@ def test_invalid_output_and_malformed_actions_count_without_moving():
     _, r, term, trunc, info = env.step(InvalidOutput(raw="blah", reason="no JSON object in the output"))
     assert info["action_ok"] is False and info["invalid_actions"] == 1 and "no JSON object" in info["feedback"]
     assert info["sim_steps"] == sim0 and info["env_steps"] == 1 and r == 0.0
-    _, _, _, _, info = env.step([1, 2, 3])
+    _, r, _, _, info = env.step([1, 2, 3])
+    # EBManEnv.py:195-198: a failing conversion is an invalid step with reward -1 (action_ok False:
+    # the shared env contract; the original's evaluator would run the plan's next action)
     assert info["action_ok"] is False and info["invalid_actions"] == 2 and "7 numbers" in info["feedback"]
+    assert r == -1.0
     _, _, _, _, info = env.step([1, 2, 3, 4, 5, 6, 0.5])
     assert info["invalid_actions"] == 3 and "not an integer" in info["feedback"]
     assert info["sim_steps"] == sim0
+    _, _, _, _, info = env.step([1, 2, 10 ** 400, 4, 5, 6, 1])  # beyond float range: invalid, no OverflowError
+    assert info["invalid_actions"] == 4 and "out of range" in info["feedback"]
     with pytest.raises(AgentContractError):
         env.step([1, 2, float("nan"), 4, 5, 6, 1])
     env.close()
