@@ -113,6 +113,46 @@ _TRANSCRIPT_SQL = (
 )
 
 
+#: SQLite's INTEGER range; a Python int beyond it is stored as its decimal text.
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _storable(value: Any) -> Any:
+    """``value`` as SQLite can bind it, losslessly where it can be.
+
+    Text with lone surrogates (a model server's ``"\\ud800"`` escape, an exception
+    message) is not UTF-8: it is stored with each surrogate written as the escape
+    ``\\udXXX`` (Python's ``backslashreplace``), as JSON writes it. Integers beyond
+    64 bits are stored as their decimal text; other objects as ``str()``.
+    """
+    if value is None or type(value) is float or type(value) is bytes:
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int):
+        return int(value) if _INT_MIN <= value <= _INT_MAX else str(value)
+    if isinstance(value, float):
+        return float(value)
+    return _storable(str(value))
+
+
+#: What SQLite raises when a value cannot be bound as it is (see :func:`_storable`).
+_UNBINDABLE = (UnicodeEncodeError, OverflowError, sqlite3.InterfaceError, sqlite3.ProgrammingError)
+
+
+def _execute(db: sqlite3.Connection, sql: str, values: Sequence[Any]) -> sqlite3.Cursor:
+    """``db.execute``; values SQLite cannot bind are made storable and the statement is
+    retried (the fast path costs nothing for the usual record)."""
+    try:
+        return db.execute(sql, values)
+    except _UNBINDABLE:
+        return db.execute(sql, [_storable(v) for v in values])
+
+
 def _ro_uri(path: Path) -> str:
     """A read-only SQLite URI for ``path``, every special character escaped.
 
@@ -258,13 +298,13 @@ class ResultStore:
     def _begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any],
                    now: float) -> None:
         with self._db:
-            self._db.execute(
-                "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _execute(
+                self._db, "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, spec.variant, spec.suite, spec.split,
                  json.dumps(identity, sort_keys=True, default=str), spec.to_json(), now),
             )
-            self._db.execute(
-                "INSERT INTO sessions (run_id, started_at, provenance) VALUES (?, ?, ?)",
+            _execute(
+                self._db, "INSERT INTO sessions (run_id, started_at, provenance) VALUES (?, ?, ?)",
                 (run_id, now, json.dumps(provenance, sort_keys=True, default=str)),
             )
 
@@ -312,17 +352,17 @@ class ResultStore:
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
                 row["extra"] = _encode_extra(row["extra"])
-                n = self._db.execute(_INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
+                n = _execute(self._db, _INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
                 written += n
                 if n and transcript:  # a rerun's transcript replaces the failed attempt's
-                    key = [row[c] for c in _KEY]
+                    key = [_storable(row[c]) for c in _KEY]
                     self._db.execute(
                         f"DELETE FROM transcripts WHERE {' AND '.join(f'{c}=?' for c in _KEY)}", key)
                     for entry in transcript:
                         values = [entry.get(c) for c in _TRANSCRIPT_COLUMNS]
                         if values[-1] is not None and not isinstance(values[-1], str):
                             values[-1] = json.dumps(values[-1], default=str)
-                        self._db.execute(_TRANSCRIPT_SQL, key + values + [SCHEMA_VERSION])
+                        _execute(self._db, _TRANSCRIPT_SQL, key + values + [SCHEMA_VERSION])
         return written
 
     def writer(self, interval_s: float = 0.25, watchdog_s: float = 1.0) -> "RecordWriter":
