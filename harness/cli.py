@@ -101,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_fetch(args)
         return _cmd_list()
     except UsageError as exc:
-        print(f"harness: error: {exc}", file=sys.stderr)
+        from harness.redact import redact_text
+
+        print(f"harness: error: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
@@ -144,11 +146,14 @@ def _cmd_run(overrides: list[str], multirun: bool) -> int:
     # Every job is checked (names, parameters, splits, data paths) before the first episode runs.
     suites: dict[str, Any] = {}
     prepared = []
+    from harness.redact import redact_override
+
     for overrides_i, cfg in zip(jobs, configs):
+        label = " ".join(redact_override(o) for o in overrides_i)
         try:
-            prepared.append(_prepare(cfg, suites, " ".join(overrides_i)))
+            prepared.append(_prepare(cfg, suites, label))
         except UsageError as exc:
-            where = f" (job {' '.join(overrides_i)})" if len(configs) > 1 else ""
+            where = f" (job {label})" if len(configs) > 1 else ""
             raise UsageError(f"{exc}{where}") from None
     failed = 0
     for i, job in enumerate(prepared):

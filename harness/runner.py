@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from harness.allocator import keep_freed_heap
 from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
+from harness.redact import redact
 from harness.store import ResultStore
 from harness.types import (
     INFO_ARTIFACTS,
@@ -58,7 +59,8 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         # rows would otherwise pool with the unshifted run's in one table row). Added only
         # when set, so the run ids of unshifted runs (every existing store) stay as they were.
         identity["seed_offset"] = spec.seed
-    return identity
+    # Credentials (an agent naming a URL with userinfo, a key) change no result: never hashed or stored.
+    return redact(identity)
 
 
 def run_id_of(identity: dict[str, Any]) -> str:

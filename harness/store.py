@@ -29,6 +29,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from harness.redact import redact, redact_text
 from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 
 if TYPE_CHECKING:  # pandas is imported where tables are built, not at start-up
@@ -288,7 +289,11 @@ class ResultStore:
 
     # --- runs -------------------------------------------------------------
     def begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any]) -> None:
-        """Record the run (once) and this invocation of it (every time)."""
+        """Record the run (once) and this invocation of it (every time).
+
+        Secrets (keys named like ``api_key`` / ``token`` / ``password``, URL userinfo)
+        are redacted from the spec, identity and provenance first (harness/redact.py).
+        """
         now = time.time()
         try:
             self._begin_run(run_id, spec, identity, provenance, now)
@@ -301,11 +306,12 @@ class ResultStore:
             _execute(
                 self._db, "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, spec.variant, spec.suite, spec.split,
-                 json.dumps(identity, sort_keys=True, default=str), spec.to_json(), now),
+                 json.dumps(redact(dict(identity)), sort_keys=True, default=str),
+                 json.dumps(redact(json.loads(spec.to_json())), sort_keys=True), now),
             )
             _execute(
                 self._db, "INSERT INTO sessions (run_id, started_at, provenance) VALUES (?, ?, ?)",
-                (run_id, now, json.dumps(provenance, sort_keys=True, default=str)),
+                (run_id, now, json.dumps(redact(json.loads(json.dumps(provenance, default=str))), sort_keys=True)),
             )
 
     def runs(self) -> "pd.DataFrame":
@@ -352,6 +358,8 @@ class ResultStore:
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
                 row["extra"] = _encode_extra(row["extra"])
+                if row["error_message"] is not None:  # an exception naming a URL with credentials
+                    row["error_message"] = redact_text(str(row["error_message"]))
                 n = _execute(self._db, _INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
                 written += n
                 if n and transcript:  # a rerun's transcript replaces the failed attempt's

@@ -105,3 +105,43 @@ def test_a_surrogate_in_an_error_message_or_extra_is_stored(tmp_path):
     assert recs["e\\udc80"].error_message == "plan \\ud800 and \\udfff end"
     assert recs["e\\udc80"].extra == {"history": [[LONE, LONE]]}  # JSON escapes: lossless
     assert recs["ok"].success
+
+
+# --- 3. secrets never reach the store, the report or the logs ------------------------------------
+def test_url_credentials_reach_neither_store_nor_report_nor_logs(tmp_path):
+    """Repro: ``base_url=http://user:pw@host/v1`` was written to runs.spec and sessions.provenance."""
+    secret = "S3CRETPW"
+    run = harness("run", "planner=vlm", "planner.params.backend=openai", "planner.params.model=m",
+                  f"planner.params.base_url=http://alice:{secret}@127.0.0.1:9/v1", "planner.params.max_retries=0",
+                  "split=seen", "limit=2", *FAST, "out=o", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    report = harness("report", "o", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    for proc in (run, report):
+        assert secret not in proc.stdout + proc.stderr
+    files = [p for p in (tmp_path / "o").rglob("*") if p.is_file()]
+    assert any(p.name == "results.sqlite" for p in files) and any(p.suffix == ".html" for p in files)
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path
+    with ResultStore(tmp_path / "o", readonly=True) as store:
+        (prov,) = store.provenance(store.runs()["run_id"][0])
+    assert prov["config"]["planner"]["params"]["base_url"] == "http://***@127.0.0.1:9/v1"
+
+
+def test_secret_named_keys_are_redacted_before_storing(tmp_path):
+    """``+policy.params.api_key=...`` / tokens / passwords in the spec, identity and provenance."""
+    from harness.redact import redact_override
+
+    spec_ = RunSpec(suite="s", split="a", agent="remote", variant="v",
+                    agent_params={"api_key": "sk-LIVE1", "api_key_env": "OPENAI_API_KEY", "max_new_tokens": 7,
+                                  "url": "ws://bob:hunter2@10.0.0.1:8000?token=T0KEN&x=1"})
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r", spec_, {"agent_identity": {"hf_token": "hf_LIVE2"}},
+                        {"config": {"policy": {"params": {"Password": "pw-LIVE3", "auth": {"k": 1}}}}})
+        store.add(EpisodeRecord("r", "v", "s", "a", "e", 0, error_kind="agent",
+                                error_message="ConnectError: http://bob:hunter2@10.0.0.1/v1 refused"))
+    blob = (tmp_path / "results.sqlite").read_bytes()
+    for secret in (b"sk-LIVE1", b"hunter2", b"T0KEN", b"hf_LIVE2", b"pw-LIVE3"):
+        assert secret not in blob, secret
+    assert b"OPENAI_API_KEY" in blob and b'"max_new_tokens": 7' in blob  # not secrets: kept
+    assert redact_override("+policy.params.api_key=sk-LIVE1") == "+policy.params.api_key=***"
