@@ -38,6 +38,37 @@ _saved: dict[str, Any] = {"episodes": 0, "runner": None, "out": None}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    status = _main(argv)
+    if argv is None:  # the `harness` process itself (not a caller inside Python)
+        _exit_cleanly_if_agent_calls_linger(status)
+    return status
+
+
+#: How long the CLI waits at exit for abandoned (timed-out) agent calls to stop.
+ABANDONED_CALL_GRACE_S = 5.0
+
+
+def _exit_cleanly_if_agent_calls_linger(status: int) -> None:
+    """End the process with ``status`` even when an abandoned agent call is still running.
+
+    A timed-out call is cancelled (``harness.runner.call_cancelled``; the hf backend stops
+    generating at its next token), but one may still be inside native code when Python
+    exits, and torch then aborts the process (status 134, "terminate called without an
+    active exception") after every record was saved. If one is still running after
+    :data:`ABANDONED_CALL_GRACE_S`, the process ends with its documented status without
+    running native destructors (output flushed first; the store is already closed).
+    """
+    runner = sys.modules.get("harness.runner")
+    if runner is None or runner.wait_for_abandoned(ABANDONED_CALL_GRACE_S):
+        return
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="harness", description="Embodied transfer evaluation harness."
     )

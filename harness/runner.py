@@ -88,14 +88,54 @@ _MAX_KEPT_HISTORY = 1000
 
 
 class AgentTimeout(Exception):
-    """An agent call ran past ``agent_timeout_s``."""
+    """An agent call ran past ``agent_timeout_s`` (or the earliest episode deadline)."""
+
+
+class _AgentCall(threading.Thread):
+    """The daemon thread of one timed agent call; ``cancelled`` is set when the runner
+    abandons it (see :func:`call_cancelled`)."""
+
+    def __init__(self, target: Callable[[], None]):
+        super().__init__(target=target, name="harness-agent-call", daemon=True)
+        self.cancelled = threading.Event()
+
+
+#: Agent calls abandoned after a timeout and maybe still running (see :func:`wait_for_abandoned`).
+_abandoned: list[_AgentCall] = []
+
+
+def call_cancelled() -> bool:
+    """True inside an agent call the runner has abandoned (it timed out).
+
+    A long computation in an agent (the hf backend's ``generate``) checks this,
+    e.g. as a stopping criterion, and returns early: an abandoned call then
+    stops using the CPU/GPU, and the process can exit cleanly while nothing is
+    left inside torch.
+    """
+    thread = threading.current_thread()
+    return isinstance(thread, _AgentCall) and thread.cancelled.is_set()
+
+
+def wait_for_abandoned(timeout: float) -> bool:
+    """Wait up to ``timeout`` s for abandoned agent calls to return; True when none is left running.
+
+    A daemon thread still inside native code (torch) when the interpreter exits can abort the
+    process ("terminate called without an active exception", status 134); the CLI calls this
+    before exiting and, if one is left, ends the process without running native destructors.
+    """
+    end = time.monotonic() + timeout
+    for thread in list(_abandoned):
+        thread.join(max(0.0, end - time.monotonic()))
+    _abandoned[:] = [t for t in _abandoned if t.is_alive()]
+    return not _abandoned
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
     """``fn()``, or AgentTimeout after ``timeout`` seconds (None: no limit).
 
     The call runs on a daemon thread; one that hangs is abandoned (a thread
-    cannot be killed), and the run goes on without waiting for it.
+    cannot be killed): it is marked cancelled (:func:`call_cancelled`) and the
+    run goes on without waiting for it.
     """
     if timeout is None:
         return fn()
@@ -110,8 +150,11 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
         finally:
             done.set()
 
-    threading.Thread(target=target, name="harness-agent-call", daemon=True).start()
+    thread = _AgentCall(target)
+    thread.start()
     if not done.wait(timeout):
+        thread.cancelled.set()
+        _abandoned.append(thread)
         raise AgentTimeout(f"agent call exceeded agent_timeout_s={timeout:g}")
     if "error" in box:
         raise box["error"]
@@ -254,7 +297,6 @@ class Runner:
             while pending and free:
                 live = pending.popleft()
                 live.started = time.monotonic()
-                live.deadline = live.started + timeout if timeout else None
                 starting.append((free.pop(), live))
             if starting:
                 results = executor.reset([(slot, {**options, "episode": live.spec}) for slot, live in starting])
@@ -263,12 +305,15 @@ class Runner:
                         self._fault(executor, slot, live, tr, pending, free, summary)
                         continue
                     live.observation, live.info = tr.observation, tr.info
+                    # The wall-clock limit runs from the end of the reset (a worker's start-up and
+                    # the scene's load are not the agent's time); agent calls and steps count.
+                    live.deadline = time.monotonic() + timeout if timeout else None
                     active[slot] = live
                     try:
                         self.agent.reset(live.spec)
-                    except Exception as exc:
+                    except _AGENT_ERRORS as exc:
                         del active[slot]
-                        self._finish(slot, live, free, summary, error=("agent", _describe(exc)))
+                        self._finish(slot, live, free, summary, error=("agent", _describe(_agent_error(exc))))
 
             if not active:
                 continue
@@ -278,6 +323,8 @@ class Runner:
             plans = self._decide([live for _, live in waiting])
             moves = []
             for (slot, live), plan in zip(waiting, plans):
+                if plan is _AGAIN:  # its call was abandoned at another episode's deadline
+                    continue
                 live.agent_calls += 1
                 if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
                     actions = plan
@@ -331,24 +378,46 @@ class Runner:
         the episodes concerned.
         """
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
-        limit = self.spec.agent_timeout_s
+        limit, by_deadline = self._call_limit(lives)
         try:
             plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
         except AgentTimeout as exc:
-            return [exc] * len(requests)
-        except Exception:
+            return self._timed_out(lives, exc) if by_deadline else [exc] * len(requests)
+        except _AGENT_ERRORS:
             plans = []
-            for r in requests:
+            for live, r in zip(lives, requests):
+                limit, by_deadline = self._call_limit([live])
                 try:
                     plans.append(_one(_call_with_timeout(lambda r=r: self.agent.act([r]), limit)))
-                except Exception as exc:  # noqa: BLE001 - an error record
-                    plans.append(exc)
-            return [p if isinstance(p, BaseException) else _checked(p) for p in plans]
+                except AgentTimeout as exc:
+                    plans += self._timed_out([live], exc) if by_deadline else [exc]
+                except _AGENT_ERRORS as exc:  # noqa: BLE001 - an error record
+                    plans.append(_agent_error(exc))
+            return [p if isinstance(p, BaseException) or p is _AGAIN else _checked(p) for p in plans]
         if not isinstance(plans, (list, tuple)) or len(plans) != len(requests):
             got = f"{len(plans)} plans" if isinstance(plans, (list, tuple)) else type(plans).__name__
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
         return [_checked(p) for p in plans]
+
+    def _call_limit(self, lives: Sequence[_Live]) -> tuple[float | None, bool]:
+        """How long the next agent call may take: ``agent_timeout_s`` or, when sooner, the
+        earliest deadline of the episodes it serves (then True): a hung agent ends there."""
+        limit = self.spec.agent_timeout_s
+        deadlines = [l.deadline for l in lives if l.deadline is not None]
+        if deadlines:
+            left = max(0.0, min(deadlines) - time.monotonic())
+            if limit is None or left < limit:
+                return left, True
+        return limit, False
+
+    def _timed_out(self, lives: Sequence[_Live], exc: AgentTimeout) -> list[Any]:
+        """After a call abandoned at an episode deadline: a timeout for each episode past its
+        deadline; the others (later deadlines) are asked again in the next round."""
+        now = time.monotonic()
+        return [AgentTimeout(f"episode exceeded its wall-clock limit (episode_timeout_s="
+                             f"{self.spec.episode_timeout_s:g}) while the agent was deciding")
+                if l.deadline is not None and now >= l.deadline - 1e-3 else _AGAIN for l in lives]
 
     def _transcript_entry(self, live: _Live, reply: AgentReply) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -425,6 +494,20 @@ class Runner:
         summary.records.append(record)
         if self.on_record:
             self.on_record(record)
+
+
+#: A plan's place when the call serving it was abandoned before its own deadline: ask again.
+_AGAIN = object()
+#: What an agent call may raise that becomes an error record. SystemExit too: an agent
+#: (or a library inside it) calling sys.exit() must not end the run silently.
+_AGENT_ERRORS = (Exception, SystemExit)
+
+
+def _agent_error(exc: BaseException) -> BaseException:
+    """``exc`` as an error-record exception (a SystemExit becomes a RuntimeError naming it)."""
+    if isinstance(exc, SystemExit):
+        return RuntimeError(f"the agent called sys.exit({exc.code!r})")
+    return exc
 
 
 def _describe(exc: BaseException) -> str:

@@ -145,3 +145,125 @@ def test_secret_named_keys_are_redacted_before_storing(tmp_path):
         assert secret not in blob, secret
     assert b"OPENAI_API_KEY" in blob and b'"max_new_tokens": 7' in blob  # not secrets: kept
     assert redact_override("+policy.params.api_key=sk-LIVE1") == "+policy.params.api_key=***"
+
+
+# --- 4. a hung agent call ends at the earliest deadline ---------------------------------------------
+class Hang:
+    """act() blocks until released (a hung model server)."""
+
+    def __init__(self):
+        self.release = threading.Event()
+
+    def __call__(self, inner, requests):
+        self.release.wait(60)
+        return inner.act(requests)
+
+
+def _run_bounded(runner: Runner, limit_s: float):
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("summary", runner.run()), daemon=True)
+    t0 = time.monotonic()
+    t.start()
+    t.join(limit_s)
+    return box.get("summary"), time.monotonic() - t0
+
+
+def test_episode_timeout_alone_interrupts_a_hung_planner(tmp_path, suite):
+    """Repro: with only episode_timeout_s set, the deadline was checked after env steps only,
+    so a planner that never answered hung the run forever."""
+    hang = Hang()
+    agent = Wrapped(PLANNERS.build("oracle"), hang)
+    with ResultStore(tmp_path) as store:
+        runner = Runner(spec(limit=3, batch_size=2, episode_timeout_s=0.5), suite, agent, store)
+        summary, took = _run_bounded(runner, 20)
+        hang.release.set()
+    assert summary is not None, "the run hung"
+    assert took < 5
+    with ResultStore(tmp_path, readonly=True) as store:
+        recs = store.records()
+    assert len(recs) == 3 and all(r.error_kind == "timeout" for r in recs)
+    assert all("wall-clock limit" in r.error_message and r.agent_calls == 1 for r in recs), [(r.error_message, r.agent_calls) for r in recs]
+
+
+def test_a_call_abandoned_at_one_deadline_asks_again_for_the_others(tmp_path, suite):
+    """The earliest deadline ends the call; an episode whose own deadline is later is asked
+    again (and finishes) rather than charged with a timeout it did not have."""
+    calls = []
+
+    def act(inner, requests):
+        calls.append([r.episode.episode_id for r in requests])
+        if len(calls) == 1:
+            time.sleep(2)  # hangs past the first episode's deadline only
+        return inner.act(requests)
+
+    agent = Wrapped(PLANNERS.build("oracle"), act)
+    runner = Runner(spec(limit=2, batch_size=2, episode_timeout_s=30), suite, agent, None)
+    real = runner._call_limit
+    runner._call_limit = lambda lives: (0.3, True) if len(calls) == 0 else real(lives)
+    # the first episode's deadline is now; the second's in 30 s
+    summary, _ = _run_bounded(runner, 30)
+    assert summary is not None and summary.finished == 2
+
+
+def test_agent_timeout_never_aborts_the_process(tmp_path):
+    """Repro (issue 21.4): after an agent timeout with the in-process model the abandoned thread
+    was still inside torch at exit: "terminate called without an active exception", status 134.
+    Both an agent that honours the cancellation (as the hf backend's stopping criterion does)
+    and one that never does end with status 0 and every record saved."""
+    for mode in (["cancellable"], []):
+        res = harness("2", *mode, "run", "planner=random", "split=seen", "limit=3", *FAST,
+                      "agent_timeout_s=0.5", "executor.batch_size=2", f"out=o{len(mode)}", cwd=tmp_path, module="tests.harness.spin_cli")
+        assert res.returncode == 0, (mode, res.returncode, res.stderr[-2000:])
+        assert "terminate called" not in res.stderr
+        with ResultStore(tmp_path / f"o{len(mode)}", readonly=True) as store:
+            recs = store.records()
+        assert len(recs) == 3 and sum(r.error_kind == "timeout" for r in recs) == 1
+
+
+# --- 8. SystemExit inside an agent --------------------------------------------------------------------
+@pytest.mark.parametrize("where", ["act", "reset"])
+@pytest.mark.parametrize("timeout", [None, 30.0])
+def test_system_exit_in_an_agent_is_an_agent_error(tmp_path, suite, where, timeout):
+    """Repro: an agent raising SystemExit ended the run silently with its exit code."""
+    class Exiting(Wrapped):
+        def reset(self, episode):
+            if where == "reset" and episode.episode_id.endswith("1"):
+                sys.exit(3)
+            self.inner.reset(episode)
+
+    def act(inner, requests):
+        if where == "act" and any(r.episode.episode_id.endswith("1") for r in requests):
+            raise SystemExit(3)
+        return inner.act(requests)
+
+    agent = Exiting(PLANNERS.build("oracle"), act)
+    with ResultStore(tmp_path) as store:
+        summary = Runner(spec(limit=3, batch_size=3, agent_timeout_s=timeout), suite, agent, store).run()
+        recs = {r.episode_id: r for r in store.records()}
+    assert summary.finished == 3 and len(recs) == 3
+    bad = next(r for k, r in recs.items() if k.endswith("1"))
+    assert bad.error_kind == "agent" and "sys.exit(3)" in bad.error_message
+    assert sum(r.success for r in recs.values()) == 2
+
+
+@pytest.mark.slow
+def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
+    """The hf backend's stopping criterion: a generate call abandoned by the runner's timeout
+    returns at its next token instead of generating max_new_tokens (issue 21.4)."""
+    pytest.importorskip("peft")
+    from harness.runner import AgentTimeout, _call_with_timeout, wait_for_abandoned
+    from planners.vlm.backends import HFBackend
+    from tests.planners.tiny_vlm import build_base
+
+    ckpt = build_base(tmp_path / "base")
+    backend = HFBackend(str(ckpt), max_new_tokens=150)
+    conv = [[{"role": "user", "content": [{"type": "text", "text": "pick up the apple"}]}]]
+    steps = []
+    backend.model.register_forward_pre_hook(lambda *_: steps.append(time.monotonic()))
+    backend.generate(conv)  # warm-up
+    full = len(steps)
+    steps.clear()
+    with pytest.raises(AgentTimeout):
+        _call_with_timeout(lambda: (time.sleep(0.3), backend.generate(conv)), 0.01)
+    assert wait_for_abandoned(30)
+    assert len(steps) <= 2 < full, (len(steps), full)
