@@ -174,6 +174,7 @@ def _cmd_run(overrides: list[str], multirun: bool) -> int:
         configs = [compose(job) for job in jobs]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    _check_per_variant_settings(overrides, configs)
     # Every job is checked (names, parameters, splits, data paths) before the first episode runs.
     suites: dict[str, Any] = {}
     prepared = []
@@ -192,6 +193,25 @@ def _cmd_run(overrides: list[str], multirun: bool) -> int:
             print(f"[{i + 1}/{len(prepared)}] {job.label}", file=sys.stderr)
         failed += _run_one(job) != 0
     return 1 if failed else 0
+
+
+#: Settings that identify one variant's weights: given once on the command line of a sweep
+#: over several variants they would be hashed into every variant's identity.
+_PER_VARIANT = ("served_checkpoint",)
+
+
+def _check_per_variant_settings(overrides: list[str], configs: list[Any]) -> None:
+    variants = {c.variant.name for c in configs}
+    if len(variants) < 2:
+        return
+    for ov in overrides:
+        key = ov.partition("=")[0].lstrip("+~")
+        name = key.rpartition(".")[2]
+        if name in _PER_VARIANT and key.endswith(f"params.{name}"):
+            raise UsageError(
+                f"{key} would be the same for every variant of this sweep ({', '.join(sorted(variants))}): "
+                f"give each variant its own (${{VARIANT}}_SERVED_CHECKPOINT, e.g. $BASE_SERVED_CHECKPOINT, "
+                "or its configs/variant file), or run the variants one at a time")
 
 
 def _is_sweep(override: str) -> bool:

@@ -106,10 +106,62 @@ def compose(overrides: list[str]) -> DictConfig:
             cfg = hydra_compose(config_name="config", overrides=overrides)
         schema = OmegaConf.structured(RunConfig)
         merged = OmegaConf.merge(schema, cfg)
+        model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
         OmegaConf.resolve(merged)
+        _command_line_wins(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
+    _check_checkpoint(merged, model_source)
     return merged  # type: ignore[return-value]
+
+
+def _override_keys(overrides: list[str]) -> dict[str, str]:
+    """``{dotted key: value text}`` of the command line's ``key=value`` overrides."""
+    out = {}
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if sep:
+            out[key.lstrip("+~")] = value
+    return out
+
+
+def _command_line_wins(cfg: DictConfig, overrides: list[str]) -> None:
+    """Precedence: config files < the variant's own params < the command line.
+
+    The agent's params are merged with the variant's (variant last, see
+    :func:`to_run_spec`); a ``planner.params.K`` / ``policy.params.K`` given on
+    the command line is copied over the variant's value so that it wins. Both
+    ``planner.params.K`` and ``variant.params.K`` given with different values
+    is refused (which one was meant?).
+    """
+    agent_key = "policy" if cfg.policy is not None else "planner"
+    given = _override_keys(overrides)
+    prefix = f"{agent_key}.params."
+    for key, text in given.items():
+        if not key.startswith(prefix) or "." in key[len(prefix):]:
+            continue
+        name = key[len(prefix):]
+        if name not in cfg.variant.params:
+            continue
+        value = cfg[agent_key].params[name]
+        if f"variant.params.{name}" in given and cfg.variant.params[name] != value:
+            raise ConfigError(f"{key}={text} and variant.params.{name}={given[f'variant.params.{name}']} "
+                              "disagree: give one of them")
+        cfg.variant.params[name] = value
+
+
+def _check_checkpoint(cfg: DictConfig, model_source: Any) -> None:
+    """A model variant whose checkpoint comes from the environment names the variable when unset."""
+    import re
+
+    if cfg.policy is not None or "model" not in cfg.variant.params or cfg.variant.params.model not in (None, ""):
+        return
+    names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
+    where = " or ".join(f"${n}" for n in names)
+    raise ConfigError(
+        f"variant {cfg.variant.name} has no checkpoint: "
+        + (f"set {where} to its folder (or Hub id), or give variant.params.model=PATH"
+           if where else "give variant.params.model=PATH"))
 
 
 def _check_values(cfg: DictConfig) -> None:

@@ -267,3 +267,48 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
         _call_with_timeout(lambda: (time.sleep(0.3), backend.generate(conv)), 0.01)
     assert wait_for_abandoned(30)
     assert len(steps) <= 2 < full, (len(steps), full)
+
+
+# --- issue 21.3: config precedence ------------------------------------------------------------------
+def test_command_line_agent_params_win_over_the_variants_own(monkeypatch):
+    """Repro: ``variant=base planner.params.backend=openai planner.params.model=m`` ran the hf backend
+    on $BASE_MODEL: the variant's params were merged last and silently replaced what was given."""
+    from harness.config import ConfigError, compose, to_run_spec
+
+    monkeypatch.setenv("BASE_MODEL", "/ckpt/base")
+    spec_ = to_run_spec(compose(["variant=base", "planner.params.backend=openai", "planner.params.model=served",
+                                 "planner.params.base_url=http://127.0.0.1:8000/v1"]))
+    assert (spec_.agent_params["backend"], spec_.agent_params["model"]) == ("openai", "served")
+    # The variant's values still apply where the command line says nothing.
+    assert to_run_spec(compose(["variant=base"])).agent_params["model"] == "/ckpt/base"
+    with pytest.raises(ConfigError, match="disagree"):
+        compose(["variant=base", "planner.params.model=a", "variant.params.model=b"])
+
+
+def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
+    """``served_checkpoint`` given once in a sweep of variants would be hashed into every
+    variant's identity: refused; each variant reads its own $<VARIANT>_SERVED_CHECKPOINT."""
+    from harness.cli import main
+    from harness.config import compose, to_run_spec
+
+    monkeypatch.setenv("BASE_MODEL", "/ckpt/base")
+    monkeypatch.setenv("FAVOR_SFT_SERVED_CHECKPOINT", "/ckpt/favor")
+    monkeypatch.delenv("BASE_SERVED_CHECKPOINT", raising=False)
+    params = {v: to_run_spec(compose([f"variant={v}"])).agent_params for v in ("base", "favor_sft")}
+    assert params["base"]["served_checkpoint"] is None
+    assert params["favor_sft"]["served_checkpoint"] == "/ckpt/favor"
+    assert main(["run", "-m", "variant=base,favor_sft", "planner.params.served_checkpoint=/ckpt/x",
+                 f"out={tmp_path}/o"]) == 2
+    assert not (tmp_path / "o").exists()
+
+
+# --- issue 23 §4: variant=base without $BASE_MODEL -----------------------------------------------------
+def test_variant_without_its_checkpoint_names_the_variable(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_MODEL", "_ADAPTER"))}
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "run", "variant=favor_sft", "split=seen", "limit=1",
+                          *FAST, "out=o"], cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=120)
+    one_line_error(res, "$FAVOR_SFT_MODEL or $BASE_MODEL", "variant.params.model=PATH")
+    res = harness("run", "variant=base", "split=seen", "limit=1", *FAST, "out=o", cwd=tmp_path,
+                  env_extra={"BASE_MODEL": ""})
+    one_line_error(res, "$BASE_MODEL")
