@@ -312,3 +312,38 @@ def test_variant_without_its_checkpoint_names_the_variable(tmp_path):
     res = harness("run", "variant=base", "split=seen", "limit=1", *FAST, "out=o", cwd=tmp_path,
                   env_extra={"BASE_MODEL": ""})
     one_line_error(res, "$BASE_MODEL")
+
+
+# --- 5. a worker killed between two steps ----------------------------------------------------------------
+def _kill_workers_once(state):
+    def act(inner, requests):
+        state["calls"] += 1
+        if state["calls"] == 1:  # after the reset, before the first step: every worker dies
+            import multiprocessing
+            import signal as _signal
+
+            for child in multiprocessing.active_children():
+                if child.name.startswith("harness-worker-"):
+                    os.kill(child.pid, _signal.SIGKILL)
+                    child.join(5)
+        return inner.act(requests)
+    return act
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_killed_worker_is_recorded_as_such_and_the_episode_retried_from_reset(suite, retries):
+    """Repro: the pending step went to a respawned worker whose env was never reset; the record
+    said ``call reset() before step()`` and the real cause was lost."""
+    from harness.executors import SuiteEnvFactory
+
+    state = {"calls": 0}
+    agent = Wrapped(PLANNERS.build("oracle"), _kill_workers_once(state))
+    factory = SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 40})
+    summary = Runner(spec(limit=1, executor="process", num_workers=1, max_retries=retries), suite, agent, None,
+                     env_factory=factory).run()
+    (rec,) = summary.records
+    if retries:
+        assert rec.error_kind is None and rec.success and rec.attempts == 2
+    else:
+        assert rec.error_kind == "worker" and "killed by SIGKILL" in rec.error_message
+        assert "reset()" not in rec.error_message
