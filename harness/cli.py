@@ -106,6 +106,12 @@ def _main(argv: Sequence[str] | None) -> int:
     p_fetch.add_argument("--revision", default=None, help="branch, tag or commit to fetch (default: the locked commit)")
     p_fetch.add_argument("--update", action="store_true", help="re-resolve the branch instead of the locked commit")
 
+    p_store = sub.add_parser("store", help="check a result store, or salvage a damaged one into a new store")
+    p_store.add_argument("action", choices=["check", "repair"])
+    p_store.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
+    p_store.add_argument("--dest", default=None,
+                         help="repair: the new store's output directory (default: OUTDIR-repaired)")
+
     sub.add_parser("list", help="registered suites, planners, policies, executors and config choices")
 
     p_serve = sub.add_parser(
@@ -130,6 +136,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _cmd_report(args)
         if args.command == "fetch":
             return _cmd_fetch(args)
+        if args.command == "store":
+            return _cmd_store(args)
         return _cmd_list()
     except UsageError as exc:
         from harness.redact import redact_text
@@ -461,6 +469,35 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         raise UsageError(_one_line(exc)) from None
     print(f"report written to {path}", file=sys.stderr)
+    return 0
+
+
+# --- store ----------------------------------------------------------------
+def _cmd_store(args: argparse.Namespace) -> int:
+    """``check``: exit 0 when sound, 1 with the problems when damaged. ``repair``: every
+    readable row into a new store (the damaged one is left as it is)."""
+    from pathlib import Path
+
+    from harness.store import StoreError, check_store, repair_store
+
+    try:
+        if args.action == "check":
+            problems = check_store(args.outdir)
+            if not problems:
+                print(f"{args.outdir}: the store is sound", file=sys.stderr)
+                return 0
+            print(f"{args.outdir}: the store is damaged ({len(problems)} problem(s)): {problems[0]}; "
+                  f"`harness store repair {args.outdir}` salvages its readable records", file=sys.stderr)
+            return 1
+        src = Path(args.outdir)
+        dest = Path(args.dest) if args.dest else src.with_name((src.stem if src.suffix == ".sqlite" else src.name)
+                                                                + "-repaired")
+        report = repair_store(src, dest)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    kept, lost = report.get("episodes", (0, 0))
+    print(f"salvaged {kept} episode(s) ({lost} unreadable) and {report.get('transcripts', (0, 0))[0]} transcript "
+          f"row(s) into {dest}; `harness table {dest}` reads it, and rerunning with out={dest} resumes", file=sys.stderr)
     return 0
 
 

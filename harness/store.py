@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # pandas is imported where tables are built, not at start-up
     import pandas as pd
 
 STORE_FILENAME = "results.sqlite"
+#: Longest time the integrity check at open may take (seconds); past it the store is used unchecked.
+INTEGRITY_CHECK_S = 5.0
 #: ``PRAGMA application_id`` of harness stores ("ETH1"): marks the file as ours.
 APPLICATION_ID = 0x45544831
 #: Tables a store has; a file with other tables and none of these is not a store.
@@ -163,6 +165,23 @@ def _ro_uri(path: Path) -> str:
     return "file:" + urllib.parse.quote(str(path.resolve()), safe="/") + "?mode=ro"
 
 
+def _reads(method: Any) -> Any:
+    """A store read whose SQLite error (a damaged page found late) is a one-line StoreError."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self: "ResultStore", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_db_error("read", self.path, exc)) from None
+        except Exception as exc:
+            if type(exc).__name__ == "DatabaseError":  # pandas' wrapper of the SQLite error
+                raise StoreError(_db_error("read", self.path, exc)) from None
+            raise
+    return wrapper
+
+
 class ResultStore:
     """A SQLite result store. ``path`` is the output directory or the ``.sqlite`` file itself."""
 
@@ -171,6 +190,7 @@ class ResultStore:
         self.path = path / STORE_FILENAME if path.suffix != ".sqlite" else path
         self.readonly = readonly
         self._tmpdir: str | None = None
+        self._integrity_checked = False
         if readonly:
             self._open_readonly()
         else:
@@ -192,7 +212,7 @@ class ResultStore:
                 raise StoreError(f"cannot read result store {self.path}: {exc}") from None
             self._db = self._open_copy()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+            raise StoreError(_db_error("read", self.path, exc)) from None
 
     def _open_copy(self) -> sqlite3.Connection:
         self._tmpdir = tempfile.mkdtemp(prefix="harness-store-")
@@ -206,7 +226,7 @@ class ResultStore:
             self._check_store()
             return db
         except (OSError, sqlite3.DatabaseError) as exc:
-            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+            raise StoreError(_db_error("read", self.path, exc)) from None
 
     def _open_writable(self) -> None:
         try:
@@ -214,6 +234,7 @@ class ResultStore:
         except OSError as exc:
             raise StoreError(f"cannot create output directory {self.path.parent}: {exc.strerror or exc}") from None
         existed = self.path.is_file() and self.path.stat().st_size > 0
+        created = not self.path.exists()
         try:
             self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)  # RecordWriter's thread
             if existed:
@@ -230,8 +251,35 @@ class ResultStore:
                 )
                 self._migrate()
             self._check_store()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            if created:  # e.g. a full disk: leave no empty or half-made store behind
+                if getattr(self, "_db", None) is not None:
+                    self._db.close()
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(_db_error("open", self.path, exc)) from None
+
+    def _check_integrity(self) -> None:
+        """StoreError when SQLite's own ``quick_check`` finds damage (bounded in time).
+
+        The check reads every page once; past :data:`INTEGRITY_CHECK_S` it is
+        interrupted and the store is used as it is (a huge store opens in bounded time).
+        """
+        deadline = time.monotonic() + INTEGRITY_CHECK_S
+        self._db.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+        try:
+            rows = self._db.execute("PRAGMA quick_check(5)").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "interrupt" in str(exc):
+                return
+            raise
+        finally:
+            self._db.set_progress_handler(None, 0)
+        problems = [r[0] for r in rows if r[0] != "ok"]
+        if problems:
+            raise StoreError(damaged_message(self.path, problems[0]))
 
     def _check_store(self) -> None:
         """StoreError unless the file is a harness store of a schema this harness reads."""
@@ -257,6 +305,9 @@ class ResultStore:
                 + (" (upgrade the harness)" if version and version > SCHEMA_VERSION else "")
             )
         self.schema_version = version
+        if not self._integrity_checked:
+            self._integrity_checked = True
+            self._check_integrity()
 
     def _migrate(self) -> None:
         """Bring an older store up to :data:`SCHEMA_VERSION` (inside the open transaction)."""
@@ -314,6 +365,7 @@ class ResultStore:
                 (run_id, now, json.dumps(redact(json.loads(json.dumps(provenance, default=str))), sort_keys=True)),
             )
 
+    @_reads
     def runs(self) -> "pd.DataFrame":
         """One row per run, with the time its latest session started."""
         import pandas as pd
@@ -325,6 +377,7 @@ class ResultStore:
             self._db,
         )
 
+    @_reads
     def provenance(self, run_id: str) -> list[dict[str, Any]]:
         rows = self._db.execute(
             "SELECT provenance FROM sessions WHERE run_id=? ORDER BY session_id", (run_id,)
@@ -332,6 +385,7 @@ class ResultStore:
         return [json.loads(r[0]) for r in rows]
 
     # --- episodes ---------------------------------------------------------
+    @_reads
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str, int]]:
         rows = self._db.execute(
             "SELECT suite, split, episode_id, seed FROM episodes WHERE run_id=? AND error_kind IS NULL",
@@ -377,6 +431,7 @@ class ResultStore:
         """A writer on this store (see :class:`RecordWriter`)."""
         return RecordWriter(self, interval_s, watchdog_s)
 
+    @_reads
     def transcripts(self, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Transcript rows (one per agent call that produced model output), in call order."""
         if "transcripts" not in {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}:
@@ -544,11 +599,125 @@ class RecordWriter:
         self.close()
 
 
+def damaged_message(path: Path, problem: str) -> str:
+    return (f"result store {path} is damaged ({problem}); `harness store repair {path.parent}` copies every "
+            "readable record into a new store")
+
+
 def _db_error(action: str, path: Path, exc: BaseException) -> str:
     """One line for a SQLite error, naming the likely fix."""
     text = str(exc)
-    if "disk" in text or "full" in text or "I/O" in text:
+    if "malformed" in text or "corrupt" in text:
+        return damaged_message(path, text)
+    if "full" in text or "I/O" in text or "disk" in text:
         return f"cannot {action} result store {path}: {text} (free disk space or choose another `out=`)"
     if "readonly" in text or "read-only" in text:
         return f"cannot {action} result store {path}: {text} (the output directory is not writable)"
     return f"cannot {action} result store {path}: {text}"
+
+
+# --- check and repair -------------------------------------------------------------------------
+_SALVAGED_TABLES = ("meta", "runs", "sessions", "episodes", "transcripts")
+
+
+def check_store(path: str | Path) -> list[str]:
+    """Problems of the store at ``path`` (an output directory or the file): [] when it is sound.
+
+    SQLite's full ``integrity_check`` (not time-bounded: this is the command that asks for
+    it), then every table read end to end.
+    """
+    src, tmpdir, _ = _open_raw(path)
+    try:
+        try:
+            problems = [r[0] for r in src.execute("PRAGMA integrity_check(20)") if r[0] != "ok"]
+        except sqlite3.DatabaseError as exc:
+            return [str(exc)]
+        for table in _SALVAGED_TABLES:
+            try:
+                src.execute(f"SELECT * FROM {table}").fetchall()
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"table {table}: {exc}")
+        return problems
+    finally:
+        src.close()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
+    """A private copy of a (maybe damaged) store file and its WAL, opened with plain sqlite3."""
+    path = Path(path)
+    file = path / STORE_FILENAME if path.suffix != ".sqlite" else path
+    if not file.is_file():
+        raise StoreError(f"no result store at {file}")
+    tmpdir = tempfile.mkdtemp(prefix="harness-check-")
+    for suffix in ("", "-wal"):
+        if Path(str(file) + suffix).is_file():
+            shutil.copyfile(str(file) + suffix, Path(tmpdir) / (STORE_FILENAME + suffix))
+    return sqlite3.connect(Path(tmpdir) / STORE_FILENAME), tmpdir, file
+
+
+def repair_store(path: str | Path, dest: str | Path) -> dict[str, tuple[int, int]]:
+    """Copy every readable row of the store at ``path`` into a new store at ``dest``.
+
+    Each table is read whole when it can be, else row by row (rowid), skipping rows
+    on damaged pages. Returns ``{table: (rows salvaged, rows lost or unreadable)}``;
+    the lost count is a lower bound where a damaged page hides how many rows it held.
+    The damaged store is left as it is.
+    """
+    dest = Path(dest)
+    dest_file = dest / STORE_FILENAME if dest.suffix != ".sqlite" else dest
+    if dest_file.exists():
+        raise StoreError(f"{dest_file} already exists: give repair a new destination")
+    src, tmpdir, _ = _open_raw(path)
+    report: dict[str, tuple[int, int]] = {}
+    try:
+        try:
+            src.execute("SELECT name FROM sqlite_master").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"nothing in {path} can be salvaged: SQLite cannot read its schema ({exc})") from None
+        with ResultStore(dest) as out:  # a new, empty store of the current schema
+            for table in _SALVAGED_TABLES:
+                try:
+                    cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
+                except sqlite3.DatabaseError:
+                    cols = []
+                wanted = {r[1] for r in out._db.execute(f"PRAGMA table_info({table})")}
+                cols = [c for c in cols if c in wanted]
+                if not cols:
+                    report[table] = (0, 0)
+                    continue
+                rows, lost = _salvage(src, table, cols)
+                sql = (f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) "
+                       f"VALUES ({', '.join('?' * len(cols))})")
+                if table == "meta":
+                    rows = [r for r in rows if r[cols.index("key")] != "schema_version"]
+                with out._db:
+                    kept = sum(out._db.execute(sql, row).rowcount for row in rows)
+                report[table] = (kept, lost + len(rows) - kept)
+    finally:
+        src.close()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return report
+
+
+def _salvage(src: sqlite3.Connection, table: str, cols: list[str]) -> tuple[list[tuple], int]:
+    select = f"SELECT {', '.join(cols)} FROM {table}"
+    try:
+        return src.execute(select).fetchall(), 0
+    except sqlite3.DatabaseError:
+        pass
+    try:
+        top = src.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
+    except sqlite3.DatabaseError:
+        page_size = src.execute("PRAGMA page_size").fetchone()[0]
+        top = src.execute("PRAGMA page_count").fetchone()[0] * page_size // 32
+    rows, lost = [], 0
+    for rowid in range(1, int(top) + 1):
+        try:
+            row = src.execute(f"{select} WHERE rowid=?", (rowid,)).fetchone()
+        except sqlite3.DatabaseError:
+            lost += 1
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows, lost

@@ -347,3 +347,73 @@ def test_a_killed_worker_is_recorded_as_such_and_the_episode_retried_from_reset(
     else:
         assert rec.error_kind == "worker" and "killed by SIGKILL" in rec.error_message
         assert "reset()" not in rec.error_message
+
+
+# --- 6, 7. damaged stores, a full disk -----------------------------------------------------------------
+def _store_with(path: Path, n: int) -> None:
+    with ResultStore(path) as store:
+        store.begin_run("r1", RunSpec(suite="eb_alfred", split="seen", agent="x", variant="v"), {}, {})
+        store.add_many([(EpisodeRecord("r1", "v", "eb_alfred", "seen", f"seen/{i:04d}", i, success=i % 3 == 0,
+                                       error_message="x" * 300),
+                         [{"call": 0, "raw_output": "y" * 200}]) for i in range(n)])
+
+
+def _corrupt(file: Path, how: str) -> None:
+    data = bytearray(file.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    if how == "page":  # garbage over a page in the middle (a table's b-tree page)
+        start = (len(data) // page // 2) * page
+        data[start:start + page] = bytes((i * 37 + 11) % 256 for i in range(page))
+    elif how == "interior":  # the first bytes of every page after the schema: b-tree headers
+        for start in range(2 * page, len(data), page):
+            data[start:start + 8] = b"\x0d\xff\xff\xff\xff\xff\xff\xff"
+    elif how == "truncated":
+        data = data[: len(data) // 2]
+    file.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["page", "interior", "truncated"])
+def test_a_damaged_store_is_refused_in_one_line(tmp_path, how):
+    """Repro: on a damaged store `harness run` said everything was "resumed" (exit 0) while
+    `harness table` failed, or either printed a traceback, or advised freeing disk space."""
+    _store_with(tmp_path / "o", 400)
+    _corrupt(tmp_path / "o" / "results.sqlite", how)
+    for args in (["run", "split=seen", "limit=3", *FAST, "out=o"], ["table", "o"], ["report", "o"]):
+        line = one_line_error(harness(*args, cwd=tmp_path), "damaged", "harness store repair")
+        assert "free disk space" not in line
+    res = harness("store", "check", "o", cwd=tmp_path)
+    assert res.returncode == 1 and "damaged" in res.stderr and "Traceback" not in res.stderr
+    res = harness("store", "repair", "o", cwd=tmp_path)  # salvages what SQLite can still read
+    assert res.returncode in (0, 2) and len(res.stderr.splitlines()) == 1, res.stderr
+
+
+def test_repair_salvages_every_readable_record(tmp_path):
+    _store_with(tmp_path / "o", 400)
+    _corrupt(tmp_path / "o" / "results.sqlite", "page")
+    assert harness("store", "check", "o", cwd=tmp_path).returncode == 1
+    res = harness("store", "repair", "o", cwd=tmp_path)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert harness("store", "check", "o-repaired", cwd=tmp_path).returncode == 0
+    with ResultStore(tmp_path / "o-repaired", readonly=True) as store:
+        recs = store.records()
+        assert len(recs) > 300 and all(r.error_message == "x" * 300 for r in recs)
+    assert harness("table", "o-repaired", cwd=tmp_path).returncode == 0
+    assert harness("store", "repair", "o", cwd=tmp_path).returncode == 2  # never overwrites a store
+
+
+def test_a_sound_store_checks_clean(tmp_path):
+    _store_with(tmp_path / "o", 5)
+    res = harness("store", "check", "o", cwd=tmp_path)
+    assert res.returncode == 0 and "sound" in res.stderr
+
+
+def test_a_full_disk_leaves_no_empty_store(tmp_path):
+    """Repro: on a full disk a 0-byte results.sqlite was left behind."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = " ".join(f"'{a}'" for a in [sys.executable, "-m", "harness.cli", "run", "planner=random", "split=seen",
+                                      "limit=5", *FAST, "out=y"])
+    res = subprocess.run(["bash", "-c", f"ulimit -f 0; exec {cmd}"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    one_line_error(res, "result store")
+    assert not (tmp_path / "y" / "results.sqlite").exists()
+    assert list((tmp_path / "y").iterdir()) == [] if (tmp_path / "y").exists() else True
