@@ -68,8 +68,15 @@ def _exit_cleanly_if_agent_calls_linger(status: int) -> None:
     os._exit(status)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (exit 2), like every other user error."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"harness: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="harness", description="Embodied transfer evaluation harness."
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -170,6 +177,8 @@ class _Job:
     spec: Any
     suite: Any
     label: str
+    #: "[2/6] " in a sweep: printed with the label once the job's agent is built.
+    position: str = ""
 
 
 def _cmd_run(overrides: list[str], multirun: bool) -> int:
@@ -197,8 +206,7 @@ def _cmd_run(overrides: list[str], multirun: bool) -> int:
             raise UsageError(f"{exc}{where}") from None
     failed = 0
     for i, job in enumerate(prepared):
-        if len(prepared) > 1:
-            print(f"[{i + 1}/{len(prepared)}] {job.label}", file=sys.stderr)
+        job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
         failed += _run_one(job) != 0
     return 1 if failed else 0
 
@@ -250,12 +258,33 @@ def check_params(factory: Callable[..., Any], params: dict[str, Any], what: str)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown parameter {unknown[0]!r} for {what}{hint} "
                          f"(accepted: {', '.join(accepted) or 'none'})")
+    for key, value in params.items():
+        _check_param_value(key, value, what)
     validate = getattr(factory, "check_params", None)
     if callable(validate):  # an agent's own checks (paths exist, values in range)
         try:
             validate(**params)
         except (ValueError, FileNotFoundError, TypeError) as exc:
             raise UsageError(f"{what}: {_one_line(exc)}") from None
+
+
+#: Suite / agent parameters that count something and must be >= 1 where given
+#: (null keeps the suite's or agent's default). Checked for every suite and agent,
+#: before anything is built.
+_COUNT_PARAMS = ("max_new_tokens", "image_size", "trials", "max_steps", "batch_size", "max_concurrency",
+                 "replan_steps", "max_plan_length")
+#: ... and those that must be >= 0.
+_NON_NEGATIVE_PARAMS = ("num_examples", "max_retries", "manipulation_shots", "alfred_k")
+
+
+def _check_param_value(key: str, value: Any, what: str) -> None:
+    import math
+
+    if value is None or isinstance(value, bool) or key not in _COUNT_PARAMS + _NON_NEGATIVE_PARAMS:
+        return
+    low = 1 if key in _COUNT_PARAMS else 0
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low or value != int(value):
+        raise UsageError(f"{what}: {key} must be a whole number >= {low}, got {value!r}")
 
 
 def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
@@ -307,6 +336,9 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         raise UsageError(f"bad parameters for {spec.suite}/{spec.agent}: {_one_line(exc)}") from None
     except ValueError as exc:  # malformed data files, bad parameter values
         raise UsageError(f"{spec.suite}/{spec.split}: {_first_lines(exc)}") from None
+    except (IndexError, KeyError) as exc:  # e.g. suite.params.tasks=[99] on a 10-task suite
+        raise UsageError(f"bad parameters for suite {spec.suite}: {type(exc).__name__}: {_one_line(exc)} "
+                         f"({json.dumps(dict(spec.suite_params), default=str)})") from None
     return _Job(cfg, spec, suite, label)
 
 
@@ -327,6 +359,10 @@ def _run_one(job: _Job) -> int:
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
     except (TypeError, ValueError) as exc:
         raise UsageError(f"bad parameters for {spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
+    except Exception as exc:  # a checkpoint that does not load (OSError from the hub client, ...)
+        raise UsageError(f"cannot build {spec.agent_kind} {spec.agent}: {type(exc).__name__}: {_one_line(exc)}") from None
+    if job.position:
+        print(f"{job.position}{job.label}", file=sys.stderr)
     try:
         store = ResultStore(cfg.out)
     except StoreError as exc:
@@ -422,8 +458,9 @@ def _cmd_table(args: argparse.Namespace) -> int:
         if "base" in set(df["variant"].astype(str)):
             baseline = "base"
         elif not args.by:
-            print("note: no variant is called 'base', so the table has no Δ columns "
-                  "(--baseline NAME compares against NAME)", file=sys.stderr)
+            # printed after the table: a failure must stay one line (exit 2)
+            notes = ["no variant is called 'base', so the table has no Δ columns "
+                     "(--baseline NAME compares against NAME)", *notes]
     if args.by == "failure":
         return _failure_table(args, df, notes)
     try:

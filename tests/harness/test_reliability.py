@@ -417,3 +417,96 @@ def test_a_full_disk_leaves_no_empty_store(tmp_path):
     one_line_error(res, "result store")
     assert not (tmp_path / "y" / "results.sqlite").exists()
     assert list((tmp_path / "y").iterdir()) == [] if (tmp_path / "y").exists() else True
+
+
+# --- 17. serve-policy: frame limit, no tracebacks to clients, bounded connections ------------------------
+def test_policy_server_limits_frames_connections_and_sends_no_traceback():
+    """Repro: ``max_size=None`` (one 200 MB frame took the server from 43 to 454 MB), the openpi
+    error path sent the Python traceback to the client, connections were unbounded."""
+    from websockets.exceptions import ConnectionClosed, InvalidStatus
+    from websockets.sync.client import connect
+
+    from policies import wire
+    from policies.remote import RemotePolicy
+    from policies.server import PolicyServer, PolicyService
+    from tests.policies.conftest import ScriptedPolicy, libero_obs, request
+
+    srv = PolicyServer(PolicyService(ScriptedPolicy()), port=0, max_connections=2,
+                       max_frame=1 << 20).start_background()
+    url = f"ws://127.0.0.1:{srv.port}"
+    try:
+        # A policy error: one line naming it, no traceback, then close.
+        client = RemotePolicy(url=url, backoff_s=0.05, connect_retries=2)
+        with pytest.raises(RuntimeError) as err:
+            client.act([request(libero_obs(5, instruction="explode"))])
+        assert "scripted failure" in str(err.value) and "Traceback" not in str(err.value)
+        assert 'File "' not in str(err.value)
+        client.close()
+        with connect(url, max_size=None) as ws:
+            ws.recv()  # metadata
+            ws.send(wire.packb({"observation/image": 1}))  # malformed: KeyError inside the server
+            text = ws.recv()
+            assert isinstance(text, str) and "Traceback" not in text and "File " not in text, text
+        # A frame over the limit closes that connection (1009), the server stays up.
+        with connect(url, max_size=None) as ws:
+            ws.recv()
+            ws.send(b"\0" * (2 << 20))
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        # At most max_connections at once; the next one is refused at the handshake.
+        a, b = connect(url), connect(url)
+        try:
+            a.recv(), b.recv()
+            with pytest.raises(InvalidStatus) as refused:
+                connect(url, open_timeout=5)
+            assert refused.value.response.status_code == 503
+        finally:
+            a.close(), b.close()
+        time.sleep(0.3)
+        with connect(url) as c:  # room again once they closed
+            assert c.recv()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("port", ["abc", "99999", "-1"])
+def test_serve_policy_bad_port_is_one_line(tmp_path, port):
+    one_line_error(harness("serve-policy", "policy=zero", f"port={port}", cwd=tmp_path), "port must be")
+
+
+# --- 9-12. bad input: one line, exit 2 ------------------------------------------------------------------
+@pytest.mark.parametrize("args, needle", [
+    (["seed=99999999999999999999999"], "seed must be between"),
+    (["seed=-1"], "seed must be between"),
+    (["executor.batch_size=10000000000"], "executor.batch_size must be between"),
+    (["executor=process", "episode_timeout_s=inf"], "episode_timeout_s must be > 0"),
+    (["agent_timeout_s=inf"], "agent_timeout_s must be > 0"),
+    (["agent_timeout_s=1e300"], "agent_timeout_s must be > 0"),
+    (["episode_timeout_s=nan"], "episode_timeout_s must be > 0"),
+    (["out="], "out must name an output directory"),
+    (["record_prompts=2"], "record_prompts must be true or false"),
+    (["progress=yes"], "progress must be true or false"),
+    (["planner=vlm", "planner.params.model=/nonexistent"], "cannot build planner vlm"),
+    (["planner=vlm", "planner.params.model=m", "planner.params.max_new_tokens=-1"], "max_new_tokens must be"),
+    (["planner=vlm", "planner.params.model=m", "planner.params.image_size=-1"], "image_size must be"),
+    (["out=runs/#1"], "'#' must be quoted"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
+    """Issue 22.9/22.10/22.12: each gave a traceback or ran silently."""
+    res = harness("run", "split=seen", "limit=1", *FAST, *(["out=o"] if not any(a.startswith("out=") for a in args)
+                                                          else []), *args, cwd=tmp_path)
+    one_line_error(res, needle)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args", [["run", "--bogus"], ["table"], ["nosuchcommand"], ["store", "fix", "o"]])
+def test_argparse_errors_are_one_line(tmp_path, args):
+    """Issue 22.11: argparse printed its usage before the error (two lines and more)."""
+    one_line_error(harness(*args, cwd=tmp_path))
+
+
+def test_table_error_is_not_preceded_by_notes(tmp_path):
+    """Issue 22.11: `harness table` printed a note, then failed: the error was not one line."""
+    _store_with(tmp_path / "o", 3)  # no 'base' variant: the table notes it (after the table)
+    one_line_error(harness("table", "o", "--metrics", "bogus", cwd=tmp_path))
