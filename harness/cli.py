@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -371,14 +372,15 @@ def _run_one(job: _Job) -> int:
 
     env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor != "local" else None
     prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
-    bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress)
+    bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress,
+                    batch=spec.batch_size if spec.executor == "local" else spec.num_workers * spec.envs_per_worker)
 
     def on_record(record: Any) -> None:
         bar.update(record)
 
     try:
         runner = Runner(spec, suite, agent, store, env_factory=env_factory, provenance=prov,
-                        on_start=bar.start, on_record=on_record)
+                        on_start=bar.start, on_record=on_record, keep_records=False)
     except ValueError as exc:
         store.close()
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
@@ -387,6 +389,7 @@ def _run_one(job: _Job) -> int:
     try:
         with bar:
             summary = runner.run()
+        stored, successes, errors = store.run_counts(summary.run_id)  # resumed episodes included
     except StoreError as exc:
         raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
     finally:
@@ -395,8 +398,8 @@ def _run_one(job: _Job) -> int:
     _saved["runner"] = None
     done = summary.skipped + summary.finished
     print(
-        f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed, "
-        f"{summary.successes}/{summary.finished} succeeded, {summary.errors} errors, "
+        f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed; "
+        f"{successes}/{stored} succeeded, {errors} errors (all stored episodes of this run), "
         f"{time.monotonic() - t0:.1f}s -> {store.path} (run {summary.run_id}, {done}/{summary.total} done)",
         file=sys.stderr,
     )
@@ -404,13 +407,26 @@ def _run_one(job: _Job) -> int:
 
 
 class _Progress:
-    """Rich progress bar: episodes done/total, running SR, errors, ETA."""
+    """Progress of one job: a rich bar on a terminal; without one (CI, nohup, a cluster job's
+    log) a plain line at a bounded rate -- every ``interval_s`` (30 s) even while nothing
+    finishes, and when a batch of episodes finishes but at most every ``min_gap_s`` (5 s) --
+    with done/total, SR so far, errors and ETA."""
 
-    def __init__(self, label: str, enabled: bool):
-        self.label, self.enabled = label, enabled and sys.stderr.isatty()
+    def __init__(self, label: str, enabled: bool, *, batch: int = 8, interval_s: float = 30.0,
+                 min_gap_s: float = 5.0, stream: Any = None):
+        self.stream = stream or sys.stderr
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.label, self.enabled = label, enabled and tty
+        self.lines = enabled and not tty
+        self.batch, self.interval_s, self.min_gap_s = max(1, int(batch)), interval_s, min_gap_s
         self._progress: Any = None
         self._task: Any = None
         self.ok = self.n = self.errors = 0
+        self.total = self.skipped = 0
+        self._t0 = self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
@@ -425,19 +441,60 @@ class _Progress:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
         if self._progress is not None:
             self._progress.__exit__(*exc)
 
     def start(self, total: int, skipped: int) -> None:
+        self.total, self.skipped = total, skipped
+        self._t0 = self._last = time.monotonic()
         if self._progress is not None:
             self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err=0)
+        if self.lines and total > skipped:
+            self._ticker = threading.Thread(target=self._tick, name="harness-progress", daemon=True)
+            self._ticker.start()
 
     def update(self, record: Any) -> None:
-        self.n += 1
-        self.ok += bool(record.success)
-        self.errors += record.error_kind is not None
+        with self._lock:
+            self.n += 1
+            self.ok += bool(record.success)
+            self.errors += record.error_kind is not None
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=self.errors)
+        elif self.lines and (self.n % self.batch == 0 or self.skipped + self.n == self.total) \
+                and time.monotonic() - self._last >= self.min_gap_s:
+            self.print_line()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - self._last))):
+            if time.monotonic() - self._last >= self.interval_s:
+                self.print_line()
+
+    def line(self) -> str:
+        with self._lock:
+            n, ok, errors = self.n, self.ok, self.errors
+        elapsed = time.monotonic() - self._t0
+        done = self.skipped + n
+        left = self.total - done
+        eta = _duration(elapsed / n * left) if n else "?"
+        sr = f"{100 * ok / n:.1f}%" if n else "-"
+        return (f"progress: {self.label} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%), "
+                f"SR {sr} of {n} run, {errors} errors, elapsed {_duration(elapsed)}, ETA {eta}")
+
+    def print_line(self) -> None:
+        self._last = time.monotonic()
+        print(self.line(), file=self.stream, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 # --- table ----------------------------------------------------------------

@@ -18,7 +18,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from harness.allocator import keep_freed_heap
 from harness.executors import EnvFactory, Transition, make_executor
@@ -38,6 +38,7 @@ from harness.types import (
     TERMINATION_EMPTY_PLAN,
     EpisodeRecord,
     EpisodeSpec,
+    LazyEpisodes,
     RunSpec,
 )
 
@@ -81,6 +82,33 @@ def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
     if spec.seed:
         episodes = [replace(e, seed=e.seed + spec.seed) for e in episodes]
     return episodes
+
+
+def plan_episodes(suite: Suite, spec: RunSpec, done: set) -> tuple[int, int, Iterator[EpisodeSpec]]:
+    """(episodes selected, episodes left to run, those episodes as a lazy iterator).
+
+    A lazily generated split that can name its episodes without building them
+    (``episode_id_of(i)``, see :class:`harness.types.LazyEpisodes`) skips the finished
+    ones by id first, and builds each remaining episode only when a slot takes it: a
+    resumed run starts at once instead of regenerating the whole split. Within one run
+    id an episode id names one episode (the seed follows from it), so skipping by id
+    is skipping by key. Other splits are read as before.
+    """
+    episodes = suite.episodes(spec.split)
+    if spec.limit is not None:
+        episodes = episodes[: spec.limit]
+    offset = spec.seed
+
+    def shifted(e: EpisodeSpec) -> EpisodeSpec:
+        return replace(e, seed=e.seed + offset) if offset else e
+
+    if isinstance(episodes, LazyEpisodes) and episodes.episode_id is not None:
+        id_of = episodes.episode_id_of
+        done_ids = {k[2] for k in done}
+        left = [i for i in range(len(episodes)) if id_of(i) not in done_ids] if done_ids else range(len(episodes))
+        return len(episodes), len(left), (shifted(episodes[i]) for i in left)
+    todo = [e for e in select_episodes(suite, spec) if e.key not in done]
+    return len(episodes), len(todo), iter(todo)
 
 
 #: Longest step history kept in a record's ``extra["history"]`` (ALFRED allows 1000 steps).
@@ -198,15 +226,27 @@ class _Live:
     transcript: list[dict[str, Any]] = field(default_factory=list)
 
 
+#: A run of at most this many episodes keeps its records in :attr:`RunSummary.records`
+#: (tests and small scripts read them); a bigger one keeps counters only (memory stays flat).
+KEEP_RECORDS_UP_TO = 1000
+
+
 @dataclass
 class RunSummary:
+    """What one :meth:`Runner.run` did: counters, and the records themselves for small runs.
+
+    ``records`` is None when the run had more than :data:`KEEP_RECORDS_UP_TO` episodes to
+    run (or ``Runner(keep_records=False)``): every record is in the store, and a
+    100,000-episode run must not hold them all in memory.
+    """
+
     run_id: str
     total: int
     skipped: int
     finished: int = 0
     successes: int = 0
     errors: int = 0
-    records: list[EpisodeRecord] = field(default_factory=list)
+    records: list[EpisodeRecord] | None = field(default_factory=list)
 
 
 class Runner:
@@ -230,7 +270,10 @@ class Runner:
         on_start: Callable[[int, int], None] | None = None,
         on_record: Callable[[EpisodeRecord], None] | None = None,
         artifacts_dir: str | Path | None = None,
+        keep_records: bool | None = None,
     ):
+        #: Keep records in the summary: None = only for runs of up to KEEP_RECORDS_UP_TO episodes.
+        self.keep_records = keep_records
         self.spec, self.suite, self.agent, self.store = spec, suite, agent, store
         self.env_factory = env_factory or suite.make_env
         self.provenance = provenance or {}
@@ -253,16 +296,17 @@ class Runner:
 
     # ------------------------------------------------------------------
     def run(self) -> RunSummary:
-        episodes = select_episodes(self.suite, self.spec)
         done: set = set()
         if self.store is not None:
             self.store.begin_run(self.run_id, self.spec, self.identity, self.provenance)
             done = self.store.completed_keys(self.run_id)
-        todo = [e for e in episodes if e.key not in done]
-        summary = RunSummary(self.run_id, total=len(episodes), skipped=len(episodes) - len(todo))
+        total, todo_count, todo = plan_episodes(self.suite, self.spec, done)
+        keep = self.keep_records if self.keep_records is not None else todo_count <= KEEP_RECORDS_UP_TO
+        summary = RunSummary(self.run_id, total=total, skipped=total - todo_count,
+                             records=[] if keep else None)
         if self.on_start:
-            self.on_start(len(episodes), summary.skipped)
-        if not todo:
+            self.on_start(total, summary.skipped)
+        if not todo_count:
             return summary
         keep_freed_heap()  # envs rendering a frame per step, several in flight (see harness.allocator)
         executor = make_executor(
@@ -272,7 +316,7 @@ class Runner:
         )
         self._writer = self.store.writer() if self.store is not None else None
         try:
-            self._loop(executor, deque(_Live(e) for e in todo), summary)
+            self._loop(executor, todo, summary)
         finally:
             try:
                 if self._writer is not None:
@@ -282,7 +326,10 @@ class Runner:
         return summary
 
     # ------------------------------------------------------------------
-    def _loop(self, executor: Any, pending: deque[_Live], summary: RunSummary) -> None:
+    def _loop(self, executor: Any, fresh: Iterator[EpisodeSpec], summary: RunSummary) -> None:
+        # Episodes are taken from ``fresh`` only as slots free up (a lazy split is built as it
+        # runs); ``pending`` holds retries, which go first.
+        pending: deque[_Live] = deque()
         free = list(range(executor.capacity - 1, -1, -1))
         active: dict[int, _Live] = {}
         options = {
@@ -292,10 +339,18 @@ class Runner:
         }
         timeout = self.spec.episode_timeout_s
 
-        while pending or active:
+        exhausted = False
+        while pending or active or not exhausted:
             starting = []
-            while pending and free:
-                live = pending.popleft()
+            while free and not (exhausted and not pending):
+                if pending:
+                    live = pending.popleft()
+                else:
+                    spec = next(fresh, None)
+                    if spec is None:
+                        exhausted = True
+                        continue
+                    live = _Live(spec)
                 live.started = time.monotonic()
                 starting.append((free.pop(), live))
             if starting:
@@ -491,7 +546,8 @@ class Runner:
         summary.finished += 1
         summary.successes += record.success
         summary.errors += record.error_kind is not None
-        summary.records.append(record)
+        if summary.records is not None:
+            summary.records.append(record)
         if self.on_record:
             self.on_record(record)
 

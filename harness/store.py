@@ -386,6 +386,14 @@ class ResultStore:
 
     # --- episodes ---------------------------------------------------------
     @_reads
+    def run_counts(self, run_id: str) -> tuple[int, int, int]:
+        """(episodes stored, successes, error records) of one run."""
+        row = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(success), 0), COALESCE(SUM(error_kind IS NOT NULL), 0) "
+            "FROM episodes WHERE run_id=?", (run_id,)).fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
+
+    @_reads
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str, int]]:
         rows = self._db.execute(
             "SELECT suite, split, episode_id, seed FROM episodes WHERE run_id=? AND error_kind IS NULL",

@@ -510,3 +510,79 @@ def test_table_error_is_not_preceded_by_notes(tmp_path):
     """Issue 22.11: `harness table` printed a note, then failed: the error was not one line."""
     _store_with(tmp_path / "o", 3)  # no 'base' variant: the table notes it (after the table)
     one_line_error(harness("table", "o", "--metrics", "bogus", cwd=tmp_path))
+
+
+# --- issue 21.11: progress without a terminal -------------------------------------------------------------
+def test_progress_lines_without_a_terminal_at_a_bounded_rate():
+    """Repro: with stderr not a TTY nothing was printed until the end (a run looked hung for
+    12 minutes). Now: a line every interval even while nothing finishes, one per finished
+    batch at most every min_gap, each with done/total, SR so far and ETA."""
+    import io
+
+    from harness.cli import _Progress
+
+    out = io.StringIO()
+    bar = _Progress("base · eb_alfred/seen", enabled=True, batch=2, interval_s=0.3, min_gap_s=0.0, stream=out)
+
+    class R:
+        def __init__(self, ok):
+            self.success, self.error_kind = ok, None
+
+    with bar:
+        bar.start(10, 4)
+        time.sleep(0.75)  # nothing finishes: the heartbeat still prints (2 lines)
+        beats = out.getvalue().splitlines()
+        assert len(beats) == 2 and all("4/10" in l and "ETA ?" in l for l in beats), beats
+        for ok in (True, False, True):
+            bar.update(R(ok))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and "6/10 (60%)" in lines[-1] and "SR 50.0% of 2 run" in lines[-1], lines
+    assert "ETA " in lines[-1] and "ETA ?" not in lines[-1]
+    # Bounded: 1,000 records within min_gap print nothing more.
+    bar = _Progress("x", enabled=True, batch=1, interval_s=60, min_gap_s=60, stream=out)
+    before = len(out.getvalue().splitlines())
+    with bar:
+        bar.start(1000, 0)
+        for _ in range(1000):
+            bar.update(R(True))
+    assert len(out.getvalue().splitlines()) == before
+
+
+# --- issue 23 §4: a fully resumed run prints the stored result ------------------------------------------------
+def test_a_fully_resumed_run_prints_the_stored_result(tmp_path):
+    """Repro: rerunning a finished run printed "0/0 succeeded"."""
+    first = harness("run", "split=seen", "limit=3", *FAST, "out=o", cwd=tmp_path)
+    again = harness("run", "split=seen", "limit=3", *FAST, "out=o", cwd=tmp_path)
+    assert first.returncode == again.returncode == 0
+    assert "3/3 succeeded" in first.stderr
+    assert "0 episodes run, 3 resumed; 3/3 succeeded" in again.stderr, again.stderr
+
+
+# --- 19. memory at scale --------------------------------------------------------------------------------------
+def test_big_runs_keep_counters_not_records_and_resume_skips_by_id_without_building(tmp_path, monkeypatch):
+    """Repro: RunSummary kept every record (~4 KB each); a resumed generated split rebuilt every
+    episode before the first one ran."""
+    import harness.runner as runner_mod
+    from envs.eb_alfred import generator
+    from envs.eb_alfred.suite import EBAlfredSuite
+
+    monkeypatch.setattr(runner_mod, "KEEP_RECORDS_UP_TO", 5)
+    suite_ = EBAlfredSuite(render=False, generated_per_split=12)
+    agent = PLANNERS.build("random")
+    with ResultStore(tmp_path) as store:
+        s = spec(agent="random", limit=8)
+        first = Runner(s, suite_, agent, store).run()
+        assert first.records is None and first.finished == 8 and len(store.records()) == 8
+        generator.generate_one.cache_clear()
+        built = []
+        real = generator.generate_one.__wrapped__
+
+        def counting(split, index, seed=0):
+            built.append(index)
+            return real(split, index, seed)
+
+        monkeypatch.setattr(generator, "generate_one", counting)
+        suite2 = EBAlfredSuite(render=False, generated_per_split=12)
+        again = Runner(spec(agent="random", limit=10), suite2, agent, store).run()
+    assert again.skipped == 8 and again.finished == 2 and again.records == list(again.records or [])
+    assert sorted(set(built)) == [8, 9]  # only the two episodes left were built
