@@ -434,10 +434,12 @@ class Runner:
         """
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
         limit, by_deadline = self._call_limit(lives)
+        if by_deadline and limit == 0:  # a deadline already passed: no call to abandon
+            return self._timed_out(lives)
         try:
             plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
         except AgentTimeout as exc:
-            return self._timed_out(lives, exc) if by_deadline else [exc] * len(requests)
+            return self._timed_out(lives) if by_deadline else [exc] * len(requests)
         except _AGENT_ERRORS:
             plans = []
             for live, r in zip(lives, requests):
@@ -445,7 +447,7 @@ class Runner:
                 try:
                     plans.append(_one(_call_with_timeout(lambda r=r: self.agent.act([r]), limit)))
                 except AgentTimeout as exc:
-                    plans += self._timed_out([live], exc) if by_deadline else [exc]
+                    plans += self._timed_out([live]) if by_deadline else [exc]
                 except _AGENT_ERRORS as exc:  # noqa: BLE001 - an error record
                     plans.append(_agent_error(exc))
             return [p if isinstance(p, BaseException) or p is _AGAIN else _checked(p) for p in plans]
@@ -466,7 +468,7 @@ class Runner:
                 return left, True
         return limit, False
 
-    def _timed_out(self, lives: Sequence[_Live], exc: AgentTimeout) -> list[Any]:
+    def _timed_out(self, lives: Sequence[_Live]) -> list[Any]:
         """After a call abandoned at an episode deadline: a timeout for each episode past its
         deadline; the others (later deadlines) are asked again in the next round."""
         now = time.monotonic()
