@@ -126,7 +126,8 @@ def _storable(value: Any) -> Any:
     Text with lone surrogates (a model server's ``"\\ud800"`` escape, an exception
     message) is not UTF-8: it is stored with each surrogate written as the escape
     ``\\udXXX`` (Python's ``backslashreplace``), as JSON writes it. Integers beyond
-    64 bits are stored as their decimal text; other objects as ``str()``.
+    64 bits are stored as their decimal text with an ``n`` suffix (``"9223372036854775808n"``,
+    kept text: a bare number would be rounded to a REAL); other objects as ``str()``.
     """
     if value is None or type(value) is float or type(value) is bytes:
         return value
@@ -137,7 +138,9 @@ def _storable(value: Any) -> Any:
         except UnicodeEncodeError:
             return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, int):
-        return int(value) if _INT_MIN <= value <= _INT_MAX else str(value)
+        # A bare decimal beyond 64 bits would be turned into a REAL (lossy) by an INTEGER
+        # column's affinity: the ``n`` suffix (JavaScript's BigInt literal) keeps it text.
+        return int(value) if _INT_MIN <= value <= _INT_MAX else f"{value}n"
     if isinstance(value, float):
         return float(value)
     return _storable(str(value))
