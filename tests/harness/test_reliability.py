@@ -492,11 +492,16 @@ def test_serve_policy_bad_port_is_one_line(tmp_path, port):
     (["planner=vlm", "planner.params.model=m", "planner.params.max_new_tokens=-1"], "max_new_tokens must be"),
     (["planner=vlm", "planner.params.model=m", "planner.params.image_size=-1"], "image_size must be"),
     (["out=runs/#1"], "'#' must be quoted"),
+    pytest.param(["suite=libero", "split=libero_spatial", "suite.params.tasks=[99]", "policy=zero"],
+                 "bad parameters for suite libero: IndexError", marks=pytest.mark.slow),
+    pytest.param(["suite=libero", "split=libero_spatial", "suite.params.trials=0", "policy=zero"],
+                 "trials must be a whole number >= 1", marks=pytest.mark.slow),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
     """Issue 22.9/22.10/22.12: each gave a traceback or ran silently."""
-    res = harness("run", "split=seen", "limit=1", *FAST, *(["out=o"] if not any(a.startswith("out=") for a in args)
-                                                          else []), *args, cwd=tmp_path)
+    base = ["limit=1", "progress=false"] if "suite=libero" in args else ["split=seen", "limit=1", *FAST]
+    res = harness("run", *base, *(["out=o"] if not any(a.startswith("out=") for a in args) else []), *args,
+                  cwd=tmp_path)
     one_line_error(res, needle)
     assert not (tmp_path / "o").exists()
 
