@@ -6,7 +6,6 @@ backend) and real subprocesses wherever the defect involves them.
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ import pytest
 from harness.catalog import PLANNERS
 from harness.interfaces import AgentReply
 from harness.runner import Runner
-from harness.store import ResultStore, StoreError
+from harness.store import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
