@@ -10,6 +10,10 @@ finished episodes. Prints the RSS after the warm-up (the generator's episode
 cache holds 8,192 episodes, the allocator settles) and the growth from there to
 the end; the target (issue 22.19) is < 5 MB over 100,000 episodes. It is a
 benchmark, run once, not a timed test.
+
+Measured (this version, 2-core machine shared with six other jobs, 2,831 s):
+RSS 52.9 MB at 2,000 episodes, 66.4 MB after the 10,000-episode warm-up, 67.7 MB
+at 100,000: +1.3 MB after warm-up (147 KB per 10,000 episodes).
 """
 
 from __future__ import annotations
