@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -38,7 +39,45 @@ _saved: dict[str, Any] = {"episodes": 0, "runner": None, "out": None}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    status = _main(argv)
+    if argv is None:  # the `harness` process itself (not a caller inside Python)
+        _exit_cleanly_if_agent_calls_linger(status)
+    return status
+
+
+#: How long the CLI waits at exit for abandoned (timed-out) agent calls to stop.
+ABANDONED_CALL_GRACE_S = 5.0
+
+
+def _exit_cleanly_if_agent_calls_linger(status: int) -> None:
+    """End the process with ``status`` even when an abandoned agent call is still running.
+
+    A timed-out call is cancelled (``harness.runner.call_cancelled``; the hf backend stops
+    generating at its next token), but one may still be inside native code when Python
+    exits, and torch then aborts the process (status 134, "terminate called without an
+    active exception") after every record was saved. If one is still running after
+    :data:`ABANDONED_CALL_GRACE_S`, the process ends with its documented status without
+    running native destructors (output flushed first; the store is already closed).
+    """
+    runner = sys.modules.get("harness.runner")
+    if runner is None or runner.wait_for_abandoned(ABANDONED_CALL_GRACE_S):
+        return
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (exit 2), like every other user error."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"harness: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = _Parser(
         prog="harness", description="Embodied transfer evaluation harness."
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_fetch.add_argument("--revision", default=None, help="branch, tag or commit to fetch (default: the locked commit)")
     p_fetch.add_argument("--update", action="store_true", help="re-resolve the branch instead of the locked commit")
 
+    p_store = sub.add_parser("store", help="check a result store, or salvage a damaged one into a new store")
+    p_store.add_argument("action", choices=["check", "repair"])
+    p_store.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
+    p_store.add_argument("--dest", default=None,
+                         help="repair: the new store's output directory (default: OUTDIR-repaired)")
+
     sub.add_parser("list", help="registered suites, planners, policies, executors and config choices")
 
     p_serve = sub.add_parser(
@@ -102,9 +147,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_report(args)
         if args.command == "fetch":
             return _cmd_fetch(args)
+        if args.command == "store":
+            return _cmd_store(args)
         return _cmd_list()
     except UsageError as exc:
-        print(f"harness: error: {exc}", file=sys.stderr)
+        from harness.redact import redact_text
+
+        print(f"harness: error: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as exc:
         from harness.extras import missing_extra_message
@@ -140,6 +189,8 @@ class _Job:
     spec: Any
     suite: Any
     label: str
+    #: "[2/6] " in a sweep: printed with the label once the job's agent is built.
+    position: str = ""
 
 
 def _cmd_run(overrides: list[str], multirun: bool) -> int:
@@ -152,21 +203,43 @@ def _cmd_run(overrides: list[str], multirun: bool) -> int:
         configs = [compose(job) for job in jobs]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    _check_per_variant_settings(overrides, configs)
     # Every job is checked (names, parameters, splits, data paths) before the first episode runs.
     suites: dict[str, Any] = {}
     prepared = []
+    from harness.redact import redact_override
+
     for overrides_i, cfg in zip(jobs, configs):
+        label = " ".join(redact_override(o) for o in overrides_i)
         try:
-            prepared.append(_prepare(cfg, suites, " ".join(overrides_i)))
+            prepared.append(_prepare(cfg, suites, label))
         except UsageError as exc:
-            where = f" (job {' '.join(overrides_i)})" if len(configs) > 1 else ""
+            where = f" (job {label})" if len(configs) > 1 else ""
             raise UsageError(f"{exc}{where}") from None
     failed = 0
     for i, job in enumerate(prepared):
-        if len(prepared) > 1:
-            print(f"[{i + 1}/{len(prepared)}] {job.label}", file=sys.stderr)
+        job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
         failed += _run_one(job) != 0
     return 1 if failed else 0
+
+
+#: Settings that identify one variant's weights: given once on the command line of a sweep
+#: over several variants they would be hashed into every variant's identity.
+_PER_VARIANT = ("served_checkpoint",)
+
+
+def _check_per_variant_settings(overrides: list[str], configs: list[Any]) -> None:
+    variants = {c.variant.name for c in configs}
+    if len(variants) < 2:
+        return
+    for ov in overrides:
+        key = ov.partition("=")[0].lstrip("+~")
+        name = key.rpartition(".")[2]
+        if name in _PER_VARIANT and key.endswith(f"params.{name}"):
+            raise UsageError(
+                f"{key} would be the same for every variant of this sweep ({', '.join(sorted(variants))}): "
+                f"give each variant its own (${{VARIANT}}_SERVED_CHECKPOINT, e.g. $BASE_SERVED_CHECKPOINT, "
+                "or its configs/variant file), or run the variants one at a time")
 
 
 def _is_sweep(override: str) -> bool:
@@ -197,12 +270,33 @@ def check_params(factory: Callable[..., Any], params: dict[str, Any], what: str)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown parameter {unknown[0]!r} for {what}{hint} "
                          f"(accepted: {', '.join(accepted) or 'none'})")
+    for key, value in params.items():
+        _check_param_value(key, value, what)
     validate = getattr(factory, "check_params", None)
     if callable(validate):  # an agent's own checks (paths exist, values in range)
         try:
             validate(**params)
         except (ValueError, FileNotFoundError, TypeError) as exc:
             raise UsageError(f"{what}: {_one_line(exc)}") from None
+
+
+#: Suite / agent parameters that count something and must be >= 1 where given
+#: (null keeps the suite's or agent's default). Checked for every suite and agent,
+#: before anything is built.
+_COUNT_PARAMS = ("max_new_tokens", "image_size", "trials", "max_steps", "batch_size", "max_concurrency",
+                 "replan_steps", "max_plan_length")
+#: ... and those that must be >= 0.
+_NON_NEGATIVE_PARAMS = ("num_examples", "max_retries", "manipulation_shots", "alfred_k")
+
+
+def _check_param_value(key: str, value: Any, what: str) -> None:
+    import math
+
+    if value is None or isinstance(value, bool) or key not in _COUNT_PARAMS + _NON_NEGATIVE_PARAMS:
+        return
+    low = 1 if key in _COUNT_PARAMS else 0
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low or value != int(value):
+        raise UsageError(f"{what}: {key} must be a whole number >= {low}, got {value!r}")
 
 
 def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
@@ -259,6 +353,9 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         raise UsageError(f"bad parameters for {spec.suite}/{spec.agent}: {_one_line(exc)}") from None
     except ValueError as exc:  # malformed data files, bad parameter values
         raise UsageError(f"{spec.suite}/{spec.split}: {_first_lines(exc)}") from None
+    except (IndexError, KeyError) as exc:  # e.g. suite.params.tasks=[99] on a 10-task suite
+        raise UsageError(f"bad parameters for suite {spec.suite}: {type(exc).__name__}: {_one_line(exc)} "
+                         f"({json.dumps(dict(spec.suite_params), default=str)})") from None
     return _Job(cfg, spec, suite, label)
 
 
@@ -279,6 +376,10 @@ def _run_one(job: _Job) -> int:
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
     except (TypeError, ValueError) as exc:
         raise UsageError(f"bad parameters for {spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
+    except Exception as exc:  # a checkpoint that does not load (OSError from the hub client, ...)
+        raise UsageError(f"cannot build {spec.agent_kind} {spec.agent}: {type(exc).__name__}: {_one_line(exc)}") from None
+    if job.position:
+        print(f"{job.position}{job.label}", file=sys.stderr)
     try:
         store = ResultStore(cfg.out)
     except StoreError as exc:
@@ -287,14 +388,15 @@ def _run_one(job: _Job) -> int:
 
     env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor != "local" else None
     prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
-    bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress)
+    bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress,
+                    batch=spec.batch_size if spec.executor == "local" else spec.num_workers * spec.envs_per_worker)
 
     def on_record(record: Any) -> None:
         bar.update(record)
 
     try:
         runner = Runner(spec, suite, agent, store, env_factory=env_factory, provenance=prov,
-                        on_start=bar.start, on_record=on_record)
+                        on_start=bar.start, on_record=on_record, keep_records=False)
     except ValueError as exc:
         store.close()
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
@@ -303,6 +405,7 @@ def _run_one(job: _Job) -> int:
     try:
         with bar:
             summary = runner.run()
+        stored, successes, errors = store.run_counts(summary.run_id)  # resumed episodes included
     except StoreError as exc:
         raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
     finally:
@@ -311,8 +414,8 @@ def _run_one(job: _Job) -> int:
     _saved["runner"] = None
     done = summary.skipped + summary.finished
     print(
-        f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed, "
-        f"{summary.successes}/{summary.finished} succeeded, {summary.errors} errors, "
+        f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed; "
+        f"{successes}/{stored} succeeded, {errors} errors (all stored episodes of this run), "
         f"{time.monotonic() - t0:.1f}s -> {store.path} (run {summary.run_id}, {done}/{summary.total} done)",
         file=sys.stderr,
     )
@@ -320,13 +423,26 @@ def _run_one(job: _Job) -> int:
 
 
 class _Progress:
-    """Rich progress bar: episodes done/total, running SR, errors, ETA."""
+    """Progress of one job: a rich bar on a terminal; without one (CI, nohup, a cluster job's
+    log) a plain line at a bounded rate -- every ``interval_s`` (30 s) even while nothing
+    finishes, and when a batch of episodes finishes but at most every ``min_gap_s`` (5 s) --
+    with done/total, SR so far, errors and ETA."""
 
-    def __init__(self, label: str, enabled: bool):
-        self.label, self.enabled = label, enabled and sys.stderr.isatty()
+    def __init__(self, label: str, enabled: bool, *, batch: int = 8, interval_s: float = 30.0,
+                 min_gap_s: float = 5.0, stream: Any = None):
+        self.stream = stream or sys.stderr
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.label, self.enabled = label, enabled and tty
+        self.lines = enabled and not tty
+        self.batch, self.interval_s, self.min_gap_s = max(1, int(batch)), interval_s, min_gap_s
         self._progress: Any = None
         self._task: Any = None
         self.ok = self.n = self.errors = 0
+        self.total = self.skipped = 0
+        self._t0 = self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
@@ -341,19 +457,60 @@ class _Progress:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
         if self._progress is not None:
             self._progress.__exit__(*exc)
 
     def start(self, total: int, skipped: int) -> None:
+        self.total, self.skipped = total, skipped
+        self._t0 = self._last = time.monotonic()
         if self._progress is not None:
             self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err=0)
+        if self.lines and total > skipped:
+            self._ticker = threading.Thread(target=self._tick, name="harness-progress", daemon=True)
+            self._ticker.start()
 
     def update(self, record: Any) -> None:
-        self.n += 1
-        self.ok += bool(record.success)
-        self.errors += record.error_kind is not None
+        with self._lock:
+            self.n += 1
+            self.ok += bool(record.success)
+            self.errors += record.error_kind is not None
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=self.errors)
+        elif self.lines and (self.n % self.batch == 0 or self.skipped + self.n == self.total) \
+                and time.monotonic() - self._last >= self.min_gap_s:
+            self.print_line()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - self._last))):
+            if time.monotonic() - self._last >= self.interval_s:
+                self.print_line()
+
+    def line(self) -> str:
+        with self._lock:
+            n, ok, errors = self.n, self.ok, self.errors
+        elapsed = time.monotonic() - self._t0
+        done = self.skipped + n
+        left = self.total - done
+        eta = _duration(elapsed / n * left) if n else "?"
+        sr = f"{100 * ok / n:.1f}%" if n else "-"
+        return (f"progress: {self.label} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%), "
+                f"SR {sr} of {n} run, {errors} errors, elapsed {_duration(elapsed)}, ETA {eta}")
+
+    def print_line(self) -> None:
+        self._last = time.monotonic()
+        print(self.line(), file=self.stream, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 # --- table ----------------------------------------------------------------
@@ -374,8 +531,9 @@ def _cmd_table(args: argparse.Namespace) -> int:
         if "base" in set(df["variant"].astype(str)):
             baseline = "base"
         elif not args.by:
-            print("note: no variant is called 'base', so the table has no Δ columns "
-                  "(--baseline NAME compares against NAME)", file=sys.stderr)
+            # printed after the table: a failure must stay one line (exit 2)
+            notes = ["no variant is called 'base', so the table has no Δ columns "
+                     "(--baseline NAME compares against NAME)", *notes]
     # Flags a view cannot honour are refused, not ignored (issue 23 §4).
     given = [f for f, on in (("--metrics", args.metrics is not None), ("--stats", args.stats),
                              ("--columns", args.columns is not None)) if on]
@@ -432,6 +590,35 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         raise UsageError(_one_line(exc)) from None
     print(f"report written to {path}", file=sys.stderr)
+    return 0
+
+
+# --- store ----------------------------------------------------------------
+def _cmd_store(args: argparse.Namespace) -> int:
+    """``check``: exit 0 when sound, 1 with the problems when damaged. ``repair``: every
+    readable row into a new store (the damaged one is left as it is)."""
+    from pathlib import Path
+
+    from harness.store import StoreError, check_store, repair_store
+
+    try:
+        if args.action == "check":
+            problems = check_store(args.outdir)
+            if not problems:
+                print(f"{args.outdir}: the store is sound", file=sys.stderr)
+                return 0
+            print(f"{args.outdir}: the store is damaged ({len(problems)} problem(s)): {problems[0]}; "
+                  f"`harness store repair {args.outdir}` salvages its readable records", file=sys.stderr)
+            return 1
+        src = Path(args.outdir)
+        dest = Path(args.dest) if args.dest else src.with_name((src.stem if src.suffix == ".sqlite" else src.name)
+                                                                + "-repaired")
+        report = repair_store(src, dest)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    kept, lost = report.get("episodes", (0, 0))
+    print(f"salvaged {kept} episode(s) ({lost} unreadable) and {report.get('transcripts', (0, 0))[0]} transcript "
+          f"row(s) into {dest}; `harness table {dest}` reads it, and rerunning with out={dest} resumes", file=sys.stderr)
     return 0
 
 

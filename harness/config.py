@@ -105,29 +105,102 @@ def compose(overrides: list[str]) -> DictConfig:
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             cfg = hydra_compose(config_name="config", overrides=overrides)
+        for key in BOOL_KEYS:
+            value = cfg.get(key)
+            if value is not None and not isinstance(value, bool):
+                raise ConfigError(f"{key} must be true or false, got {value!r}")
         schema = OmegaConf.structured(RunConfig)
         merged = OmegaConf.merge(schema, cfg)
+        model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
         OmegaConf.resolve(merged)
+        _command_line_wins(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
+    _check_checkpoint(merged, model_source)
     return merged  # type: ignore[return-value]
+
+
+def _override_keys(overrides: list[str]) -> dict[str, str]:
+    """``{dotted key: value text}`` of the command line's ``key=value`` overrides."""
+    out = {}
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if sep:
+            out[key.lstrip("+~")] = value
+    return out
+
+
+def _command_line_wins(cfg: DictConfig, overrides: list[str]) -> None:
+    """Precedence: config files < the variant's own params < the command line.
+
+    The agent's params are merged with the variant's (variant last, see
+    :func:`to_run_spec`); a ``planner.params.K`` / ``policy.params.K`` given on
+    the command line is copied over the variant's value so that it wins. Both
+    ``planner.params.K`` and ``variant.params.K`` given with different values
+    is refused (which one was meant?).
+    """
+    agent_key = "policy" if cfg.policy is not None else "planner"
+    given = _override_keys(overrides)
+    prefix = f"{agent_key}.params."
+    for key, text in given.items():
+        if not key.startswith(prefix) or "." in key[len(prefix):]:
+            continue
+        name = key[len(prefix):]
+        if name not in cfg.variant.params:
+            continue
+        value = cfg[agent_key].params[name]
+        if f"variant.params.{name}" in given and cfg.variant.params[name] != value:
+            raise ConfigError(f"{key}={text} and variant.params.{name}={given[f'variant.params.{name}']} "
+                              "disagree: give one of them")
+        cfg.variant.params[name] = value
+
+
+def _check_checkpoint(cfg: DictConfig, model_source: Any) -> None:
+    """A model variant whose checkpoint comes from the environment names the variable when unset."""
+    import re
+
+    if cfg.policy is not None or "model" not in cfg.variant.params or cfg.variant.params.model not in (None, ""):
+        return
+    names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
+    where = " or ".join(f"${n}" for n in names)
+    raise ConfigError(
+        f"variant {cfg.variant.name} has no checkpoint: "
+        + (f"set {where} to its folder (or Hub id), or give variant.params.model=PATH"
+           if where else "give variant.params.model=PATH"))
+
+
+#: Longest time limit accepted (seconds): what ``threading`` can wait for (its TIMEOUT_MAX
+#: is larger), rounded down to a year; ``null`` means no limit.
+MAX_TIMEOUT_S = 365 * 24 * 3600.0
+#: Largest trial seed: episode seeds are offset by it and must stay valid numpy seeds (< 2**32).
+MAX_SEED = 2**31 - 1
+#: Upper bounds of the executor's sizes (far above any machine; a typo like 1e10 is refused).
+MAX_EXECUTOR = {"num_workers": 4096, "batch_size": 65536, "envs_per_worker": 4096}
+#: Boolean settings (OmegaConf would read 2 or "yes" as true without a word).
+BOOL_KEYS = ("record_prompts", "progress")
 
 
 def _check_values(cfg: DictConfig) -> None:
     """ConfigError naming the key for values that would silently misbehave."""
+    import math
+
     def positive_or_null(key: str, value: Any) -> None:
-        if value is not None and not value > 0:
-            raise ConfigError(f"{key} must be > 0 seconds or null (no limit), got {value}")
+        if value is not None and not (value > 0 and math.isfinite(value) and value <= MAX_TIMEOUT_S):
+            raise ConfigError(f"{key} must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, or null (no limit); got {value}")
 
     if cfg.limit is not None and cfg.limit < 0:
         raise ConfigError(f"limit must be >= 0, got {cfg.limit}")
+    if not 0 <= cfg.seed <= MAX_SEED:
+        raise ConfigError(f"seed must be between 0 and {MAX_SEED} (it offsets every episode's seed), got {cfg.seed}")
+    if not str(cfg.out).strip():
+        raise ConfigError("out must name an output directory (e.g. out=runs/exp1), got an empty value")
     positive_or_null("episode_timeout_s", cfg.episode_timeout_s)
     positive_or_null("agent_timeout_s", cfg.agent_timeout_s)
     if cfg.max_retries < 0:
         raise ConfigError(f"max_retries must be >= 0, got {cfg.max_retries}")
     for key in ("num_workers", "batch_size", "envs_per_worker"):
-        if cfg.executor[key] < 1:
-            raise ConfigError(f"executor.{key} must be >= 1, got {cfg.executor[key]}")
+        if not 1 <= cfg.executor[key] <= MAX_EXECUTOR[key]:
+            raise ConfigError(f"executor.{key} must be between 1 and {MAX_EXECUTOR[key]}, got {cfg.executor[key]}")
     agent_key = "policy" if cfg.policy is not None else "planner"
     kind = cfg[agent_key].kind
     if kind not in AGENT_KINDS:
@@ -179,6 +252,9 @@ def _hint(exc: BaseException) -> str:
     line = _first_line(exc)
     if isinstance(exc, OverrideParseException):
         text = str(exc)
+        if "#" in text:
+            return (f"bad override: {line} ('#' must be quoted inside a value: 'out=\"runs/#1\"' "
+                    "or out=\\'runs/#1\\')")
         if any(ord(ch) > 127 for ch in text):
             return (f"bad override: {line} (a value with non-ASCII characters must be quoted: "
                     "'out=\"runs/résumé\"' or out=\\'runs/résumé\\')")

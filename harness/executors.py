@@ -229,6 +229,10 @@ class ProcessExecutor:
         self.capacity = workers * self._k
         self._procs: list[Any] = [None] * workers
         self._conns: list[Connection | None] = [None] * workers
+        #: Each worker's incarnation (bumped at every start), and the incarnation that
+        #: reset each slot's env: a step is never sent to an env its worker did not reset.
+        self._incarnation = [0] * workers
+        self._reset_by: dict[int, int] = {}
 
     def _conn(self, slot: int) -> Connection:
         slot //= self._k  # the worker of this env slot
@@ -242,6 +246,7 @@ class ProcessExecutor:
             proc.start()
             child.close()
             self._procs[slot], self._conns[slot] = proc, parent
+            self._incarnation[slot] += 1
             conn = parent
         return conn
 
@@ -258,8 +263,18 @@ class ProcessExecutor:
                 results[slot] = Transition(error=(
                     "agent", f"actions cannot be sent to a worker process (not picklable): {type(exc).__name__}: {exc}"))
                 continue
+            worker = slot // self._k
+            if msg[0] == "advance" and self._reset_by.get(slot) != self._live_incarnation(worker):
+                # The worker that reset this env died (or was replaced) since: its env is gone.
+                # Never step a fresh env that was not reset; report the death (the runner
+                # retries the episode from reset).
+                results[slot] = Transition(error=("worker", f"worker process died ({self._death_cause(worker)}) "
+                                                            "between two steps of this episode"))
+                continue
             try:
                 conn = self._conn(slot)
+                if msg[0] == "reset":
+                    self._reset_by[slot] = self._incarnation[worker]
                 conn.send_bytes(payload)
             except Exception:
                 results[slot] = Transition(error=_error("worker"))
@@ -291,6 +306,11 @@ class ProcessExecutor:
                     results[culprit] = Transition(error=("timeout", "episode exceeded its wall-clock limit; worker killed"))
         return [results[slot] for slot, _, _ in requests]
 
+    def _live_incarnation(self, worker: int) -> int | None:
+        """The incarnation of a worker that is running now, else None."""
+        proc = self._procs[worker]
+        return self._incarnation[worker] if proc is not None and proc.is_alive() else None
+
     def _fail_worker(self, worker: int, waiting: dict, results: dict, kind: str, message: str | None = None) -> None:
         """Kill a worker; every request still waiting on it gets an error result."""
         conn = self._conns[worker]
@@ -302,7 +322,7 @@ class ProcessExecutor:
         """'killed by SIGKILL' / 'exit code 3', waiting briefly for the process to be reaped."""
         proc = self._procs[slot]
         if proc is None:
-            return "unknown cause"
+            return "it was stopped after a fault of another of its envs"
         proc.join(timeout=2)
         code = proc.exitcode
         if code is None:

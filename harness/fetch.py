@@ -116,8 +116,30 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def inside(folder: Path, rel: str) -> Path:
+    """``folder / rel``, or FetchError when ``rel`` (from a hub listing or a lock file)
+    would name anything outside ``folder``: an absolute path, a drive, a ``..`` segment,
+    a backslash, or a symlink inside ``folder`` that leads out of it."""
+    parts = rel.split("/")
+    if (not rel or rel.startswith("/") or "\\" in rel or "\0" in rel or ":" in parts[0]
+            or any(p in ("", ".", "..") for p in parts)):
+        raise FetchError(f"refusing the file {rel[:200]!r} named by the hub listing: it is outside the data "
+                         f"folder {folder} (absolute, '..' or empty segments)")
+    path = folder / rel
+    root = folder.resolve()
+    resolved = path.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise FetchError(f"refusing the file {rel[:200]!r}: it resolves to {resolved}, outside the data folder {folder}")
+    return path
+
+
 def verify(folder: Path, files: dict[str, dict[str, Any]], *, delete_bad: bool = False) -> list[str]:
-    """Problems of ``folder`` against the expected ``files`` (path -> size, sha256 | blob_sha1)."""
+    """Problems of ``folder`` against the expected ``files`` (path -> size, sha256 | blob_sha1).
+
+    Every path is checked by :func:`inside` first: nothing outside ``folder`` is read or deleted.
+    """
+    for rel in files:
+        inside(folder, rel)
     problems = []
     for rel, meta in sorted(files.items()):
         path = folder / rel
@@ -190,6 +212,8 @@ def fetch(name: str, *, revision: str | None = None, update: bool = False, endpo
             for f in tree
         }
         folder.mkdir(parents=True, exist_ok=True)
+        for rel in files:  # before anything is checked, deleted or downloaded
+            inside(folder, rel)
         # Files damaged by an earlier attempt are deleted so they are fetched again.
         verify(folder, {p: m for p, m in files.items() if (folder / p).is_file()}, delete_bad=True)
         # A progress bar on a terminal; none in logs and pipes (where errors stay one line).
@@ -211,10 +235,13 @@ def fetch(name: str, *, revision: str | None = None, update: bool = False, endpo
         raise FetchError(f"{where} refused {ds.repo_id}@{wanted}: {_line(exc)}") from None
     except OSError as exc:
         raise FetchError(f"cannot fetch {name} into {folder}: {_line(exc)}") from None
-    except Exception as exc:  # httpx connection errors and the like
+    except FetchError:
+        raise
+    except Exception as exc:  # httpx connection errors, malformed listings, the hub client's own checks
         if type(exc).__name__ in ("ConnectError", "ConnectTimeout", "ReadTimeout", "TimeoutException"):
             raise FetchError(f"cannot reach {where} to fetch {name} ({ds.repo_id}): {_line(exc)}") from None
-        raise
+        raise FetchError(f"fetching {name} ({ds.repo_id}) from {where} failed: "
+                         f"{type(exc).__name__}: {_line(exc)}") from None
     problems = verify(folder, files, delete_bad=True)
     if problems:
         raise FetchError(f"{name}: {len(problems)} file(s) failed the check ({problems[0]}); rerun to fetch them again")

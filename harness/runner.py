@@ -18,12 +18,13 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from harness.allocator import keep_freed_heap
 from harness.artifacts import FrameStore
 from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
+from harness.redact import redact
 from harness.store import ResultStore
 from harness.types import (
     INFO_ARTIFACTS,
@@ -38,6 +39,7 @@ from harness.types import (
     TERMINATION_EMPTY_PLAN,
     EpisodeRecord,
     EpisodeSpec,
+    LazyEpisodes,
     RunSpec,
 )
 
@@ -60,7 +62,8 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         # rows would otherwise pool with the unshifted run's in one table row). Added only
         # when set, so the run ids of unshifted runs (every existing store) stay as they were.
         identity["seed_offset"] = spec.seed
-    return identity
+    # Credentials (an agent naming a URL with userinfo, a key) change no result: never hashed or stored.
+    return redact(identity)
 
 
 def run_id_of(identity: dict[str, Any]) -> str:
@@ -83,19 +86,86 @@ def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
     return episodes
 
 
+def plan_episodes(suite: Suite, spec: RunSpec, done: set) -> tuple[int, int, Iterator[EpisodeSpec]]:
+    """(episodes selected, episodes left to run, those episodes as a lazy iterator).
+
+    A lazily generated split that can name its episodes without building them
+    (``episode_id_of(i)``, see :class:`harness.types.LazyEpisodes`) skips the finished
+    ones by id first, and builds each remaining episode only when a slot takes it: a
+    resumed run starts at once instead of regenerating the whole split. Within one run
+    id an episode id names one episode (the seed follows from it), so skipping by id
+    is skipping by key. Other splits are read as before.
+    """
+    episodes = suite.episodes(spec.split)
+    if spec.limit is not None:
+        episodes = episodes[: spec.limit]
+    offset = spec.seed
+
+    def shifted(e: EpisodeSpec) -> EpisodeSpec:
+        return replace(e, seed=e.seed + offset) if offset else e
+
+    if isinstance(episodes, LazyEpisodes) and episodes.episode_id is not None:
+        id_of = episodes.episode_id_of
+        done_ids = {k[2] for k in done}
+        left = [i for i in range(len(episodes)) if id_of(i) not in done_ids] if done_ids else range(len(episodes))
+        return len(episodes), len(left), (shifted(episodes[i]) for i in left)
+    todo = [e for e in select_episodes(suite, spec) if e.key not in done]
+    return len(episodes), len(todo), iter(todo)
+
+
 #: Longest step history kept in a record's ``extra["history"]`` (ALFRED allows 1000 steps).
 _MAX_KEPT_HISTORY = 1000
 
 
 class AgentTimeout(Exception):
-    """An agent call ran past ``agent_timeout_s``."""
+    """An agent call ran past ``agent_timeout_s`` (or the earliest episode deadline)."""
+
+
+class _AgentCall(threading.Thread):
+    """The daemon thread of one timed agent call; ``cancelled`` is set when the runner
+    abandons it (see :func:`call_cancelled`)."""
+
+    def __init__(self, target: Callable[[], None]):
+        super().__init__(target=target, name="harness-agent-call", daemon=True)
+        self.cancelled = threading.Event()
+
+
+#: Agent calls abandoned after a timeout and maybe still running (see :func:`wait_for_abandoned`).
+_abandoned: list[_AgentCall] = []
+
+
+def call_cancelled() -> bool:
+    """True inside an agent call the runner has abandoned (it timed out).
+
+    A long computation in an agent (the hf backend's ``generate``) checks this,
+    e.g. as a stopping criterion, and returns early: an abandoned call then
+    stops using the CPU/GPU, and the process can exit cleanly while nothing is
+    left inside torch.
+    """
+    thread = threading.current_thread()
+    return isinstance(thread, _AgentCall) and thread.cancelled.is_set()
+
+
+def wait_for_abandoned(timeout: float) -> bool:
+    """Wait up to ``timeout`` s for abandoned agent calls to return; True when none is left running.
+
+    A daemon thread still inside native code (torch) when the interpreter exits can abort the
+    process ("terminate called without an active exception", status 134); the CLI calls this
+    before exiting and, if one is left, ends the process without running native destructors.
+    """
+    end = time.monotonic() + timeout
+    for thread in list(_abandoned):
+        thread.join(max(0.0, end - time.monotonic()))
+    _abandoned[:] = [t for t in _abandoned if t.is_alive()]
+    return not _abandoned
 
 
 def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
     """``fn()``, or AgentTimeout after ``timeout`` seconds (None: no limit).
 
     The call runs on a daemon thread; one that hangs is abandoned (a thread
-    cannot be killed), and the run goes on without waiting for it.
+    cannot be killed): it is marked cancelled (:func:`call_cancelled`) and the
+    run goes on without waiting for it.
     """
     if timeout is None:
         return fn()
@@ -110,8 +180,11 @@ def _call_with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
         finally:
             done.set()
 
-    threading.Thread(target=target, name="harness-agent-call", daemon=True).start()
+    thread = _AgentCall(target)
+    thread.start()
     if not done.wait(timeout):
+        thread.cancelled.set()
+        _abandoned.append(thread)
         raise AgentTimeout(f"agent call exceeded agent_timeout_s={timeout:g}")
     if "error" in box:
         raise box["error"]
@@ -155,15 +228,27 @@ class _Live:
     transcript: list[dict[str, Any]] = field(default_factory=list)
 
 
+#: A run of at most this many episodes keeps its records in :attr:`RunSummary.records`
+#: (tests and small scripts read them); a bigger one keeps counters only (memory stays flat).
+KEEP_RECORDS_UP_TO = 1000
+
+
 @dataclass
 class RunSummary:
+    """What one :meth:`Runner.run` did: counters, and the records themselves for small runs.
+
+    ``records`` is None when the run had more than :data:`KEEP_RECORDS_UP_TO` episodes to
+    run (or ``Runner(keep_records=False)``): every record is in the store, and a
+    100,000-episode run must not hold them all in memory.
+    """
+
     run_id: str
     total: int
     skipped: int
     finished: int = 0
     successes: int = 0
     errors: int = 0
-    records: list[EpisodeRecord] = field(default_factory=list)
+    records: list[EpisodeRecord] | None = field(default_factory=list)
 
 
 class Runner:
@@ -187,7 +272,10 @@ class Runner:
         on_start: Callable[[int, int], None] | None = None,
         on_record: Callable[[EpisodeRecord], None] | None = None,
         artifacts_dir: str | Path | None = None,
+        keep_records: bool | None = None,
     ):
+        #: Keep records in the summary: None = only for runs of up to KEEP_RECORDS_UP_TO episodes.
+        self.keep_records = keep_records
         self.spec, self.suite, self.agent, self.store = spec, suite, agent, store
         self.env_factory = env_factory or suite.make_env
         self.provenance = provenance or {}
@@ -213,16 +301,17 @@ class Runner:
 
     # ------------------------------------------------------------------
     def run(self) -> RunSummary:
-        episodes = select_episodes(self.suite, self.spec)
         done: set = set()
         if self.store is not None:
             self.store.begin_run(self.run_id, self.spec, self.identity, self.provenance)
             done = self.store.completed_keys(self.run_id)
-        todo = [e for e in episodes if e.key not in done]
-        summary = RunSummary(self.run_id, total=len(episodes), skipped=len(episodes) - len(todo))
+        total, todo_count, todo = plan_episodes(self.suite, self.spec, done)
+        keep = self.keep_records if self.keep_records is not None else todo_count <= KEEP_RECORDS_UP_TO
+        summary = RunSummary(self.run_id, total=total, skipped=total - todo_count,
+                             records=[] if keep else None)
         if self.on_start:
-            self.on_start(len(episodes), summary.skipped)
-        if not todo:
+            self.on_start(total, summary.skipped)
+        if not todo_count:
             return summary
         keep_freed_heap()  # envs rendering a frame per step, several in flight (see harness.allocator)
         executor = make_executor(
@@ -232,7 +321,7 @@ class Runner:
         )
         self._writer = self.store.writer() if self.store is not None else None
         try:
-            self._loop(executor, deque(_Live(e) for e in todo), summary)
+            self._loop(executor, todo, summary)
         finally:
             try:
                 if self._writer is not None:
@@ -242,7 +331,10 @@ class Runner:
         return summary
 
     # ------------------------------------------------------------------
-    def _loop(self, executor: Any, pending: deque[_Live], summary: RunSummary) -> None:
+    def _loop(self, executor: Any, fresh: Iterator[EpisodeSpec], summary: RunSummary) -> None:
+        # Episodes are taken from ``fresh`` only as slots free up (a lazy split is built as it
+        # runs); ``pending`` holds retries, which go first.
+        pending: deque[_Live] = deque()
         free = list(range(executor.capacity - 1, -1, -1))
         active: dict[int, _Live] = {}
         options = {
@@ -252,12 +344,19 @@ class Runner:
         }
         timeout = self.spec.episode_timeout_s
 
-        while pending or active:
+        exhausted = False
+        while pending or active or not exhausted:
             starting = []
-            while pending and free:
-                live = pending.popleft()
+            while free and not (exhausted and not pending):
+                if pending:
+                    live = pending.popleft()
+                else:
+                    spec = next(fresh, None)
+                    if spec is None:
+                        exhausted = True
+                        continue
+                    live = _Live(spec)
                 live.started = time.monotonic()
-                live.deadline = live.started + timeout if timeout else None
                 starting.append((free.pop(), live))
             if starting:
                 results = executor.reset([(slot, {**options, "episode": live.spec}) for slot, live in starting])
@@ -266,12 +365,15 @@ class Runner:
                         self._fault(executor, slot, live, tr, pending, free, summary)
                         continue
                     live.observation, live.info = tr.observation, tr.info
+                    # The wall-clock limit runs from the end of the reset (a worker's start-up and
+                    # the scene's load are not the agent's time); agent calls and steps count.
+                    live.deadline = time.monotonic() + timeout if timeout else None
                     active[slot] = live
                     try:
                         self.agent.reset(live.spec)
-                    except Exception as exc:
+                    except _AGENT_ERRORS as exc:
                         del active[slot]
-                        self._finish(slot, live, free, summary, error=("agent", _describe(exc)))
+                        self._finish(slot, live, free, summary, error=("agent", _describe(_agent_error(exc))))
 
             if not active:
                 continue
@@ -283,6 +385,8 @@ class Runner:
             self._call_cost = (time.monotonic() - started, len(waiting))
             moves = []
             for (slot, live), plan in zip(waiting, plans):
+                if plan is _AGAIN:  # its call was abandoned at another episode's deadline
+                    continue
                 live.agent_calls += 1
                 if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
                     actions = plan
@@ -336,24 +440,48 @@ class Runner:
         the episodes concerned.
         """
         requests = [AgentRequest(l.spec, l.observation, l.info, tuple(l.history)) for l in lives]
-        limit = self.spec.agent_timeout_s
+        limit, by_deadline = self._call_limit(lives)
+        if by_deadline and limit == 0:  # a deadline already passed: no call to abandon
+            return self._timed_out(lives)
         try:
             plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
         except AgentTimeout as exc:
-            return [exc] * len(requests)
-        except Exception:
+            return self._timed_out(lives) if by_deadline else [exc] * len(requests)
+        except _AGENT_ERRORS:
             plans = []
-            for r in requests:
+            for live, r in zip(lives, requests):
+                limit, by_deadline = self._call_limit([live])
                 try:
                     plans.append(_one(_call_with_timeout(lambda r=r: self.agent.act([r]), limit)))
-                except Exception as exc:  # noqa: BLE001 - an error record
-                    plans.append(exc)
-            return [p if isinstance(p, BaseException) else _checked(p) for p in plans]
+                except AgentTimeout as exc:
+                    plans += self._timed_out([live]) if by_deadline else [exc]
+                except _AGENT_ERRORS as exc:  # noqa: BLE001 - an error record
+                    plans.append(_agent_error(exc))
+            return [p if isinstance(p, BaseException) or p is _AGAIN else _checked(p) for p in plans]
         if not isinstance(plans, (list, tuple)) or len(plans) != len(requests):
             got = f"{len(plans)} plans" if isinstance(plans, (list, tuple)) else type(plans).__name__
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
         return [_checked(p) for p in plans]
+
+    def _call_limit(self, lives: Sequence[_Live]) -> tuple[float | None, bool]:
+        """How long the next agent call may take: ``agent_timeout_s`` or, when sooner, the
+        earliest deadline of the episodes it serves (then True): a hung agent ends there."""
+        limit = self.spec.agent_timeout_s
+        deadlines = [l.deadline for l in lives if l.deadline is not None]
+        if deadlines:
+            left = max(0.0, min(deadlines) - time.monotonic())
+            if limit is None or left < limit:
+                return left, True
+        return limit, False
+
+    def _timed_out(self, lives: Sequence[_Live]) -> list[Any]:
+        """After a call abandoned at an episode deadline: a timeout for each episode past its
+        deadline; the others (later deadlines) are asked again in the next round."""
+        now = time.monotonic()
+        return [AgentTimeout(f"episode exceeded its wall-clock limit (episode_timeout_s="
+                             f"{self.spec.episode_timeout_s:g}) while the agent was deciding")
+                if l.deadline is not None and now >= l.deadline - 1e-3 else _AGAIN for l in lives]
 
     def _transcript_entry(self, live: _Live, reply: AgentReply) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -437,9 +565,24 @@ class Runner:
         summary.finished += 1
         summary.successes += record.success
         summary.errors += record.error_kind is not None
-        summary.records.append(record)
+        if summary.records is not None:
+            summary.records.append(record)
         if self.on_record:
             self.on_record(record)
+
+
+#: A plan's place when the call serving it was abandoned before its own deadline: ask again.
+_AGAIN = object()
+#: What an agent call may raise that becomes an error record. SystemExit too: an agent
+#: (or a library inside it) calling sys.exit() must not end the run silently.
+_AGENT_ERRORS = (Exception, SystemExit)
+
+
+def _agent_error(exc: BaseException) -> BaseException:
+    """``exc`` as an error-record exception (a SystemExit becomes a RuntimeError naming it)."""
+    if isinstance(exc, SystemExit):
+        return RuntimeError(f"the agent called sys.exit({exc.code!r})")
+    return exc
 
 
 def _describe(exc: BaseException) -> str:

@@ -29,12 +29,15 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from harness.redact import redact, redact_text
 from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 
 if TYPE_CHECKING:  # pandas is imported where tables are built, not at start-up
     import pandas as pd
 
 STORE_FILENAME = "results.sqlite"
+#: Longest time the integrity check at open may take (seconds); past it the store is used unchecked.
+INTEGRITY_CHECK_S = 5.0
 #: ``PRAGMA application_id`` of harness stores ("ETH1"): marks the file as ours.
 APPLICATION_ID = 0x45544831
 #: Tables a store has; a file with other tables and none of these is not a store.
@@ -116,6 +119,49 @@ _TRANSCRIPT_SQL = (
 )
 
 
+#: SQLite's INTEGER range; a Python int beyond it is stored as its decimal text.
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _storable(value: Any) -> Any:
+    """``value`` as SQLite can bind it, losslessly where it can be.
+
+    Text with lone surrogates (a model server's ``"\\ud800"`` escape, an exception
+    message) is not UTF-8: it is stored with each surrogate written as the escape
+    ``\\udXXX`` (Python's ``backslashreplace``), as JSON writes it. Integers beyond
+    64 bits are stored as their decimal text with an ``n`` suffix (``"9223372036854775808n"``,
+    kept text: a bare number would be rounded to a REAL); other objects as ``str()``.
+    """
+    if value is None or type(value) is float or type(value) is bytes:
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int):
+        # A bare decimal beyond 64 bits would be turned into a REAL (lossy) by an INTEGER
+        # column's affinity: the ``n`` suffix (JavaScript's BigInt literal) keeps it text.
+        return int(value) if _INT_MIN <= value <= _INT_MAX else f"{value}n"
+    if isinstance(value, float):
+        return float(value)
+    return _storable(str(value))
+
+
+#: What SQLite raises when a value cannot be bound as it is (see :func:`_storable`).
+_UNBINDABLE = (UnicodeEncodeError, OverflowError, sqlite3.InterfaceError, sqlite3.ProgrammingError)
+
+
+def _execute(db: sqlite3.Connection, sql: str, values: Sequence[Any]) -> sqlite3.Cursor:
+    """``db.execute``; values SQLite cannot bind are made storable and the statement is
+    retried (the fast path costs nothing for the usual record)."""
+    try:
+        return db.execute(sql, values)
+    except _UNBINDABLE:
+        return db.execute(sql, [_storable(v) for v in values])
+
+
 def _ro_uri(path: Path) -> str:
     """A read-only SQLite URI for ``path``, every special character escaped.
 
@@ -123,6 +169,23 @@ def _ro_uri(path: Path) -> str:
     query) or be decoded: the URI must name exactly the path the user gave.
     """
     return "file:" + urllib.parse.quote(str(path.resolve()), safe="/") + "?mode=ro"
+
+
+def _reads(method: Any) -> Any:
+    """A store read whose SQLite error (a damaged page found late) is a one-line StoreError."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self: "ResultStore", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_db_error("read", self.path, exc)) from None
+        except Exception as exc:
+            if type(exc).__name__ == "DatabaseError":  # pandas' wrapper of the SQLite error
+                raise StoreError(_db_error("read", self.path, exc)) from None
+            raise
+    return wrapper
 
 
 class ResultStore:
@@ -133,6 +196,7 @@ class ResultStore:
         self.path = path / STORE_FILENAME if path.suffix != ".sqlite" else path
         self.readonly = readonly
         self._tmpdir: str | None = None
+        self._integrity_checked = False
         if readonly:
             self._open_readonly()
         else:
@@ -154,7 +218,7 @@ class ResultStore:
                 raise StoreError(f"cannot read result store {self.path}: {exc}") from None
             self._db = self._open_copy()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+            raise StoreError(_db_error("read", self.path, exc)) from None
 
     def _open_copy(self) -> sqlite3.Connection:
         self._tmpdir = tempfile.mkdtemp(prefix="harness-store-")
@@ -168,7 +232,7 @@ class ResultStore:
             self._check_store()
             return db
         except (OSError, sqlite3.DatabaseError) as exc:
-            raise StoreError(f"cannot read result store {self.path}: {exc}") from None
+            raise StoreError(_db_error("read", self.path, exc)) from None
 
     def _open_writable(self) -> None:
         try:
@@ -176,6 +240,7 @@ class ResultStore:
         except OSError as exc:
             raise StoreError(f"cannot create output directory {self.path.parent}: {exc.strerror or exc}") from None
         existed = self.path.is_file() and self.path.stat().st_size > 0
+        created = not self.path.exists()
         try:
             self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)  # RecordWriter's thread
             if existed:
@@ -192,8 +257,35 @@ class ResultStore:
                 )
                 self._migrate()
             self._check_store()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            if created:  # e.g. a full disk: leave no empty or half-made store behind
+                if getattr(self, "_db", None) is not None:
+                    self._db.close()
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(_db_error("open", self.path, exc)) from None
+
+    def _check_integrity(self) -> None:
+        """StoreError when SQLite's own ``quick_check`` finds damage (bounded in time).
+
+        The check reads every page once; past :data:`INTEGRITY_CHECK_S` it is
+        interrupted and the store is used as it is (a huge store opens in bounded time).
+        """
+        deadline = time.monotonic() + INTEGRITY_CHECK_S
+        self._db.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+        try:
+            rows = self._db.execute("PRAGMA quick_check(5)").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "interrupt" in str(exc):
+                return
+            raise
+        finally:
+            self._db.set_progress_handler(None, 0)
+        problems = [r[0] for r in rows if r[0] != "ok"]
+        if problems:
+            raise StoreError(damaged_message(self.path, problems[0]))
 
     def _check_store(self) -> None:
         """StoreError unless the file is a harness store of a schema this harness reads."""
@@ -219,6 +311,9 @@ class ResultStore:
                 + (" (upgrade the harness)" if version and version > SCHEMA_VERSION else "")
             )
         self.schema_version = version
+        if not self._integrity_checked:
+            self._integrity_checked = True
+            self._check_integrity()
 
     def _migrate(self) -> None:
         """Bring an older store up to :data:`SCHEMA_VERSION` (inside the open transaction)."""
@@ -253,7 +348,11 @@ class ResultStore:
 
     # --- runs -------------------------------------------------------------
     def begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any]) -> None:
-        """Record the run (once) and this invocation of it (every time)."""
+        """Record the run (once) and this invocation of it (every time).
+
+        Secrets (keys named like ``api_key`` / ``token`` / ``password``, URL userinfo)
+        are redacted from the spec, identity and provenance first (harness/redact.py).
+        """
         now = time.time()
         try:
             self._begin_run(run_id, spec, identity, provenance, now)
@@ -263,16 +362,18 @@ class ResultStore:
     def _begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any],
                    now: float) -> None:
         with self._db:
-            self._db.execute(
-                "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _execute(
+                self._db, "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, spec.variant, spec.suite, spec.split,
-                 json.dumps(identity, sort_keys=True, default=str), spec.to_json(), now),
+                 json.dumps(redact(dict(identity)), sort_keys=True, default=str),
+                 json.dumps(redact(json.loads(spec.to_json())), sort_keys=True), now),
             )
-            self._db.execute(
-                "INSERT INTO sessions (run_id, started_at, provenance) VALUES (?, ?, ?)",
-                (run_id, now, json.dumps(provenance, sort_keys=True, default=str)),
+            _execute(
+                self._db, "INSERT INTO sessions (run_id, started_at, provenance) VALUES (?, ?, ?)",
+                (run_id, now, json.dumps(redact(json.loads(json.dumps(provenance, default=str))), sort_keys=True)),
             )
 
+    @_reads
     def runs(self) -> "pd.DataFrame":
         """One row per run, with the time its latest session started."""
         import pandas as pd
@@ -284,6 +385,7 @@ class ResultStore:
             self._db,
         )
 
+    @_reads
     def provenance(self, run_id: str) -> list[dict[str, Any]]:
         rows = self._db.execute(
             "SELECT provenance FROM sessions WHERE run_id=? ORDER BY session_id", (run_id,)
@@ -291,6 +393,15 @@ class ResultStore:
         return [json.loads(r[0]) for r in rows]
 
     # --- episodes ---------------------------------------------------------
+    @_reads
+    def run_counts(self, run_id: str) -> tuple[int, int, int]:
+        """(episodes stored, successes, error records) of one run."""
+        row = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(success), 0), COALESCE(SUM(error_kind IS NOT NULL), 0) "
+            "FROM episodes WHERE run_id=?", (run_id,)).fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
+
+    @_reads
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str, int]]:
         rows = self._db.execute(
             "SELECT suite, split, episode_id, seed FROM episodes WHERE run_id=? AND error_kind IS NULL",
@@ -317,10 +428,12 @@ class ResultStore:
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
                 row["extra"] = _encode_extra(row["extra"])
-                n = self._db.execute(_INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
+                if row["error_message"] is not None:  # an exception naming a URL with credentials
+                    row["error_message"] = redact_text(str(row["error_message"]))
+                n = _execute(self._db, _INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).rowcount
                 written += n
                 if n and transcript:  # a rerun's transcript replaces the failed attempt's
-                    key = [row[c] for c in _KEY]
+                    key = [_storable(row[c]) for c in _KEY]
                     self._db.execute(
                         f"DELETE FROM transcripts WHERE {' AND '.join(f'{c}=?' for c in _KEY)}", key)
                     for entry in transcript:
@@ -328,7 +441,7 @@ class ResultStore:
                         if values[-1] is not None and not isinstance(values[-1], str):
                             values[-1] = json.dumps(values[-1], default=str)
                         meta = {k: v for k, v in entry.items() if k not in _TRANSCRIPT_COLUMNS}
-                        self._db.execute(_TRANSCRIPT_SQL, key + values + [
+                        _execute(self._db, _TRANSCRIPT_SQL, key + values + [
                             SCHEMA_VERSION, json.dumps(meta, default=str) if meta else None])
         return written
 
@@ -336,6 +449,7 @@ class ResultStore:
         """A writer on this store (see :class:`RecordWriter`)."""
         return RecordWriter(self, interval_s, watchdog_s)
 
+    @_reads
     def transcripts(self, run_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Transcript rows (one per agent call that produced model output), in call order."""
         if "transcripts" not in {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}:
@@ -510,11 +624,125 @@ class RecordWriter:
         self.close()
 
 
+def damaged_message(path: Path, problem: str) -> str:
+    return (f"result store {path} is damaged ({problem}); `harness store repair {path.parent}` copies every "
+            "readable record into a new store")
+
+
 def _db_error(action: str, path: Path, exc: BaseException) -> str:
     """One line for a SQLite error, naming the likely fix."""
     text = str(exc)
-    if "disk" in text or "full" in text or "I/O" in text:
+    if "malformed" in text or "corrupt" in text:
+        return damaged_message(path, text)
+    if "full" in text or "I/O" in text or "disk" in text:
         return f"cannot {action} result store {path}: {text} (free disk space or choose another `out=`)"
     if "readonly" in text or "read-only" in text:
         return f"cannot {action} result store {path}: {text} (the output directory is not writable)"
     return f"cannot {action} result store {path}: {text}"
+
+
+# --- check and repair -------------------------------------------------------------------------
+_SALVAGED_TABLES = ("meta", "runs", "sessions", "episodes", "transcripts")
+
+
+def check_store(path: str | Path) -> list[str]:
+    """Problems of the store at ``path`` (an output directory or the file): [] when it is sound.
+
+    SQLite's full ``integrity_check`` (not time-bounded: this is the command that asks for
+    it), then every table read end to end.
+    """
+    src, tmpdir, _ = _open_raw(path)
+    try:
+        try:
+            problems = [r[0] for r in src.execute("PRAGMA integrity_check(20)") if r[0] != "ok"]
+        except sqlite3.DatabaseError as exc:
+            return [str(exc)]
+        for table in _SALVAGED_TABLES:
+            try:
+                src.execute(f"SELECT * FROM {table}").fetchall()
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"table {table}: {exc}")
+        return problems
+    finally:
+        src.close()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
+    """A private copy of a (maybe damaged) store file and its WAL, opened with plain sqlite3."""
+    path = Path(path)
+    file = path / STORE_FILENAME if path.suffix != ".sqlite" else path
+    if not file.is_file():
+        raise StoreError(f"no result store at {file}")
+    tmpdir = tempfile.mkdtemp(prefix="harness-check-")
+    for suffix in ("", "-wal"):
+        if Path(str(file) + suffix).is_file():
+            shutil.copyfile(str(file) + suffix, Path(tmpdir) / (STORE_FILENAME + suffix))
+    return sqlite3.connect(Path(tmpdir) / STORE_FILENAME), tmpdir, file
+
+
+def repair_store(path: str | Path, dest: str | Path) -> dict[str, tuple[int, int]]:
+    """Copy every readable row of the store at ``path`` into a new store at ``dest``.
+
+    Each table is read whole when it can be, else row by row (rowid), skipping rows
+    on damaged pages. Returns ``{table: (rows salvaged, rows lost or unreadable)}``;
+    the lost count is a lower bound where a damaged page hides how many rows it held.
+    The damaged store is left as it is.
+    """
+    dest = Path(dest)
+    dest_file = dest / STORE_FILENAME if dest.suffix != ".sqlite" else dest
+    if dest_file.exists():
+        raise StoreError(f"{dest_file} already exists: give repair a new destination")
+    src, tmpdir, _ = _open_raw(path)
+    report: dict[str, tuple[int, int]] = {}
+    try:
+        try:
+            src.execute("SELECT name FROM sqlite_master").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"nothing in {path} can be salvaged: SQLite cannot read its schema ({exc})") from None
+        with ResultStore(dest) as out:  # a new, empty store of the current schema
+            for table in _SALVAGED_TABLES:
+                try:
+                    cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
+                except sqlite3.DatabaseError:
+                    cols = []
+                wanted = {r[1] for r in out._db.execute(f"PRAGMA table_info({table})")}
+                cols = [c for c in cols if c in wanted]
+                if not cols:
+                    report[table] = (0, 0)
+                    continue
+                rows, lost = _salvage(src, table, cols)
+                sql = (f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) "
+                       f"VALUES ({', '.join('?' * len(cols))})")
+                if table == "meta":
+                    rows = [r for r in rows if r[cols.index("key")] != "schema_version"]
+                with out._db:
+                    kept = sum(out._db.execute(sql, row).rowcount for row in rows)
+                report[table] = (kept, lost + len(rows) - kept)
+    finally:
+        src.close()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return report
+
+
+def _salvage(src: sqlite3.Connection, table: str, cols: list[str]) -> tuple[list[tuple], int]:
+    select = f"SELECT {', '.join(cols)} FROM {table}"
+    try:
+        return src.execute(select).fetchall(), 0
+    except sqlite3.DatabaseError:
+        pass
+    try:
+        top = src.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
+    except sqlite3.DatabaseError:
+        page_size = src.execute("PRAGMA page_size").fetchone()[0]
+        top = src.execute("PRAGMA page_count").fetchone()[0] * page_size // 32
+    rows, lost = [], 0
+    for rowid in range(1, int(top) + 1):
+        try:
+            row = src.execute(f"{select} WHERE rowid=?", (rowid,)).fetchone()
+        except sqlite3.DatabaseError:
+            lost += 1
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows, lost

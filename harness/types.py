@@ -157,8 +157,18 @@ class LazyEpisodes(Sequence[EpisodeSpec]):
     (the runner slices by ``limit`` before it reads). ``make`` should memoise.
     """
 
-    def __init__(self, make: Callable[[int], EpisodeSpec], count: int, start: int = 0) -> None:
+    def __init__(self, make: Callable[[int], EpisodeSpec], count: int, start: int = 0,
+                 episode_id: Callable[[int], str] | None = None) -> None:
         self.make, self.count, self.start = make, count, start
+        #: Episode i's id without building it (optional): lets a resumed run skip finished
+        #: episodes by id before building anything (harness.runner.plan_episodes).
+        self.episode_id = episode_id
+
+    def episode_id_of(self, index: int) -> str:
+        """Episode ``index``'s id, without building it (only when ``episode_id`` was given)."""
+        if self.episode_id is None:
+            raise TypeError("these lazy episodes cannot name an episode without building it")
+        return self.episode_id(self.start + index)
 
     def __len__(self) -> int:
         return self.count
@@ -168,7 +178,7 @@ class LazyEpisodes(Sequence[EpisodeSpec]):
             lo, hi, step = index.indices(self.count)
             if step != 1:
                 return [self[i] for i in range(lo, hi, step)]
-            return LazyEpisodes(self.make, max(0, hi - lo), self.start + lo)
+            return LazyEpisodes(self.make, max(0, hi - lo), self.start + lo, self.episode_id)
         if index < 0:
             index += self.count
         if not 0 <= index < self.count:

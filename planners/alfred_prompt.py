@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from envs.alfred.language import NO_RECEPTACLE, TRIPLET_ACTIONS, Triplet, expand, expand_all
 from harness.interfaces import AgentReply, AgentRequest
 from harness.types import EpisodeSpec
+from planners.episode_cache import EpisodeCache
 from planners.vlm.parse import DEFAULT_MAX_CHARS, max_output_chars
 
 PROMPT_VERSION = "alfred-triplets-1"
@@ -319,7 +320,9 @@ class AlfredTripletPlanner:
         self.grounded_replanning = bool(grounded_replanning)
         self.max_replans = int(max_replans)
         self._max_chars = max_output_chars(getattr(backend, "max_new_tokens", 2048))
-        self._episodes: dict[tuple, _Episode] = {}
+        # Bounded: a finished episode's state is evicted once newer ones fill the cache (a
+        # 100,000-episode run must not keep every episode's triplets; issue 22.19).
+        self._episodes: EpisodeCache[_Episode] = EpisodeCache()
 
     def identity(self) -> Mapping[str, Any]:
         backend = self.backend.identity() if hasattr(self.backend, "identity") else repr(type(self.backend))
@@ -328,13 +331,14 @@ class AlfredTripletPlanner:
                 "parser_version": PARSER_VERSION}
 
     def reset(self, episode: EpisodeSpec) -> None:
-        self._episodes[episode.key] = _Episode()
+        self._episodes.pop(episode.key)
+        self._episodes.get(episode.key, _Episode)
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
         replies: dict[int, AgentReply] = {}
         queries: list[tuple[int, list[dict[str, Any]], str]] = []
         for i, r in enumerate(requests):
-            ep = self._episodes.setdefault(r.episode.key, _Episode())
+            ep = self._episodes.get(r.episode.key, _Episode)
             objects = list(r.observation.get("objects", [])) if isinstance(r.observation, Mapping) else []
             if not ep.triplets:
                 # First call, or the earlier output was unusable (no history was added for it).
@@ -369,7 +373,7 @@ class AlfredTripletPlanner:
             outputs = self.backend.generate([m for _, m, _ in queries])
             for (i, _, kind), text in zip(queries, outputs):
                 r = requests[i]
-                ep = self._episodes[r.episode.key]
+                ep = self._episodes.get(r.episode.key, _Episode)
                 ep.outputs.append(text)
                 parsed = parse_triplets(text, self._max_chars)
                 if parsed.error:

@@ -49,6 +49,10 @@ from harness.types import EpisodeSpec
 from policies import protocols as P
 from policies import wire
 
+#: Largest reply frame the client accepts (bytes): an action chunk batch is a few KB; the
+#: server's metadata a few hundred. A misbehaving server cannot make the client buffer more.
+MAX_REPLY_FRAME = 16 * 2**20
+
 log = logging.getLogger(__name__)
 
 
@@ -223,7 +227,7 @@ class RemotePolicy:
                 delay = min(delay * 2, self.max_backoff_s)
             try:
                 headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
-                ws = connect(self.url, compression=None, max_size=None, open_timeout=self.timeout_s,
+                ws = connect(self.url, compression=None, max_size=MAX_REPLY_FRAME, open_timeout=self.timeout_s,
                              additional_headers=headers).__enter__()  # closed by self.close()
                 metadata = wire.unpackb(ws.recv(timeout=self.timeout_s))
             except (OSError, TimeoutError, wire.WireError, _ws_errors()) as exc:

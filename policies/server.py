@@ -154,9 +154,21 @@ class _Batcher:
                     fut.set_result(res)
 
 
+#: Largest frame a server accepts (bytes): a batch of LIBERO observations (two 256x256 RGB
+#: images and the state per episode) is well under 1 MB per episode; 64 MB leaves room for
+#: large batches and bounds what one frame can cost the server.
+DEFAULT_MAX_FRAME = 64 * 2**20
+#: Connections served at once; more are refused at the handshake (HTTP 503).
+DEFAULT_MAX_CONNECTIONS = 64
+
+
 class PolicyServer:
-    def __init__(self, service: PolicyService, host: str = LOOPBACK, port: int = DEFAULT_PORT):
+    def __init__(self, service: PolicyService, host: str = LOOPBACK, port: int = DEFAULT_PORT, *,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS, max_frame: int = DEFAULT_MAX_FRAME):
         self.service, self.host, self.port = service, host, int(port)
+        self.max_connections, self.max_frame = int(max_connections), int(max_frame)
+        #: Connections open now (bounded by max_connections).
+        self.open_connections = 0
         self._metadata_frame = wire.packb(service.metadata())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -203,8 +215,17 @@ class PolicyServer:
         async def handler(conn: Any) -> None:
             await self._handle(conn, batcher)
 
-        async with ws_server.serve(handler, self.host, self.port, compression=None, max_size=None,
-                                   process_request=_health_check) as server:
+        def process_request(connection: Any, request: Any) -> Any:
+            health = _health_check(connection, request)
+            if health is not None:
+                return health
+            if self.open_connections >= self.max_connections:  # refused before the handshake
+                return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE,
+                                          f"too many connections (max_connections={self.max_connections})\n")
+            return None
+
+        async with ws_server.serve(handler, self.host, self.port, compression=None, max_size=self.max_frame,
+                                   process_request=process_request) as server:
             port = next(iter(server.sockets)).getsockname()[1]
             self.port = port
             if on_ready is not None:
@@ -218,9 +239,16 @@ class PolicyServer:
         """Frames are answered in order, but not one at a time: each frame becomes a
         task at once, so frames a client pipelines (the ``remote`` client sends a
         whole batch of episodes) reach the batcher together and share one ``act``."""
+        self.connections += 1
+        self.open_connections += 1
+        try:
+            await self._serve_connection(conn, batcher)
+        finally:
+            self.open_connections -= 1
+
+    async def _serve_connection(self, conn: Any, batcher: _Batcher) -> None:
         import websockets
 
-        self.connections += 1
         await conn.send(self._metadata_frame)
         order: asyncio.Queue[asyncio.Future | None] = asyncio.Queue()
         sender = asyncio.create_task(self._send_in_order(conn, order))
@@ -276,8 +304,11 @@ class PolicyServer:
             (chunk,) = await batcher.submit([obs])
             return False, wire.packb({P.OPENPI_ACTIONS: chunk,
                                       "server_timing": {"infer_ms": 1000 * (asyncio.get_running_loop().time() - t0)}})
-        except Exception:
-            return True, traceback.format_exc()
+        except Exception as exc:
+            # openpi's server sends the traceback text; ours sends one line naming the error and
+            # keeps the traceback in its own log: no server internals to a client.
+            log.warning("request failed:\n%s", traceback.format_exc())
+            return True, f"policy server error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
     async def _starvla(self, msg: Mapping[str, Any], batcher: _Batcher) -> dict[str, Any]:
         request_id = msg.get("request_id")
@@ -304,7 +335,7 @@ async def _send_fatal(conn: Any, text: str) -> None:
     try:
         await conn.send(text)
         await conn.close(code=websockets.frames.CloseCode.INTERNAL_ERROR,
-                         reason="Internal server error. Traceback included in previous frame.")
+                         reason="Internal server error. The error is in the previous frame.")
     except websockets.ConnectionClosed:
         pass
 
@@ -335,6 +366,18 @@ def _chunk(out: Any) -> np.ndarray:
 # --- command line ---------------------------------------------------------------
 class UsageError(Exception):
     """Bad serve-policy input: one line on stderr, exit status 2."""
+
+
+def _bounded_int(value: Any, key: str, low: int, high: int) -> int:
+    try:
+        number = int(value)
+        if number != value and str(number) != str(value).strip():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UsageError(f"{key} must be a whole number from {low} to {high}, got {value!r}") from None
+    if not low <= number <= high:
+        raise UsageError(f"{key} must be a whole number from {low} to {high}, got {number}")
+    return number
 
 
 def main(overrides: Sequence[str]) -> int:
@@ -371,17 +414,22 @@ def _serve(overrides: Sequence[str]) -> int:
     policy_cfg = OmegaConf.load(base_file) if base_file.is_file() else OmegaConf.create({"params": {}})
     cfg = OmegaConf.merge(
         OmegaConf.create({"policy": {"name": name, "params": {}}, "host": LOOPBACK, "port": DEFAULT_PORT,
-                          "max_batch": 32, "max_wait_s": 0.01, "stats_path": None, "unnorm_key": None, "norm_mode": "min_max"}),
+                          "max_batch": 32, "max_wait_s": 0.01, "stats_path": None, "unnorm_key": None, "norm_mode": "min_max",
+                          "max_connections": DEFAULT_MAX_CONNECTIONS, "max_frame_mb": DEFAULT_MAX_FRAME // 2**20}),
         {"policy": policy_cfg}, {"policy": {"name": name}},
     )
     try:
         cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(rest))
     except Exception as exc:
         raise UsageError(f"bad override: {exc}") from None
-    unknown = set(cfg) - {"policy", "host", "port", "max_batch", "max_wait_s", "stats_path", "unnorm_key", "norm_mode"}
+    unknown = set(cfg) - {"policy", "host", "port", "max_batch", "max_wait_s", "stats_path", "unnorm_key", "norm_mode",
+                          "max_connections", "max_frame_mb"}
     if unknown:
         raise UsageError(f"unknown serve-policy option(s) {sorted(unknown)} (host, port, max_batch, max_wait_s, stats_path, "
-                         "unnorm_key, norm_mode, policy.params.*)")
+                         "unnorm_key, norm_mode, max_connections, max_frame_mb, policy.params.*)")
+    port = _bounded_int(cfg.port, "port", 0, 65535)
+    max_connections = _bounded_int(cfg.max_connections, "max_connections", 1, 100_000)
+    max_frame_mb = _bounded_int(cfg.max_frame_mb, "max_frame_mb", 1, 4096)
     params = OmegaConf.to_container(cfg.policy.params, resolve=True) or {}
     try:
         agent = POLICIES.build(name, **params)
@@ -393,7 +441,8 @@ def _serve(overrides: Sequence[str]) -> int:
     if cfg.host not in (LOOPBACK, "localhost", "::1"):
         print(f"harness serve-policy: WARNING: listening on {cfg.host}, reachable from other machines; "
               "the protocol has no authentication", file=sys.stderr)
-    server = PolicyServer(service, host=cfg.host, port=int(cfg.port))
+    server = PolicyServer(service, host=cfg.host, port=port, max_connections=max_connections,
+                          max_frame=max_frame_mb * 2**20)
 
     def ready(host: str, port: int) -> None:
         print(f"serving policy {name} on ws://{host}:{port} (protocols: openpi, starvla; health: /healthz)",
@@ -401,7 +450,7 @@ def _serve(overrides: Sequence[str]) -> int:
 
     try:
         server.serve_forever(on_ready=ready)
-    except OSError as exc:
+    except (OSError, OverflowError) as exc:
         raise UsageError(f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM / SIGHUP (the CLI raises them as KeyboardInterrupt)
         print(f"serve-policy: stopped after {service.calls} policy calls", file=sys.stderr)

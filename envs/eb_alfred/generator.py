@@ -150,10 +150,16 @@ def generate_one(split: str, index: int, seed: int = 0) -> EpisodeSpec:
             "expert_length_seed": world_seed,
             "gc_total": goal_condition_total(task),
         }
-        return EpisodeSpec(SUITE_NAME, split, f"{split}/{index:03d}", world_seed, instruction, metadata)
+        return EpisodeSpec(SUITE_NAME, split, generated_id(split, index), world_seed, instruction, metadata)
     raise RuntimeError(f"could not generate episode {index} of split {split!r}")  # pragma: no cover - a generator bug
 
 
 def generated_episodes(split: str, count: int, seed: int = 0) -> LazyEpisodes:
     """The first ``count`` episodes of ``split``, each built when read (:func:`generate_one`)."""
-    return LazyEpisodes(functools.partial(generate_one, split, seed=seed), count)
+    return LazyEpisodes(functools.partial(generate_one, split, seed=seed), count,
+                        episode_id=functools.partial(generated_id, split))
+
+
+def generated_id(split: str, index: int) -> str:
+    """Episode ``index``'s id (as :func:`generate_one` names it), without building it."""
+    return f"{split}/{index:03d}"

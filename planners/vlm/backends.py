@@ -179,7 +179,8 @@ class HFBackend:
         with torch.inference_mode():
             generated = self.model.generate(
                 **inputs, do_sample=False, max_new_tokens=self.max_new_tokens,
-                temperature=None, top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id, **extra,
+                temperature=None, top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id,
+                stopping_criteria=_stop_when_abandoned(), **extra,
             )
         new = generated[:, inputs["input_ids"].shape[1]:]
         self.calls += 1
@@ -206,6 +207,23 @@ def _version(package: str) -> str:
         return version(package)
     except PackageNotFoundError:
         return "unknown"
+
+
+def _stop_when_abandoned() -> Any:
+    """A stopping criterion that ends ``generate`` at the next token once the runner has
+    abandoned this call after a timeout (``harness.runner.call_cancelled``): the abandoned
+    thread leaves torch instead of generating on while the run goes on (issue 21.4)."""
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    from harness.runner import call_cancelled
+
+    class _Abandoned(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            import torch
+
+            return torch.full((input_ids.shape[0],), call_cancelled(), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_Abandoned()])
 
 
 def load_processor(path: str, *, trust_remote_code: bool = False) -> Any:

@@ -255,12 +255,31 @@ def test_drive_stops_between_steps_once_the_deadline_passed(suite):
     assert tr.error is None and tr.done and tr.steps == plan_len
 
 
+@dataclass
+class SlowStepEnv:
+    """Wraps a real env; every step takes ``delay`` seconds more."""
+
+    inner: object
+    delay: float
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        time.sleep(self.delay)
+        return self.inner.step(action)
+
+    def close(self):
+        self.inner.close()
+
+
 def test_local_executor_ends_an_episode_at_its_deadline(suite):
     """An episode past its wall-clock limit becomes a ``timeout`` record after the step
-    during which the limit passed (a 1 µs limit has passed after any first step), not
-    after its whole plan. Mutation caught: the local executor ignoring the deadline
-    (the runner would notice only after the whole plan ran: success, or steps > 1)."""
-    summary = Runner(spec(limit=3, episode_timeout_s=1e-6), suite, PLANNERS.build("oracle"), None).run()
+    during which the limit passed (each step takes longer than the limit), not after its
+    whole plan. Mutation caught: the local executor ignoring the deadline (the runner
+    would notice only after the whole plan ran: success, or steps > 1)."""
+    summary = Runner(spec(limit=3, episode_timeout_s=0.3), suite, PLANNERS.build("oracle"), None,
+                     env_factory=lambda: SlowStepEnv(suite.make_env(), 0.4)).run()
     assert len(summary.records) == 3 and summary.errors == 3
     for r in summary.records:
         assert r.error_kind == "timeout" and "wall-clock limit" in r.error_message

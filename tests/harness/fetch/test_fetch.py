@@ -89,3 +89,51 @@ def test_hash_mismatch_is_refused_and_unreachable_hub_is_one_line(mirror_src, en
     assert err.count("\n") == 1 and "cannot reach" in err and url in err, err
     assert main(["fetch", "eb_alfredd"]) == 2
     assert "did you mean 'eb_alfred'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("escape", ["absolute", "dotdot", "nested-dotdot"])
+def test_a_listing_naming_paths_outside_the_folder_is_refused_and_nothing_outside_is_touched(
+        mirror_src, env, monkeypatch, capsys, tmp_path, escape):
+    """Repro (issue 22.2): a listing naming ``/abs/path`` or ``../x`` made ``verify(delete_bad=True)``
+    unlink ``folder / "/abs/path"`` -- a file outside the data folder."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (env / "eb_alfred").mkdir(parents=True)
+    rel = {"absolute": str(victim), "dotdot": "../../victim.txt",
+           "nested-dotdot": "splits/../../../victim.txt"}[escape]
+    assert (env / "eb_alfred" / rel).resolve() == victim.resolve()  # the path really reaches the victim
+    repo = MirrorRepo(DATASETS["eb_alfred"].repo_id, mirror_src)
+    repo.files[rel] = {"size": 3, "oid": "0" * 40}  # a size that differs: the old code deleted it
+    with HubMirror([repo]) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert main(["fetch", "eb_alfred"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "outside" in err and "Traceback" not in err, err
+    assert victim.read_text() == "precious"
+    assert not (env / "eb_alfred" / LOCK_FILE).exists()
+
+
+def test_verify_never_touches_a_path_outside_the_folder(tmp_path):
+    from harness.fetch import FetchError, verify
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / "data").mkdir()
+    for rel in (str(victim), "../victim.txt"):
+        with pytest.raises(FetchError, match="outside"):
+            verify(tmp_path / "data", {rel: {"size": 1}}, delete_bad=True)
+    assert victim.read_text() == "precious"
+
+
+def test_any_hub_client_error_is_one_line(mirror_src, env, monkeypatch, capsys):
+    """An error the hub client raises that is not an HTTP error (here a malformed repo listing:
+    ValueError/KeyError inside huggingface_hub) is one line and exit 2, not a traceback."""
+    import huggingface_hub
+
+    def broken(*a, **k):
+        raise ValueError("Invalid response from server\nsecond line")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "repo_info", broken)
+    assert main(["fetch", "eb_alfred"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Invalid response from server" in err, err
