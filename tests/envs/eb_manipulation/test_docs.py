@@ -32,7 +32,9 @@ def test_the_page_shows_run_commands():
 
 
 @pytest.mark.parametrize("argv", _commands(), ids=lambda a: " ".join(a)[:80])
-def test_each_command_composes(argv):
+def test_each_command_composes(argv, monkeypatch):
+    # The page's variant sweeps read their checkpoints from the environment, as a user's would.
+    monkeypatch.setenv("BASE_MODEL", "/ckpts/base")
     overrides = []
     for arg in argv:
         if arg == "-m":
