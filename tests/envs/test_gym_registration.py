@@ -19,6 +19,7 @@ from gymnasium import spaces  # noqa: E402
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 from envs.gym_registration import GYM_IDS, FreeText, Record, action_kind, register_envs  # noqa: E402
+from envs.eb_alfred.env import IMAGE_SIZE  # noqa: E402
 
 
 def _needs(module: str, require_env: str):
@@ -50,13 +51,14 @@ def test_household_suites_pass_gymnasiums_check_env(env_id, request):
     env = _check(env_id, **kwargs)
     assert isinstance(env.unwrapped, gym.Env)
     assert isinstance(env.action_space, spaces.Text) and action_kind(env.action_space) == "text"
+    size = env.unwrapped.image_size  # EB-ALFRED renders at 500 px (EBAlfEnv), ALFRED at 224
     obs, info = env.reset(seed=3)
-    assert obs in env.observation_space and obs["image"].shape == (224, 224, 3)
+    assert obs in env.observation_space and obs["image"].shape == (size, size, 3)
     # A string of the declared action language steps the env; the episode comes from the split.
     obs2, reward, terminated, truncated, info2 = env.step(obs["actions"][0])
     assert info2["action_ok"] in (True, False) and obs2 in env.observation_space
     frame = env.render() if env.render_mode else env.unwrapped.render()
-    assert frame.shape == (224, 224, 3) and frame.dtype == np.uint8
+    assert frame.shape == (size, size, 3) and frame.dtype == np.uint8
     env.close()
 
 
@@ -65,7 +67,7 @@ def test_make_takes_split_suite_params_and_render_mode(data_dir):
     obs, _ = env.reset(seed=0)
     assert {e.split for e in env.unwrapped.gym_episodes} == {"base"} and len(env.unwrapped.gym_episodes) == 50
     assert obs["instruction"] in {e.instruction for e in env.unwrapped.gym_episodes}
-    assert env.render().shape == (224, 224, 3)
+    assert env.render().shape == (IMAGE_SIZE, IMAGE_SIZE, 3)
     # Same seed, same episode and start; another seed, another draw from np_random.
     again, _ = env.reset(seed=0)
     assert again["text"] == obs["text"]
