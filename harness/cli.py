@@ -376,6 +376,8 @@ def _run_one(job: _Job) -> int:
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
     except (TypeError, ValueError) as exc:
         raise UsageError(f"bad parameters for {spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
+    except ModuleNotFoundError:
+        raise  # a missing optional extra: _main names the extra
     except Exception as exc:  # a checkpoint that does not load (OSError from the hub client, ...)
         raise UsageError(f"cannot build {spec.agent_kind} {spec.agent}: {type(exc).__name__}: {_one_line(exc)}") from None
     if job.position:
