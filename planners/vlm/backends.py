@@ -63,7 +63,8 @@ class HFBackend:
     def __init__(self, model: str, *, adapter: str | None = None, merge_adapter: bool = False,
                  dtype: str = "auto", device_map: str | None = None, attn_implementation: str | None = None,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, batch_size: int = 16,
-                 trust_remote_code: bool = False, hash_weights: bool = False, json_schema: bool = False) -> None:
+                 trust_remote_code: bool = False, hash_weights: bool = False, json_schema: bool = False,
+                 num_threads: int | str | None = "auto") -> None:
         import torch
         from transformers import AutoModelForImageTextToText
 
@@ -75,6 +76,10 @@ class HFBackend:
         self.json_schema = bool(json_schema)
         if self.json_schema:
             _require_xgrammar()
+        #: intra-op threads: "auto" = the cores this process has (planners/vlm/threads.py), less
+        #: those of env worker processes once the run says how many (share_cores).
+        self.num_threads = num_threads
+        self.share_cores(0)
         self._grammar_compiler: Any = None
         self._grammars: dict[str, Any] = {}
         self.processor = load_processor(model, trust_remote_code=trust_remote_code)
@@ -124,6 +129,14 @@ class HFBackend:
 
     def identity(self) -> Mapping[str, Any]:
         return self._identity
+
+    def share_cores(self, env_workers: int) -> int:
+        """Set torch's intra-op threads for a run with ``env_workers`` env worker processes
+        beside the model (unless ``num_threads`` fixed them); returns the count in force."""
+        from planners.vlm.threads import resolve_num_threads, set_torch_threads
+
+        self.threads = set_torch_threads(resolve_num_threads(self.num_threads, env_workers))
+        return self.threads
 
     def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
         """Greedy replies; constrained to ``schema`` when given and ``json_schema`` is on."""
