@@ -91,7 +91,7 @@ class HFBackend:
         if device_map:
             kwargs["device_map"] = device_map
         #: CPU defaults: padding-aware attention, so a batched prefill costs no more than
-        #: one-by-one ones, and a KV cache written in place (planners/vlm/kvcache.py). On a GPU
+        #: one-by-one ones, and a KV cache written in place (transformers' StaticCache). On a GPU
         #: the reserved room (max_new_tokens per conversation) would cost memory for little gain.
         self._cpu_defaults = not attn_implementation and not device_map
         if self._cpu_defaults:
@@ -177,12 +177,8 @@ class HFBackend:
         inputs = inputs.to(self.device)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         extra: dict[str, Any] = {}
-        if self._cpu_defaults:
-            from planners.vlm.kvcache import reserved_cache
-
-            cache = reserved_cache(self.model, self.max_new_tokens)
-            if cache is not None:  # written in place: no copy of the whole cache per new token
-                extra["cache"] = cache
+        if self._cpu_defaults:  # a cache written in place: no copy of the whole cache per new token
+            extra["cache_implementation"] = "static"
         if grammar is not None:
             from transformers import LogitsProcessorList
             from xgrammar.contrib.hf import LogitsProcessor
