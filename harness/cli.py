@@ -389,6 +389,9 @@ def _run_one(job: _Job) -> int:
     _saved["out"] = str(store.path.parent)
 
     env_factory = SuiteEnvFactory(spec.suite, dict(spec.suite_params)) if spec.executor != "local" else None
+    share_cores = getattr(agent, "share_cores", None)  # an in-process model leaves env workers their cores
+    if callable(share_cores):
+        share_cores(0 if spec.executor == "local" else spec.num_workers)
     prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
     bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress,
                     batch=spec.batch_size if spec.executor == "local" else spec.num_workers * spec.envs_per_worker)

@@ -55,4 +55,12 @@ def collect(config: Mapping[str, Any] | None = None, agent_identity: Mapping[str
         "git": git_state(),
         "config": dict(config or {}),
         "agent_identity": dict(agent_identity or {}),
+        "intra_op_threads": intra_op_threads(),
     }
+
+
+def intra_op_threads() -> int | None:
+    """torch's intra-op thread count in force (set by in-process agents, planners/vlm/threads.py);
+    None where torch was never imported (no in-process model: nothing to record, nothing imported)."""
+    torch = sys.modules.get("torch")
+    return int(torch.get_num_threads()) if torch is not None else None

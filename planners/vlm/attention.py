@@ -9,7 +9,10 @@ for the 8 prompts one by one, so batching made planning *slower*
 mask instead (the one flash-attention kernels get) and runs the prefill of
 each row on its own real tokens with the causal kernel, so a batched prefill
 costs what the unbatched ones do, and decoding steps, where batching pays,
-run batched with a mask of one query row. Outputs are those of the one-by-one
+run batched with a mask of one query row. With transformers' ``StaticCache``
+(``cache_implementation="static"``, which the backend uses on the CPU: each
+step's keys and values written in place instead of the default cache's copy of
+the whole cache per token), the slots not yet filled are left out. Outputs are those of the one-by-one
 calls (tested: batched and one-by-one greedy outputs are identical).
 
 The backend uses it by default on the CPU (``attn_implementation`` unset and
@@ -31,12 +34,29 @@ def register() -> str:
     global _registered
     if not _registered:
         from transformers import AttentionInterface
-        from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
+        from transformers.masking_utils import AttentionMaskInterface
 
         AttentionInterface.register(NAME, varlen_sdpa)
-        AttentionMaskInterface.register(NAME, flash_attention_mask)  # the 2-D padding mask, or None
+        AttentionMaskInterface.register(NAME, varlen_mask)
         _registered = True
     return NAME
+
+
+def varlen_mask(batch_size: int, q_length: int, kv_length: int, q_offset: Any = 0, kv_offset: int = 0,
+                attention_mask: Any = None, **kwargs: Any) -> Any:
+    """The 2-D padding mask over the filled cache slots [B, filled] (flash-attention's), or None
+    when nothing is masked. With a preallocated cache (``kv_length`` past the filled slots) and no
+    padding, an all-True mask of the filled length still says where the unfilled tail begins."""
+    import torch
+    from transformers.masking_utils import flash_attention_mask
+
+    mask = flash_attention_mask(batch_size, q_length, kv_length, q_offset, kv_offset,
+                                attention_mask=attention_mask, **kwargs)
+    filled = int(q_offset) + q_length
+    if mask is None and filled < kv_length:
+        device = attention_mask.device if attention_mask is not None else kwargs.get("device")
+        mask = torch.ones(batch_size, filled, dtype=torch.bool, device=device)
+    return mask
 
 
 def varlen_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
@@ -54,6 +74,15 @@ def varlen_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: A
     gqa = query.shape[1] != key.shape[1]
     batch, _, q_len, _ = query.shape
     kv_len = key.shape[2]
+    if attention_mask is not None and attention_mask.dim() == 2 and attention_mask.shape[1] < kv_len:
+        # A preallocated cache (StaticCache): its keys/values span every slot it holds, the mask
+        # only the filled ones (positions 0 .. filled-1). The unfilled tail is left out of the
+        # attention altogether -- a view, no copy -- so a step costs what the filled part does;
+        # with no padding left, the mask is dropped as transformers drops it for a default cache.
+        kv_len = attention_mask.shape[1]
+        key, value = key[:, :, :kv_len], value[:, :, :kv_len]
+        if bool(attention_mask.all()):
+            attention_mask = None
     if attention_mask is None or attention_mask.dim() != 2:
         out = F.scaled_dot_product_attention(
             query, key, value, attn_mask=attention_mask, scale=scaling, enable_gqa=gqa,

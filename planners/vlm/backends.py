@@ -63,7 +63,8 @@ class HFBackend:
     def __init__(self, model: str, *, adapter: str | None = None, merge_adapter: bool = False,
                  dtype: str = "auto", device_map: str | None = None, attn_implementation: str | None = None,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, batch_size: int = 16,
-                 trust_remote_code: bool = False, hash_weights: bool = False, json_schema: bool = False) -> None:
+                 trust_remote_code: bool = False, hash_weights: bool = False, json_schema: bool = False,
+                 num_threads: int | str | None = "auto") -> None:
         import torch
         from transformers import AutoModelForImageTextToText
 
@@ -75,6 +76,10 @@ class HFBackend:
         self.json_schema = bool(json_schema)
         if self.json_schema:
             _require_xgrammar()
+        #: intra-op threads: "auto" = the cores this process has (planners/vlm/threads.py), less
+        #: those of env worker processes once the run says how many (share_cores).
+        self.num_threads = num_threads
+        self.share_cores(0)
         self._grammar_compiler: Any = None
         self._grammars: dict[str, Any] = {}
         self.processor = load_processor(model, trust_remote_code=trust_remote_code)
@@ -86,7 +91,7 @@ class HFBackend:
         if device_map:
             kwargs["device_map"] = device_map
         #: CPU defaults: padding-aware attention, so a batched prefill costs no more than
-        #: one-by-one ones, and a KV cache written in place (planners/vlm/kvcache.py). On a GPU
+        #: one-by-one ones, and a KV cache written in place (transformers' StaticCache). On a GPU
         #: the reserved room (max_new_tokens per conversation) would cost memory for little gain.
         self._cpu_defaults = not attn_implementation and not device_map
         if self._cpu_defaults:
@@ -124,6 +129,14 @@ class HFBackend:
 
     def identity(self) -> Mapping[str, Any]:
         return self._identity
+
+    def share_cores(self, env_workers: int) -> int:
+        """Set torch's intra-op threads for a run with ``env_workers`` env worker processes
+        beside the model (unless ``num_threads`` fixed them); returns the count in force."""
+        from planners.vlm.threads import resolve_num_threads, set_torch_threads
+
+        self.threads = set_torch_threads(resolve_num_threads(self.num_threads, env_workers))
+        return self.threads
 
     def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
         """Greedy replies; constrained to ``schema`` when given and ``json_schema`` is on."""
@@ -164,12 +177,8 @@ class HFBackend:
         inputs = inputs.to(self.device)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         extra: dict[str, Any] = {}
-        if self._cpu_defaults:
-            from planners.vlm.kvcache import reserved_cache
-
-            cache = reserved_cache(self.model, self.max_new_tokens)
-            if cache is not None:  # written in place: no copy of the whole cache per new token
-                extra["cache"] = cache
+        if self._cpu_defaults:  # a cache written in place: no copy of the whole cache per new token
+            extra["cache_implementation"] = "static"
         if grammar is not None:
             from transformers import LogitsProcessorList
             from xgrammar.contrib.hf import LogitsProcessor

@@ -61,6 +61,7 @@ class VLMPlanner:
         attn_implementation: str | None = None,
         batch_size: int = 16,
         trust_remote_code: bool = False,
+        num_threads: int | str = "auto",
         # openai
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
@@ -121,7 +122,8 @@ class VLMPlanner:
             self.backend: Any = HFBackend(
                 model, adapter=adapter, merge_adapter=merge_adapter, dtype=dtype, device_map=device_map,
                 attn_implementation=attn_implementation, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                trust_remote_code=trust_remote_code, hash_weights=hash_weights, json_schema=self.json_schema)
+                trust_remote_code=trust_remote_code, hash_weights=hash_weights, json_schema=self.json_schema,
+                num_threads=num_threads)
         else:
             from planners.vlm.backends import OpenAIBackend
 
@@ -172,6 +174,12 @@ class VLMPlanner:
                 ident.pop(key, None)
             ident["eb_manipulation"] = {**ident["eb_manipulation"], "image_size": self._image_size}
         return ident
+
+    def share_cores(self, env_workers: int) -> int | None:
+        """The run has ``env_workers`` env worker processes beside this process: the ``hf``
+        backend leaves them their cores (planners/vlm/threads.py); returns its thread count."""
+        share = getattr(self.backend, "share_cores", None)
+        return share(env_workers) if share is not None else None
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._past.pop(episode.key)

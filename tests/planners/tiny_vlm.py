@@ -91,8 +91,19 @@ def build_tokenizer(out: Path):
     return fast
 
 
-def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0) -> Path:
-    """Save a tiny random-weight checkpoint of ``family`` ("qwen2_vl" or "qwen2_5_vl") to ``out``."""
+#: The weight-bound benchmark checkpoint (benchmarks/planner_batching.py --weight-bound): Qwen2.5-VL's
+#: real vocabulary (its output layer is read in full at every decoding step) and a wider hidden size
+#: with 8 query heads of 64 on one key/value head (Qwen2.5-VL-7B has 28 on 4, of 128). Weights read per
+#: step: lm_head 151,936 x 512 plus two layers, ~330 MB in float32; KV cache per conversation at the
+#: protocol's ~6.8k-token prompt: 2 layers x (K, V) x 64 x 6.8k x 4 B, ~7 MB -- a ratio of ~47, the
+#: order of a real checkpoint's (Qwen2.5-VL-7B: ~15 GB of weights vs ~0.4 GB of cache, ~37).
+WEIGHT_BOUND = dict(hidden=512, vocab_size=151936, intermediate_size=1024, num_attention_heads=8,
+                    mrope_section=[8, 12, 12])
+
+
+def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0, weight_bound: bool = False) -> Path:
+    """Save a tiny random-weight checkpoint of ``family`` ("qwen2_vl" or "qwen2_5_vl") to ``out``;
+    ``weight_bound``: the wider one with the real vocabulary (:data:`WEIGHT_BOUND`)."""
     import torch
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
@@ -100,9 +111,13 @@ def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(out)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
-    text = dict(vocab_size=len(tokenizer), hidden_size=HIDDEN, intermediate_size=128, num_hidden_layers=2,
-                num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 6, 6]},
+    hidden, sizes = HIDDEN, dict(vocab_size=len(tokenizer), intermediate_size=128, num_attention_heads=2)
+    mrope = [4, 6, 6]
+    if weight_bound:
+        hidden, mrope = WEIGHT_BOUND["hidden"], WEIGHT_BOUND["mrope_section"]
+        sizes = {k: WEIGHT_BOUND[k] for k in ("vocab_size", "intermediate_size", "num_attention_heads")}
+    text = dict(hidden_size=hidden, num_hidden_layers=2, num_key_value_heads=1, max_position_embeddings=4096,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope}, **sizes,
                 bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
                 pad_token_id=ids["<|endoftext|>"])
     common = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
@@ -116,11 +131,16 @@ def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0) -> Path:
     elif family == "qwen2_5_vl":
         from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
-        vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=HIDDEN,
+        vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=hidden,
                       fullatt_block_indexes=[0], window_size=112)
         model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common))
     else:
         raise ValueError(f"unknown tiny family {family!r}")
+    if weight_bound:
+        # Output rows past the tokenizer's vocabulary are zero, as a real checkpoint's padding rows
+        # never win: a random model's greedy choice stays a token the tokenizer can decode.
+        with torch.no_grad():
+            model.get_output_embeddings().weight[len(tokenizer):] = 0
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.save_pretrained(out)
@@ -169,6 +189,15 @@ def build_all(root: Path) -> dict[str, Path]:
         build_adapter(paths["base"], paths["cfg"], seed=3)
         done.write_text("ok")
     return paths
+
+
+def build_weight_bound(root: Path) -> Path:
+    """The weight-bound Qwen2.5-VL benchmark checkpoint (:data:`WEIGHT_BOUND`) under ``root``; cached."""
+    out = Path(root) / "qwen2_5_vl_weight_bound"
+    if not (out / "DONE").exists():
+        build_base(out, "qwen2_5_vl", seed=4, weight_bound=True)
+        (out / "DONE").write_text("ok")
+    return out
 
 
 if __name__ == "__main__":
