@@ -21,7 +21,9 @@ def _block(monkeypatch, *modules):
         if name.split(".")[0] in modules or name.startswith(("policies.server", "policies.wire", "planners.vlm.backends")):
             monkeypatch.delitem(sys.modules, name)
             parent, _, child = name.rpartition(".")
-            if parent in sys.modules and hasattr(sys.modules[parent], child):
+            # a blocked package's own submodules go with it (torch's module objects refuse some
+            # attribute deletions); only the project's parent packages are edited
+            if parent in sys.modules and parent.split(".")[0] not in modules and hasattr(sys.modules[parent], child):
                 monkeypatch.delattr(sys.modules[parent], child)
     for name in modules:
         monkeypatch.setitem(sys.modules, name, None)
