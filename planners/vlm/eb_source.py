@@ -98,18 +98,16 @@ class EmbodiedBenchPrompt:
             raise ValueError(f"{path}: expected a JSON list of example strings")
         return data
 
-    def text(self, instruction: str, actions: Sequence[str], history: Sequence[tuple[Any, str]],
+    def text(self, instruction: str, actions: Sequence[str], feedback: Sequence[tuple[int, str]],
              long_horizon: bool, options: Any) -> str:
-        """The user text of one call: ``process_prompt`` (+ ``template`` where the family gets it)."""
-        from planners.vlm.prompt import action_id_and_text
-
+        """The user text of one call: ``process_prompt`` (+ ``template`` where the family gets it);
+        ``feedback``: (action id, env feedback) of each executed action, oldest first."""
         state = _State(system_prompt=self.system_prompt, n_shot=options.num_examples,
                        examples=self.long_horizon_examples if long_horizon else self.examples,
                        actions=list(actions), chat_history=False, language_only=False,
                        use_feedback=bool(options.feedback))
         state.available_action_str = self._fns["get_availabel_action_prompt"](state, list(actions))
-        feedback = [[action_id_and_text(actions, a)[0], f] for a, f in history]
-        prompt = self._fns["process_prompt"](state, instruction, prev_act_feedback=feedback)
+        prompt = self._fns["process_prompt"](state, instruction, prev_act_feedback=[list(p) for p in feedback])
         if options.output_template:
             prompt += self.template
         return prompt

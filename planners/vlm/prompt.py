@@ -225,7 +225,8 @@ class PromptBuilder:
              long_horizon: bool) -> str:
         """The user text of a single-turn call (EmbodiedBench's layout)."""
         if self.source is not None:
-            return self.source.text(instruction, actions, history, long_horizon, self.options)
+            feedback = [(action_id_and_text(actions, a)[0], f) for a, f in history]
+            return self.source.text(instruction, actions, feedback, long_horizon, self.options)
         out = self.system_text(actions, long_horizon)
         instruction = instruction.strip().rstrip(".")
         out += INSTRUCTION.format(instruction=instruction)
