@@ -109,6 +109,7 @@ def test_a_surrogate_in_an_error_message_or_extra_is_stored(tmp_path):
 # --- 3. secrets never reach the store, the report or the logs ------------------------------------
 def test_url_credentials_reach_neither_store_nor_report_nor_logs(tmp_path):
     """Repro: ``base_url=http://user:pw@host/v1`` was written to runs.spec and sessions.provenance."""
+    pytest.importorskip("openai", reason="the models extra (the openai backend's client) is not installed")
     secret = "S3CRETPW"
     run = harness("run", "planner=vlm", "planner.params.backend=openai", "planner.params.model=m",
                   f"planner.params.base_url=http://alice:{secret}@127.0.0.1:9/v1", "planner.params.max_retries=0",
@@ -211,6 +212,7 @@ def test_agent_timeout_never_aborts_the_process(tmp_path):
     was still inside torch at exit: "terminate called without an active exception", status 134.
     Both an agent that honours the cancellation (as the hf backend's stopping criterion does)
     and one that never does end with status 0 and every record saved."""
+    pytest.importorskip("torch", reason="the models extra (torch) is not installed")
     for mode in (["cancellable"], []):
         res = harness("2", *mode, "run", "planner=random", "split=seen", "limit=3", *FAST,
                       "agent_timeout_s=0.5", "executor.batch_size=2", f"out=o{len(mode)}", cwd=tmp_path, module="tests.harness.spin_cli")

@@ -404,7 +404,7 @@ def _quads_overlap(a: list, b: list) -> bool:
     return True
 
 
-def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
+def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
     """Issue 23 §4: the SR chart's x labels do not overlap with EB-ALFRED's six
     subsets (bounding boxes measured in Chromium). Issue 21 item 6: the report's
     <video> of an H.264 file plays (readyState, duration); an mp4v file does not."""
@@ -415,7 +415,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path):
     out = tmp_path / "six"
     splits = ",".join(EB_ALFRED_SUBSETS)
     assert main(["run", "-m", "planner=random,oracle", f"split={splits}", "limit=2", f"out={out}",
-                 "progress=false"]) == 0
+                 f"suite.params.data_dir={data_dir}", "progress=false"]) == 0
     videos = _write_videos(out)
     with ResultStore(out) as store:
         store.begin_run("r", RunSpec(suite="libero", split="spatial", agent="oracle", variant="oracle"),
