@@ -17,7 +17,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from harness.allocator import keep_freed_heap
 from harness.interfaces import AgentContractError, EpisodeEnv, InvalidOutput
@@ -73,6 +73,43 @@ def _error(kind: str) -> tuple[str, str]:
 
 #: Reset options: {"episode": EpisodeSpec, "privileged": bool, "render": bool, "artifacts_dir": str | None}.
 ResetOptions = Mapping[str, Any]
+
+
+#: Where the pipelined runner's results go: ``deliver(slot, transition)``, callable from any thread.
+Deliver = Callable[[int, Transition], None]
+
+
+class Executor(Protocol):
+    """Where the envs live. Two ways to drive it; a run uses one of them.
+
+    Lockstep (``runner.pipeline=false``): ``reset`` / ``advance`` take a batch of
+    slots and return when every one has its :class:`Transition`.
+
+    Pipelined (the default): after ``start(deliver)``, ``submit_reset`` /
+    ``submit_advance`` return at once and every submitted slot later gets exactly
+    one ``deliver(slot, transition)`` call (from any thread; an error Transition for
+    a fault, a ``timeout`` one at the latest when the slot's deadline passes). A slot
+    has at most one operation in flight; ``discard`` is only called for a slot with
+    none. The envs, the :func:`reset_env` / :func:`drive` code and hence the records
+    are the same either way.
+    """
+
+    name: str
+    capacity: int
+
+    def reset(self, items: Sequence[tuple[int, "ResetOptions"]]) -> list[Transition]: ...
+
+    def advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> list[Transition]: ...
+
+    def start(self, deliver: Deliver) -> None: ...
+
+    def submit_reset(self, items: Sequence[tuple[int, "ResetOptions"]]) -> None: ...
+
+    def submit_advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> None: ...
+
+    def discard(self, slot: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def reset_env(env: EpisodeEnv, options: ResetOptions) -> Transition:
