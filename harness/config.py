@@ -51,6 +51,14 @@ class ExecutorConfig:
 
 
 @dataclass
+class RunnerConfig:
+    #: Pipelined (default): the agent answers ready episodes while envs step the others.
+    pipeline: bool = True
+    #: Longest wait (s) for an agent call to fill to executor.batch_size while envs step.
+    batch_wait_s: float = 0.01
+
+
+@dataclass
 class RunConfig:
     suite: SuiteConfig = field(default_factory=SuiteConfig)
     planner: AgentConfig = field(default_factory=AgentConfig)
@@ -58,6 +66,7 @@ class RunConfig:
     policy: Optional[AgentConfig] = None
     variant: VariantConfig = field(default_factory=VariantConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
     split: str = MISSING
     seed: int = 0
     limit: Optional[int] = None
@@ -106,7 +115,7 @@ def compose(overrides: list[str]) -> DictConfig:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             cfg = hydra_compose(config_name="config", overrides=overrides)
         for key in BOOL_KEYS:
-            value = cfg.get(key)
+            value = OmegaConf.select(cfg, key)
             if value is not None and not isinstance(value, bool):
                 raise ConfigError(f"{key} must be true or false, got {value!r}")
         schema = OmegaConf.structured(RunConfig)
@@ -177,7 +186,7 @@ MAX_SEED = 2**31 - 1
 #: Upper bounds of the executor's sizes (far above any machine; a typo like 1e10 is refused).
 MAX_EXECUTOR = {"num_workers": 4096, "batch_size": 65536, "envs_per_worker": 4096}
 #: Boolean settings (OmegaConf would read 2 or "yes" as true without a word).
-BOOL_KEYS = ("record_prompts", "progress")
+BOOL_KEYS = ("record_prompts", "progress", "runner.pipeline")
 
 
 def _check_values(cfg: DictConfig) -> None:
@@ -196,6 +205,8 @@ def _check_values(cfg: DictConfig) -> None:
         raise ConfigError("out must name an output directory (e.g. out=runs/exp1), got an empty value")
     positive_or_null("episode_timeout_s", cfg.episode_timeout_s)
     positive_or_null("agent_timeout_s", cfg.agent_timeout_s)
+    if not 0 <= cfg.runner.batch_wait_s <= 60:
+        raise ConfigError(f"runner.batch_wait_s must be between 0 and 60 seconds, got {cfg.runner.batch_wait_s}")
     if cfg.max_retries < 0:
         raise ConfigError(f"max_retries must be >= 0, got {cfg.max_retries}")
     for key in ("num_workers", "batch_size", "envs_per_worker"):
@@ -233,6 +244,8 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         episode_timeout_s=cfg.episode_timeout_s,
         agent_timeout_s=cfg.agent_timeout_s,
         max_retries=cfg.max_retries,
+        pipeline=cfg.runner.pipeline,
+        batch_wait_s=cfg.runner.batch_wait_s,
         record_prompts=cfg.record_prompts,
         record_images=cfg.record_images,
     )

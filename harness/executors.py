@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
+import queue
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -193,14 +195,60 @@ class LocalExecutor:
         envs = self._envs  # every slot in items was reset, so its env exists
         return [drive(envs[slot], actions, deadline) for slot, actions, deadline in items]
 
-    def discard(self, slot: int) -> None:
-        """Drop a slot's env after a fault; the next reset builds a fresh one."""
+    def _discard_now(self, slot: int) -> None:
         env, self._envs[slot] = self._envs[slot], None
         _close_quietly(env)
 
+    def discard(self, slot: int) -> None:
+        """Drop a slot's env after a fault; the next reset builds a fresh one."""
+        if self._jobs is not None:
+            self._jobs.put(("discard", slot))
+        else:
+            self._discard_now(slot)
+
+    # --- pipelined: every env operation on one env thread, in submission order ---------
+    _jobs: "queue.SimpleQueue[Any] | None" = None
+
+    def start(self, deliver: Deliver) -> None:
+        """Env work moves to one thread of its own (the agent's calls run meanwhile). All of
+        this executor's envs live on that thread from then on (an env holding a GL context
+        renders where it was made current)."""
+        self._jobs = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, args=(self._jobs, deliver), daemon=True,
+                                        name="harness-local-envs")
+        self._thread.start()
+
+    def submit_reset(self, items: Sequence[tuple[int, ResetOptions]]) -> None:
+        for slot, options in items:
+            self._jobs.put(("reset", slot, options))  # type: ignore[union-attr]
+
+    def submit_advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> None:
+        for slot, actions, deadline in items:
+            self._jobs.put(("advance", slot, actions, deadline))  # type: ignore[union-attr]
+
+    def _serve(self, jobs: "queue.SimpleQueue[Any]", deliver: Deliver) -> None:
+        while True:
+            job = jobs.get()
+            op = job[0]
+            if op == "close":
+                for slot in range(self.capacity):
+                    self._discard_now(slot)
+                return
+            if op == "discard":
+                self._discard_now(job[1])
+            elif op == "reset":
+                deliver(job[1], self.reset([(job[1], job[2])])[0])
+            else:
+                deliver(job[1], drive(self._envs[job[1]], job[2], job[3]))
+
     def close(self) -> None:
+        if self._jobs is not None:
+            self._jobs.put(("close",))
+            self._thread.join(timeout=30)  # a step hung inside a simulator cannot be interrupted here
+            self._jobs = None
+            return
         for slot in range(self.capacity):
-            self.discard(slot)
+            self._discard_now(slot)
 
 
 def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
@@ -377,9 +425,49 @@ class ProcessExecutor:
     def advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> list[Transition]:
         return self._roundtrip([(slot, ("advance", list(actions), dl), dl) for slot, actions, dl in items])
 
+    # --- pipelined: one feeder thread per worker process ---------------------------------
+    # A feeder owns its worker: it sends that worker's operations in submission order and
+    # waits for each answer (the lockstep ``_roundtrip`` of one request, so deadlines,
+    # deaths and kills behave exactly as there); feeders of different workers touch
+    # disjoint state. The runner's thread only enqueues.
+    _feeds: "list[queue.SimpleQueue[Any]] | None" = None
+
+    def start(self, deliver: Deliver) -> None:
+        self._feeds = [queue.SimpleQueue() for _ in self._procs]
+        self._feeders = [threading.Thread(target=self._feed, args=(w, deliver), daemon=True,
+                                          name=f"harness-feeder-{w}") for w in range(len(self._procs))]
+        for t in self._feeders:
+            t.start()
+
+    def submit_reset(self, items: Sequence[tuple[int, ResetOptions]]) -> None:
+        for slot, options in items:
+            self._feeds[slot // self._k].put((slot, ("reset", dict(options)), None))  # type: ignore[index]
+
+    def submit_advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> None:
+        for slot, actions, dl in items:
+            self._feeds[slot // self._k].put((slot, ("advance", list(actions), dl), dl))  # type: ignore[index]
+
+    def _feed(self, worker: int, deliver: Deliver) -> None:
+        feed = self._feeds[worker]  # type: ignore[index]
+        while True:
+            job = feed.get()
+            if job is None:
+                return
+            slot, msg, _ = job
+            if msg is None:
+                self._discard_now(slot)
+            else:
+                deliver(slot, self._roundtrip([job])[0])
+
     def discard(self, slot: int) -> None:
         """Drop a slot's env after a fault. With one env per worker the worker is
         killed (as it always was); otherwise a live worker closes just that env."""
+        if self._feeds is not None:
+            self._feeds[slot // self._k].put((slot, None, None))
+        else:
+            self._discard_now(slot)
+
+    def _discard_now(self, slot: int) -> None:
         worker = slot // self._k
         conn = self._conns[worker]
         if self._k > 1 and conn is not None and self._procs[worker].is_alive():
@@ -401,6 +489,12 @@ class ProcessExecutor:
             proc.join(timeout=5)
 
     def close(self) -> None:
+        if self._feeds is not None:
+            for feed in self._feeds:
+                feed.put(None)
+            for t in self._feeders:
+                t.join(timeout=1)  # one still waiting on a worker is released by the kill below
+            self._feeds = None
         for slot in range(len(self._procs)):
             conn = self._conns[slot]
             if conn is not None:

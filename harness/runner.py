@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import threading
 import time
 from collections import deque
@@ -226,6 +227,8 @@ class _Live:
     history: list[tuple[Any, str]] = field(default_factory=list)
     output_errors: int = 0
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    #: The agent's reset is still due (pipelined runner: it runs on the call's thread).
+    needs_reset: bool = False
 
 
 #: A run of at most this many episodes keeps its records in :attr:`RunSummary.records`
@@ -321,7 +324,9 @@ class Runner:
         )
         self._writer = self.store.writer() if self.store is not None else None
         try:
-            self._loop(executor, todo, summary)
+            # An executor without the pipelined interface (a third party's) runs lockstep.
+            pipelined = self.spec.pipeline and hasattr(executor, "start")
+            (self._pipeline if pipelined else self._loop)(executor, todo, summary)
         finally:
             try:
                 if self._writer is not None:
@@ -331,50 +336,114 @@ class Runner:
         return summary
 
     # ------------------------------------------------------------------
+    def _take(self, free: list[int], pending: deque[_Live], fresh: Iterator[EpisodeSpec]) -> tuple[list, bool]:
+        """Episodes for the free slots (retries first): ([(slot, live)], fresh exhausted)."""
+        starting = []
+        while free:
+            if pending:
+                live = pending.popleft()
+            else:
+                spec = next(fresh, None)
+                if spec is None:
+                    return starting, True
+                live = _Live(spec)
+            live.started = time.monotonic()
+            starting.append((free.pop(), live))
+        return starting, False
+
+    def _reset_options(self) -> dict[str, Any]:
+        return {
+            "privileged": bool(getattr(self.agent, "privileged", False)),
+            "render": bool(getattr(self.agent, "reads_images", True)),
+            "artifacts_dir": self.artifacts_dir,
+        }
+
+    def _started(self, executor: Any, slot: int, live: _Live, tr: Transition, pending: deque[_Live],
+                 free: list[int], summary: RunSummary) -> bool:
+        """A reset's result: True when the episode is under way (else it faulted)."""
+        if tr.error:
+            self._fault(executor, slot, live, tr, pending, free, summary)
+            return False
+        live.observation, live.info = tr.observation, tr.info
+        # The wall-clock limit runs from the end of the reset (a worker's start-up and
+        # the scene's load are not the agent's time); agent calls and steps count.
+        timeout = self.spec.episode_timeout_s
+        live.deadline = time.monotonic() + timeout if timeout else None
+        return True
+
+    def _agent_reset(self, live: _Live) -> BaseException | None:
+        try:
+            self.agent.reset(live.spec)
+        except _AGENT_ERRORS as exc:
+            return _agent_error(exc)
+        return None
+
+    def _move(self, slot: int, live: _Live, plan: Any, free: list[int], summary: RunSummary) -> tuple | None:
+        """A checked plan -> the executor's move ``(slot, actions, deadline)``, or None when it
+        ended the episode (an exception, an empty plan: the record is written here)."""
+        live.agent_calls += 1
+        if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
+            actions = plan
+        elif isinstance(plan, AgentReply):
+            if plan.raw_output is not None or plan.output_error is not None:
+                live.transcript.append(self._transcript_entry(live, plan))
+            actions = plan.actions
+            if plan.output_error is not None:
+                if not len(actions):  # one invalid action, no step, no history (counted in drive)
+                    return (slot, [InvalidOutput(plan.raw_output or "", plan.output_error)], live.deadline)
+                live.output_errors += 1  # the agent's fallback actions run as a plan
+        else:  # an exception instead of a plan
+            kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
+            self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
+            return None
+        if not len(actions):
+            self._finish(slot, live, free, summary, termination=TERMINATION_EMPTY_PLAN)
+            return None
+        if self._replan is not None:
+            actions = actions[: self._replan]
+        return (slot, actions, live.deadline)
+
+    def _stepped(self, executor: Any, slot: int, live: _Live, deadline: float | None, tr: Transition,
+                 pending: deque[_Live], free: list[int], summary: RunSummary) -> bool:
+        """A run of actions' result: True when the episode goes on (else its record is written)."""
+        if tr.info is not None:  # something was stepped (an InvalidOutput too)
+            live.output_errors += tr.invalid_outputs
+            live.steps += tr.steps
+            live.history += tr.history
+            live.observation, live.info = tr.observation, tr.info
+        if tr.error:
+            self._fault(executor, slot, live, tr, pending, free, summary)
+        elif tr.done:
+            self._finish(slot, live, free, summary)
+        elif deadline is not None and time.monotonic() > deadline:
+            self._finish(slot, live, free, summary, error=("timeout", "episode exceeded its wall-clock limit"))
+        else:
+            return True
+        return False
+
     def _loop(self, executor: Any, fresh: Iterator[EpisodeSpec], summary: RunSummary) -> None:
+        """Lockstep (``runner.pipeline=false``): one agent call for every waiting episode,
+        then every env advances; neither side works while the other does."""
         # Episodes are taken from ``fresh`` only as slots free up (a lazy split is built as it
         # runs); ``pending`` holds retries, which go first.
         pending: deque[_Live] = deque()
         free = list(range(executor.capacity - 1, -1, -1))
         active: dict[int, _Live] = {}
-        options = {
-            "privileged": bool(getattr(self.agent, "privileged", False)),
-            "render": bool(getattr(self.agent, "reads_images", True)),
-            "artifacts_dir": self.artifacts_dir,
-        }
-        timeout = self.spec.episode_timeout_s
-
+        options = self._reset_options()
         exhausted = False
         while pending or active or not exhausted:
-            starting = []
-            while free and not (exhausted and not pending):
-                if pending:
-                    live = pending.popleft()
-                else:
-                    spec = next(fresh, None)
-                    if spec is None:
-                        exhausted = True
-                        continue
-                    live = _Live(spec)
-                live.started = time.monotonic()
-                starting.append((free.pop(), live))
-            if starting:
-                results = executor.reset([(slot, {**options, "episode": live.spec}) for slot, live in starting])
-                for (slot, live), tr in zip(starting, results):
-                    if tr.error:
-                        self._fault(executor, slot, live, tr, pending, free, summary)
-                        continue
-                    live.observation, live.info = tr.observation, tr.info
-                    # The wall-clock limit runs from the end of the reset (a worker's start-up and
-                    # the scene's load are not the agent's time); agent calls and steps count.
-                    live.deadline = time.monotonic() + timeout if timeout else None
-                    active[slot] = live
-                    try:
-                        self.agent.reset(live.spec)
-                    except _AGENT_ERRORS as exc:
-                        del active[slot]
-                        self._finish(slot, live, free, summary, error=("agent", _describe(_agent_error(exc))))
-
+            if free and (pending or not exhausted):
+                starting, done = self._take(free, pending, fresh)
+                exhausted = exhausted or done
+                if starting:
+                    results = executor.reset([(slot, {**options, "episode": live.spec}) for slot, live in starting])
+                    for (slot, live), tr in zip(starting, results):
+                        if self._started(executor, slot, live, tr, pending, free, summary):
+                            error = self._agent_reset(live)
+                            if error is None:
+                                active[slot] = live
+                            else:
+                                self._finish(slot, live, free, summary, error=("agent", _describe(error)))
             if not active:
                 continue
             if self._writer is not None:
@@ -387,49 +456,135 @@ class Runner:
             for (slot, live), plan in zip(waiting, plans):
                 if plan is _AGAIN:  # its call was abandoned at another episode's deadline
                     continue
-                live.agent_calls += 1
-                if type(plan) is list or type(plan) is tuple:  # the common case, kept cheap
-                    actions = plan
-                elif isinstance(plan, AgentReply):
-                    if plan.raw_output is not None or plan.output_error is not None:
-                        live.transcript.append(self._transcript_entry(live, plan))
-                    actions = plan.actions
-                    if plan.output_error is not None:
-                        if not len(actions):  # one invalid action, no step, no history (counted in drive)
-                            moves.append((slot, [InvalidOutput(plan.raw_output or "", plan.output_error)],
-                                          live.deadline))
-                            continue
-                        live.output_errors += 1  # the agent's fallback actions run as a plan
-                else:  # an exception instead of a plan
+                move = self._move(slot, live, plan, free, summary)
+                if move is None:
                     del active[slot]
-                    kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
-                    self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
-                    continue
-                if not len(actions):
-                    del active[slot]
-                    self._finish(slot, live, free, summary, termination=TERMINATION_EMPTY_PLAN)
-                    continue
-                if self._replan is not None:
-                    actions = actions[: self._replan]
-                moves.append((slot, actions, live.deadline))
+                else:
+                    moves.append(move)
             if not moves:
                 continue
             for (slot, _, deadline), tr in zip(moves, executor.advance(moves)):
-                live = active[slot]
-                if tr.info is not None:  # something was stepped (an InvalidOutput too)
-                    live.output_errors += tr.invalid_outputs
-                    live.steps += tr.steps
-                    live.history += tr.history
-                    live.observation, live.info = tr.observation, tr.info
-                if tr.error:
+                if not self._stepped(executor, slot, active[slot], deadline, tr, pending, free, summary):
                     del active[slot]
-                    self._fault(executor, slot, live, tr, pending, free, summary)
-                elif tr.done:
-                    del active[slot]
-                    self._finish(slot, live, free, summary)
-                elif deadline is not None and time.monotonic() > deadline:
-                    del active[slot]
-                    self._finish(slot, live, free, summary, error=("timeout", "episode exceeded its wall-clock limit"))
+
+    def _pipeline(self, executor: Any, fresh: Iterator[EpisodeSpec], summary: RunSummary) -> None:
+        """Pipelined (the default): the agent answers the episodes that are ready while the
+        executor steps the others.
+
+        Each episode alternates between the two sides; nothing waits for a round. The
+        agent gets the ready requests (up to ``batch_size`` per call; ``max_concurrent_calls``
+        calls at once where the agent declares it, e.g. a server's client), waiting at most
+        ``batch_wait_s`` for a call to fill while envs are still stepping. An episode's
+        record does not depend on what ran beside it: its env, its seed and its requests
+        are its own (tests/harness/test_pipeline.py compares with lockstep on every suite).
+        """
+        events: queue.SimpleQueue[tuple] = queue.SimpleQueue()
+        executor.start(lambda slot, tr: events.put((slot, tr)))
+        concurrency = max(1, int(getattr(self.agent, "max_concurrent_calls", 1) or 1))
+        per_call = max(1, self.spec.batch_size // concurrency)
+        wait_s = max(0.0, float(self.spec.batch_wait_s))
+        calls = _CallPool(concurrency, self._serve_call, events)
+        pending: deque[_Live] = deque()
+        free = list(range(executor.capacity - 1, -1, -1))
+        live_at: dict[int, _Live] = {}  # every slot with an episode, wherever it is
+        steps_of: dict[int, float | None] = {}  # slots stepping: their deadline; absent: resetting
+        ready: deque[int] = deque()  # slots waiting for the agent, in the order they got ready
+        in_env = 0  # slots with an env operation in flight
+        options = self._reset_options()
+        exhausted = False
+        filling_since: float | None = None
+        try:
+            while True:
+                if free and (pending or not exhausted):
+                    starting, done = self._take(free, pending, fresh)
+                    exhausted = exhausted or done
+                    if starting:
+                        for slot, live in starting:
+                            live_at[slot] = live
+                            live.needs_reset = True
+                        in_env += len(starting)
+                        executor.submit_reset([(slot, {**options, "episode": live.spec}) for slot, live in starting])
+                if not live_at and exhausted and not pending:
+                    return
+                if self._writer is not None:
+                    self._writer.check()  # a failed commit (disk full) ends the run here
+                # The agent's side: a call per free call slot, as full as the wait allows.
+                timeout = None
+                while ready and calls.idle:
+                    if len(ready) < per_call and in_env and wait_s:
+                        now = time.monotonic()
+                        filling_since = filling_since or now
+                        if now - filling_since < wait_s:
+                            timeout = filling_since + wait_s - now
+                            break
+                    filling_since = None
+                    batch = [ready.popleft() for _ in range(min(per_call, len(ready)))]
+                    calls.submit([(slot, live_at[slot]) for slot in batch])
+                try:
+                    event = events.get(timeout=timeout)
+                except queue.Empty:
+                    continue
+                while True:  # everything that arrived, before deciding the next calls
+                    if event[0] is _CALL_DONE:
+                        _, served, plans, cost = event
+                        calls.done()
+                        self._call_cost = cost
+                        moves = []
+                        for (slot, live), plan in zip(served, plans):
+                            if plan is _AGAIN:  # its call was abandoned at another episode's deadline
+                                ready.append(slot)
+                                continue
+                            if isinstance(plan, _ResetFailed):
+                                del live_at[slot]
+                                self._finish(slot, live, free, summary, error=("agent", _describe(plan.error)))
+                                continue
+                            move = self._move(slot, live, plan, free, summary)
+                            if move is None:
+                                del live_at[slot]
+                            else:
+                                moves.append(move)
+                                steps_of[slot] = move[2]
+                        if moves:
+                            in_env += len(moves)
+                            executor.submit_advance(moves)
+                    elif event[0] is _CALL_FAILED:
+                        raise event[1]
+                    else:
+                        slot, tr = event
+                        in_env -= 1
+                        live = live_at[slot]
+                        if slot in steps_of:
+                            goes_on = self._stepped(executor, slot, live, steps_of.pop(slot), tr, pending, free, summary)
+                        else:
+                            goes_on = self._started(executor, slot, live, tr, pending, free, summary)
+                        if goes_on:
+                            ready.append(slot)
+                        else:
+                            del live_at[slot]
+                    try:
+                        event = events.get_nowait()
+                    except queue.Empty:
+                        break
+        finally:
+            calls.close()
+
+    def _serve_call(self, served: list[tuple[int, _Live]]) -> tuple[list[Any], tuple[float, int]]:
+        """On an agent-call thread: the agent's reset of episodes starting, then one call."""
+        started = time.monotonic()
+        plans: list[Any] = [None] * len(served)
+        asking = []
+        for i, (_, live) in enumerate(served):
+            if live.needs_reset:
+                live.needs_reset = False
+                error = self._agent_reset(live)
+                if error is not None:
+                    plans[i] = _ResetFailed(error)
+                    continue
+            asking.append(i)
+        if asking:
+            for i, plan in zip(asking, self._decide([served[i][1] for i in asking])):
+                plans[i] = plan
+        return plans, (time.monotonic() - started, len(asking))
 
     def _decide(self, lives: Sequence[_Live]) -> list[Any]:
         """One batched agent call -> a checked plan (list or AgentReply) or an exception per episode.
@@ -573,6 +728,70 @@ class Runner:
 
 #: A plan's place when the call serving it was abandoned before its own deadline: ask again.
 _AGAIN = object()
+#: Events of the pipelined runner's agent-call threads (beside the executor's (slot, Transition)).
+_CALL_DONE = object()
+_CALL_FAILED = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _ResetFailed:
+    """In place of a plan: the agent's reset of that episode raised (no call was made for it)."""
+
+    error: BaseException
+
+
+class _CallPool:
+    """``size`` daemon threads making the pipelined runner's agent calls.
+
+    Each takes a batch of ``(slot, live)``, runs ``serve`` on it and puts
+    ``(_CALL_DONE, batch, plans, cost)`` on ``events``. The threads are
+    :class:`_AgentCall` threads: one still inside a call when the run ends (an
+    interrupt) is marked cancelled (:func:`call_cancelled`) and left to
+    :func:`wait_for_abandoned`, as a timed-out call is.
+    """
+
+    def __init__(self, size: int, serve: Callable[[list], tuple], events: "queue.SimpleQueue[tuple]"):
+        self._size, self._busy = size, 0
+        self._jobs: queue.SimpleQueue[list | None] = queue.SimpleQueue()
+        self._running: set[Any] = set()
+        self._threads = [_AgentCall(lambda: self._work(serve, events)) for _ in range(size)]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def idle(self) -> bool:
+        """A thread is free for another call."""
+        return self._busy < self._size
+
+    def submit(self, batch: list) -> None:
+        self._busy += 1
+        self._jobs.put(batch)
+
+    def done(self) -> None:
+        self._busy -= 1
+
+    def _work(self, serve: Callable[[list], tuple], events: "queue.SimpleQueue[tuple]") -> None:
+        thread = threading.current_thread()
+        while True:
+            batch = self._jobs.get()
+            if batch is None:
+                return
+            self._running.add(thread)
+            try:
+                plans, cost = serve(batch)
+            except BaseException as exc:  # noqa: BLE001 - a bug of the runner's: re-raised there
+                events.put((_CALL_FAILED, exc))
+                continue
+            finally:
+                self._running.discard(thread)
+            events.put((_CALL_DONE, batch, plans, cost))
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in list(self._running):  # still inside a call: the run ended under it
+            thread.cancelled.set()
+            _abandoned.append(thread)
 #: What an agent call may raise that becomes an error record. SystemExit too: an agent
 #: (or a library inside it) calling sys.exit() must not end the run silently.
 _AGENT_ERRORS = (Exception, SystemExit)

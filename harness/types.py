@@ -135,6 +135,12 @@ class RunSpec:
     #: ``timeout`` error record for every episode it served.
     agent_timeout_s: float | None = None
     max_retries: int = 1
+    #: Pipelined runner (default): the agent answers ready episodes while the envs step the
+    #: others; False: lockstep rounds (harness/runner.py). Neither changes results.
+    pipeline: bool = True
+    #: Pipelined runner: longest wait (s) for an agent call to fill to ``batch_size`` while
+    #: envs are still stepping.
+    batch_wait_s: float = 0.01
     #: Keep each agent call's full prompt in the transcripts table (raw outputs are always kept).
     record_prompts: bool = False
     #: Keep each agent call's observation image(s) as files (harness/artifacts.py):

@@ -39,13 +39,13 @@ def _outcomes(records):
 def test_two_workers_with_three_envs_each_match_the_local_executor(suite, tmp_path):
     local = Runner(spec(), suite, PLANNERS.build("oracle"), None).run()
     agent = CountingAgent(PLANNERS.build("oracle"))
-    s = spec(executor="process", num_workers=2, envs_per_worker=3)
+    s = spec(executor="process", num_workers=2, envs_per_worker=3, pipeline=False)
     with ResultStore(tmp_path) as store:
         summary = Runner(s, suite, agent, store, env_factory=SuiteEnvFactory("eb_alfred", PARAMS)).run()
         records = store.records()
     assert summary.errors == 0 and len(records) == 8
     assert _outcomes(records) == _outcomes(local.records)
-    assert max(agent.batches) == 6  # 2 workers x 3 envs in flight, one agent call
+    assert max(agent.batches) == 6  # lockstep: 2 workers x 3 envs in flight, one agent call
 
 
 def test_capacity_and_default():

@@ -124,16 +124,20 @@ def first_ids(suite, n):
     return [e.episode_id for e in suite.episodes(SPLIT)[:n]]
 
 
-def test_oracle_end_to_end_with_batched_calls(suite, tmp_path):
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_oracle_end_to_end_with_batched_calls(suite, tmp_path, pipeline):
     agent = CountingAgent(PLANNERS.build("oracle"))
     with ResultStore(tmp_path) as store:
-        summary = Runner(spec(), suite, agent, store).run()
+        summary = Runner(spec(pipeline=pipeline), suite, agent, store).run()
         records = store.records()
     assert summary.total == 8 and summary.finished == 8 and summary.errors == 0
     assert len(records) == 8 and all(r.success for r in records)
     assert all(r.gc_satisfied == r.gc_total > 0 for r in records)
     assert all(r.steps > 0 and r.agent_calls >= 1 for r in records)
-    assert max(agent.batches) == 4  # one call served every waiting episode
+    if pipeline:  # calls take the episodes that are ready, never more than batch_size
+        assert 1 <= max(agent.batches) <= 4 and sum(agent.batches) == sum(r.agent_calls for r in records)
+    else:
+        assert max(agent.batches) == 4  # one call served every waiting episode
 
 
 def test_resume_skips_recorded_episodes(suite, tmp_path):
