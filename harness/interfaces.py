@@ -184,8 +184,11 @@ class Agent(Protocol):
     model output is an :class:`InvalidOutput` (see there), never an exception.
 
     Optional attributes the runner reads with defaults: ``reads_images``
-    (True; False lets envs skip rendering) and ``replan_steps`` (None: the
-    whole plan / chunk; openpi clients use 5). Declared on the class:
+    (True; False lets envs skip rendering), ``replan_steps`` (None: the
+    whole plan / chunk; openpi clients use 5) and ``max_concurrent_calls`` (1:
+    the pipelined runner makes one batched call at a time; N > 1: up to N calls
+    of one request each at once, for clients of servers that batch themselves;
+    ``act`` and ``reset`` must then be thread-safe across episodes). Declared on the class:
     ``action_kinds`` (a subset of :data:`ACTION_KINDS`), the actions it produces;
     a suite whose ``action_kind`` is not among them is refused before the run.
     """

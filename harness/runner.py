@@ -472,16 +472,19 @@ class Runner:
         executor steps the others.
 
         Each episode alternates between the two sides; nothing waits for a round. The
-        agent gets the ready requests (up to ``batch_size`` per call; ``max_concurrent_calls``
-        calls at once where the agent declares it, e.g. a server's client), waiting at most
-        ``batch_wait_s`` for a call to fill while envs are still stepping. An episode's
+        agent gets the ready requests (up to ``batch_size`` per call, waiting at most
+        ``batch_wait_s`` for a call to fill while envs are still stepping); an agent that
+        declares ``max_concurrent_calls`` > 1 (a server's client) gets one request per call,
+        each as soon as it is ready, that many calls at once. An episode's
         record does not depend on what ran beside it: its env, its seed and its requests
         are its own (tests/harness/test_pipeline.py compares with lockstep on every suite).
         """
         events: queue.SimpleQueue[tuple] = queue.SimpleQueue()
         executor.start(lambda slot, tr: events.put((slot, tr)))
         concurrency = max(1, int(getattr(self.agent, "max_concurrent_calls", 1) or 1))
-        per_call = max(1, self.spec.batch_size // concurrency)
+        # An agent taking concurrent calls (a server's client) gets each request on its own,
+        # as soon as it is ready: a server batching continuously needs no batch from us.
+        per_call = 1 if concurrency > 1 else max(1, self.spec.batch_size)
         wait_s = max(0.0, float(self.spec.batch_wait_s))
         calls = _CallPool(concurrency, self._serve_call, events)
         pending: deque[_Live] = deque()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
@@ -326,13 +327,15 @@ class OpenAIBackend:
             "decoding": "greedy",
         }
         self.calls = 0
+        self._count_lock = threading.Lock()
 
     def identity(self) -> Mapping[str, Any]:
         return self._identity
 
     def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
         """Replies; ``schema`` goes out as ``response_format`` when ``json_schema`` is on."""
-        self.calls += 1
+        with self._count_lock:  # calls come from several threads (max_concurrent_calls)
+            self.calls += 1
         schema = schema if self.json_schema else None
         return list(self._pool.map(lambda m: self._complete(m, schema), conversations))
 

@@ -181,6 +181,14 @@ class VLMPlanner:
         share = getattr(self.backend, "share_cores", None)
         return share(env_workers) if share is not None else None
 
+    @property
+    def max_concurrent_calls(self) -> int:
+        """Agent calls the pipelined runner may make at once: a server's client
+        (``openai``) sends each episode's request as soon as it is ready, up to
+        ``max_concurrency`` (a vLLM/SGLang server batches them continuously); the
+        in-process ``hf`` backend takes one batched call at a time."""
+        return int(getattr(self.backend, "max_concurrency", 1))
+
     def reset(self, episode: EpisodeSpec) -> None:
         self._past.pop(episode.key)
         self._calls.pop(episode.key)

@@ -154,3 +154,54 @@ def test_eb_manipulation_records_equal_pipelined_and_lockstep(tmp_path):
     _compare(tmp_path, "eb_manipulation", {"render": False},
              lambda: Jittery(PLANNERS.build("eb_manipulation_random")), split="base", limit=3, batch_size=3,
              executors=("local",))
+
+
+class ConcurrentRandom(Jittery):
+    """The random planner, declaring concurrent calls; counts the calls inside ``act`` at once."""
+
+    max_concurrent_calls = 3
+
+    def __init__(self):
+        super().__init__(PLANNERS.build("random"))
+        import threading
+
+        self._lock, self.inside, self.most, self.sizes = threading.Lock(), 0, 0, []
+
+    def act(self, requests):
+        import time
+
+        with self._lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            self.sizes.append(len(requests))
+        time.sleep(0.02)
+        try:
+            return self.inner.act(requests)
+        finally:
+            with self._lock:
+                self.inside -= 1
+
+
+def test_concurrent_calls_one_request_each_up_to_the_declared_number(tmp_path):
+    """An agent declaring ``max_concurrent_calls`` (a server's client) gets each ready
+    request as a call of its own, that many at once, never more; the records are still
+    lockstep's."""
+    agent = ConcurrentRandom()
+    suite = SUITES.build("eb_alfred", **EB_ALFRED)
+    spec = RunSpec(suite="eb_alfred", split="seen", agent="test", variant="v", limit=8, batch_size=6,
+                   suite_params=EB_ALFRED)
+    with ResultStore(tmp_path / "concurrent") as store:
+        Runner(spec, suite, agent, store).run()
+        records = _records(store)
+    assert set(agent.sizes) == {1} and agent.most == 3
+    lockstep, _ = _run(tmp_path, "lockstep", "eb_alfred", EB_ALFRED, lambda: Jittery(PLANNERS.build("random")),
+                       split="seen", limit=8, batch_size=6, pipeline=False)
+    assert records == lockstep
+
+
+def test_vlm_planner_declares_its_servers_concurrency():
+    pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
+    from planners.vlm.planner import VLMPlanner
+
+    planner = VLMPlanner(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", max_concurrency=5)
+    assert planner.max_concurrent_calls == 5
