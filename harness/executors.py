@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Mapping, Protocol, Sequence
@@ -113,6 +114,10 @@ class Executor(Protocol):
 
     def close(self) -> None: ...
 
+    # Optional, for executors whose envs live in the runner's own thread (``local``):
+    # ``run_pending() -> bool`` does one queued operation there (delivering its result),
+    # False when none is queued. The runner calls it whenever it would otherwise wait.
+
 
 def reset_env(env: EpisodeEnv, options: ResetOptions) -> Transition:
     try:
@@ -202,51 +207,39 @@ class LocalExecutor:
     def discard(self, slot: int) -> None:
         """Drop a slot's env after a fault; the next reset builds a fresh one."""
         if self._jobs is not None:
-            self._jobs.put(("discard", slot))
+            self._jobs.append(("discard", slot))
         else:
             self._discard_now(slot)
 
-    # --- pipelined: every env operation on one env thread, in submission order ---------
-    _jobs: "queue.SimpleQueue[Any] | None" = None
+    # --- pipelined: env work queued, done on the runner's thread (``run_pending``) -------
+    # The envs stay on the thread that made them (an env holding a GL context renders
+    # there, as in lockstep); the agent's calls run on threads of their own meanwhile.
+    _jobs: "deque[tuple] | None" = None
 
     def start(self, deliver: Deliver) -> None:
-        """Env work moves to one thread of its own (the agent's calls run meanwhile). All of
-        this executor's envs live on that thread from then on (an env holding a GL context
-        renders where it was made current)."""
-        self._jobs = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, args=(self._jobs, deliver), daemon=True,
-                                        name="harness-local-envs")
-        self._thread.start()
+        self._jobs, self._deliver = deque(), deliver
 
     def submit_reset(self, items: Sequence[tuple[int, ResetOptions]]) -> None:
-        for slot, options in items:
-            self._jobs.put(("reset", slot, options))  # type: ignore[union-attr]
+        self._jobs.extend(("reset", slot, options) for slot, options in items)  # type: ignore[union-attr]
 
     def submit_advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> None:
-        for slot, actions, deadline in items:
-            self._jobs.put(("advance", slot, actions, deadline))  # type: ignore[union-attr]
+        self._jobs.extend(("advance", slot, actions, dl) for slot, actions, dl in items)  # type: ignore[union-attr]
 
-    def _serve(self, jobs: "queue.SimpleQueue[Any]", deliver: Deliver) -> None:
-        while True:
-            job = jobs.get()
-            op = job[0]
-            if op == "close":
-                for slot in range(self.capacity):
-                    self._discard_now(slot)
-                return
-            if op == "discard":
-                self._discard_now(job[1])
-            elif op == "reset":
-                deliver(job[1], self.reset([(job[1], job[2])])[0])
-            else:
-                deliver(job[1], drive(self._envs[job[1]], job[2], job[3]))
+    def run_pending(self) -> bool:
+        """Do the oldest queued operation here and deliver its result; False when none is queued."""
+        if not self._jobs:
+            return False
+        job = self._jobs.popleft()
+        if job[0] == "discard":
+            self._discard_now(job[1])
+        elif job[0] == "reset":
+            self._deliver(job[1], self.reset([(job[1], job[2])])[0])
+        else:
+            self._deliver(job[1], drive(self._envs[job[1]], job[2], job[3]))
+        return True
 
     def close(self) -> None:
-        if self._jobs is not None:
-            self._jobs.put(("close",))
-            self._thread.join(timeout=30)  # a step hung inside a simulator cannot be interrupted here
-            self._jobs = None
-            return
+        self._jobs = None  # what is still queued (an interrupt) is dropped
         for slot in range(self.capacity):
             self._discard_now(slot)
 
@@ -453,6 +446,8 @@ class ProcessExecutor:
             job = feed.get()
             if job is None:
                 return
+            if self._closing:  # the run ended (an interrupt): what is still queued is dropped
+                continue
             slot, msg, _ = job
             if msg is None:
                 self._discard_now(slot)
@@ -488,8 +483,11 @@ class ProcessExecutor:
             proc.kill()
             proc.join(timeout=5)
 
+    _closing = False
+
     def close(self) -> None:
         if self._feeds is not None:
+            self._closing = True
             for feed in self._feeds:
                 feed.put(None)
             for t in self._feeders:

@@ -487,6 +487,7 @@ class Runner:
         per_call = 1 if concurrency > 1 else max(1, self.spec.batch_size)
         wait_s = max(0.0, float(self.spec.batch_wait_s))
         calls = _CallPool(concurrency, self._serve_call, events)
+        work = getattr(executor, "run_pending", None)  # envs stepped on this thread (local)
         pending: deque[_Live] = deque()
         free = list(range(executor.capacity - 1, -1, -1))
         live_at: dict[int, _Live] = {}  # every slot with an episode, wherever it is
@@ -523,9 +524,8 @@ class Runner:
                     filling_since = None
                     batch = [ready.popleft() for _ in range(min(per_call, len(ready)))]
                     calls.submit([(slot, live_at[slot]) for slot in batch])
-                try:
-                    event = events.get(timeout=timeout)
-                except queue.Empty:
+                event = _next_event(events, work, timeout)
+                if event is None:
                     continue
                 while True:  # everything that arrived, before deciding the next calls
                     if event[0] is _CALL_DONE:
@@ -734,6 +734,22 @@ _AGAIN = object()
 #: Events of the pipelined runner's agent-call threads (beside the executor's (slot, Transition)).
 _CALL_DONE = object()
 _CALL_FAILED = object()
+
+
+def _next_event(events: "queue.SimpleQueue[tuple]", work: Callable[[], bool] | None,
+                timeout: float | None) -> tuple | None:
+    """The next event; while none has come, the executor's queued env work is done here.
+    None when ``timeout`` passed without one."""
+    while True:
+        try:
+            return events.get_nowait()
+        except queue.Empty:
+            pass
+        if work is None or not work():
+            try:
+                return events.get(timeout=timeout)
+            except queue.Empty:
+                return None
 
 
 @dataclass(frozen=True, slots=True)
