@@ -129,6 +129,8 @@ def ensure_ray(address: str | None = None) -> Any:
     if ray.is_initialized():
         return ray
     address = None if address is None or not str(address).strip() else str(address).strip()
+    if address is not None and address != "auto":
+        _check_reachable(address)  # Ray itself retries an unreachable address for ever
     kwargs: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
     if not (address or "").startswith("ray://"):
         kwargs["include_dashboard"] = False  # a Ray client connection takes no such option
@@ -140,6 +142,23 @@ def ensure_ray(address: str | None = None) -> Any:
     return ray
 
 
+#: Seconds to wait for a TCP connection to an explicit cluster address.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """RayConnectError unless ``HOST:PORT`` / ``ray://HOST:PORT`` accepts a TCP connection."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise RayConnectError(f"executor.address must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise RayConnectError(f"executor=ray: cannot reach Ray at {address}: {exc.strerror or exc}") from None
+
+
 class RayConnectError(RuntimeError):
     """executor=ray cannot start: Ray missing, or the cluster refused or unreachable (one line)."""
 
@@ -147,7 +166,11 @@ class RayConnectError(RuntimeError):
 def _connect_hint(exc: BaseException) -> str:
     name = type(exc).__name__
     text = _first_line(exc)
-    if name == "AuthenticationError" or "authenticat" in text.lower() or "UNAUTHENTICATED" in text:
+    chain, cause = [], exc
+    while cause is not None and len(chain) < 8:  # ray.init's ConnectionError hides the cause in __cause__
+        chain.append(f"{type(cause).__name__} {cause}")
+        cause = cause.__cause__ or cause.__context__
+    if any("AuthenticationError" in c or "InvalidAuthToken" in c for c in chain):
         return (f"authentication failed ({text}); the cluster wants its token: set RAY_AUTH_MODE=token and "
                 "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) as on the cluster")
     return f"{name}: {text}"
