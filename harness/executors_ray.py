@@ -55,6 +55,8 @@ from harness.allocator import keep_freed_heap
 from harness.executors import (Deliver, EnvFactory, ResetOptions, Transition, _close_quietly, _error, drive,
                                reset_env)
 
+#: CPUs each env actor reserves.
+ACTOR_CPUS = 1
 #: How long the driver waits for an actor to say which slot it is executing.
 PROBE_TIMEOUT_S = 1.0
 #: Re-ask an actor this often while a later slot of its running call is past its deadline.
@@ -73,7 +75,13 @@ class EnvActor:
     """
 
     def __init__(self, env_factory: EnvFactory):
+        import os
+
         keep_freed_heap()
+        # Software GL (Mesa's llvmpipe, what EGL gives without a GPU) renders on as many threads
+        # as the machine has cores; the actor holds one CPU, so its envs render on one thread
+        # (Ray sets OMP_NUM_THREADS the same way). A GPU driver ignores it; an explicit value wins.
+        os.environ.setdefault("LP_NUM_THREADS", str(ACTOR_CPUS))
         self._factory = env_factory
         self._envs: dict[int, Any] = {}
         self._busy: tuple[int, int] | None = None
@@ -200,7 +208,7 @@ class RayExecutor:
         self._ray = ray = ensure_ray(address)
         self._factory = env_factory
         ray.method(concurrency_group="probe")(EnvActor.busy)
-        self._remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0,
+        self._remote = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=0, max_task_retries=0,
                                   concurrency_groups={"probe": 1})(EnvActor)
         self.actors = max(1, actors)
         self.capacity = self.actors * max(1, envs_per_actor)
@@ -209,7 +217,8 @@ class RayExecutor:
         self._slot_generation: list[int | None] = [None] * self.capacity
         self._lock = threading.RLock()
         self._inflight: list[deque[_Call]] = [deque() for _ in range(self.actors)]  # per actor, in order
-        self._events: queue.SimpleQueue = queue.SimpleQueue()  # finished calls; None wakes the collector
+        #: Finished calls, (deliver, slot, transition) refused at submission; None wakes the collector.
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._ids = itertools.count()
         self._deliver: Deliver | None = None
         self._collector: threading.Thread | None = None
@@ -319,8 +328,8 @@ class RayExecutor:
                         except Exception as exc:
                             now_errors.append((one[0], Transition(error=(
                                 "agent", f"actions cannot be sent to a Ray actor: {type(exc).__name__}: {exc}"))))
-        for slot, tr in now_errors:
-            deliver(slot, tr)
+        for slot, tr in now_errors:  # delivered by the draining thread too, never inside submit_*
+            self._events.put((deliver, slot, tr))
         self._events.put(None)  # the collector recomputes its nearest deadline
 
     def _send(self, a: int, batch: list[tuple[int, tuple, float | None]], deliver: Deliver) -> None:
@@ -342,7 +351,9 @@ class RayExecutor:
             except queue.Empty:
                 item = None
             try:
-                if item is not None:
+                if type(item) is tuple:
+                    item[0](item[1], item[2])
+                elif item is not None:
                     self._finish(item)
                 self._check_deadlines()
             except Exception:  # never leave a slot without its delivery
