@@ -10,8 +10,8 @@ the other executors, so the same seeds give the same records.
 Cost per step (see docs/scale-out.md): one remote call per actor per batch
 (all of that actor's slots of a ``reset`` / ``advance`` / ``submit_*`` in one
 call, in order, returning a list), whose small results Ray inlines in the reply
-(no object-store round trip); results are picked up by a future callback, not
-by polling.
+(no object-store round trip). Lockstep waits on the refs (``ray.wait``, bounded
+by the nearest deadline); pipelined, each call's future wakes the collector.
 
 Both ways of driving the executor share one path: lockstep ``reset`` /
 ``advance`` submit, then drain the finished calls until theirs are in;
@@ -194,6 +194,8 @@ class _Call:
     slots: list[int]
     deadlines: list[float | None]
     deliver: Deliver
+    ref: Any = None
+    #: Pipelined: the ref's future, whose callback wakes the collector.
     future: Any = None
     resolved: bool = False
     #: Index of the operation the actor last said it runs; when to ask again.
@@ -254,15 +256,16 @@ class RayExecutor:
 
     def start(self, deliver: Deliver) -> None:
         self._deliver = deliver
-        self._collector = threading.Thread(target=self._drain, args=(lambda: self._closing,), daemon=True,
+        self._collector = threading.Thread(target=self._drain, args=(lambda: self._closing, self._wait_events),
+                                           daemon=True,
                                            name="ray-executor-collector")
         self._collector.start()
 
     def submit_reset(self, items: Sequence[tuple[int, ResetOptions]]) -> None:
-        self._submit(self._reset_ops(items), self._pipelined())
+        self._submit(self._reset_ops(items), self._pipelined(), pipelined=True)
 
     def submit_advance(self, items: Sequence[tuple[int, Sequence[Any], float | None]]) -> None:
-        self._submit(self._advance_ops(items), self._pipelined())
+        self._submit(self._advance_ops(items), self._pipelined(), pipelined=True)
 
     def discard(self, slot: int) -> None:
         """Drop a slot's env after a fault; the next reset builds a fresh one."""
@@ -301,12 +304,13 @@ class RayExecutor:
 
     def _lockstep(self, ops: list[tuple[int, tuple, float | None]]) -> list[Transition]:
         results: dict[int, Transition] = {}
-        self._submit(ops, results.__setitem__)
-        self._drain(lambda: len(results) == len(ops))
+        self._submit(ops, results.__setitem__, pipelined=False)
+        self._drain(lambda: len(results) == len(ops), self._wait_refs)
         return [results[slot] for slot, _, _ in ops]
 
-    def _submit(self, ops: list[tuple[int, tuple, float | None]], deliver: Deliver) -> None:
-        """One ``run`` call per actor for its slots among ``ops`` (in their order)."""
+    def _submit(self, ops: list[tuple[int, tuple, float | None]], deliver: Deliver, *, pipelined: bool) -> None:
+        """One ``run`` call per actor for its slots among ``ops`` (in their order). Pipelined,
+        each call's future wakes the collector when it finishes; lockstep waits on the refs."""
         by_actor: dict[int, list[tuple[int, tuple, float | None]]] = {}
         now_errors: list[tuple[int, Transition]] = []
         with self._lock:
@@ -320,11 +324,11 @@ class RayExecutor:
                 by_actor.setdefault(a, []).append((slot, op, deadline))
             for a, batch in by_actor.items():
                 try:
-                    self._send(a, batch, deliver)
+                    self._send(a, batch, deliver, pipelined)
                 except Exception:  # one slot's actions cannot be serialized: find it, send the others
                     for one in batch:
                         try:
-                            self._send(a, [one], deliver)
+                            self._send(a, [one], deliver, pipelined)
                         except Exception as exc:
                             now_errors.append((one[0], Transition(error=(
                                 "agent", f"actions cannot be sent to a Ray actor: {type(exc).__name__}: {exc}"))))
@@ -332,32 +336,57 @@ class RayExecutor:
             self._events.put((deliver, slot, tr))
         self._events.put(None)  # the collector recomputes its nearest deadline
 
-    def _send(self, a: int, batch: list[tuple[int, tuple, float | None]], deliver: Deliver) -> None:
+    def _send(self, a: int, batch: list[tuple[int, tuple, float | None]], deliver: Deliver, pipelined: bool) -> None:
         call = _Call(next(self._ids), a, self._generation[a], [s for s, _, _ in batch], [d for _, _, d in batch],
                      deliver)
-        ref = self._actor(a).run.remote(call.id, [op for _, op, _ in batch])
-        call.future = ref.future()
+        call.ref = self._actor(a).run.remote(call.id, [op for _, op, _ in batch])
         self._inflight[a].append(call)
-        call.future.add_done_callback(lambda _f, call=call: self._events.put(call))
+        if pipelined:
+            call.future = call.ref.future()
+            call.future.add_done_callback(lambda _f, call=call: self._events.put(call))
 
     # --- collection ------------------------------------------------------------
-    def _drain(self, stop: Callable[[], bool]) -> None:
-        """Deliver finished calls and enforce deadlines until ``stop()``."""
+    def _drain(self, stop: Callable[[], bool], wait: Callable[[float | None], list[Any]]) -> None:
+        """Deliver finished calls and enforce deadlines until ``stop()``; ``wait(timeout)``
+        returns what finished: calls, (deliver, slot, transition) refused at submission."""
         while not stop():
             wake = self._next_check()
-            timeout = None if wake is None else max(0.0, wake - time.monotonic())
             try:
-                item = self._events.get(timeout=timeout)
-            except queue.Empty:
-                item = None
-            try:
-                if type(item) is tuple:
-                    item[0](item[1], item[2])
-                elif item is not None:
-                    self._finish(item)
+                for item in wait(None if wake is None else max(0.0, wake - time.monotonic())):
+                    if type(item) is tuple:
+                        item[0](item[1], item[2])
+                    else:
+                        self._finish(item)
                 self._check_deadlines()
             except Exception:  # never leave a slot without its delivery
                 self._fail_everything(_error("worker"))
+
+    def _wait_events(self, timeout: float | None) -> list[Any]:
+        """Pipelined: the next finished call (its future's callback) or submission wake-up."""
+        try:
+            item = self._events.get(timeout=timeout)
+        except queue.Empty:
+            return []
+        return [] if item is None else [item]
+
+    def _wait_refs(self, timeout: float | None) -> list[Any]:
+        """Lockstep: every call in flight (they are all this round's), or those done by ``timeout``."""
+        items = []
+        while True:
+            try:
+                item = self._events.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                items.append(item)
+        if items:
+            return items
+        with self._lock:
+            calls = {c.ref: c for q in self._inflight for c in q}
+        if not calls:
+            return []
+        ready, _ = self._ray.wait(list(calls), num_returns=len(calls), timeout=timeout)
+        return [calls[r] for r in ready]
 
     def _next_check(self) -> float | None:
         with self._lock:
@@ -383,7 +412,7 @@ class RayExecutor:
             if call in queue_:
                 queue_.remove(call)
             try:
-                results = call.future.result(timeout=0)
+                results = call.future.result(timeout=0) if call.future is not None else self._ray.get(call.ref)
                 out = list(zip(call.slots, results))
             except RayActorError as exc:
                 a = call.actor
