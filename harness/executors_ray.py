@@ -257,8 +257,7 @@ class RayExecutor:
     def start(self, deliver: Deliver) -> None:
         self._deliver = deliver
         self._collector = threading.Thread(target=self._drain, args=(lambda: self._closing, self._wait_events),
-                                           daemon=True,
-                                           name="ray-executor-collector")
+                                           daemon=True, name="ray-executor-collector")
         self._collector.start()
 
     def submit_reset(self, items: Sequence[tuple[int, ResetOptions]]) -> None:
