@@ -448,10 +448,10 @@ class RayExecutor:
 
     def _probe(self, call: _Call) -> Any:
         """Index of the operation of ``call`` its actor runs now; _DONE when it runs
-        none of them (finished, or not started); None without an answer."""
+        none of them (finished, not started, or its actor died); None without an answer."""
         handle = self._handles[call.actor]
-        if handle is None:
-            return None
+        if handle is None or call.generation != self._generation[call.actor]:
+            return _DONE  # its actor died: the error results are on their way
         try:
             busy = self._ray.get(handle.busy.remote(), timeout=PROBE_TIMEOUT_S)
         except Exception:
