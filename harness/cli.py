@@ -321,6 +321,12 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
 
             if importlib.util.find_spec("ray") is None:
                 raise UsageError("executor=ray needs Ray: pip install -e '.[ray]'")
+            from harness.executors_ray import RayConnectError, ensure_ray
+
+            try:  # join the cluster before any store or run exists (the executor then reuses it)
+                ensure_ray(cfg.executor.get("address"))
+            except RayConnectError as exc:
+                raise UsageError(str(exc)) from None
         key = json.dumps([spec.suite, dict(spec.suite_params)], sort_keys=True, default=str)
         suite = suites.get(key)
         if suite is None:

@@ -48,6 +48,8 @@ class ExecutorConfig:
     batch_size: int = 8
     #: process executor: envs per worker process (slots = num_workers x envs_per_worker).
     envs_per_worker: int = 1
+    #: ray executor: the cluster to join (auto, HOST:PORT, ray://HOST:PORT); null: RAY_ADDRESS or a local one.
+    address: Optional[str] = None
 
 
 @dataclass

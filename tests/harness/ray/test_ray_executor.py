@@ -30,16 +30,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.ci]
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    os.environ.setdefault("PYTHONPATH", str(REPO))  # the actors import the repo's packages
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray.get_runtime_context().gcs_address
-    finally:
-        ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def suite():
     from envs.eb_alfred.suite import EBAlfredSuite
 
