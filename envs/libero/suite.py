@@ -119,7 +119,7 @@ class LiberoSuite:
         }
 
     def episodes(self, split: str) -> list[EpisodeSpec]:
-        if split not in self.splits():
+        if not _split_available(self.provider, split):  # this split's files only, not every split's
             raise KeyError(f"unknown LIBERO split {split!r}")
         bench = self.provider.suite(split)
         task_ids = self.tasks if self.tasks is not None else range(bench.n_tasks)
@@ -150,16 +150,20 @@ class LiberoSuite:
         return LiberoEnv(self)
 
 
-_SPLITS_CACHE: dict[tuple[str, str], tuple[str, ...]] = {}
+_SPLITS_CACHE: dict[tuple[str, str, str], bool] = {}
+_SPLIT_NAMES = list(P.BASE_SPLITS) + [f"{b}_{p}" for b in P.PERTURBED_BASES for p in P.PERTURBATIONS]
+
+
+def _split_available(provider, split: str) -> bool:
+    """A known split whose every task has its BDDL and init-state files (checked once per process)."""
+    key = (provider.name, provider.version, split)
+    if key not in _SPLITS_CACHE:
+        task_map = provider.task_map()
+        _SPLITS_CACHE[key] = bool(
+            split in _SPLIT_NAMES and task_map.get(split)
+            and all(provider.has_task_files(split, t) for t in task_map[split]))
+    return _SPLITS_CACHE[key]
 
 
 def _available_splits(provider) -> tuple[str, ...]:
-    key = (provider.name, provider.version)
-    if key not in _SPLITS_CACHE:
-        task_map = provider.task_map()
-        names = list(P.BASE_SPLITS) + [f"{b}_{p}" for b in P.PERTURBED_BASES for p in P.PERTURBATIONS]
-        _SPLITS_CACHE[key] = tuple(
-            s for s in names
-            if s in task_map and task_map[s] and all(provider.has_task_files(s, t) for t in task_map[s])
-        )
-    return _SPLITS_CACHE[key]
+    return tuple(s for s in _SPLIT_NAMES if _split_available(provider, s))
