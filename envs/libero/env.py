@@ -1,8 +1,11 @@
 """One LIBERO episode at a time behind Gymnasium's API (:class:`harness.interfaces.EpisodeEnv`).
 
 Per episode (the standard loop of openpi / OpenVLA, see ``protocol.py``):
-build the task's ``OffScreenRenderEnv`` (kept while consecutive episodes share
-the task), put numpy's global generator in trial i's state (below), ``reset()``,
+take the task's ``OffScreenRenderEnv`` (kept while consecutive episodes share
+the task; otherwise from the process's :data:`POOL` of built envs, built only
+when none waits), put numpy's global generator in trial i's state (below), ``reset()``
+(a hard reset, or on a fresh build :meth:`LiberoEnv._fresh_reset`, which reuses the
+construction's compile),
 ``set_init_state(init_states[i])``, then ``num_steps_wait`` dummy actions (not
 counted). Each ``step`` validates the action, steps the simulator once, and
 reports ``success = env.check_success()`` plus the number of BDDL goal
