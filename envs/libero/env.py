@@ -169,9 +169,6 @@ class EnvPool:
         self.max_idle = max_idle
         self._idle: OrderedDict[int, BuiltEnv] = OrderedDict()
         self._lock = threading.Lock()
-        #: Envs constructed / taken from the pool, for tests and the overhead benchmark.
-        self.builds = 0
-        self.reuses = 0
         self._at_exit = False
 
     def take(self, key: tuple) -> BuiltEnv | None:
@@ -179,7 +176,6 @@ class EnvPool:
             for ident, built in self._idle.items():
                 if built.key == key:
                     del self._idle[ident]
-                    self.reuses += 1
                     return built
         return None
 
@@ -262,8 +258,9 @@ class LiberoEnv(SuiteEnv):
         self._init_cache: dict[tuple[str, int], np.ndarray] = {}
         self._spec: EpisodeSpec | None = None
         self._done = True
-        #: False from the start of a reset / step until it returns: an env that raised is not pooled.
-        self._clean = True
+        #: Set when a reset or step raised: that built env is closed, not pooled.
+        self._faulted = False
+        self._keys: dict[tuple[str, int], tuple] = {}
         #: The flattened MuJoCo state right after ``set_init_state`` (tests compare it with the init file).
         self.initial_sim_state: np.ndarray | None = None
         #: Resets replayed (draws only) to fill fixture-RNG tables; for the speed benchmark.
@@ -274,10 +271,13 @@ class LiberoEnv(SuiteEnv):
 
     # -- building -------------------------------------------------------
     def _build_key(self, split: str, task_index: int) -> tuple:
-        task = self.provider.suite(split).get_task(task_index)
-        preset = self.suite.preset
-        return (self.provider.name, self.provider.bddl_path(task), int(preset["camera_size"]),
-                tuple(preset["cameras"]), self.suite.fast_render)
+        if (split, task_index) not in self._keys:
+            task = self.provider.suite(split).get_task(task_index)
+            preset = self.suite.preset
+            self._keys[split, task_index] = (self.provider.name, self.provider.bddl_path(task),
+                                             int(preset["camera_size"]), tuple(preset["cameras"]),
+                                             self.suite.fast_render)
+        return self._keys[split, task_index]
 
     def _ensure_env(self, split: str, task_index: int) -> Any:
         key = self._build_key(split, task_index)
@@ -292,7 +292,6 @@ class LiberoEnv(SuiteEnv):
         _provider, bddl, size, cameras, fast = key
         env, pristine = _construct(lambda: self.provider.env_class()(
             bddl_file_name=bddl, camera_heights=size, camera_widths=size, camera_names=list(cameras)))
-        POOL.builds += 1
         built = BuiltEnv(env=env, key=key, pristine=pristine, props=tuple(env.env.object_property_initializers))
         self._hook_pristine(built)
         self._hook_load_model(built)
@@ -386,45 +385,37 @@ class LiberoEnv(SuiteEnv):
         observation. The model XML is compiled once per trial, as in the stock
         loop's steady state; the side-by-side tests (``test_stock_loop.py``)
         compare trial 0 on a fresh build with the stock loop bit for bit."""
-        from robosuite.utils.errors import RandomizationError
-
         inner = self._env.env
-        pos, quat = self._built.pristine
-        while True:
-            inner.sim.model.body_pos[:] = pos
-            inner.sim.model.body_quat[:] = quat
-            inner.sim.reset()
-            inner.sim.forward()
-            inner.initialize_time(inner.control_freq)
-            try:
-                inner._reset_internal()
-                break
-            except RandomizationError:
-                continue
+        inner.initialize_time(inner.control_freq)  # as _initialize_sim does
+        self._redraw()
         inner.sim.forward()
         inner._obs_cache = {}
         inner.visualize(vis_settings={vis: False for vis in inner._visualizations})
         inner._get_observations(force_update=True)
 
     # -- fixture RNG ----------------------------------------------------
-    def _replay_reset_draws(self, trial: int) -> None:
-        """Consume exactly the global-generator draws of trial ``trial``'s ``reset()`` without rebuilding the model."""
+    def _redraw(self) -> None:
+        """The loaded model as compiled, fresh data, then ``_reset_internal``'s draws and placement."""
         from robosuite.utils.errors import RandomizationError
 
         inner = self._env.env
-        self._built.rounds = P.property_rounds(self.suite.fixture_rng, trial)
-        set_property_rounds(self._built)
         pos, quat = self._built.pristine
         while True:  # ControlEnv.reset retries on RandomizationError, drawing again
             inner.sim.model.body_pos[:] = pos
             inner.sim.model.body_quat[:] = quat
             inner.sim.reset()
-            inner.sim.forward()
+            inner.sim.forward()  # as _initialize_sim does after its compile
             try:
                 inner._reset_internal()
                 break
             except RandomizationError:
                 continue
+
+    def _replay_reset_draws(self, trial: int) -> None:
+        """Consume exactly the global-generator draws of trial ``trial``'s ``reset()`` without rebuilding the model."""
+        self._built.rounds = P.property_rounds(self.suite.fixture_rng, trial)
+        set_property_rounds(self._built)
+        self._redraw()
         self.replayed_resets += 1
 
     def _seed_fixture_rng(self, split: str, task: int, trial: int, seed: int) -> list[tuple] | None:
@@ -448,10 +439,11 @@ class LiberoEnv(SuiteEnv):
 
     # -- Gymnasium API --------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
-        self._clean = False
-        out = self._reset(seed, options)
-        self._clean = True
-        return out
+        try:
+            return self._reset(seed, options)
+        except BaseException:
+            self._faulted = True
+            raise
 
     def _reset(self, seed: int | None, options: Mapping[str, Any] | None):
         options = self._episode_options(seed, options)
@@ -533,10 +525,11 @@ class LiberoEnv(SuiteEnv):
         if self._done or self._env is None:
             raise RuntimeError("LIBERO episode is over or not started: call reset() first")
         a = validate_action(action)
-        self._clean = False
-        out = self._step(a)
-        self._clean = True
-        return out
+        try:
+            return self._step(a)
+        except BaseException:
+            self._faulted = True
+            raise
 
     def _step(self, a: np.ndarray):
         if self._images:
@@ -575,11 +568,11 @@ class LiberoEnv(SuiteEnv):
         built, self._built, self._env = self._built, None, None
         if built is None:
             return
-        if self._clean:
-            POOL.give(built)
-        else:
+        if self._faulted:
             close_built(built)
-        self._clean = True
+        else:
+            POOL.give(built)
+        self._faulted = False
 
     def _observation(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         from robosuite.utils.transform_utils import quat2axisangle

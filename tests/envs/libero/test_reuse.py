@@ -106,6 +106,20 @@ def test_two_envs_share_one_build_and_place_every_trial_as_the_loop(clean_pool):
             got[i] = _fixture_poses(b._env.env)
         assert (b.fresh_resets, b.hard_resets) == (0, 2)
         b.close()
+        assert env_module.POOL.idle() == 1
+        # an env whose step raised is closed, never handed to the next env
+        c = suite.make_env()
+        c.reset(options={"episode": eps[0], "render": False})
+        assert env_module.POOL.idle() == 0
+
+        def broken(action):
+            raise RuntimeError("simulator fault")
+
+        c._env.step = broken
+        with pytest.raises(RuntimeError, match="simulator fault"):
+            c.step([0.0] * 6 + [-1.0])
+        c.close()
+        assert env_module.POOL.idle() == 0
     assert counts["builds"] == 1
     for i in range(3):
         np.testing.assert_array_equal(got[i], stock[i], err_msg=f"trial {i}")
