@@ -1,8 +1,11 @@
 """One LIBERO episode at a time behind Gymnasium's API (:class:`harness.interfaces.EpisodeEnv`).
 
 Per episode (the standard loop of openpi / OpenVLA, see ``protocol.py``):
-build the task's ``OffScreenRenderEnv`` (kept while consecutive episodes share
-the task), put numpy's global generator in trial i's state (below), ``reset()``,
+take the task's ``OffScreenRenderEnv`` (kept while consecutive episodes share
+the task; otherwise from the process's :data:`POOL` of built envs, built only
+when none waits), put numpy's global generator in trial i's state (below), ``reset()``
+(a hard reset, or on a fresh build :meth:`LiberoEnv._fresh_reset`, which reuses the
+construction's compile),
 ``set_init_state(init_states[i])``, then ``num_steps_wait`` dummy actions (not
 counted). Each ``step`` validates the action, steps the simulator once, and
 reports ``success = env.check_success()`` plus the number of BDDL goal
@@ -45,7 +48,11 @@ identical, images are absent); ``artifacts_dir`` is where videos go.
 
 from __future__ import annotations
 
+import atexit
 import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -104,6 +111,133 @@ def _same_rng_state(a: tuple, b: tuple) -> bool:
     return a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
 
 
+@dataclass(eq=False)
+class BuiltEnv:
+    """One constructed ``OffScreenRenderEnv`` and what the env keeps about it."""
+
+    env: Any
+    key: tuple
+    #: The fixture bodies' compiled ``body_pos`` / ``body_quat`` of its current model.
+    pristine: tuple[np.ndarray, np.ndarray] | None = None
+    #: Constructed and not reset since: its model was compiled and placed by the construction.
+    fresh: bool = True
+    #: One load's open/close and turn-on/off samplers (``protocol.property_rounds``).
+    props: tuple = ()
+    #: Copies of ``props`` the next reset runs (set before every reset, applied after each model load).
+    rounds: int = 2
+
+
+def set_property_rounds(built: BuiltEnv) -> None:
+    """Give the env's ``_reset_internal`` ``built.rounds`` copies of its property samplers
+    (see :func:`envs.libero.protocol.property_rounds`). The samplers hold only a name and a
+    joint range and draw one uniform each, so one load's copies serve every round."""
+    built.env.env.object_property_initializers = list(built.props) * built.rounds
+
+
+def make_current(built: BuiltEnv | None) -> None:
+    """Make a built env's GL context current (see :meth:`LiberoEnv._make_current`)."""
+    sim = getattr(built.env.env, "sim", None) if built is not None else None
+    ctx = getattr(sim, "_render_context_offscreen", None)
+    if ctx is not None:
+        ctx.gl_ctx.make_current()
+
+
+def close_built(built: BuiltEnv) -> None:
+    try:
+        make_current(built)  # its render context frees its GL objects in the current context
+    except Exception:
+        pass
+    try:
+        built.env.close()
+    except Exception:
+        pass
+
+
+class EnvPool:
+    """Built envs not held by any :class:`LiberoEnv` of this process, by build key.
+
+    A build key holds everything the construction depends on (provider, BDDL
+    file, camera size and names, ``fast_render``); two envs with one key differ
+    only in their simulator state, which the next trial's reset replaces (as in
+    the stock loop, which runs every trial of a task on one env). A
+    :class:`LiberoEnv` moving to another task, or closed, gives its env back
+    here and takes one of the new key if there is one; at most ``max_idle`` wait
+    (the least recently given back is closed first). An env that raised is never
+    given back (see :meth:`LiberoEnv.close`)."""
+
+    def __init__(self, max_idle: int = 4):
+        self.max_idle = max_idle
+        self._idle: OrderedDict[int, BuiltEnv] = OrderedDict()
+        self._lock = threading.Lock()
+        self._at_exit = False
+
+    def take(self, key: tuple) -> BuiltEnv | None:
+        with self._lock:
+            for ident, built in self._idle.items():
+                if built.key == key:
+                    del self._idle[ident]
+                    return built
+        return None
+
+    def give(self, built: BuiltEnv) -> None:
+        with self._lock:
+            if not self._at_exit:
+                # Registered now, after robosuite's EGL module registered eglTerminate (at its
+                # first context): exit handlers run last-in first-out, so the idle envs close
+                # while their display still exists.
+                atexit.register(self.clear)
+                self._at_exit = True
+            self._idle[id(built)] = built
+            evicted = []
+            while len(self._idle) > self.max_idle:
+                evicted.append(self._idle.popitem(last=False)[1])
+        for old in evicted:
+            close_built(old)
+
+    def idle(self) -> int:
+        return len(self._idle)
+
+    def clear(self) -> None:
+        """Close every idle env (at exit; tests)."""
+        with self._lock:
+            idle, self._idle = list(self._idle.values()), OrderedDict()
+        for built in idle:
+            close_built(built)
+
+
+_BUILD_LOCK = threading.Lock()
+
+
+def _construct(make: Any) -> tuple[Any, tuple[np.ndarray, np.ndarray]]:
+    """``make()`` (an ``OffScreenRenderEnv`` construction) and its model's compiled fixture poses.
+
+    The construction compiles the model and then draws a placement into it, so
+    the compiled ``body_pos`` / ``body_quat`` exist only between the two: they
+    are copied there by wrapping robosuite's ``MujocoEnv._initialize_sim`` for
+    the construction's duration (builds are serialised; the copy is kept only
+    for the env being built)."""
+    from robosuite.environments.base import MujocoEnv
+
+    original = MujocoEnv.__dict__["_initialize_sim"]
+    seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def initialize_sim(inner, xml_string=None):
+        original(inner, xml_string)
+        seen[id(inner)] = (inner.sim.model.body_pos.copy(), inner.sim.model.body_quat.copy())
+
+    with _BUILD_LOCK:
+        MujocoEnv._initialize_sim = initialize_sim
+        try:
+            env = make()
+        finally:
+            MujocoEnv._initialize_sim = original
+    return env, seen[id(env.env)]
+
+
+#: This process's pool (each worker process of the ``process`` executor has its own).
+POOL = EnvPool()
+
+
 class LiberoEnv(SuiteEnv):
     """An :class:`~harness.interfaces.EpisodeEnv` for every episode of a :class:`LiberoSuite`
     (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
@@ -119,67 +253,81 @@ class LiberoEnv(SuiteEnv):
              "robosuite": AnyValue(dict)},
             optional={"agentview_image": image_space(size), "wrist_image": image_space(size)})
         self.provider = suite.provider
-        self._env: Any = None
-        self._env_key: tuple[str, int] | None = None
-        self._pristine: tuple[np.ndarray, np.ndarray] | None = None
+        self._built: BuiltEnv | None = None
+        self._env: Any = None  # self._built.env
         self._init_cache: dict[tuple[str, int], np.ndarray] = {}
         self._spec: EpisodeSpec | None = None
         self._done = True
+        #: Set when a reset or step raised: that built env is closed, not pooled.
+        self._faulted = False
+        self._keys: dict[tuple[str, int], tuple] = {}
         #: The flattened MuJoCo state right after ``set_init_state`` (tests compare it with the init file).
         self.initial_sim_state: np.ndarray | None = None
         #: Resets replayed (draws only) to fill fixture-RNG tables; for the speed benchmark.
         self.replayed_resets = 0
+        #: Trial resets done as robosuite hard resets / as the first reset of a fresh build (no second compile).
+        self.hard_resets = 0
+        self.fresh_resets = 0
 
     # -- building -------------------------------------------------------
-    def _ensure_env(self, split: str, task_index: int) -> Any:
-        key = (split, task_index)
-        if self._env_key == key and self._env is not None:
-            return self._env
-        self._close_env()
-        task = self.provider.suite(split).get_task(task_index)
-        size = int(self.suite.preset["camera_size"])
-        env_cls = self.provider.env_class()
-        env = env_cls(
-            bddl_file_name=self.provider.bddl_path(task),
-            camera_heights=size,
-            camera_widths=size,
-            camera_names=list(self.suite.preset["cameras"]),
-        )
-        inner = env.env
-        if self.suite.fast_render:
-            inner.set_xml_processor(fast_render_xml)  # applies from the next (hard) reset on
-        self._pristine = None
-        self._hook_pristine(inner)
-        self._env, self._env_key = env, key
-        return env
+    def _build_key(self, split: str, task_index: int) -> tuple:
+        if (split, task_index) not in self._keys:
+            task = self.provider.suite(split).get_task(task_index)
+            preset = self.suite.preset
+            self._keys[split, task_index] = (self.provider.name, self.provider.bddl_path(task),
+                                             int(preset["camera_size"]), tuple(preset["cameras"]),
+                                             self.suite.fast_render)
+        return self._keys[split, task_index]
 
-    def _hook_pristine(self, inner: Any) -> None:
+    def _ensure_env(self, split: str, task_index: int) -> Any:
+        key = self._build_key(split, task_index)
+        if self._built is not None and self._built.key == key:
+            return self._env
+        self._release_env()
+        built = POOL.take(key) or self._build(key)
+        self._built, self._env = built, built.env
+        return built.env
+
+    def _build(self, key: tuple) -> BuiltEnv:
+        _provider, bddl, size, cameras, fast = key
+        env, pristine = _construct(lambda: self.provider.env_class()(
+            bddl_file_name=bddl, camera_heights=size, camera_widths=size, camera_names=list(cameras)))
+        built = BuiltEnv(env=env, key=key, pristine=pristine, props=tuple(env.env.object_property_initializers))
+        self._hook_pristine(built)
+        self._hook_load_model(built)
+        if fast:
+            env.env.set_xml_processor(fast_render_xml)  # applies from the next (hard) reset on
+            built.fresh = False  # its construction compiled the model without it: hard-reset first
+        return built
+
+    @staticmethod
+    def _hook_pristine(built: BuiltEnv) -> None:
         """Keep the fixture bodies' compiled positions from every hard reset's own compile.
 
         A hard reset compiles the model XML into a fresh sim; its ``body_pos`` /
-        ``body_quat`` right then are what the replayed draws start from. Taking
-        them there costs nothing, where compiling the XML a second time cost
-        ~0.45 s per env build (issue 20 item 6)."""
+        ``body_quat`` right then are what the replayed draws and a fresh build's
+        first reset start from. Taking them there costs nothing, where compiling
+        the XML a second time cost ~0.45 s per env build (issue 20 item 6)."""
+        inner = built.env.env
         original = inner._initialize_sim
 
         def initialize_sim(xml_string=None):
             original(xml_string)
-            self._pristine = (inner.sim.model.body_pos.copy(), inner.sim.model.body_quat.copy())
+            built.pristine = (inner.sim.model.body_pos.copy(), inner.sim.model.body_quat.copy())
 
         inner._initialize_sim = initialize_sim
 
-    def _pristine_bodies(self) -> tuple[np.ndarray, np.ndarray]:
-        """The compiled positions; compiled here only when draws are replayed before any hard reset."""
-        if self._pristine is None:
-            import mujoco
+    @staticmethod
+    def _hook_load_model(built: BuiltEnv) -> None:
+        """After every model load (a hard reset's), the property samplers of ``built.rounds`` loads."""
+        inner = built.env.env
+        original = inner._load_model
 
-            inner = self._env.env
-            xml = inner.model.get_xml()
-            if self.suite.fast_render:
-                xml = fast_render_xml(xml)
-            compiled = mujoco.MjModel.from_xml_string(xml)
-            self._pristine = (compiled.body_pos.copy(), compiled.body_quat.copy())
-        return self._pristine
+        def load_model():
+            original()
+            set_property_rounds(built)
+
+        inner._load_model = load_model
 
     def _init_states(self, split: str, task_index: int) -> np.ndarray:
         key = (split, task_index)
@@ -198,10 +346,7 @@ class LiberoEnv(SuiteEnv):
         context frees its GL objects (on a hard reset, on close) in whatever
         context is current, which would delete another env's textures: so
         this is also called before ``reset`` and ``close``."""
-        sim = getattr(self._env.env, "sim", None) if self._env is not None else None
-        ctx = getattr(sim, "_render_context_offscreen", None)
-        if ctx is not None:
-            ctx.gl_ctx.make_current()
+        make_current(self._built)
 
     def _set_cameras(self, on: bool) -> None:
         """Switch the camera observables on or off; on, in phase with the others.
@@ -225,23 +370,52 @@ class LiberoEnv(SuiteEnv):
                 obs._sampled = ref._sampled
                 obs._current_delay = ref._current_delay
 
+    def _fresh_reset(self) -> None:
+        """A just-built env's first reset, equal to robosuite's hard reset without its second compile.
+
+        The construction compiled the model and drew a placement into it; the
+        hard reset (``MujocoEnv.reset``, robosuite 1.4.0 environments/base.py:
+        247-283, inside ``ControlEnv.reset``'s ``RandomizationError`` retry,
+        libero envs/env_wrapper.py:90-101) would rebuild the same model from the
+        same BDDL file and compile the same XML. Here the compiled fixture poses
+        are put back, the data reset and forwarded (``_initialize_sim``'s
+        ``sim.forward``), and the rest of the reset runs as robosuite's:
+        ``_reset_internal`` (the placement draws, retried the same way),
+        ``sim.forward``, observables reset, sites hidden, one forced
+        observation. The model XML is compiled once per trial, as in the stock
+        loop's steady state; the side-by-side tests (``test_stock_loop.py``)
+        compare trial 0 on a fresh build with the stock loop bit for bit."""
+        inner = self._env.env
+        inner.initialize_time(inner.control_freq)  # as _initialize_sim does
+        self._redraw()
+        inner.sim.forward()
+        inner._obs_cache = {}
+        inner.visualize(vis_settings={vis: False for vis in inner._visualizations})
+        inner._get_observations(force_update=True)
+
     # -- fixture RNG ----------------------------------------------------
-    def _replay_reset_draws(self) -> None:
-        """Consume exactly the global-generator draws of one ``reset()`` without rebuilding the model."""
+    def _redraw(self) -> None:
+        """The loaded model as compiled, fresh data, then ``_reset_internal``'s draws and placement."""
         from robosuite.utils.errors import RandomizationError
 
         inner = self._env.env
-        pos, quat = self._pristine_bodies()
+        pos, quat = self._built.pristine
         while True:  # ControlEnv.reset retries on RandomizationError, drawing again
             inner.sim.model.body_pos[:] = pos
             inner.sim.model.body_quat[:] = quat
             inner.sim.reset()
-            inner.sim.forward()
+            inner.sim.forward()  # as _initialize_sim does after its compile
             try:
                 inner._reset_internal()
                 break
             except RandomizationError:
                 continue
+
+    def _replay_reset_draws(self, trial: int) -> None:
+        """Consume exactly the global-generator draws of trial ``trial``'s ``reset()`` without rebuilding the model."""
+        self._built.rounds = P.property_rounds(self.suite.fixture_rng, trial)
+        set_property_rounds(self._built)
+        self._redraw()
         self.replayed_resets += 1
 
     def _seed_fixture_rng(self, split: str, task: int, trial: int, seed: int) -> list[tuple] | None:
@@ -258,13 +432,20 @@ class LiberoEnv(SuiteEnv):
             table.append(np.random.get_state())
         while len(table) <= trial:
             np.random.set_state(table[-1])
-            self._replay_reset_draws()
+            self._replay_reset_draws(len(table) - 1)
             table.append(np.random.get_state())
         np.random.set_state(table[trial])
         return table
 
     # -- Gymnasium API --------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+        try:
+            return self._reset(seed, options)
+        except BaseException:
+            self._faulted = True
+            raise
+
+    def _reset(self, seed: int | None, options: Mapping[str, Any] | None):
         options = self._episode_options(seed, options)
         spec: EpisodeSpec = options["episode"]
         meta = spec.metadata
@@ -282,7 +463,15 @@ class LiberoEnv(SuiteEnv):
         table = self._seed_fixture_rng(spec.split, task, trial, seed)
         self._set_cameras(False)  # the reset's own observation and the wait steps need no images
         self._make_current()  # the hard reset frees the old render context's GL objects
-        env.reset()
+        self._built.rounds = P.property_rounds(self.suite.fixture_rng, trial)
+        if self._built.fresh:
+            set_property_rounds(self._built)
+            self._fresh_reset()
+            self.fresh_resets += 1
+        else:
+            env.reset()
+            self.hard_resets += 1
+        self._built.fresh = False
         if table is not None:
             after = np.random.get_state()
             if len(table) > trial + 1:
@@ -336,6 +525,13 @@ class LiberoEnv(SuiteEnv):
         if self._done or self._env is None:
             raise RuntimeError("LIBERO episode is over or not started: call reset() first")
         a = validate_action(action)
+        try:
+            return self._step(a)
+        except BaseException:
+            self._faulted = True
+            raise
+
+    def _step(self, a: np.ndarray):
         if self._images:
             self._make_current()
         raw, reward, _done, _ = self._env.step(a)
@@ -355,7 +551,9 @@ class LiberoEnv(SuiteEnv):
         return obs, float(reward), terminated, truncated, info
 
     def close(self) -> None:
-        self._close_env()
+        """Give the env back to the process's :data:`POOL`, or close it if a reset or step raised
+        (the executors close a slot's env after a fault: that one must not be reused)."""
+        self._release_env()
 
     def render(self) -> Any:
         """``rgb_array``: the agent-view camera as the policy sees it (gymnasium's ``render``)."""
@@ -366,17 +564,15 @@ class LiberoEnv(SuiteEnv):
         return self._observation(self._env.env._get_observations(force_update=True)).get("agentview_image")
 
     # -- helpers --------------------------------------------------------
-    def _close_env(self) -> None:
-        try:
-            self._make_current()
-        except Exception:
-            pass
-        env, self._env, self._env_key = self._env, None, None
-        if env is not None:
-            try:
-                env.close()
-            except Exception:
-                pass
+    def _release_env(self) -> None:
+        built, self._built, self._env = self._built, None, None
+        if built is None:
+            return
+        if self._faulted:
+            close_built(built)
+        else:
+            POOL.give(built)
+        self._faulted = False
 
     def _observation(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         from robosuite.utils.transform_utils import quat2axisangle

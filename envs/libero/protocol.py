@@ -111,6 +111,24 @@ PRESETS["lerobot"] = {**copy.deepcopy(PRESETS["standard"]),
 FIXTURE_RNG_MODES = ("sequence", "seed_plus_trial", "same_each_trial", "per_trial")
 
 
+def property_rounds(fixture_rng: str, trial: int) -> int:
+    """How many copies of the task's open/close and turn-on/off samplers trial ``trial``'s reset runs.
+
+    LIBERO appends one of each to ``object_property_initializers`` every time
+    it loads the model (``_setup_placement_initializer``, libero
+    ``envs/bddl_base_domain.py:653`` and ``:674``; the list is created once in
+    ``__init__``, :99-102) and ``_reset_internal`` draws from every copy
+    (:743-755), before the placement draws. So in a loop that builds one env
+    per task and resets it once per trial in order (openpi, OpenVLA, LeRobot:
+    the construction's load, then one hard reset per trial), trial i's reset
+    runs i + 2 copies, and the fixtures it places depend on that count; a
+    fresh env per trial (``lifelong``'s forked processes: construction, one
+    reset) runs 2. The env sets this count before every reset (real or
+    replayed), whatever its own history, so trial i gets the loop's draws in
+    any order, slot or reused env."""
+    return 2 if fixture_rng == "same_each_trial" else int(trial) + 2
+
+
 def base_split(split: str) -> str:
     """The base suite of a split (``libero_goal_swap`` -> ``libero_goal``)."""
     if split in BASE_SPLITS:

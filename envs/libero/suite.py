@@ -36,7 +36,11 @@ class LiberoSuite:
     #: 2: observations in phase with the stock loop's when rendering (issue 20); presets match their
     #:    cited loops (lifelong: zero dummy action, no rotation, seed 10000, first observation from
     #:    set_init_state; lerobot: LeRobot 0.6.1's 360 px and seed 1000 + i); openvla preset.
-    version = "2"
+    #: 3: trial i's reset runs the open/close and turn-on/off samplers of its loop's i + 2 model loads
+    #:    whatever env runs it (``protocol.property_rounds``; before, as many as that env had loaded,
+    #:    so a trial on another slot's or a replaying env could place fixtures off the loop's);
+    #:    a fresh build's first reset reuses the construction's compile (issue 20 item 6).
+    version = "3"
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "continuous"
 
@@ -115,7 +119,7 @@ class LiberoSuite:
         }
 
     def episodes(self, split: str) -> list[EpisodeSpec]:
-        if split not in self.splits():
+        if not _split_available(self.provider, split):  # this split's files only, not every split's
             raise KeyError(f"unknown LIBERO split {split!r}")
         bench = self.provider.suite(split)
         task_ids = self.tasks if self.tasks is not None else range(bench.n_tasks)
@@ -146,16 +150,20 @@ class LiberoSuite:
         return LiberoEnv(self)
 
 
-_SPLITS_CACHE: dict[tuple[str, str], tuple[str, ...]] = {}
+_SPLITS_CACHE: dict[tuple[str, str, str], bool] = {}
+_SPLIT_NAMES = list(P.BASE_SPLITS) + [f"{b}_{p}" for b in P.PERTURBED_BASES for p in P.PERTURBATIONS]
+
+
+def _split_available(provider, split: str) -> bool:
+    """A known split whose every task has its BDDL and init-state files (checked once per process)."""
+    key = (provider.name, provider.version, split)
+    if key not in _SPLITS_CACHE:
+        task_map = provider.task_map()
+        _SPLITS_CACHE[key] = bool(
+            split in _SPLIT_NAMES and task_map.get(split)
+            and all(provider.has_task_files(split, t) for t in task_map[split]))
+    return _SPLITS_CACHE[key]
 
 
 def _available_splits(provider) -> tuple[str, ...]:
-    key = (provider.name, provider.version)
-    if key not in _SPLITS_CACHE:
-        task_map = provider.task_map()
-        names = list(P.BASE_SPLITS) + [f"{b}_{p}" for b in P.PERTURBED_BASES for p in P.PERTURBATIONS]
-        _SPLITS_CACHE[key] = tuple(
-            s for s in names
-            if s in task_map and task_map[s] and all(provider.has_task_files(s, t) for t in task_map[s])
-        )
-    return _SPLITS_CACHE[key]
+    return tuple(s for s in _SPLIT_NAMES if _split_available(provider, s))
