@@ -107,9 +107,9 @@ def bare_loop_stored(suite, split: str, n: int, agent) -> int:
         return bare_loop(suite, split, n, agent, store)
 
 
-def with_runner(suite, split: str, n: int, agent, batch_size: int) -> int:
+def with_runner(suite, split: str, n: int, agent, batch_size: int, pipeline: bool = True) -> int:
     spec = RunSpec(suite=suite.name, split=split, agent=agent.name, variant="bench", limit=n,
-                   batch_size=batch_size)
+                   batch_size=batch_size, pipeline=pipeline)
     with tempfile.TemporaryDirectory() as tmp, ResultStore(tmp) as store:
         summary = Runner(spec, suite, agent, store).run()
     return sum(r.steps for r in summary.records)
@@ -122,7 +122,7 @@ def measure(render: bool, episodes: int, split: str, repeats: int) -> None:
     list(suite.episodes(split))  # generate (lazily built episodes) outside the timings
     agent = ZeroCostAgent()
     bare_loop(suite, split, min(episodes, 20), agent)  # warm caches (expert lengths, fonts)
-    names = ("bare", "floor", "runner_b1", "runner_b8")
+    names = ("bare", "floor", "runner_b1", "runner_b8", "lockstep_b8")
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
     steps: dict[str, int] = {}
@@ -131,6 +131,7 @@ def measure(render: bool, episodes: int, split: str, repeats: int) -> None:
         lambda: bare_loop_stored(suite, split, episodes, agent),
         lambda: with_runner(suite, split, episodes, agent, 1),
         lambda: with_runner(suite, split, episodes, agent, 8),
+        lambda: with_runner(suite, split, episodes, agent, 8, pipeline=False),
     )))
     order = list(names)
     shuffle = random.Random(0).shuffle
@@ -154,7 +155,7 @@ def measure(render: bool, episodes: int, split: str, repeats: int) -> None:
     print(f"render={'on ' if render else 'off'} episodes={episodes} env_steps={steps['bare']} repeats={repeats}")
     print(f"  bare loop:          wall {base:.3f} s ({steps['bare'] / base:,.0f} steps/s)  main-thread cpu {base_cpu:.3f} s")
     for name, label in (("floor", "bare loop + store"), ("runner_b1", "runner (batch 1)"),
-                        ("runner_b8", "runner (batch 8)")):
+                        ("runner_b8", "runner (batch 8)"), ("lockstep_b8", "lockstep (batch 8)")):
         t, c = min(wall[name]), min(cpu[name])
         print(f"  {label + ':':<19} wall {t:.3f} s  ratio {t / base:.3f}   main-thread cpu {c:.3f} s  ratio {c / base_cpu:.3f}"
               + ("   (floor: records kept)" if name == "floor" else "   (target <= 1.05)"))

@@ -59,6 +59,8 @@ def _compare(tmp_path, suite_name: str, params: dict, agent_factory, *, executor
         extra = {"executor": executor}
         if executor == "process":
             extra.update(num_workers=2, envs_per_worker=2)
+        elif executor == "ray":
+            extra.update(num_workers=2)
         pipe, pipe_t = _run(tmp_path, f"pipelined-{executor}", suite_name, params, agent_factory,
                             pipeline=True, batch_wait_s=0.0, **extra, **kw)
         assert pipe.keys() == lock.keys()

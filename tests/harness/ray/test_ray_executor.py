@@ -213,3 +213,12 @@ def test_agent_on_a_ray_actor_gives_the_same_records(cluster, suite, agent):
         remote.close()
     assert local.run_id == on_ray.run_id
     assert comparable(local.records) == comparable(on_ray.records)
+
+
+def test_ray_records_equal_pipelined_and_lockstep(cluster, tmp_path):
+    """The runner drives Ray's actors pipelined (start/submit_*) by default: the same
+    records and transcripts as lockstep (tests/harness/test_pipeline.py's comparison)."""
+    from tests.harness.test_pipeline import EB_ALFRED, Jittery, _compare
+
+    _compare(tmp_path, "eb_alfred", EB_ALFRED, lambda: Jittery(PLANNERS.build("oracle_json")),
+             split="seen", limit=6, batch_size=4, executors=("ray",))
