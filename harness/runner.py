@@ -324,8 +324,9 @@ class Runner:
         )
         self._writer = self.store.writer() if self.store is not None else None
         try:
-            # An executor without the pipelined interface (a third party's) runs lockstep.
-            pipelined = self.spec.pipeline and hasattr(executor, "start")
+            # An executor without the pipelined interface (a third party's) runs lockstep, and so
+            # does one episode in flight: with nothing beside it, there is nothing to overlap.
+            pipelined = self.spec.pipeline and hasattr(executor, "start") and executor.capacity > 1
             (self._pipeline if pipelined else self._loop)(executor, todo, summary)
         finally:
             try:
@@ -767,13 +768,20 @@ class _CallPool:
     :class:`_AgentCall` threads: one still inside a call when the run ends (an
     interrupt) is marked cancelled (:func:`call_cancelled`) and left to
     :func:`wait_for_abandoned`, as a timed-out call is.
+
+    A cheap agent (one call at a time, its recent calls shorter than
+    :data:`INLINE_BELOW_S` on average: an oracle, a rule) is called on the runner's
+    own thread instead: there is nothing to overlap, and the hand-off to a thread
+    and back would cost more than the call.
     """
 
     def __init__(self, size: int, serve: Callable[[list], tuple], events: "queue.SimpleQueue[tuple]"):
         self._size, self._busy = size, 0
+        self._serve, self._events = serve, events
+        self._mean: float | None = None  # recent calls' mean duration (one call at a time only)
         self._jobs: queue.SimpleQueue[list | None] = queue.SimpleQueue()
         self._running: set[Any] = set()
-        self._threads = [_AgentCall(lambda: self._work(serve, events)) for _ in range(size)]
+        self._threads = [_AgentCall(self._work) for _ in range(size)]
         for thread in self._threads:
             thread.start()
 
@@ -784,12 +792,25 @@ class _CallPool:
 
     def submit(self, batch: list) -> None:
         self._busy += 1
-        self._jobs.put(batch)
+        if self._size == 1 and self._mean is not None and self._mean < INLINE_BELOW_S:
+            self._call(batch)
+        else:
+            self._jobs.put(batch)
 
     def done(self) -> None:
         self._busy -= 1
 
-    def _work(self, serve: Callable[[list], tuple], events: "queue.SimpleQueue[tuple]") -> None:
+    def _call(self, batch: list) -> None:
+        try:
+            plans, cost = self._serve(batch)
+        except BaseException as exc:  # noqa: BLE001 - a bug of the runner's: re-raised there
+            self._events.put((_CALL_FAILED, exc))
+            return
+        if self._size == 1:
+            self._mean = cost[0] if self._mean is None else 0.8 * self._mean + 0.2 * cost[0]
+        self._events.put((_CALL_DONE, batch, plans, cost))
+
+    def _work(self) -> None:
         thread = threading.current_thread()
         while True:
             batch = self._jobs.get()
@@ -797,13 +818,9 @@ class _CallPool:
                 return
             self._running.add(thread)
             try:
-                plans, cost = serve(batch)
-            except BaseException as exc:  # noqa: BLE001 - a bug of the runner's: re-raised there
-                events.put((_CALL_FAILED, exc))
-                continue
+                self._call(batch)
             finally:
                 self._running.discard(thread)
-            events.put((_CALL_DONE, batch, plans, cost))
 
     def close(self) -> None:
         for _ in self._threads:
@@ -811,6 +828,13 @@ class _CallPool:
         for thread in list(self._running):  # still inside a call: the run ended under it
             thread.cancelled.set()
             _abandoned.append(thread)
+
+
+#: Pipelined runner: an agent whose calls take less than this on average (and that takes
+#: one call at a time) is called on the runner's thread (see :class:`_CallPool`).
+INLINE_BELOW_S = 0.002
+
+
 #: What an agent call may raise that becomes an error record. SystemExit too: an agent
 #: (or a library inside it) calling sys.exit() must not end the run silently.
 _AGENT_ERRORS = (Exception, SystemExit)
