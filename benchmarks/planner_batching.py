@@ -16,9 +16,11 @@ length (random weights never emit an end token, so every call generates
 real vocabulary and a wider hidden size (tests/planners/tiny_vlm.py
 WEIGHT_BOUND), whose decoding step reads far more weights than any one
 conversation's cache (the run prints both and their ratio: 328 MB vs 5.9 MB).
-Measured once under load (load average 4.6-4.9 on the 2-core machine), 128 new
-tokens: 2.42x, 8/8 identical outputs, a batched step of 8 at 447 ms vs 166 ms
-per conversation alone. Not yet measured idle.
+Measured idle (2 cores, load 1.0, 256 new tokens): 1.54x, 8/8 identical
+outputs, a batched step of 8 at 141 ms vs 31 ms per conversation alone: the
+real vocabulary's output projection is compute-bound on 2 cores at 8 rows
+(63 ms vs 21 ms for one row), so the 3x aimed for is not reached on this CPU
+(docs/models.md).
 
 It also times the same calls with one new token (the prefill: prompt and
 image, whose work is each conversation's own) and from the two derives the
