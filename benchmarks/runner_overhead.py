@@ -14,23 +14,31 @@ call and per episode; the store commits in groups every 0.25 s
 Also timed: the bare loop storing its records through the store's writer,
 the floor for any loop that keeps its results.
 
-Measured (idle 2-core machine, this version, main-thread CPU, three runs):
-runner 1.17-1.20 with rendering off (floor 1.055-1.074); with rendering on
-1.027-1.047 at batch 1 and 1.036-1.051 at batch 8 (floor 1.019-1.033).
+The pipelined runner (the default) is timed beside lockstep (``runner.pipeline=false``).
+A zero-cost agent's calls are made on the runner's own thread (harness.runner.INLINE_BELOW_S)
+and one episode in flight runs lockstep, so main-thread CPU still counts all the work.
+
+Measured (idle 2-core machine, 2026-12-01, wall, two runs of three trials, +-10% between
+runs): rendering off 1.07-1.26 pipelined at batch 8, 1.13-1.19 lockstep, 1.16 at batch 1;
+rendering on 1.06-1.08 pipelined, 0.93-1.03 lockstep, 0.88-0.90 at batch 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from harness.allocator import keep_freed_heap
-from harness.interfaces import AgentRequest
-from harness.runner import Runner
-from harness.store import ResultStore
-from harness.types import INFO_ACTION_OK, INFO_SUCCESS, EpisodeRecord, RunSpec
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.allocator import keep_freed_heap  # noqa: E402
+from harness.interfaces import AgentRequest  # noqa: E402
+from harness.runner import Runner  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
+from harness.types import INFO_ACTION_OK, INFO_SUCCESS, EpisodeRecord, RunSpec  # noqa: E402
 
 FLOOR_RUN = "bare-loop-floor"
 
