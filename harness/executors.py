@@ -316,6 +316,8 @@ class ProcessExecutor:
         slot //= self._k  # the worker of this env slot
         conn = self._conns[slot]
         if conn is None or not self._procs[slot].is_alive():
+            if self._closing:  # a feeder's late request: never start a worker once closing
+                raise RuntimeError("the executor is closed")
             self._kill(slot)
             parent, child = self._ctx.Pipe()
             proc = self._ctx.Process(
@@ -426,6 +428,7 @@ class ProcessExecutor:
     _feeds: "list[queue.SimpleQueue[Any]] | None" = None
 
     def start(self, deliver: Deliver) -> None:
+        self._feeding: set[int] = set()  # workers whose feeder is inside a round trip
         self._feeds = [queue.SimpleQueue() for _ in self._procs]
         self._feeders = [threading.Thread(target=self._feed, args=(w, deliver), daemon=True,
                                           name=f"harness-feeder-{w}") for w in range(len(self._procs))]
@@ -452,7 +455,12 @@ class ProcessExecutor:
             if msg is None:
                 self._discard_now(slot)
             else:
-                deliver(slot, self._roundtrip([job])[0])
+                self._feeding.add(worker)
+                try:
+                    result = self._roundtrip([job])[0]
+                finally:
+                    self._feeding.discard(worker)
+                deliver(slot, result)
 
     def discard(self, slot: int) -> None:
         """Drop a slot's env after a fault. With one env per worker the worker is
@@ -486,25 +494,27 @@ class ProcessExecutor:
     _closing = False
 
     def close(self) -> None:
+        feeders = []
         if self._feeds is not None:
-            self._closing = True
+            self._closing = True  # feeders drop what is queued and start no worker from now on
             for feed in self._feeds:
                 feed.put(None)
-            for t in self._feeders:
-                t.join(timeout=1)  # one still waiting on a worker is released by the kill below
-            self._feeds = None
+            feeders, self._feeds = self._feeders, None
+        busy = set(getattr(self, "_feeding", ()))  # mid round trip (an interrupt): killed, not asked
         for slot in range(len(self._procs)):
             conn = self._conns[slot]
-            if conn is not None:
+            if conn is not None and slot not in busy:
                 try:
                     conn.send(("close",))
                 except Exception:
                     pass
         for slot in range(len(self._procs)):
             proc = self._procs[slot]
-            if proc is not None:
+            if proc is not None and slot not in busy:
                 proc.join(timeout=5)
             self._kill(slot)
+        for t in feeders:
+            t.join(timeout=1)  # each is released by its worker's end
 
 
 def make_executor(name: str, env_factory: EnvFactory, *, num_workers: int, batch_size: int, **options: Any):
