@@ -286,7 +286,11 @@ def test_signals_end_the_run_with_one_message_and_the_store_intact(tmp_path, sig
     args = [sys.executable, "-m", "tests.harness.gated_cli", str(gate), "40", "run", "planner=random",
             "split=seen", "limit=300", "suite.params.render=false", "suite.params.generated_per_split=300",
             "progress=false", f"executor={executor}", "out=t"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The child starts with default signal dispositions, as from a terminal: a SIGINT ignored by
+    # this pytest process (something earlier in a full run leaves it so) would be inherited, and
+    # Python installs no KeyboardInterrupt handler in a process that starts with SIGINT ignored.
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_at_gate(proc, gate, tmp_path / "t" / "results.sqlite", rows=5, timeout=90)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
