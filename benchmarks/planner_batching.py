@@ -13,14 +13,17 @@ length (random weights never emit an end token, so every call generates
     python benchmarks/planner_batching.py --weight-bound   # decoding bound by weights, as a real checkpoint's
 
 ``--weight-bound`` uses a checkpoint of the same architecture with Qwen2.5-VL's
-real vocabulary and a wider hidden size (tests/planners/tiny_vlm.py
-WEIGHT_BOUND), whose decoding step reads far more weights than any one
-conversation's cache (the run prints both and their ratio: 328 MB vs 5.9 MB).
-Measured idle (2 cores, load 1.0, 256 new tokens): 1.54x, 8/8 identical
-outputs, a batched step of 8 at 141 ms vs 31 ms per conversation alone: the
-real vocabulary's output projection is compute-bound on 2 cores at 8 rows
-(63 ms vs 21 ms for one row), so the 3x aimed for is not reached on this CPU
-(docs/models.md).
+real vocabulary and a wider hidden size, saved in bfloat16 as real checkpoints
+are (tests/planners/tiny_vlm.py WEIGHT_BOUND), whose decoding step reads far
+more weights than any one conversation's cache (the run prints both and their
+ratio: 164 MB vs 3.0 MB, 55; Qwen2.5-VL-7B's is ~37). Measured idle (2 cores
+with AMX, 256 new tokens, the protocol's prompt), two runs: 4.16x and 3.61x,
+8/8 identical outputs; a batched step of 8 costs 38 ms against 24-28 ms for one
+conversation alone. The precision matters: in float32 the real vocabulary's
+output projection is compute-bound on 2 cores at 8 rows (63 ms vs 21 ms for
+one) and the same run gave 1.54x; in bfloat16 the CPU's matrix units (AMX,
+printed by the run) make 8 rows cost what one does, as a GPU's tensor cores do.
+On a CPU without them expect float32's figure or worse.
 
 It also times the same calls with one new token (the prefill: prompt and
 image, whose work is each conversation's own) and from the two derives the
@@ -121,7 +124,11 @@ def main() -> None:
           f"{step_single:.2f} ms per conversation alone ({args.episodes * step_single / step_batched:.2f}x shared)")
     weights, cache = step_bytes(backend.model, prompt_tokens(planner, requests[0]))
     print(f"bytes read per decoding step: {weights / 1e6:.0f} MB of weights, {cache / 1e6:.1f} MB of KV cache "
-          f"per conversation (ratio {weights / cache:.0f}; Qwen2.5-VL-7B: ~15 GB vs ~0.4 GB, ~37)")
+          f"per conversation (ratio {weights / cache:.2g}; Qwen2.5-VL-7B: ~15 GB vs ~0.4 GB, ~37)")
+    import torch
+
+    print(f"weights in {next(backend.model.parameters()).dtype}; bfloat16 matrix units (AMX): "
+          f"{'yes' if torch.cpu._is_amx_tile_supported() else 'no'}")
     print(f"speed-up of batching: {t_single / t_batched:.2f}x")
 
 

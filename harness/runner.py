@@ -379,6 +379,26 @@ class Runner:
             return _agent_error(exc)
         return None
 
+    def _moves(self, served: list[tuple[int, _Live]], plans: list[Any], free: list[int],
+               summary: RunSummary) -> tuple[list[tuple], list[int], list[int]]:
+        """One call's plans -> ``(moves, again, ended)``: the executor's moves, the slots whose
+        call was abandoned at another episode's deadline (to be asked again), and the slots
+        whose episode ended here (its record written)."""
+        moves: list[tuple] = []
+        again: list[int] = []
+        ended: list[int] = []
+        for (slot, live), plan in zip(served, plans):
+            if plan is _AGAIN:
+                again.append(slot)
+            elif isinstance(plan, _ResetFailed):
+                self._finish(slot, live, free, summary, error=("agent", _describe(plan.error)))
+                ended.append(slot)
+            elif (move := self._move(slot, live, plan, free, summary)) is None:
+                ended.append(slot)
+            else:
+                moves.append(move)
+        return moves, again, ended
+
     def _move(self, slot: int, live: _Live, plan: Any, free: list[int], summary: RunSummary) -> tuple | None:
         """A checked plan -> the executor's move ``(slot, actions, deadline)``, or None when it
         ended the episode (an exception, an empty plan: the record is written here)."""
@@ -453,15 +473,9 @@ class Runner:
             started = time.monotonic()
             plans = self._decide([live for _, live in waiting])
             self._call_cost = (time.monotonic() - started, len(waiting))
-            moves = []
-            for (slot, live), plan in zip(waiting, plans):
-                if plan is _AGAIN:  # its call was abandoned at another episode's deadline
-                    continue
-                move = self._move(slot, live, plan, free, summary)
-                if move is None:
-                    del active[slot]
-                else:
-                    moves.append(move)
+            moves, _, ended = self._moves(waiting, plans, free, summary)  # an abandoned call: asked next round
+            for slot in ended:
+                del active[slot]
             if not moves:
                 continue
             for (slot, _, deadline), tr in zip(moves, executor.advance(moves)):
@@ -533,21 +547,12 @@ class Runner:
                         _, served, plans, cost = event
                         calls.done()
                         self._call_cost = cost
-                        moves = []
-                        for (slot, live), plan in zip(served, plans):
-                            if plan is _AGAIN:  # its call was abandoned at another episode's deadline
-                                ready.append(slot)
-                                continue
-                            if isinstance(plan, _ResetFailed):
-                                del live_at[slot]
-                                self._finish(slot, live, free, summary, error=("agent", _describe(plan.error)))
-                                continue
-                            move = self._move(slot, live, plan, free, summary)
-                            if move is None:
-                                del live_at[slot]
-                            else:
-                                moves.append(move)
-                                steps_of[slot] = move[2]
+                        moves, again, ended = self._moves(served, plans, free, summary)
+                        ready.extend(again)
+                        for slot in ended:
+                            del live_at[slot]
+                        for slot, _, deadline in moves:
+                            steps_of[slot] = deadline
                         if moves:
                             in_env += len(moves)
                             executor.submit_advance(moves)

@@ -98,7 +98,7 @@ def build_tokenizer(out: Path):
 #: protocol's ~6.8k-token prompt: 2 layers x (K, V) x 64 x 6.8k x 4 B, ~7 MB -- a ratio of ~47, the
 #: order of a real checkpoint's (Qwen2.5-VL-7B: ~15 GB of weights vs ~0.4 GB of cache, ~37).
 WEIGHT_BOUND = dict(hidden=512, vocab_size=151936, intermediate_size=1024, num_attention_heads=8,
-                    mrope_section=[8, 12, 12])
+                    mrope_section=[8, 12, 12], dtype="bfloat16")
 
 
 def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0, weight_bound: bool = False) -> Path:
@@ -141,6 +141,9 @@ def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0, weight_boun
         # never win: a random model's greedy choice stays a token the tokenizer can decode.
         with torch.no_grad():
             model.get_output_embeddings().weight[len(tokenizer):] = 0
+        # Saved in bfloat16, as real checkpoints are (Qwen2.5-VL-7B's config: "torch_dtype": "bfloat16"),
+        # so ``dtype=auto`` loads it in the precision a real one runs in.
+        model.to(getattr(torch, WEIGHT_BOUND["dtype"]))
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.save_pretrained(out)
@@ -193,7 +196,7 @@ def build_all(root: Path) -> dict[str, Path]:
 
 def build_weight_bound(root: Path) -> Path:
     """The weight-bound Qwen2.5-VL benchmark checkpoint (:data:`WEIGHT_BOUND`) under ``root``; cached."""
-    out = Path(root) / "qwen2_5_vl_weight_bound"
+    out = Path(root) / "qwen2_5_vl_weight_bound_bf16"
     if not (out / "DONE").exists():
         build_base(out, "qwen2_5_vl", seed=4, weight_bound=True)
         (out / "DONE").write_text("ok")
