@@ -17,8 +17,8 @@ real vocabulary and a wider hidden size, saved in bfloat16 as real checkpoints
 are (tests/planners/tiny_vlm.py WEIGHT_BOUND), whose decoding step reads far
 more weights than any one conversation's cache (the run prints both and their
 ratio: 164 MB vs 3.0 MB, 55; Qwen2.5-VL-7B's is ~37). Measured idle (2 cores
-with AMX, 256 new tokens, the protocol's prompt), two runs: 4.16x and 3.61x,
-8/8 identical outputs; a batched step of 8 costs 38 ms against 24-28 ms for one
+with AMX, 256 new tokens, the protocol's prompt), three runs: 4.16x, 3.61x,
+3.84x, 8/8 identical outputs; a batched step of 8 costs 38 ms against 24-28 ms for one
 conversation alone. The precision matters: in float32 the real vocabulary's
 output projection is compute-bound on 2 cores at 8 rows (63 ms vs 21 ms for
 one) and the same run gave 1.54x; in bfloat16 the CPU's matrix units (AMX,
