@@ -44,6 +44,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
 import queue
 import threading
 import time
@@ -139,6 +140,8 @@ def ensure_ray(address: str | None = None) -> Any:
     address = None if address is None or not str(address).strip() else str(address).strip()
     if address is not None and address != "auto":
         _check_reachable(address)  # Ray itself retries an unreachable address for ever
+    elif address == "auto" or os.environ.get("RAY_ADDRESS"):
+        _check_auto(address)
     kwargs: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
     if not (address or "").startswith("ray://"):
         kwargs["include_dashboard"] = False  # a Ray client connection takes no such option
@@ -165,6 +168,27 @@ def _check_reachable(address: str) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as exc:
         raise RayConnectError(f"executor=ray: cannot reach Ray at {address}: {exc.strerror or exc}") from None
+
+
+def _check_auto(address: str | None) -> None:
+    """``auto`` (or no address with ``RAY_ADDRESS`` set): the address Ray would join -- RAY_ADDRESS,
+    else the cluster recorded by the last ``ray start`` (/tmp/ray/ray_current_cluster), else
+    one found running -- must answer; a record left by a stopped cluster would make Ray retry for ever."""
+    try:
+        from ray._private.services import get_ray_address_from_environment
+    except ImportError:  # moved in another Ray version: ray.init decides alone
+        return
+    try:
+        resolved = get_ray_address_from_environment(address, None)
+    except ConnectionError as exc:
+        raise RayConnectError(f"executor=ray: executor.address=auto: {_first_line(exc)}") from None
+    if not resolved or resolved == "auto" or resolved == "local":
+        return
+    where = "RAY_ADDRESS" if os.environ.get("RAY_ADDRESS") else "the address recorded by the last `ray start`"
+    try:
+        _check_reachable(resolved)
+    except RayConnectError as exc:
+        raise RayConnectError(f"{exc} ({where}; a cluster since stopped?)") from None
 
 
 class RayConnectError(RuntimeError):

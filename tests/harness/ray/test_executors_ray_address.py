@@ -40,6 +40,31 @@ def _harness_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("harness:")]
 
 
+@pytest.mark.slow
+@pytest.mark.ci
+@pytest.mark.parametrize("via", ["record", "RAY_ADDRESS"])
+def test_auto_with_a_stopped_clusters_address_is_refused_in_one_line(tmp_path, via):
+    """``auto`` joins what Ray finds: RAY_ADDRESS, else the address the last ``ray start`` wrote
+    to ``$RAY_TMPDIR/ray/ray_current_cluster``. Left by a cluster since stopped, Ray would retry it
+    for ever; the harness refuses it at once. (Placed before the tests that start a head node:
+    ``auto`` prefers a running cluster to the record.)"""
+    from ray._private.services import find_gcs_addresses
+
+    if via == "record" and find_gcs_addresses():  # Ray's auto joins a running cluster before the record
+        pytest.skip("a Ray cluster runs on this machine: auto would join it, not the recorded address")
+    closed = f"127.0.0.1:{_free_port()}"
+    ray_tmp = tmp_path / "ray_tmp"
+    (ray_tmp / "ray").mkdir(parents=True)
+    env = {"RAY_TMPDIR": str(ray_tmp)}
+    if via == "record":
+        (ray_tmp / "ray" / "ray_current_cluster").write_text(closed)
+    else:
+        env["RAY_ADDRESS"] = closed
+    out = tmp_path / "out"
+    proc = _cli(out, "auto", **env)
+    _assert_refused(proc, out, f"cannot reach Ray at {closed}", "a cluster since stopped?")
+
+
 #: Runs in its own process (Ray reads RAY_AUTH_MODE once per process): starts a head node,
 #: prints its address, shuts it down when its stdin closes.
 HEAD = """
@@ -114,3 +139,4 @@ def test_unreachable_or_malformed_address_is_refused_in_one_line(tmp_path, addre
 def test_wrong_token_is_refused_in_one_line(head, tmp_path):
     proc = _cli(tmp_path, head[0], RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="not-the-cluster-token")
     _assert_refused(proc, tmp_path, "authentication failed", "RAY_AUTH_TOKEN")
+
