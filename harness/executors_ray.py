@@ -542,6 +542,7 @@ class _AgentActor:
         a = self.agent
         return {"name": a.name, "privileged": bool(getattr(a, "privileged", False)),
                 "reads_images": getattr(a, "reads_images", None), "replan_steps": getattr(a, "replan_steps", None),
+                "max_concurrent_calls": int(getattr(a, "max_concurrent_calls", 1) or 1),
                 "identity": dict(a.identity())}
 
     def reset(self, episode: Any) -> None:
@@ -554,8 +555,9 @@ class _AgentActor:
 class RayAgent:
     """An agent that lives on a Ray actor with its own resources (``num_gpus=1``
     puts an in-process model, e.g. the ``hf`` backend, on a GPU node), driven by
-    the runner on the driver exactly like a local agent: one batched ``act`` per
-    round for every waiting episode. Its identity is the wrapped agent's, so a
+    the runner on the driver exactly like a local agent (an agent declaring
+    ``max_concurrent_calls``, a server's client, takes that many calls at once there
+    too). Its identity is the wrapped agent's, so a
     run resumes whether the model ran locally or on the cluster.
     """
 
@@ -565,6 +567,15 @@ class RayAgent:
         remote = ray.remote(num_gpus=num_gpus, num_cpus=num_cpus, max_restarts=0)(_AgentActor)
         self._actor = remote.remote(kind, name, dict(params or {}))
         info = ray.get(self._actor.describe.remote())
+        if info["max_concurrent_calls"] > 1:
+            # A server's client takes that many calls at once (the runner sends them from its
+            # call threads); an actor runs one method at a time unless made with max_concurrency,
+            # which only its creation sets: made again, so.
+            ray.kill(self._actor, no_restart=True)
+            self._actor = remote.options(max_concurrency=info["max_concurrent_calls"]).remote(
+                kind, name, dict(params or {}))
+            ray.get(self._actor.describe.remote())
+            self.max_concurrent_calls = info["max_concurrent_calls"]
         self.name, self.privileged = info["name"], info["privileged"]
         if info["reads_images"] is not None:
             self.reads_images = info["reads_images"]

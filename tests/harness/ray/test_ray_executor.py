@@ -215,6 +215,62 @@ def test_agent_on_a_ray_actor_gives_the_same_records(cluster, suite, agent):
     assert comparable(local.records) == comparable(on_ray.records)
 
 
+def test_agent_on_a_ray_actor_takes_its_declared_concurrent_calls(cluster, suite):
+    """The ``vlm`` planner on the ``openai`` backend declares its ``max_concurrency`` as
+    ``max_concurrent_calls``; on a Ray actor it must say so to the runner and take that many
+    calls at once (a real server on 127.0.0.1 counts the requests in flight). Mutation
+    guarded: an actor made without ``max_concurrency`` serves one call at a time."""
+    pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
+    import json
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from harness.executors_ray import RayAgent
+    from tests.helpers import eb_alfred_requests
+
+    lock, inflight = threading.Lock(), [0, 0]  # now, most
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                inflight[0] += 1
+                inflight[1] = max(inflight[1], inflight[0])
+            time.sleep(0.5)
+            with lock:
+                inflight[0] -= 1
+            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                               "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                   "role": "assistant", "content": '{"executable_plan": []}'}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    remote = RayAgent("vlm", {"backend": "openai", "model": "m", "base_url": url, "max_concurrency": 3,
+                              "num_examples": 0, "image_size": 32, "max_retries": 0}, num_cpus=0)
+    try:
+        assert remote.max_concurrent_calls == 3
+        requests = eb_alfred_requests(3)
+        for r in requests:
+            remote.reset(r.episode)
+        with ThreadPoolExecutor(3) as pool:
+            replies = list(pool.map(lambda r: remote.act([r]), requests))
+    finally:
+        remote.close()
+        server.shutdown()
+        server.server_close()
+    assert len(replies) == 3 and inflight[1] == 3
+
+
 def test_ray_records_equal_pipelined_and_lockstep(cluster, tmp_path):
     """The runner drives Ray's actors pipelined (start/submit_*) by default: the same
     records and transcripts as lockstep (tests/harness/test_pipeline.py's comparison)."""
