@@ -38,6 +38,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.helpers import chat_completion, send_json  # noqa: E402
+
 TOKENS = (50, 2000)
 
 
@@ -52,12 +54,7 @@ def serve(conn: Any, concurrency: int, prefill_s: float, per_token_s: float) -> 
         protocol_version = "HTTP/1.1"
 
         def _send(self, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, payload)
 
         def do_GET(self) -> None:  # noqa: N802
             with lock:
@@ -78,10 +75,8 @@ def serve(conn: Any, concurrency: int, prefill_s: float, per_token_s: float) -> 
                 time.sleep(prefill_s + tokens * per_token_s)
             plan = {"visual_state_description": " ".join(["x"] * (tokens - 30)), "reasoning_and_reflection": "",
                     "language_plan": "", "executable_plan": [{"action_id": action, "action_name": "a"}]}
-            reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": json.dumps(plan)}}],
-                     "usage": {"prompt_tokens": 100, "completion_tokens": tokens, "total_tokens": tokens + 100}}
+            reply = chat_completion(body["model"], json.dumps(plan), usage={
+                "prompt_tokens": 100, "completion_tokens": tokens, "total_tokens": tokens + 100})
             with lock:
                 stats["served"] += 1
                 stats["last"] = time.time()

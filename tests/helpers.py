@@ -46,3 +46,22 @@ def eb_alfred_requests(n: int) -> list:
         obs, info = env.reset(seed=spec.seed, options={"episode": spec})
         out.append(AgentRequest(spec, obs, info))
     return out
+
+
+def chat_completion(model: str, content: str, **extra: object) -> dict:
+    """An OpenAI chat-completion response body with one choice (``extra``: e.g. ``usage``)."""
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            **extra}
+
+
+def send_json(handler, payload: object) -> None:
+    """Answer an ``http.server`` request with ``payload`` as JSON (status 200)."""
+    import json
+
+    data = json.dumps(payload).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -14,6 +14,7 @@ import pytest
 from planners import eb_manipulation_prompt as manip
 from planners.vlm.family import family_defaults, resolve
 from planners.vlm.prompt import OUTPUT_KEYS, OUTPUT_SCHEMA, PromptBuilder, PromptOptions
+from tests.helpers import chat_completion, send_json
 
 ACTIONS = ["find a Apple", "pick up the Apple", "find a Fridge", "open the Fridge"]
 
@@ -91,15 +92,7 @@ class _Recorder(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Recorder.bodies.append(body)
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": '{"executable_plan": []}'}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, chat_completion(body["model"], '{"executable_plan": []}'))
 
     def log_message(self, *args: Any) -> None:
         pass

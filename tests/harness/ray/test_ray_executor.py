@@ -227,7 +227,7 @@ def test_agent_on_a_ray_actor_takes_its_declared_concurrent_calls(cluster, suite
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from harness.executors_ray import RayAgent
-    from tests.helpers import eb_alfred_requests
+    from tests.helpers import chat_completion, eb_alfred_requests, send_json
 
     lock, inflight = threading.Lock(), [0, 0]  # now, most
 
@@ -240,14 +240,7 @@ def test_agent_on_a_ray_actor_takes_its_declared_concurrent_calls(cluster, suite
             time.sleep(0.5)
             with lock:
                 inflight[0] -= 1
-            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                               "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                   "role": "assistant", "content": '{"executable_plan": []}'}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, chat_completion(body["model"], '{"executable_plan": []}'))
 
         def log_message(self, *args):
             pass
