@@ -1,0 +1,51 @@
+"""ALFRED's plugin declaration: its parameters and its own agents (imports nothing heavy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from harness.params import param
+from harness.plugins import AgentPlugin, SuitePlugin
+
+BACKENDS = ("household", "thor")
+
+
+@dataclass
+class AlfredParams:
+    alfred_data_dir: Optional[str] = param(
+        None, results=False,
+        help="ALFRED's data folder (json_2.1.0 with valid_seen/, valid_unseen/, tests_*/); null: "
+             "$ALFRED_DATA_DIR. Only those splits need it")
+    eb_data_dir: Optional[str] = param(
+        None, results=False,
+        help="EmbodiedBench's EB-ALFRED data folder (json_2.1.0/), for split eb_valid_seen; null: $EB_ALFRED_DATA_DIR")
+    backend: str = param("household", choices=BACKENDS,
+                         help="household: the embedded ALFRED-logic engine; thor: AI2-THOR 2.1.0 (extra `thor`)")
+    render: bool = param(True, help="draw the observation image (agents that read no images skip it anyway)")
+    generated_per_split: int = param(
+        500, ge=0, le=100_000, results=False,
+        help="episodes of each generated split (seen, unseen); a longer split extends a shorter one")
+    generator_seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the generated splits' episodes")
+    restore_scenes: bool = param(True, help="data episodes start from the scene facts of their trajectory file")
+    x_display: Optional[str] = param(None, results=False, help="thor: the X display to start Unity on (null: Xvfb)")
+    step_timeout_s: float = param(120.0, gt=0, le=86_400, results=False,
+                                  help="thor: seconds one simulator call may take before Unity is restarted")
+    max_restarts: int = param(2, ge=0, le=100, results=False,
+                              help="thor: Unity restarts within one episode before it becomes an error record")
+
+
+SUITE = SuitePlugin(
+    name="alfred", target="envs.alfred.suite:AlfredSuite", params=AlfredParams, default_split="seen",
+    summary="ALFRED seen/unseen with FLARE-style triplets: generated splits, EmbodiedBench's 130 valid_seen "
+            "trials, ALFRED data (backend: household)")
+
+
+@dataclass
+class AlfredOracleParams:
+    max_plan_length: int = param(200, ge=1, le=10_000, help="longest low-level plan asked for at once")
+
+
+ORACLE = AgentPlugin(
+    name="oracle", suite="alfred", target="envs.alfred.agents:AlfredOraclePlanner", params=AlfredOracleParams,
+    summary="ALFRED: FLARE triplets from pddl_params and the true state (privileged)")

@@ -1,0 +1,45 @@
+"""EB-Manipulation's plugin declaration: its parameters and its own agents (imports nothing heavy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.params import NoParams, param
+from harness.plugins import AgentPlugin, SuitePlugin
+
+#: The original's image size, and the largest the twin renders (envs/eb_manipulation/sim.py).
+IMAGE_SIZE = 500
+MAX_IMAGE_SIZE = 1024
+
+
+@dataclass
+class EBManipulationParams:
+    backend: str = param("mujoco", choices=("mujoco",),
+                         help="mujoco: the MuJoCo twin (robosuite 1.4 Panda); EmbodiedBench's CoppeliaSim env is "
+                              "envs.eb_manipulation.coppelia, outside the runner")
+    render: bool = param(True, help="the front camera image (skipped anyway for agents that read no images)")
+    image_size: int = param(IMAGE_SIZE, ge=16, le=MAX_IMAGE_SIZE, help="rendered image side in pixels (the original's 500)")
+    annotate: bool = param(True, help="numbered object markers and the axis overlay on the image")
+    wrist: bool = param(False, help="also the wrist camera")
+    replan_on_failure: bool = param(False, help="false = the original: a failed motion does not interrupt the plan")
+    generator_seed: int = param(0, ge=0, le=2**31 - 1,
+                                help="0: the fixed evaluation set; another seed generates other scenes")
+
+
+SUITE = SuitePlugin(
+    name="eb_manipulation", target="envs.eb_manipulation.suite:EBManipulationSuite", params=EBManipulationParams,
+    default_split="base", extra="eb_manipulation",
+    summary="EmbodiedBench EB-Manipulation on a MuJoCo twin: 5 subsets, 228 episodes (backend: mujoco)")
+@dataclass
+class RandomParams:
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the draws (with each episode's key)")
+
+
+ORACLE = AgentPlugin(
+    name="oracle", suite="eb_manipulation", target="envs.eb_manipulation.agents:OracleAgent", params=NoParams,
+    extra="eb_manipulation",
+    summary="EB-Manipulation: discretised actions from the true state (privileged)")
+RANDOM = AgentPlugin(
+    name="random", suite="eb_manipulation", target="envs.eb_manipulation.agents:RandomAgent", params=RandomParams,
+    extra="eb_manipulation",
+    summary="EB-Manipulation: one random in-range 7-integer action per call")

