@@ -1,4 +1,4 @@
-"""Runner overhead on a zero-policy LIBERO slice against a bare loop (issue 20 item 6).
+"""Runner overhead on a zero-policy LIBERO slice against a bare loop.
 
 Both run the same episodes of one task in one process, in order, cameras off
 (the zero policy reads no images, so the runner tells the env not to render):
@@ -15,7 +15,7 @@ Both run the same episodes of one task in one process, in order, cameras off
     python benchmarks/libero_overhead.py --trials 5 --steps 100 --repeats 3
 
 Prints each wall time (best of ``--repeats``, alternating which runs first), each side's
-env constructions and model compiles, and the ratio runner / bare loop (issue goal: <= 1.05
+env constructions and model compiles, and the ratio runner / bare loop (target: <= 1.05
 at ``--batch-size 1`` on an idle machine). Nothing here is a test.
 
 Measured 2026-12-01 on a 2-core machine shared with other jobs (load average 2.4-3.0,

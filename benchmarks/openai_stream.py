@@ -1,4 +1,4 @@
-"""Continuous requests to a server (issue 24 §2): the harness against the server alone.
+"""Continuous requests to a server: the harness against the server alone.
 
 A fake OpenAI-compatible server on 127.0.0.1 (its own process) models a
 continuously batching one: up to ``--concurrency`` requests are decoded at once,

@@ -1,4 +1,4 @@
-"""Pipelined runner against the ideal bound, with lockstep beside it (issue 24 §1).
+"""Pipelined runner against the ideal bound, with lockstep beside it.
 
 A synthetic batched agent whose call on n requests costs ``a + b*n`` seconds and
 a synthetic env whose step costs ``s`` seconds, in ``--workers`` worker

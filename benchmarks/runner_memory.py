@@ -8,7 +8,7 @@ executor, the real SQLite store in a temporary folder) through
 and samples this process's resident set size (``VmRSS``) every ``--every``
 finished episodes. Prints the RSS after the warm-up (the generator's episode
 cache holds 8,192 episodes, the allocator settles) and the growth from there to
-the end; the target (issue 22.19) is < 5 MB over 100,000 episodes. It is a
+the end; the target is < 5 MB over 100,000 episodes. It is a
 benchmark, run once, not a timed test.
 
 Measured (this version, 2-core machine shared with six other jobs, 2,831 s):

@@ -1,4 +1,4 @@
-"""The frames an agent saw, kept as files beside the store (issue 21 item 5).
+"""The frames an agent saw, kept as files beside the store.
 
 Each agent call's observation image(s) are written once under
 ``OUTDIR/artifacts/frames/<h[:2]>/<h>.jpg``, named by the SHA-256 ``h`` of the

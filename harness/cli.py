@@ -545,7 +545,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
             # printed after the table: a failure must stay one line (exit 2)
             notes = ["no variant is called 'base', so the table has no Δ columns "
                      "(--baseline NAME compares against NAME)", *notes]
-    # Flags a view cannot honour are refused, not ignored (issue 23 §4).
+    # Flags a view cannot honour are refused (exit 2), not silently ignored.
     given = [f for f, on in (("--metrics", args.metrics is not None), ("--stats", args.stats),
                              ("--columns", args.columns is not None)) if on]
     refused = given if args.by == "failure" else [f for f in given if f != "--metrics"] if args.by else []

@@ -1,7 +1,7 @@
 """FLARE-style triplet planning for the ALFRED suite: prompt, parser, example retrieval,
 grounded replanning, and the planner that drives a text-generation backend.
 
-Facts carried over from FLARE (snumprlab/flare; shared/reference/alfred.md): the
+Facts carried over from FLARE (snumprlab/flare): the
 planner writes a flat list of ``(action, object, receptacle-or-0)`` triplets;
 in-context examples (9 by default, from a training pool) are retrieved by
 instruction similarity; decoding is greedy; when an object cannot be found the
@@ -321,7 +321,7 @@ class AlfredTripletPlanner:
         self.max_replans = int(max_replans)
         self._max_chars = max_output_chars(getattr(backend, "max_new_tokens", 2048))
         # Bounded: a finished episode's state is evicted once newer ones fill the cache (a
-        # 100,000-episode run must not keep every episode's triplets; issue 22.19).
+        # 100,000-episode run must not keep every episode's triplets).
         self._episodes: EpisodeCache[_Episode] = EpisodeCache()
 
     def identity(self) -> Mapping[str, Any]:

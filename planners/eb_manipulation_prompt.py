@@ -1,7 +1,7 @@
 """EB-Manipulation's text-action prompt and output parser (our wording, the original's structure).
 
-Structure (EmbodiedBench ``planner/manip_planner.py``, ``evaluator/config/system_prompts.py``;
-see ``shared/reference/eb_manipulation.md``): one user message per model call holding
+Structure (EmbodiedBench ``planner/manip_planner.py``, ``evaluator/config/system_prompts.py``):
+one user message per model call holding
 
 1. the system text: the action grammar (position bins 0..100, rotation bins of 3 degrees,
    gripper 1 open / 0 closed), "objects are ordered by Y ascending", the colour list, then the

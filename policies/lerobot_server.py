@@ -2,7 +2,7 @@
 Python environment.
 
 Why a server and not an in-process ``lerobot`` policy: lerobot 0.6.1 needs
-Python >= 3.12 and pins torch < 2.12 (see ../shared/reference/libero.md);
+Python >= 3.12 (its core modules do not parse on 3.11) and pins torch < 2.12;
 the harness's environment is Python 3.11 with torch 2.13. So the policy runs in
 LeRobot's environment and the harness reaches it with ``policy=remote``. This
 module imports only lerobot, torch, numpy, msgpack, websockets and the

@@ -2,7 +2,7 @@
 conversions around them, written once for the client (:mod:`policies.remote`)
 and the server (:mod:`policies.server`).
 
-Sources (facts only; see ../shared/reference/libero.md): openpi's
+Sources (facts only, no code copied): openpi's
 ``examples/libero/main.py`` and ``openpi-client`` / ``openpi-server``;
 StarVLA's websocket policy server / client and its LIBERO eval client.
 

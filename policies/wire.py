@@ -1,7 +1,7 @@
 """msgpack-numpy framing: the byte format openpi's websocket policy protocol uses
 (and StarVLA's variant of it), written once for client and server.
 
-Format (openpi-client ``msgpack_numpy``; facts in ../shared/reference/libero.md):
+Format (PyPI ``openpi-client``'s ``openpi_client.msgpack_numpy``):
 an ndarray travels as a msgpack map with *binary* keys
 ``{b"__ndarray__": True, b"data": raw bytes (C order), b"dtype": dtype.str, b"shape": [..]}``,
 a numpy scalar as ``{b"__npgeneric__": True, b"data": item, b"dtype": dtype.str}``;

@@ -69,3 +69,67 @@ def test_harness_list_describes_envs_per_worker(capsys):
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if l.strip().startswith("process"))
     assert "envs_per_worker" in line and "one env per worker" not in line
+
+
+# --- the repository explains itself -------------------------------------------------------------
+#: A ticket number ("issue N", "issues N and M", "issue #N", "Issue N.M") means nothing to a
+#: reader of this repository: say the reason in words (docs/design-notes.md collects the main ones).
+_TICKET = re.compile(r"\b[Ii]ssues?\s+#?\d")
+#: Files beside the checkout (the CI machine's shared folder, its reference notes) cannot be opened
+#: by a reader of the repository: state the fact itself, cite upstream code by repo, commit, file.
+_OUTSIDE = re.compile(r"\.\./shared\b|(?<![\w./])shared/(?:reference|seeds)/")
+#: Where the CI machine's default data folder may be named (it is overridable by
+#: EB_ALFRED_DATA_DIR): the fixture that reads it, the test of .ci/run's message, the CI page.
+_DATA_DEFAULT = re.compile(r"\.\./shared(?:/data/eb_alfred)?(?![\w/])")
+_DATA_DEFAULT_FILES = {"tests/conftest.py", "tests/test_data_requirement.py", "docs/ci.md"}
+_CHECKED_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml"}
+
+
+def _tracked_text_files() -> list[str]:
+    """Files git tracks or would add (``git ls-files -co --exclude-standard``), or, outside a git
+    checkout, every file but build output."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True).stdout
+        names = [n for n in out.decode().split("\0") if n]
+    except (OSError, subprocess.CalledProcessError):
+        skip = {".git", ".venv", "site", "node_modules", ".hypothesis", ".pytest_cache"}
+        names = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*")
+                 if p.is_file() and not skip & set(p.relative_to(ROOT).parts)]
+    return sorted(n for n in names if Path(n).suffix in _CHECKED_SUFFIXES and not n.startswith(".ci/"))
+
+
+def _citations(name: str, text: str) -> list[str]:
+    found = []
+    for no, line in enumerate(text.splitlines(), 1):
+        rest = _DATA_DEFAULT.sub("", line) if name in _DATA_DEFAULT_FILES else line
+        if _TICKET.search(rest) or _OUTSIDE.search(rest):
+            found.append(f"{name}:{no}: {line.strip()}")
+    return found
+
+
+def test_no_ticket_numbers_or_paths_outside_the_repository():
+    """No tracked .py/.md/.yaml/.toml file outside .ci/ cites a ticket number or a path beside
+    the checkout (CI's default data folder excepted where it is configured and documented)."""
+    files = _tracked_text_files()
+    assert "tests/test_docs.py" in files and "docs/design-notes.md" in files
+    found = [hit for name in files if (ROOT / name).is_file()
+             for hit in _citations(name, (ROOT / name).read_text(encoding="utf-8", errors="replace"))]
+    assert found == [], "say the reason in words, not by ticket or outside path:\n" + "\n".join(found)
+
+
+def test_the_citation_check_catches_what_it_should():
+    # Built from parts, so this file does not cite what it shows.
+    i, up = "issue", ".." + "/shared"
+    bad = [f"# see {i} 24 §3", f"({i} 22 item 13)", f"{i.title()} 21.4: repro", f"{i}s 24 and 20",
+           f"fixed in {i} #7", f"see {up}/reference/libero.md", f"(``{up[3:]}/reference/alfred.md``)",
+           f"from {up}/seeds/x"]
+    good = [f"{i} goal", "the put whitelist", f"https://github.com/o/r/{i}s", "OUTDIR/artifacts -> /shared/x",
+            "EmbodiedBench envs/eb_manipulation/eb_man_utils.py (b247936)"]
+    assert all(_citations("harness/x.py", line) for line in bad)
+    assert not any(_citations("harness/x.py", line) for line in good)
+    # the CI data default is allowed only in the files that configure or document it
+    assert not _citations("tests/conftest.py", f"or place it at {up}/data/eb_alfred")
+    assert _citations("tests/conftest.py", f"see {up}/reference/libero.md")
+    assert _citations("harness/x.py", f"or place it at {up}/data/eb_alfred")

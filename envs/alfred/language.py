@@ -3,8 +3,7 @@
 A planner writes a flat list of triplets ``(action, object, receptacle)`` with
 ``receptacle`` ``"0"`` when unused (FLARE's planner output format, snumprlab/flare),
 over :data:`TRIPLET_ACTIONS`. The suite expands each triplet into low-level
-steps the way FLARE's post-processing does (facts listed in
-shared/reference/alfred.md): heating is Open, Put, Close, ToggleOn, ToggleOff,
+steps the way FLARE's post-processing does: heating is Open, Put, Close, ToggleOn, ToggleOff,
 Open, Pickup, Close on the Microwave; cooling the same on the Fridge without
 the toggles; cleaning is Put into the SinkBasin, Faucet on, Faucet off, Pickup;
 a Pickup from / Put into an openable receptacle is wrapped in Open / Close
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 #: FLARE's planner actions (snumprlab/flare: PickupObject, PutObject, ToggleObject,
-#: SliceObject, CleanObject, HeatObject, CoolObject) plus Open/Close, which this issue
+#: SliceObject, CleanObject, HeatObject, CoolObject) plus Open/Close, which this suite
 #: adds so a planner can reach into closed receptacles explicitly.
 TRIPLET_ACTIONS: tuple[str, ...] = (
     "PickupObject", "PutObject", "ToggleObject", "SliceObject", "CleanObject", "HeatObject", "CoolObject",

@@ -16,7 +16,7 @@ from envs.thor.session import THOR_VERSION, require_ai2thor
 from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change. 1.1.0: the household engine's
-#: restore, put, openable and faucet rules of eb_alfred 1.3.0 (issue 18).
+#: restore, put, openable and faucet rules of eb_alfred 1.3.0.
 SUITE_VERSION = "1.1.0"
 #: How the household backend navigates (recorded in the protocol).
 NAVIGATION = "teleport: GotoLocation faces the grounded instance (privileged)"

@@ -25,7 +25,7 @@ from harness.types import EpisodeSpec
 #: episodes start from the scene facts of their trajectory (envs/household/restore.py).
 #: 1.3.0: restore never starts an unrecorded object in a basin or closed openable (no free
 #: episodes); puts follow AI2-THOR, openables start as the scene had them, one basin per
-#: faucet, put retries the next-closest instance (issue 18).
+#: faucet, put retries the next-closest instance.
 SUITE_VERSION = "1.3.0"
 #: What to do with an official episode the backend cannot build (unknown object,
 #: receptacle or floor plan): fail the run before it starts, or leave it out and say so.
@@ -100,7 +100,7 @@ class EBAlfredSuite:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
             proto["restore_scenes"] = self.restore_scenes
             # What the suite actually loads: a folder without trajectory files restores nothing
-            # and must not share the run identity of the full folder (issue 22 item 13).
+            # and must not share the run identity of the full folder.
             proto["episodes_sha256"] = episodes_sha256(self._official_split(split))
             if self.on_bad_episode != "error":
                 proto["skipped_episodes"] = [eid for eid, _ in self.skipped_episodes]

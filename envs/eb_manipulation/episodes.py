@@ -1,6 +1,6 @@
 """The seeded episode generator and the fixed, versioned evaluation set.
 
-Sizes are EmbodiedBench's (``shared/reference/eb_manipulation.md``): base, common_sense and
+Sizes are EmbodiedBench's (the dataset its README names): base, common_sense and
 complex have the four base families x 12 episodes, spatial the four ``*_relative`` families
 x 12, visual pick / stack / place x 12 (no wipe): 228 episodes. common_sense, complex and
 visual reuse base's scenes exactly; only the instruction differs (96 distinct scenes).
@@ -307,7 +307,7 @@ SHAPE_LOOKS = {  # visual style: what the shape looks like
     "moon": "the curved, crescent-shaped object",
 }
 #: common-sense style: the shape told by what it is known from; the colour word stays as it is
-#: (the original's common_sense rewrite keeps the colour, issue 19 item 5)
+#: (the original's common_sense rewrite keeps the colour)
 SHAPE_HINTS = {
     "star": "the shape that twinkles in the night sky in children's drawings",
     "triangular": "the shape of a slice of a Toblerone bar",

@@ -1,7 +1,7 @@
 """EB-Manipulation's 7-integer action grammar: ``[X, Y, Z, Roll, Pitch, Yaw, Gripper]``.
 
 Constants and conversions are EmbodiedBench's (``envs/eb_manipulation/eb_man_utils.py``,
-paper-release code b247936; restated in ``shared/reference/eb_manipulation.md``):
+paper-release code b247936):
 
 * scene bounds x in [-0.3, 0.7], y in [-0.5, 0.5], z in [0.6, 1.6] m, 100 cells of 1 cm
   per axis; an action bin maps to the *centre* of its cell (``min + 0.01 * idx + 0.005``),

@@ -87,7 +87,7 @@ DIRT_GEOM_GROUP = 5  # a geom group no camera of the twin draws
 DIRT_SUCCESS_MAX_LEFT = 25  # success when at most half remain (LengthCondition(spots, 50 * 0.5))
 SPONGE_REACH = 0.012  # a spot is wiped when within the sponge footprint widened by this (m) ...
 SPONGE_LIFT = 0.02  # ... while the sponge's bottom is at most this high above the table
-STACK_XY_TOL = 0.03  # stacked cube within 3 cm (issue text) of the bottom cube's start
+STACK_XY_TOL = 0.03  # stacked cube within 3 cm of the bottom cube's start (the twin's own volume)
 STACK_Z_TOL = 0.015
 
 

@@ -11,7 +11,7 @@ from envs.eb_manipulation.env import IMAGE_SIZE, MAX_STEPS, EBManipulationEnv
 from harness.types import EpisodeSpec
 
 #: Bumped whenever the twin's rules, physics, scenes or scoring change.
-SUITE_VERSION = "2.0.0"  # 2: attach-on-close, invisible dirt, origin mark, malformed actions go on, scenes (issue 19)
+SUITE_VERSION = "2.0.0"  # 2: attach-on-close, invisible dirt, origin mark, malformed actions go on, scenes
 
 
 class EBManipulationSuite:

@@ -33,8 +33,8 @@ seed the generator with the episode's seed right before its reset, as those
 loops do; ``per_trial`` seeds it from (seed, task, trial) before each reset:
 no replay, but a different placement from any published loop (recorded).
 
-Observations (issue 20 item 1)
-------------------------------
+Observations
+------------
 With images on, every observation equals the stock loop's bit for bit: the
 cameras stay off through ``reset`` and the wait steps, and come on for the last
 two wait steps with their sampling timers copied from the other observables
@@ -307,7 +307,7 @@ class LiberoEnv(SuiteEnv):
         A hard reset compiles the model XML into a fresh sim; its ``body_pos`` /
         ``body_quat`` right then are what the replayed draws and a fresh build's
         first reset start from. Taking them there costs nothing, where compiling
-        the XML a second time cost ~0.45 s per env build (issue 20 item 6)."""
+        the XML a second time cost ~0.45 s per env build."""
         inner = built.env.env
         original = inner._initialize_sim
 

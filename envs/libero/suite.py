@@ -33,13 +33,13 @@ class LiberoSuite:
 
     name = "libero"
     #: 1: first version (standard/lerobot/lifelong presets, sequence fixture RNG, BDDL goal counting).
-    #: 2: observations in phase with the stock loop's when rendering (issue 20); presets match their
+    #: 2: observations in phase with the stock loop's when rendering; presets match their
     #:    cited loops (lifelong: zero dummy action, no rotation, seed 10000, first observation from
     #:    set_init_state; lerobot: LeRobot 0.6.1's 360 px and seed 1000 + i); openvla preset.
     #: 3: trial i's reset runs the open/close and turn-on/off samplers of its loop's i + 2 model loads
     #:    whatever env runs it (``protocol.property_rounds``; before, as many as that env had loaded,
     #:    so a trial on another slot's or a replaying env could place fixtures off the loop's);
-    #:    a fresh build's first reset reuses the construction's compile (issue 20 item 6).
+    #:    a fresh build's first reset reuses the construction's compile.
     version = "3"
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "continuous"

@@ -12,8 +12,8 @@ with ``pip install -e .[thor]``). Nothing here imports ai2thor at module level.
   object metadata plus ALFRED's cleaned/heated/cooled bookkeeping, so goal
   conditions are counted by the same :func:`envs.household.goal_conditions_met`.
 - :mod:`envs.thor.engine`: the household engine's primitives as AI2-THOR calls.
-- :mod:`envs.thor.fake`: a FAKE controller replaying payloads built from the real
-  json_2.1.0 trajectory files, for tests (AI2-THOR cannot start in CI).
+- ``tests/envs/thor/fake.py`` (test code, not shipped): a FAKE controller replaying
+  payloads built from the real json_2.1.0 trajectory files (AI2-THOR cannot start in CI).
 
 CI does not exercise a real AI2-THOR simulator.
 """

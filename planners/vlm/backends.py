@@ -222,7 +222,7 @@ def _version(package: str) -> str:
 def _stop_when_abandoned() -> Any:
     """A stopping criterion that ends ``generate`` at the next token once the runner has
     abandoned this call after a timeout (``harness.runner.call_cancelled``): the abandoned
-    thread leaves torch instead of generating on while the run goes on (issue 21.4)."""
+    thread leaves torch instead of generating on while the run goes on."""
     from transformers import StoppingCriteria, StoppingCriteriaList
 
     from harness.runner import call_cancelled

@@ -4,7 +4,7 @@ PyTorch's default is one intra-op thread per physical core of the machine,
 whatever else runs on it. During a run the env worker processes (the
 ``process`` / ``ray`` executors' workers) and the runner share those cores
 with the model, and on a loaded 2-core machine the ``hf`` backend ran 5.6x
-slower with the default than with one thread (issue 24 §4): threads spinning
+slower with the default than with one thread: threads spinning
 on cores that other processes hold. The count here is taken from the cores
 this process may actually use (its CPU affinity and, in a container, its
 cgroup CPU quota), less one core per env worker process, and never below one.

@@ -1,5 +1,5 @@
-"""Frames the agent saw (harness/artifacts.py; issue 21 item 5) and the cost
-fields of each agent call (item 9), through a real run of eb_alfred."""
+"""Frames the agent saw (harness/artifacts.py) and the cost
+fields of each agent call, through a real run of eb_alfred."""
 
 from __future__ import annotations
 

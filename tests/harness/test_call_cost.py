@@ -1,4 +1,4 @@
-"""Token counts of each agent call (issue 21 item 9): the hf backend counts them,
+"""Token counts of each agent call: the hf backend counts them,
 the runner keeps them in the transcript, `harness report` and `harness table` show them."""
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def test_table_by_failure_on_the_alfred_suite(tmp_path, capsys):
 
 
 def test_taxonomy_on_a_store_mixing_errors_and_failures(tmp_path, capsys):
-    """Issue 21 item 1: one timed-out episode of another variant in the store must
+    """One timed-out episode of another variant in the store must
     not turn every failure into 'error'. Read back under the installed pandas, a
     record without an error has ``error_kind`` NaN (``bool(nan)`` is True)."""
     import io

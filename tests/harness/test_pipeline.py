@@ -1,4 +1,4 @@
-"""The pipelined runner gives every episode the record lockstep gives it (issue 24 §1).
+"""The pipelined runner gives every episode the record lockstep gives it.
 
 Each suite's embedded backend, a deterministic agent, the same episodes run
 pipelined and lockstep, on the local and the process executor: every record

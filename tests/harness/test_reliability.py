@@ -1,4 +1,4 @@
-"""Issue 22 (reliability and security): one reproduction per defect, written to
+"""Reliability and security: one reproduction per defect, written to
 fail before its fix. Real SQLite files, the real EB-ALFRED suite (household
 backend) and real subprocesses wherever the defect involves them.
 """
@@ -208,7 +208,7 @@ def test_a_call_abandoned_at_one_deadline_asks_again_for_the_others(tmp_path, su
 @pytest.mark.slow
 @pytest.mark.ci
 def test_agent_timeout_never_aborts_the_process(tmp_path):
-    """Repro (issue 21.4): after an agent timeout with the in-process model the abandoned thread
+    """Repro: after an agent timeout with the in-process model the abandoned thread
     was still inside torch at exit: "terminate called without an active exception", status 134.
     Both an agent that honours the cancellation (as the hf backend's stopping criterion does)
     and one that never does end with status 0 and every record saved."""
@@ -252,7 +252,7 @@ def test_system_exit_in_an_agent_is_an_agent_error(tmp_path, suite, where, timeo
 @pytest.mark.slow
 def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
     """The hf backend's stopping criterion: a generate call abandoned by the runner's timeout
-    returns at its next token instead of generating max_new_tokens (issue 21.4)."""
+    returns at its next token instead of generating max_new_tokens."""
     pytest.importorskip("peft")
     from harness.runner import AgentTimeout, _call_with_timeout, wait_for_abandoned
     from planners.vlm.backends import HFBackend
@@ -272,7 +272,7 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
     assert len(steps) <= 2 < full, (len(steps), full)
 
 
-# --- issue 21.3: config precedence ------------------------------------------------------------------
+# --- config precedence ------------------------------------------------------------------------------
 def test_command_line_agent_params_win_over_the_variants_own(monkeypatch):
     """Repro: ``variant=base planner.params.backend=openai planner.params.model=m`` ran the hf backend
     on $BASE_MODEL: the variant's params were merged last and silently replaced what was given."""
@@ -305,7 +305,7 @@ def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-# --- issue 23 §4: variant=base without $BASE_MODEL -----------------------------------------------------
+# --- variant=base without $BASE_MODEL -----------------------------------------------------------------
 def test_variant_without_its_checkpoint_names_the_variable(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_MODEL", "_ADAPTER"))}
     res = subprocess.run([sys.executable, "-m", "harness.cli", "run", "variant=favor_sft", "split=seen", "limit=1",
@@ -499,7 +499,7 @@ def test_serve_policy_bad_port_is_one_line(tmp_path, port):
                  "trials must be a whole number >= 1", marks=pytest.mark.slow),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
-    """Issue 22.9/22.10/22.12: each gave a traceback or ran silently."""
+    """Repro: each gave a traceback or ran silently."""
     base = ["limit=1", "progress=false"] if "suite=libero" in args else ["split=seen", "limit=1", *FAST]
     res = harness("run", *base, *(["out=o"] if not any(a.startswith("out=") for a in args) else []), *args,
                   cwd=tmp_path)
@@ -509,17 +509,17 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
 
 @pytest.mark.parametrize("args", [["run", "--bogus"], ["table"], ["nosuchcommand"], ["store", "fix", "o"]])
 def test_argparse_errors_are_one_line(tmp_path, args):
-    """Issue 22.11: argparse printed its usage before the error (two lines and more)."""
+    """Repro: argparse printed its usage before the error (two lines and more)."""
     one_line_error(harness(*args, cwd=tmp_path))
 
 
 def test_table_error_is_not_preceded_by_notes(tmp_path):
-    """Issue 22.11: `harness table` printed a note, then failed: the error was not one line."""
+    """Repro: `harness table` printed a note, then failed: the error was not one line."""
     _store_with(tmp_path / "o", 3)  # no 'base' variant: the table notes it (after the table)
     one_line_error(harness("table", "o", "--metrics", "bogus", cwd=tmp_path))
 
 
-# --- issue 21.11: progress without a terminal -------------------------------------------------------------
+# --- progress without a terminal --------------------------------------------------------------------------
 def test_progress_lines_without_a_terminal_at_a_bounded_rate():
     """Repro: with stderr not a TTY nothing was printed until the end (a run looked hung for
     12 minutes). Now: a line every interval even while nothing finishes, one per finished
@@ -555,7 +555,7 @@ def test_progress_lines_without_a_terminal_at_a_bounded_rate():
     assert len(out.getvalue().splitlines()) == before
 
 
-# --- issue 23 §4: a fully resumed run prints the stored result ------------------------------------------------
+# --- a fully resumed run prints the stored result ------------------------------------------------------------
 def test_a_fully_resumed_run_prints_the_stored_result(tmp_path):
     """Repro: rerunning a finished run printed "0/0 succeeded"."""
     first = harness("run", "split=seen", "limit=3", *FAST, "out=o", cwd=tmp_path)

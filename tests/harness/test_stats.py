@@ -149,7 +149,7 @@ def test_error_records_count_as_no_goal_condition_met():
 
 
 def test_stats_delta_is_paired_on_the_shared_episodes_and_inside_its_interval():
-    """Issue 21 item 2: the variant ran 20 shared episodes + 20 extra successes.
+    """The variant ran 20 shared episodes + 20 extra successes.
     Unpaired, its SR is 29/40 vs 5/20 (Δ +47.5) while the shared episodes give
     9/20 vs 5/20 (Δ +20): the Δ printed must be the paired one, inside its interval."""
     recs = []

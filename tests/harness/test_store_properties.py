@@ -1,4 +1,4 @@
-"""Property-based tests of the result store (issue 22.16): whatever text, numbers and
+"""Property-based tests of the result store: whatever text, numbers and
 nesting a model, an exception or an env puts into a record, the store commits it,
 never loses another record of the same group, and reads back what was stored:
 strings losslessly (lone surrogates as ``\\udXXX`` escapes in text columns, as JSON

@@ -218,7 +218,7 @@ def test_breakdown_golden(df: pd.DataFrame, name: str, render) -> None:
 
 
 def test_table_by_refuses_flags_it_cannot_honour(tmp_path, capsys):
-    """Issue 23 §4: --by task_type honours --metrics and refuses --stats/--columns;
+    """--by task_type honours --metrics and refuses --stats/--columns;
     --by failure refuses all three (exit 2, one line), rather than ignoring them."""
     from harness.cli import main
 
@@ -236,7 +236,7 @@ def test_table_by_refuses_flags_it_cannot_honour(tmp_path, capsys):
 
 
 def test_cost_metrics_from_the_transcripts(tmp_path):
-    """Issue 21 item 9: mean seconds and tokens per episode, from records and transcripts."""
+    """Mean seconds and tokens per episode, from records and transcripts."""
     recs = [EpisodeRecord("r1", "base", "s", "a", f"e{i}", 0, success=True, wall_time_s=2.0 + i) for i in range(2)]
     recs += [EpisodeRecord("r2", "v", "s", "a", f"e{i}", 0, wall_time_s=1.0) for i in range(2)]
     calls = [{"run_id": "r1", "suite": "s", "split": "a", "episode_id": "e0", "seed": 0, "prompt_tokens": 100,

@@ -1,4 +1,4 @@
-"""harness/video.py: H.264 yuv420p MP4 that browsers play (issue 21 item 6).
+"""harness/video.py: H.264 yuv420p MP4 that browsers play.
 
 The codec facts are checked by decoding the file with PyAV's own FFmpeg; the
 browser test (tests/harness/report/test_report.py) checks that Chromium plays it.

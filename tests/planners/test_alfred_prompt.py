@@ -131,7 +131,7 @@ def test_replaying_the_trajectories_own_triplets(data_dir: Path) -> None:
     print(f"trajectory triplets: {ok}/213 succeed; failures by cause: {causes}")
     assert ok + sum(causes.values()) == 213
     assert ok >= 200, causes
-    # No engine refusal is left among the causes (the put whitelist was one: issue 18).
+    # No engine refusal is left among the causes (the put whitelist was one).
     assert set(causes) <= {"wrong_instance", "open_twice", "closed", "grounding"}
 
 

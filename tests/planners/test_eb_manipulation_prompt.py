@@ -155,7 +155,7 @@ if __name__ == "__main__":
     GOLDEN.write_text(_prompt())
 
 
-# --- side by side with the original, and properties (issue 22 item 15) -----------------------
+# --- side by side with the original, and properties -----------------------------------------
 import ast as _ast  # noqa: E402
 import json as _json  # noqa: E402
 import os as _os  # noqa: E402

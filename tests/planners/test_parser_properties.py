@@ -3,7 +3,7 @@
 Arbitrary text (lone surrogates included), huge numbers, deep nesting and very long
 outputs: every parser returns a verdict (never raises), an unusable output is one
 error verdict with no action, and each example finishes within the deadline, which
-holds only for parsers linear in the length of what they read (the issue's
+holds only for parsers linear in the length of what they read (before, the
 adversarial cases took seconds to minutes).
 """
 

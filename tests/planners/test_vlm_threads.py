@@ -1,5 +1,5 @@
 """Intra-op threads of the in-process (``hf``) model: chosen from the cores the run has
-(planners/vlm/threads.py), overridable by ``num_threads``, recorded in provenance (issue 24 §4)."""
+(planners/vlm/threads.py), overridable by ``num_threads``, recorded in provenance."""
 
 from __future__ import annotations
 

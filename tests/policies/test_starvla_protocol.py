@@ -1,5 +1,5 @@
 """Our ``remote`` client (protocol=starvla) against a StarVLA-style server written
-here from the protocol description in ../shared/reference/libero.md (no
+here from StarVLA's own server and client (starVLA/starVLA; no
 package exists): msgpack frames with numpy arrays as binary-keyed maps, a
 metadata dict on connect, ``{"examples": [{"image": [primary, wrist], "lang"}],
 "do_sample", "use_ddim", "num_ddim_steps"}`` -> ``{"status": "ok", "ok": true,

@@ -175,7 +175,7 @@ def test_trajectory_folder_real_name_accepted_and_preferred(tmp_path: Path, fold
 
 
 def test_run_identity_follows_what_is_loaded(data_dir: Path, tmp_path: Path) -> None:
-    """Issue 22 item 13: the same splits.json without the trajectory files restores no
+    """The same splits.json without the trajectory files restores no
     scene, so its protocol (hence run identity) must differ from the full folder's."""
     (tmp_path / "splits").mkdir()
     (tmp_path / "splits" / "splits.json").write_bytes((data_dir / "splits" / "splits.json").read_bytes())
@@ -195,7 +195,7 @@ def test_run_identity_follows_what_is_loaded(data_dir: Path, tmp_path: Path) -> 
     "pick_and_place_simple-Book-None-Sofa-229/trial/../../x",
 ])
 def test_task_paths_cannot_leave_the_data_folder(tmp_path: Path, task: str) -> None:
-    """Issue 22 item 14: a splits.json ``task`` with '..' or an absolute path is refused."""
+    """A splits.json ``task`` with '..' or an absolute path is refused."""
     (tmp_path / "splits").mkdir()
     entry = {"task": task, "repeat_idx": 0, "instruction": "x"}
     (tmp_path / "splits" / "splits.json").write_text(json.dumps({s: [entry] for s in OFFICIAL_SPLITS}))
@@ -204,7 +204,7 @@ def test_task_paths_cannot_leave_the_data_folder(tmp_path: Path, task: str) -> N
 
 
 def test_missing_data_names_fetch_and_the_variable(monkeypatch, tmp_path: Path) -> None:
-    """Issue 23 §4: the error points at `harness fetch eb_alfred` and EB_ALFRED_DATA_DIR, not a Python API."""
+    """The error points at `harness fetch eb_alfred` and EB_ALFRED_DATA_DIR, not a Python API."""
     monkeypatch.delenv("EB_ALFRED_DATA_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(FileNotFoundError) as err:

@@ -130,7 +130,7 @@ def test_text_planner_path_prompt_parse_env():
 
 @pytest.mark.slow
 def test_oracle_solves_the_whole_eval_set():
-    """Issue 19: the oracle still succeeds on all 228 episodes."""
+    """The oracle still succeeds on all 228 episodes."""
     from envs.eb_manipulation.sweeps import oracle_sweep
 
     ok, total, failed = oracle_sweep(E.SUBSETS)

@@ -62,7 +62,7 @@ def test_the_invalid_option_keeps_the_earlier_rule(tiny_base: Path, tmp_path: Pa
 
 
 def test_settings_the_suite_ignores_stay_out_of_its_run_identity(tiny_base: Path) -> None:
-    """Issue 19 item 9: ``parser`` (and the other EB-ALFRED / ALFRED prompt settings) do not
+    """``parser`` (and the other EB-ALFRED / ALFRED prompt settings) do not
     change an EB-Manipulation run's identity; what the suite uses does."""
     from envs.eb_manipulation.suite import EBManipulationSuite
     from harness.runner import run_id_of, run_identity

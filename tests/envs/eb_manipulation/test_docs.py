@@ -1,5 +1,5 @@
 """Every ``harness run`` command shown in docs/eb_manipulation.md composes into a valid config
-(issue 19 item 12: keys the page names must be real config keys)."""
+(keys the page names must be real config keys)."""
 
 from __future__ import annotations
 

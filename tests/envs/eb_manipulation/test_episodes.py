@@ -129,7 +129,7 @@ def test_dirt_spots_follow_the_area_shape():
 
 
 def test_common_sense_keeps_the_colour_word():
-    """The original's common_sense rewrite keeps the colour word (issue 19 item 5): every colour
+    """The original's common_sense rewrite keeps the colour word: every colour
     the base instruction names is in the common_sense one too."""
     base = {e.metadata["scene_id"]: e for e in E.episodes("base")}
     for e in E.episodes("common_sense"):

@@ -48,7 +48,7 @@ def _replay(traj: dict) -> tuple[object, tuple[int, int]]:
 @pytest.mark.slow
 @pytest.mark.ci
 def test_all_213_expert_plans_replay_at_instance_level(data_dir: Path) -> None:
-    """Measured: 213/213 (before issue 18: 177; 34 refused puts, 2 closed Boxes)."""
+    """Measured: 213/213 (before the engine's put and openable fixes: 177; 34 refused puts, 2 closed Boxes)."""
     failed = []
     for spec, traj, task, world in restored_trajectories(data_dir):
         result = replay_low_actions(world, traj)

@@ -1,4 +1,4 @@
-"""Each LIBERO preset's constants against the loop it names (issue 20 items 2-4).
+"""Each LIBERO preset's constants against the loop it names.
 
 The expected values are read off the originals' source lines (cited per test);
 none comes from our own output. No simulator is built (fast)."""

@@ -1,4 +1,4 @@
-"""Official ``.pruned_init`` files are loaded without executing their pickle (issue 22 item 18).
+"""Official ``.pruned_init`` files are loaded without executing their pickle.
 
 ``suite.params.assets_dir`` lets a user point the official provider at any
 folder, so an init-state file is untrusted input: it must load with

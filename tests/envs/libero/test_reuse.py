@@ -1,5 +1,5 @@
 """Built envs are reused across trials, slots and envs of one process, and a trial's
-scene does not depend on which env runs it (issue 20 item 6).
+scene does not depend on which env runs it.
 
 Env constructions are counted by wrapping the installed ``ControlEnv.__init__``
 (libero ``envs/env_wrapper.py``), not by the project's own counter.

@@ -9,7 +9,7 @@ dummy actions ``[0]*6 + [-1]`` (:17, :37, :104-109) and the policy's actions,
 images rotated 180 degrees (:115-116). It runs here on the provider's own env
 with every camera on throughout, as openpi runs it; the project's env runs the
 same trials with the same random actions, and every robosuite observation and
-both images must be equal bit for bit at every step (issue 20 item 1: the
+both images must be equal bit for bit at every step (the
 cameras used to be switched on with a forced observable update, which moved
 every observable's sampling timer one physics substep off the stock loop's).
 The other presets' loops are written out the same way, each from its source

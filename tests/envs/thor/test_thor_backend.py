@@ -15,7 +15,7 @@ from envs.alfred.agents import AlfredOraclePlanner
 from envs.alfred.suite import AlfredSuite
 from envs.eb_alfred.suite import EBAlfredSuite
 from envs.household import TaskSpec, goal_conditions_met
-from envs.thor.fake import FakeController
+from tests.envs.thor.fake import FakeController
 from envs.thor.restore import initialize_action, restore, restore_calls
 from envs.thor.session import SimulatorCrash, ThorSession
 from envs.thor.state import StateMarks, world_from_metadata

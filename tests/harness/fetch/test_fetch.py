@@ -94,7 +94,7 @@ def test_hash_mismatch_is_refused_and_unreachable_hub_is_one_line(mirror_src, en
 @pytest.mark.parametrize("escape", ["absolute", "dotdot", "nested-dotdot"])
 def test_a_listing_naming_paths_outside_the_folder_is_refused_and_nothing_outside_is_touched(
         mirror_src, env, monkeypatch, capsys, tmp_path, escape):
-    """Repro (issue 22.2): a listing naming ``/abs/path`` or ``../x`` made ``verify(delete_bad=True)``
+    """Repro: a listing naming ``/abs/path`` or ``../x`` made ``verify(delete_bad=True)``
     unlink ``folder / "/abs/path"`` -- a file outside the data folder."""
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")

@@ -405,8 +405,8 @@ def _quads_overlap(a: list, b: list) -> bool:
 
 
 def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
-    """Issue 23 §4: the SR chart's x labels do not overlap with EB-ALFRED's six
-    subsets (bounding boxes measured in Chromium). Issue 21 item 6: the report's
+    """The SR chart's x labels do not overlap with EB-ALFRED's six
+    subsets (bounding boxes measured in Chromium). The report's
     <video> of an H.264 file plays (readyState, duration); an mp4v file does not."""
     from harness.store import ResultStore
     from harness.types import EpisodeRecord, RunSpec
@@ -463,7 +463,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
 def _big_store(out: Path, n: int) -> None:
     """n episodes of eb_alfred-shaped records (two variants, real instructions and
     action strings), each with a 10-step history and two agent calls whose chat
-    prompts are ~2 KB: the size of page the issue measured, scaled to n."""
+    prompts are ~2 KB: the size of page first measured, scaled to n."""
     from harness.store import ResultStore
     from harness.types import EpisodeRecord, RunSpec
 
@@ -494,7 +494,7 @@ def _big_store(out: Path, n: int) -> None:
 
 @pytest.mark.slow  # ~45 s on a shared 2-core machine, most of it the paired bootstrap of 5,000 pairs
 def test_page_load_time_at_10000_episodes(tmp_path):
-    """Issue 21 item 10: the page stays light and fast at 10,000 episodes; the heavy
+    """The page stays light and fast at 10,000 episodes; the heavy
     parts (histories, prompts, answers) load only when an episode is opened."""
     import time
 
