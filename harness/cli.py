@@ -315,7 +315,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         raise UsageError(str(exc)) from None
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
-        SUITES.entry(spec.suite), registry.entry(spec.agent), EXECUTORS.entry(spec.executor)
+        SUITES.entry(spec.suite), registry.entry(spec.agent, spec.suite), EXECUTORS.entry(spec.executor)
         if spec.executor == "ray":
             import importlib.util
 
@@ -338,15 +338,12 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
         suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
-        # A suite may name its own implementation of a generic agent (planner=oracle on
-        # eb_manipulation runs eb_manipulation_oracle); the row label stays the generic name.
-        alias = dict(getattr(suite, "agent_aliases", {}) or {}).get(spec.agent)
-        if alias is not None:
-            spec = dataclasses.replace(spec, agent=alias)
-        registry.entry(spec.agent)
-        check_params(registry.load(spec.agent), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
+        # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
+        plugin = registry.entry(spec.agent, spec.suite)
+        check_params(registry.load(spec.agent, spec.suite), dict(spec.agent_params), f"{spec.agent_kind} {spec.agent}")
         # An agent that cannot produce the suite's kind of action is refused before any episode.
-        mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent), f"{spec.agent_kind} {spec.agent}")
+        mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent, spec.suite),
+                                  f"{spec.agent_kind} {spec.agent}")
         if mismatch is not None:
             raise UsageError(mismatch)
     except (UnknownPluginError, MissingDependencyError) as exc:
@@ -377,7 +374,7 @@ def _run_one(job: _Job) -> int:
     cfg, spec, suite = job.cfg, job.spec, job.suite
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
-        agent = registry.build(spec.agent, **dict(spec.agent_params))
+        agent = registry.build(spec.agent, spec.suite, **dict(spec.agent_params))
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {_one_line(exc)}") from None
     except (TypeError, ValueError) as exc:

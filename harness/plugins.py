@@ -63,6 +63,17 @@ class Plugin:
 class SuitePlugin(Plugin):
     #: The split ``harness run suite=NAME`` runs when no split is given.
     default_split: str | None = None
+    #: ``"module:attr"`` of the suite's prompt adapter factory for VLM planners
+    #: (:class:`harness.interfaces.PromptAdapter`: messages, output schema, parser of a
+    #: model's text), called with the parsed ``prompt_params``; None: no VLM planner runs it.
+    prompt: str | None = None
+    #: The declaration of the prompt adapter's settings (they enter the run identity only
+    #: of this suite's runs).
+    prompt_params: Any = None
+    #: ``"module:attr"`` of the suite's failure taxonomy reader
+    #: (:class:`harness.interfaces.FailureRules`): how ``harness table --by failure`` reads
+    #: its episodes' action history; None: only the generic classes.
+    failures: str | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from harness.allocator import keep_freed_heap
 from harness.artifacts import FrameStore
 from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
+from harness.params import identity_of
 from harness.redact import redact
 from harness.store import ResultStore
 from harness.types import (
@@ -45,17 +46,32 @@ from harness.types import (
 )
 
 
+#: Version of how the run identity is made. 2: the declared result-changing parameters of the
+#: suite and the agent (harness.params) are hashed from their declarations, beside the
+#: suite's protocol facts and the agent's own identity (checkpoint hashes, versions).
+IDENTITY_VERSION = 2
+
+
 def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
-    """What changes results. Worker counts, batch sizes and limits are left out."""
+    """What changes results. Worker counts, batch sizes and limits are left out.
+
+    The suite's and the agent's parameters enter through their declarations
+    (:func:`harness.params.identity_of` of ``.params``: every field marked as changing
+    results, and no other), so no plugin lists its settings by hand; ``protocol(split)``
+    adds the suite's derived facts (constants, data hashes) and ``identity()`` the
+    agent's (checkpoint hashes, prompt and parser versions).
+    """
     identity = {
+        "identity_version": IDENTITY_VERSION,
         "schema_version": SCHEMA_VERSION,
         "suite": suite.name,
         "suite_version": suite.version,
+        "suite_params": identity_of(getattr(suite, "params", None)),
         "protocol": dict(suite.protocol(spec.split)),
         "split": spec.split,
         "agent": spec.agent,
-        # an agent serving several suites may leave settings a suite ignores out of its identity
-        "agent_identity": dict(agent.identity_for(suite.name) if hasattr(agent, "identity_for") else agent.identity()),
+        "agent_params": identity_of(getattr(agent, "params", None)),
+        "agent_identity": dict(agent.identity()),
         "variant": spec.variant,
     }
     if spec.seed:

@@ -73,6 +73,6 @@ def test_matching_agents_pass():
     eb_alfred, alfred = SUITES.build("eb_alfred"), SUITES.build("alfred")
     for agent in ("random", "oracle", "oracle_json"):
         assert action_mismatch(eb_alfred, "eb_alfred", PLANNERS.load(agent), agent) is None
-    assert action_mismatch(alfred, "alfred", PLANNERS.load("alfred_oracle"), "alfred_oracle") is None
+    assert action_mismatch(alfred, "alfred", PLANNERS.load("oracle", suite="alfred"), "alfred_oracle") is None
     # A third-party agent that declares nothing is not refused.
     assert action_mismatch(eb_alfred, "eb_alfred", object(), "x") is None

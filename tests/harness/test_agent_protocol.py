@@ -60,7 +60,7 @@ class Scripted:
 
 
 def oracle_tail():
-    oracle = PLANNERS.build("oracle")
+    oracle = PLANNERS.build("oracle", suite="eb_alfred")
 
     def tail(request):
         return oracle.act([request])[0]

@@ -66,7 +66,7 @@ class SeeingOracle:
     def __init__(self):
         from harness.catalog import PLANNERS
 
-        self.inner = PLANNERS.build("oracle")
+        self.inner = PLANNERS.build("oracle", suite="eb_alfred")
 
     def identity(self):
         return {"name": self.name}

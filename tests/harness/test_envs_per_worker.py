@@ -37,8 +37,8 @@ def _outcomes(records):
 
 
 def test_two_workers_with_three_envs_each_match_the_local_executor(suite, tmp_path):
-    local = Runner(spec(), suite, PLANNERS.build("oracle"), None).run()
-    agent = CountingAgent(PLANNERS.build("oracle"))
+    local = Runner(spec(), suite, PLANNERS.build("oracle", suite="eb_alfred"), None).run()
+    agent = CountingAgent(PLANNERS.build("oracle", suite="eb_alfred"))
     s = spec(executor="process", num_workers=2, envs_per_worker=3, pipeline=False)
     with ResultStore(tmp_path) as store:
         summary = Runner(s, suite, agent, store, env_factory=SuiteEnvFactory("eb_alfred", PARAMS)).run()
@@ -58,7 +58,7 @@ def test_simulator_fault_drops_one_env_and_is_retried(suite, tmp_path):
     factory = FaultyEnvFactory.create(tmp_path, "raise", bad, failures=1)
     s = spec(limit=5, executor="process", num_workers=1, envs_per_worker=3)
     with ResultStore(tmp_path) as store:
-        summary = Runner(s, suite, PLANNERS.build("oracle"), store, env_factory=factory).run()
+        summary = Runner(s, suite, PLANNERS.build("oracle", suite="eb_alfred"), store, env_factory=factory).run()
         records = {r.episode_id: r for r in store.records()}
     assert summary.errors == 0 and len(records) == 5 and all(r.success for r in records.values())
     assert records[bad].attempts == 2 and all(r.attempts == 1 for k, r in records.items() if k != bad)
@@ -68,7 +68,7 @@ def test_hung_env_kills_its_worker_at_the_deadline(suite, tmp_path):
     bad = first_ids(suite, 2)[0]
     factory = FaultyEnvFactory.create(tmp_path, "hang", bad, failures=5)
     s = spec(limit=4, executor="process", num_workers=1, envs_per_worker=2, episode_timeout_s=3.0)
-    summary = Runner(s, suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+    summary = Runner(s, suite, PLANNERS.build("oracle", suite="eb_alfred"), None, env_factory=factory).run()
     records = {r.episode_id: r for r in summary.records}  # the last attempt of each episode
     assert len(records) == 4 and summary.finished == 4
     assert records[bad].error_kind == "timeout"

@@ -111,7 +111,7 @@ def test_eb_alfred_records_equal_pipelined_and_lockstep(tmp_path, agent, jitter)
 
 def test_alfred_records_equal_pipelined_and_lockstep(tmp_path):
     _compare(tmp_path, "alfred", {"render": False, "generated_per_split": 6},
-             lambda: Jittery(PLANNERS.build("alfred_oracle")), split="seen", limit=6, batch_size=3)
+             lambda: Jittery(PLANNERS.build("oracle", suite="alfred")), split="seen", limit=6, batch_size=3)
 
 
 class StateFeedback:
@@ -155,7 +155,7 @@ def test_eb_manipulation_records_equal_pipelined_and_lockstep(tmp_path):
     if importlib.util.find_spec("mujoco") is None:
         pytest.skip("EB-Manipulation needs the eb_manipulation extra (mujoco)")
     _compare(tmp_path, "eb_manipulation", {"render": False},
-             lambda: Jittery(PLANNERS.build("eb_manipulation_random")), split="base", limit=3, batch_size=3,
+             lambda: Jittery(PLANNERS.build("random", suite="eb_manipulation")), split="base", limit=3, batch_size=3,
              executors=("local",))
 
 

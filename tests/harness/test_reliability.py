@@ -80,7 +80,7 @@ def test_lone_surrogates_are_stored_losslessly_and_never_sink_a_commit(tmp_path,
     def act(inner, requests):
         return [AgentReply(actions=list(p), raw_output=LONE, prompt=LONE) for p in inner.act(requests)]
 
-    agent = Wrapped(PLANNERS.build("oracle"), act)
+    agent = Wrapped(PLANNERS.build("oracle", suite="eb_alfred"), act)
     with ResultStore(tmp_path) as store:
         summary = Runner(spec(record_prompts=True), suite, agent, store).run()
     assert summary.finished == 4
@@ -172,7 +172,7 @@ def test_episode_timeout_alone_interrupts_a_hung_planner(tmp_path, suite):
     """Repro: with only episode_timeout_s set, the deadline was checked after env steps only,
     so a planner that never answered hung the run forever."""
     hang = Hang()
-    agent = Wrapped(PLANNERS.build("oracle"), hang)
+    agent = Wrapped(PLANNERS.build("oracle", suite="eb_alfred"), hang)
     with ResultStore(tmp_path) as store:
         runner = Runner(spec(limit=3, batch_size=2, episode_timeout_s=0.5), suite, agent, store)
         summary, took = _run_bounded(runner, 20)
@@ -196,7 +196,7 @@ def test_a_call_abandoned_at_one_deadline_asks_again_for_the_others(tmp_path, su
             time.sleep(2)  # hangs past the first episode's deadline only
         return inner.act(requests)
 
-    agent = Wrapped(PLANNERS.build("oracle"), act)
+    agent = Wrapped(PLANNERS.build("oracle", suite="eb_alfred"), act)
     runner = Runner(spec(limit=2, batch_size=2, episode_timeout_s=30), suite, agent, None)
     real = runner._call_limit
     runner._call_limit = lambda lives: (0.3, True) if len(calls) == 0 else real(lives)
@@ -239,7 +239,7 @@ def test_system_exit_in_an_agent_is_an_agent_error(tmp_path, suite, where, timeo
             raise SystemExit(3)
         return inner.act(requests)
 
-    agent = Exiting(PLANNERS.build("oracle"), act)
+    agent = Exiting(PLANNERS.build("oracle", suite="eb_alfred"), act)
     with ResultStore(tmp_path) as store:
         summary = Runner(spec(limit=3, batch_size=3, agent_timeout_s=timeout), suite, agent, store).run()
         recs = {r.episode_id: r for r in store.records()}
@@ -340,7 +340,7 @@ def test_a_killed_worker_is_recorded_as_such_and_the_episode_retried_from_reset(
     from harness.executors import SuiteEnvFactory
 
     state = {"calls": 0}
-    agent = Wrapped(PLANNERS.build("oracle"), _kill_workers_once(state))
+    agent = Wrapped(PLANNERS.build("oracle", suite="eb_alfred"), _kill_workers_once(state))
     factory = SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 40})
     summary = Runner(spec(limit=1, executor="process", num_workers=1, max_retries=retries), suite, agent, None,
                      env_factory=factory).run()

@@ -126,7 +126,7 @@ def first_ids(suite, n):
 
 @pytest.mark.parametrize("pipeline", [False, True])
 def test_oracle_end_to_end_with_batched_calls(suite, tmp_path, pipeline):
-    agent = CountingAgent(PLANNERS.build("oracle"))
+    agent = CountingAgent(PLANNERS.build("oracle", suite="eb_alfred"))
     with ResultStore(tmp_path) as store:
         summary = Runner(spec(pipeline=pipeline), suite, agent, store).run()
         records = store.records()
@@ -142,8 +142,8 @@ def test_oracle_end_to_end_with_batched_calls(suite, tmp_path, pipeline):
 
 def test_resume_skips_recorded_episodes(suite, tmp_path):
     with ResultStore(tmp_path) as store:
-        first = Runner(spec(limit=3), suite, PLANNERS.build("oracle"), store).run()
-        second = Runner(spec(limit=7), suite, PLANNERS.build("oracle"), store).run()
+        first = Runner(spec(limit=3), suite, PLANNERS.build("oracle", suite="eb_alfred"), store).run()
+        second = Runner(spec(limit=7), suite, PLANNERS.build("oracle", suite="eb_alfred"), store).run()
         records = store.records()
     assert first.run_id == second.run_id
     assert (second.skipped, second.finished) == (3, 4)
@@ -155,7 +155,7 @@ def test_two_runs_in_one_store_each_resume_only_their_own(suite, tmp_path):
     recorded episodes. Mutation caught: ``completed_keys`` ignoring ``run_id``
     (the random run would skip the episodes the oracle recorded)."""
     def oracle(limit):
-        return Runner(spec(limit=limit), suite, PLANNERS.build("oracle"), store).run()
+        return Runner(spec(limit=limit), suite, PLANNERS.build("oracle", suite="eb_alfred"), store).run()
 
     def random(limit):
         return Runner(spec(agent="random", variant="random", limit=limit), suite, PLANNERS.build("random"),
@@ -178,7 +178,7 @@ def test_two_runs_in_one_store_each_resume_only_their_own(suite, tmp_path):
 
 
 def test_run_identity_ignores_workers_but_not_agent_or_suite(suite):
-    agent = PLANNERS.build("oracle")
+    agent = PLANNERS.build("oracle", suite="eb_alfred")
     a = run_id_of(run_identity(spec(), suite, agent))
     assert a == run_id_of(run_identity(spec(num_workers=8, batch_size=1, executor="process", limit=3), suite, agent))
     assert a != run_id_of(run_identity(spec(variant="other"), suite, agent))
@@ -187,7 +187,7 @@ def test_run_identity_ignores_workers_but_not_agent_or_suite(suite):
 
 def test_agent_exception_is_an_error_record_for_that_episode_only(suite, tmp_path):
     bad = first_ids(suite, 3)[1]
-    agent = RaisingAgent(PLANNERS.build("oracle"), bad)
+    agent = RaisingAgent(PLANNERS.build("oracle", suite="eb_alfred"), bad)
     with ResultStore(tmp_path) as store:
         summary = Runner(spec(limit=5), suite, agent, store).run()
         records = {r.episode_id: r for r in store.records()}
@@ -198,7 +198,7 @@ def test_agent_exception_is_an_error_record_for_that_episode_only(suite, tmp_pat
 
 
 def test_empty_plan_ends_episode(suite, tmp_path):
-    summary = Runner(spec(limit=2), suite, EmptyPlanAgent(PLANNERS.build("oracle")), None).run()
+    summary = Runner(spec(limit=2), suite, EmptyPlanAgent(PLANNERS.build("oracle", suite="eb_alfred")), None).run()
     assert [r.termination for r in summary.records] == ["empty_plan", "empty_plan"]
     assert not any(r.success for r in summary.records) and all(r.steps == 0 for r in summary.records)
 
@@ -209,13 +209,13 @@ def test_simulator_fault_is_retried_then_recorded(suite, tmp_path, executor):
     # one failure: the retry succeeds
     factory = FaultyEnvFactory.create(tmp_path, "raise", bad, failures=1)
     s = spec(limit=3, executor=executor, num_workers=2, max_retries=1)
-    summary = Runner(s, suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+    summary = Runner(s, suite, PLANNERS.build("oracle", suite="eb_alfred"), None, env_factory=factory).run()
     rec = {r.episode_id: r for r in summary.records}
     assert rec[bad].attempts == 2
     assert all(r.success for r in summary.records)
     # always failing: an error record after max_retries, never a crash
     factory = FaultyEnvFactory.create(tmp_path, "raise", bad, failures=10**6)
-    summary = Runner(s, suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+    summary = Runner(s, suite, PLANNERS.build("oracle", suite="eb_alfred"), None, env_factory=factory).run()
     rec = {r.episode_id: r for r in summary.records}
     assert summary.finished == 3
     assert rec[bad].error_kind == "env" and "simulator crashed" in rec[bad].error_message
@@ -228,7 +228,7 @@ def test_process_executor_kills_hung_episode_at_deadline(suite, tmp_path):
     factory = FaultyEnvFactory.create(tmp_path, "hang", bad, failures=1)
     s = spec(limit=3, executor="process", num_workers=2, episode_timeout_s=3.0)
     t0 = time.monotonic()
-    summary = Runner(s, suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+    summary = Runner(s, suite, PLANNERS.build("oracle", suite="eb_alfred"), None, env_factory=factory).run()
     assert time.monotonic() - t0 < 25
     rec = {r.episode_id: r for r in summary.records}
     assert rec[bad].error_kind == "timeout"
@@ -248,7 +248,7 @@ def test_drive_stops_between_steps_once_the_deadline_passed(suite):
     def fresh():
         env = suite.make_env()
         obs, info = env.reset(seed=episode.seed, options={"episode": episode, "privileged": True})
-        (plan,) = PLANNERS.build("oracle").act([AgentRequest(episode, obs, info)])
+        (plan,) = PLANNERS.build("oracle", suite="eb_alfred").act([AgentRequest(episode, obs, info)])
         return env, plan
 
     env, plan = fresh()
@@ -282,7 +282,7 @@ def test_local_executor_ends_an_episode_at_its_deadline(suite):
     during which the limit passed (each step takes longer than the limit), not after its
     whole plan. Mutation caught: the local executor ignoring the deadline (the runner
     would notice only after the whole plan ran: success, or steps > 1)."""
-    summary = Runner(spec(limit=3, episode_timeout_s=0.3), suite, PLANNERS.build("oracle"), None,
+    summary = Runner(spec(limit=3, episode_timeout_s=0.3), suite, PLANNERS.build("oracle", suite="eb_alfred"), None,
                      env_factory=lambda: SlowStepEnv(suite.make_env(), 0.4)).run()
     assert len(summary.records) == 3 and summary.errors == 3
     for r in summary.records:
@@ -320,9 +320,9 @@ def test_run_seed_offsets_every_episode_seed(suite, tmp_path):
         return SeedRecordingEnv(suite.make_env(), log)
 
     with ResultStore(tmp_path) as store:
-        s0 = Runner(spec(limit=3), suite, PLANNERS.build("oracle"), store, env_factory=factory).run()
-        s7 = Runner(spec(limit=3, seed=7), suite, PLANNERS.build("oracle"), store, env_factory=factory).run()
-        again = Runner(spec(limit=3, seed=7), suite, PLANNERS.build("oracle"), store, env_factory=factory).run()
+        s0 = Runner(spec(limit=3), suite, PLANNERS.build("oracle", suite="eb_alfred"), store, env_factory=factory).run()
+        s7 = Runner(spec(limit=3, seed=7), suite, PLANNERS.build("oracle", suite="eb_alfred"), store, env_factory=factory).run()
+        again = Runner(spec(limit=3, seed=7), suite, PLANNERS.build("oracle", suite="eb_alfred"), store, env_factory=factory).run()
     assert {r.episode_id: r.seed for r in s0.records} == base
     assert {r.episode_id: r.seed for r in s7.records} == {k: v + 7 for k, v in base.items()}
     assert sorted(log) == sorted([(k, v, v) for k, v in base.items()] + [(k, v + 7, v + 7) for k, v in base.items()])

@@ -31,7 +31,7 @@ def _run(agent, split="base", pick=lambda e: e.metadata["index"] == 4):
 
 
 def test_agents_are_registered_and_satisfy_the_protocol():
-    oracle, rnd = PLANNERS.build("eb_manipulation_oracle"), PLANNERS.build("eb_manipulation_random")
+    oracle, rnd = PLANNERS.build("oracle", suite="eb_manipulation"), PLANNERS.build("random", suite="eb_manipulation")
     assert isinstance(oracle, OracleAgent) and isinstance(rnd, RandomAgent)
     assert isinstance(oracle, Agent) and isinstance(rnd, Agent)
     assert oracle.privileged and not rnd.privileged

@@ -62,8 +62,8 @@ def test_ray_records_equal_local(cluster, suite, tmp_path):
         stored = store.records()
     assert on_ray.finished == 10 and on_ray.errors == 0
     assert comparable(local.records) == comparable(on_ray.records) == comparable(stored)
-    oracle_local = Runner(spec(agent="oracle", limit=6), suite, PLANNERS.build("oracle"), None).run()
-    oracle_ray = Runner(spec(agent="oracle", limit=6, executor="ray", num_workers=2), suite, PLANNERS.build("oracle"),
+    oracle_local = Runner(spec(agent="oracle", limit=6), suite, PLANNERS.build("oracle", suite="eb_alfred"), None).run()
+    oracle_ray = Runner(spec(agent="oracle", limit=6, executor="ray", num_workers=2), suite, PLANNERS.build("oracle", suite="eb_alfred"),
                         None, env_factory=factory).run()
     assert comparable(oracle_local.records) == comparable(oracle_ray.records)
     assert all(r.success for r in oracle_ray.records)
@@ -112,7 +112,7 @@ def test_actor_killed_mid_episode_is_retried_then_recorded(cluster, suite, tmp_p
     # One env per actor here, so no other episode shares the killed actor (sharing is
     # covered by the timeout test below, where the culprit is not retried).
     summary = Runner(spec(agent="oracle", limit=6, executor="ray", num_workers=2, batch_size=2, max_retries=1),
-                     suite, PLANNERS.build("oracle"), None, env_factory=factory).run()
+                     suite, PLANNERS.build("oracle", suite="eb_alfred"), None, env_factory=factory).run()
     by_id = {r.episode_id: r for r in summary.records}
     assert len(by_id) == 6
     rec = by_id[bad]
@@ -191,7 +191,7 @@ def test_hung_step_past_the_deadline_kills_the_actor_and_is_a_timeout_record(clu
     counter.write_text("1")
     t0 = time.monotonic()
     summary = Runner(spec(agent="oracle", limit=4, executor="ray", num_workers=2, episode_timeout_s=8), suite,
-                     PLANNERS.build("oracle"), None, env_factory=HangingEnvFactory(bad, str(counter))).run()
+                     PLANNERS.build("oracle", suite="eb_alfred"), None, env_factory=HangingEnvFactory(bad, str(counter))).run()
     assert time.monotonic() - t0 < 100  # the 120 s hang was cut at the deadline
     by_id = {r.episode_id: r for r in summary.records}
     assert by_id[bad].error_kind == "timeout" and "Ray actor killed" in by_id[bad].error_message
@@ -269,5 +269,5 @@ def test_ray_records_equal_pipelined_and_lockstep(cluster, tmp_path):
     records and transcripts as lockstep (tests/harness/test_pipeline.py's comparison)."""
     from tests.harness.test_pipeline import EB_ALFRED, Jittery, _compare
 
-    _compare(tmp_path, "eb_alfred", EB_ALFRED, lambda: Jittery(PLANNERS.build("oracle_json")),
+    _compare(tmp_path, "eb_alfred", EB_ALFRED, lambda: Jittery(PLANNERS.build("oracle_json", suite="eb_alfred")),
              split="seen", limit=6, batch_size=4, executors=("ray",))

@@ -248,7 +248,7 @@ class TalkingOracle:
     def __init__(self, piece: int | None = None):
         from harness.catalog import PLANNERS
 
-        self.inner = PLANNERS.build("oracle")
+        self.inner = PLANNERS.build("oracle", suite="eb_alfred")
         self.name, self.privileged = "talking_oracle", True
         self.calls: dict[str, int] = {}
         #: With ``piece``, the oracle's first plan is handed out ``piece`` actions per call.
