@@ -23,36 +23,6 @@ class ConfigError(ValueError):
 
 
 @dataclass
-class SuiteConfig:
-    name: str = MISSING
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class AgentConfig:
-    name: str = MISSING
-    kind: str = "planner"
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class VariantConfig:
-    name: str = MISSING
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ExecutorConfig:
-    name: str = "local"
-    num_workers: int = 1
-    batch_size: int = 8
-    #: process executor: envs per worker process (slots = num_workers x envs_per_worker).
-    envs_per_worker: int = 1
-    #: ray executor: the cluster to join (auto, HOST:PORT, ray://HOST:PORT); null: RAY_ADDRESS or a local one.
-    address: Optional[str] = None
-
-
-@dataclass
 class RunnerConfig:
     #: Pipelined (default): the agent answers ready episodes while envs step the others.
     pipeline: bool = True
@@ -62,23 +32,67 @@ class RunnerConfig:
 
 @dataclass
 class RunConfig:
-    suite: SuiteConfig = field(default_factory=SuiteConfig)
-    planner: AgentConfig = field(default_factory=AgentConfig)
+    """The composed config's typed top level. ``suite``, ``planner``, ``policy`` and
+    ``executor`` are the plugins' own schema nodes (:func:`register_schemas`), typed by
+    their declarations and checked strictly by :func:`to_run_spec`."""
+
+    suite: Any = MISSING
+    planner: Any = MISSING
     #: When set (``policy=zero``), the policy is the agent and ``planner`` is unused.
-    policy: Optional[AgentConfig] = None
-    variant: VariantConfig = field(default_factory=VariantConfig)
-    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    policy: Any = None
+    variant: Any = MISSING
+    executor: Any = MISSING
     runner: RunnerConfig = field(default_factory=RunnerConfig)
-    split: str = MISSING
+    #: null: the suite's declared default split.
+    split: Optional[str] = None
     seed: int = 0
     limit: Optional[int] = None
     out: str = "outputs"
     episode_timeout_s: Optional[float] = None
     agent_timeout_s: Optional[float] = None
     max_retries: int = 1
-    record_prompts: bool = False
-    record_images: Optional[bool] = None
-    progress: bool = True
+    record_prompts: Any = False
+    record_images: Any = None
+    progress: Any = True
+
+
+def register_schemas() -> None:
+    """One ConfigStore node per registered plugin (``suite/eb_alfred``, ``planner/vlm``,
+    ``policy/zero``, ``executor/ray``...), generated from its declaration: the config
+    groups' choices and defaults. A YAML file of the same name in ``configs/<group>/``
+    takes its place (a user's own preset)."""
+    from hydra.core.config_store import ConfigStore
+
+    from harness.catalog import BY_GROUP
+    from harness.params import NoParams, schema_node
+
+    cs = ConfigStore.instance()
+    for group, registry in BY_GROUP.items():
+        for name in registry.names():
+            if (CONFIG_DIR / group / f"{name}.yaml").is_file():
+                continue
+            plugins = [p for p in registry.entries() if p.name == name]
+            decls = [p.params for p in plugins if p.params is not None]
+            if group == "executor":
+                node: Any = schema_node(decls[0] if decls else NoParams, name=name)
+                cs.store(group=group, name=name, node=node)
+                continue
+            if not decls:
+                params: Any = {}
+            elif len(plugins) == 1 and not _is_composite(decls[0]):
+                params = schema_node(decls[0])
+            else:
+                params = schema_node(decls[0] if len(decls) == 1 else decls)
+            body: dict[str, Any] = {"name": name, "params": params}
+            if group in ("planner", "policy"):
+                body["kind"] = group
+            cs.store(group=group, name=name, node=body)
+
+
+def _is_composite(decl: Any) -> bool:
+    from harness.params import Composite
+
+    return isinstance(decl, Composite)
 
 
 #: Values of ``planner.kind`` / ``policy.kind``.
@@ -105,30 +119,62 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
 
 
 def compose(overrides: list[str]) -> DictConfig:
-    """Compose ``configs/config.yaml`` with overrides and validate types."""
+    """Compose ``configs/config.yaml`` with overrides over the plugins' schema nodes, and
+    check the values strictly (:func:`to_run_spec` checks the plugins' parameters)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    register_schemas()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             cfg = hydra_compose(config_name="config", overrides=overrides)
         for key in BOOL_KEYS:
             value = OmegaConf.select(cfg, key)
-            if value is not None and not isinstance(value, bool):
-                raise ConfigError(f"{key} must be true or false, got {value!r}")
+            if not isinstance(value, bool) and not (value is None and key in NULLABLE_BOOL_KEYS):
+                accepts = "true, false or null" if key in NULLABLE_BOOL_KEYS else "true or false"
+                raise ConfigError(f"{key} must be {accepts}, got {value!r}")
         schema = OmegaConf.structured(RunConfig)
         merged = OmegaConf.merge(schema, cfg)
+        for group in ("suite", "planner", "variant", "executor"):
+            if OmegaConf.is_missing(merged, group) or merged[group] is None:
+                raise ConfigError(f"{group} is required (an override removed it): choose one with {group}=NAME "
+                                  f"(choices: {', '.join(group_choices(group))})")
         model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
         OmegaConf.resolve(merged)
+        _prune_unset(merged, overrides)
         _command_line_wins(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
+    except ConfigError:
+        raise
+    except Exception as exc:  # Hydra lets some malformed overrides through as other errors (`=3`, `~suite`)
+        raise ConfigError(f"bad override: {type(exc).__name__}: {_first_line(exc)}") from None
     _check_checkpoint(merged, model_source)
     return merged  # type: ignore[return-value]
+
+
+def _prune_unset(cfg: DictConfig, overrides: list[str]) -> None:
+    """Drop the null fields that only mean "not given": those of an agent whose schema node
+    holds several declarations (a suite's own agents, the vlm planner's groups) and the
+    variant's. A null given on the command line is kept."""
+    given = _override_keys(overrides)
+    for key in ("planner", "policy"):
+        node = cfg.get(key)
+        if node is None or "params" not in node:
+            continue
+        params = OmegaConf.to_container(node.params, resolve=True) or {}
+        kept = {k: v for k, v in params.items() if v is not None or f"{key}.params.{k}" in given}
+        if kept != params:
+            node.params = OmegaConf.create(kept)
+    if cfg.variant is not None and "params" in cfg.variant:
+        params = OmegaConf.to_container(cfg.variant.params, resolve=True) or {}
+        kept = {k: v for k, v in params.items() if v is not None or f"variant.params.{k}" in given}
+        if kept != params:
+            cfg.variant.params = OmegaConf.create(kept)
 
 
 def _override_keys(overrides: list[str]) -> dict[str, str]:
@@ -185,10 +231,10 @@ def _check_checkpoint(cfg: DictConfig, model_source: Any) -> None:
 MAX_TIMEOUT_S = 365 * 24 * 3600.0
 #: Largest trial seed: episode seeds are offset by it and must stay valid numpy seeds (< 2**32).
 MAX_SEED = 2**31 - 1
-#: Upper bounds of the executor's sizes (far above any machine; a typo like 1e10 is refused).
-MAX_EXECUTOR = {"num_workers": 4096, "batch_size": 65536, "envs_per_worker": 4096}
 #: Boolean settings (OmegaConf would read 2 or "yes" as true without a word).
-BOOL_KEYS = ("record_prompts", "progress", "runner.pipeline")
+BOOL_KEYS = ("record_prompts", "progress", "runner.pipeline", "record_images")
+#: ... of which null is a value too (record_images: within the store's frame budget).
+NULLABLE_BOOL_KEYS = ("record_images",)
 
 
 def _check_values(cfg: DictConfig) -> None:
@@ -211,38 +257,77 @@ def _check_values(cfg: DictConfig) -> None:
         raise ConfigError(f"runner.batch_wait_s must be between 0 and 60 seconds, got {cfg.runner.batch_wait_s}")
     if cfg.max_retries < 0:
         raise ConfigError(f"max_retries must be >= 0, got {cfg.max_retries}")
-    for key in ("num_workers", "batch_size", "envs_per_worker"):
-        if not 1 <= cfg.executor[key] <= MAX_EXECUTOR[key]:
-            raise ConfigError(f"executor.{key} must be between 1 and {MAX_EXECUTOR[key]}, got {cfg.executor[key]}")
-    agent_key = "policy" if cfg.policy is not None else "planner"
-    kind = cfg[agent_key].kind
-    if kind not in AGENT_KINDS:
-        raise ConfigError(f"{agent_key}.kind must be one of {', '.join(AGENT_KINDS)}, got {kind!r}")
+
+
+def _plain(node: Any) -> dict[str, Any]:
+    return dict(OmegaConf.to_container(node, resolve=True) or {}) if node is not None else {}
 
 
 def to_run_spec(cfg: DictConfig) -> RunSpec:
+    """The run's spec, every plugin parameter checked against its declaration
+    (:func:`harness.params.parse`): a bad value is a :class:`ConfigError` naming the key."""
+    from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
+    from harness.params import ParamError, parse
+    from harness.registry import MissingDependencyError, UnknownPluginError
+
     _check_values(cfg)
-    agent_cfg = cfg.policy if cfg.policy is not None else cfg.planner
-    kind = "policy" if cfg.policy is not None else agent_cfg.kind
-    suite_params = OmegaConf.to_container(cfg.suite.params, resolve=True) or {}
-    agent_params = {
-        **(OmegaConf.to_container(agent_cfg.params, resolve=True) or {}),
-        **(OmegaConf.to_container(cfg.variant.params, resolve=True) or {}),
-    }
+    agent_key = "policy" if cfg.policy is not None else "planner"
+    agent_cfg = cfg[agent_key]
+    kind = "policy" if cfg.policy is not None else agent_cfg.get("kind", "planner")
+    if kind not in AGENT_KINDS:
+        raise ConfigError(f"{agent_key}.kind must be one of {', '.join(AGENT_KINDS)}, got {kind!r}")
+    registry = POLICIES if kind == "policy" else PLANNERS
+    try:
+        suite_plugin = SUITES.entry(cfg.suite.name)
+        executor_plugin = EXECUTORS.entry(cfg.executor.name)
+        agent_plugin = registry.entry(agent_cfg.name, cfg.suite.name)
+    except (UnknownPluginError, MissingDependencyError) as exc:
+        raise ConfigError(str(exc)) from None
+
+    def checked(decl: Any, values: dict[str, Any], prefix: str, **kw: Any) -> dict[str, Any]:
+        """The given values, converted; the declaration's defaults stay with the plugin."""
+        if decl is None:  # an undeclared third-party plugin: its factory checks what it takes
+            return values
+        try:
+            parsed = parse(decl, values, **kw)
+        except ParamError as exc:
+            raise ConfigError(str(exc.at(prefix)) if exc.key else f"{prefix.rstrip('.')}: {exc.problem}") from None
+        return {k: getattr(parsed, k) for k in values}
+
+    suite_params = checked(suite_plugin.params, _plain(cfg.suite.params), "suite.params.")
+    executor_values = {k: v for k, v in _plain(cfg.executor).items() if k != "name"}
+    executor_params = checked(executor_plugin.params, executor_values, "executor.")
+    agent_given = _plain(agent_cfg.get("params"))
+    variant_given = _plain(cfg.variant.params)
+    agent_params = {**agent_given, **variant_given}
+    where = f"{agent_key}.params."
+    try:
+        agent_params = checked(agent_plugin.params, agent_params, where,
+                               **({"suite": cfg.suite.name} if getattr(agent_plugin, "takes_suite", False) else {}))
+    except ConfigError as exc:
+        text = str(exc)
+        key = text[len(where):].split(" ", 1)[0] if text.startswith(where) else None
+        if key and key in variant_given and key not in agent_given:
+            raise ConfigError(f"variant.params.{text[len(where):]}") from None
+        raise
+    split = cfg.split if cfg.split is not None else suite_plugin.default_split
+    if split is None:
+        raise ConfigError(f"suite {suite_plugin.name} declares no default split: give split=NAME")
     return RunSpec(
         suite=cfg.suite.name,
-        split=cfg.split,
+        split=split,
         agent=agent_cfg.name,
         variant=cfg.variant.name,
         agent_kind=kind,
-        suite_params=suite_params,  # type: ignore[arg-type]
+        suite_params=suite_params,
         agent_params=agent_params,
         seed=cfg.seed,
         limit=cfg.limit,
         executor=cfg.executor.name,
-        num_workers=cfg.executor.num_workers,
-        batch_size=cfg.executor.batch_size,
-        envs_per_worker=cfg.executor.envs_per_worker,
+        num_workers=int(executor_params.get("num_workers", 1)),
+        batch_size=int(executor_params.get("batch_size", 1)),
+        envs_per_worker=int(executor_params.get("envs_per_worker", 1)),
+        executor_params=executor_params,
         episode_timeout_s=cfg.episode_timeout_s,
         agent_timeout_s=cfg.agent_timeout_s,
         max_retries=cfg.max_retries,
@@ -251,6 +336,14 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         record_prompts=cfg.record_prompts,
         record_images=cfg.record_images,
     )
+
+
+def group_choices(group: str) -> list[str]:
+    """The choices of a config group: its registered plugins and its YAML files."""
+    from harness.catalog import BY_GROUP
+
+    names = set(BY_GROUP[group].names()) if group in BY_GROUP else set()
+    return sorted(names | {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")})
 
 
 def _first_line(exc: BaseException) -> str:
@@ -280,7 +373,7 @@ def _hint(exc: BaseException) -> str:
     missing = re.search(r"Could not find '([\w-]+)/([^']+)'", line)
     if missing:
         group, name = missing.groups()
-        choices = sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+        choices = group_choices(group)
         close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
         hint = f"did you mean {group}={close[0]}? " if close else ""
         return f"unknown {group} {name!r}: {hint}(choices: {', '.join(choices)}; `harness list` describes them)"

@@ -50,7 +50,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from harness.allocator import keep_freed_heap
 from harness.executors import (Deliver, EnvFactory, ResetOptions, Transition, _close_quietly, _error, drive,
@@ -125,6 +125,17 @@ class EnvActor:
         import os
 
         return os.getpid()
+
+
+def setup(params: Mapping[str, Any]) -> None:
+    """``executor=ray``'s setup hook (harness.plugins.ExecutorPlugin.setup): join the cluster
+    before any store or run exists; the executor then reuses the connection. A
+    :class:`RayConnectError` (one line) when Ray is missing or the cluster cannot be joined."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise RayConnectError("executor=ray needs Ray: pip install -e '.[ray]'")
+    ensure_ray(params.get("address"))
 
 
 def ensure_ray(address: str | None = None) -> Any:

@@ -544,7 +544,7 @@ def _strip_optional(tp: Any) -> Any:
 
 
 # --- Hydra schema ---------------------------------------------------------------------------
-def schema_node(declaration: Any) -> type:
+def schema_node(declaration: Any, *, name: str | None = None) -> type:
     """A dataclass for Hydra's ConfigStore with the declaration's fields and defaults, so
     a composed config shows them and an override of an unknown key fails at composition.
 
@@ -553,14 +553,16 @@ def schema_node(declaration: Any) -> type:
     node holds every group's fields with ``None`` defaults (the applicable group's own
     default is used), so a key given for a group the run does not use is still seen.
     """
-    if isinstance(declaration, Composite):
+    head = [("name", str, field(default=name))] if name is not None else []
+    if isinstance(declaration, (Composite, list, tuple)):
+        groups = declaration.all_groups() if isinstance(declaration, Composite) else \
+            [Group("", d) for d in declaration]
         seen: dict[str, Any] = {}
-        for group in declaration.all_groups():
+        for group in groups:
             for f in fields_of(group.params):
                 seen.setdefault(f.name, (f.name, _node_type(f.type, loose=True), field(default=None)))
-        name = "CompositeParams"
-        return dataclasses.make_dataclass(name, list(seen.values()))
-    specs = []
+        return dataclasses.make_dataclass("UnionParamsNode", head + list(seen.values()))
+    specs = list(head)
     for f in fields_of(declaration):
         if f.required:
             specs.append((f.name, Any, field(default="???")))

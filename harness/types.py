@@ -130,6 +130,8 @@ class RunSpec:
     batch_size: int = 8
     #: process executor: envs per worker process (not part of the run identity).
     envs_per_worker: int = 1
+    #: The executor's own parameters, checked against its declaration (not part of the run identity).
+    executor_params: Mapping[str, Any] = field(default_factory=dict)
     episode_timeout_s: float | None = None
     #: Wall-clock limit of one batched agent call; a call past it becomes a
     #: ``timeout`` error record for every episode it served.

@@ -526,7 +526,7 @@ def test_progress_lines_without_a_terminal_at_a_bounded_rate():
     batch at most every min_gap, each with done/total, SR so far and ETA."""
     import io
 
-    from harness.cli import _Progress
+    from harness.commands.run import _Progress
 
     out = io.StringIO()
     bar = _Progress("base · eb_alfred/seen", enabled=True, batch=2, interval_s=0.3, min_gap_s=0.0, stream=out)

@@ -1,0 +1,28 @@
+"""``harness fetch``: an official dataset from the model hub into the data cache."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from harness.commands.common import UsageError, first_lines, one_line  # noqa: F401
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("fetch", help="download an official dataset from the model hub into the data cache")
+    p.add_argument("dataset", help="a dataset a suite declares (`harness list` names them; harness/fetch.py)")
+    p.add_argument("--revision", default=None, help="branch, tag or commit to fetch (default: the locked commit)")
+    p.add_argument("--update", action="store_true", help="re-resolve the branch instead of the locked commit")
+
+
+def main(args: argparse.Namespace) -> int:
+    from harness.fetch import FetchError, fetch
+
+    try:
+        fetch(args.dataset, revision=args.revision, update=args.update,
+              log=lambda line: print(line, file=sys.stderr))
+    except FetchError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+

@@ -1,0 +1,394 @@
+"""``harness run``: compose the config, check every job, run its episodes into the store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from harness.commands.common import UsageError, first_lines, one_line
+
+#: What this invocation has committed so far (for the message on an interrupt):
+#: episodes of finished jobs, the running job's runner, the output directory.
+SAVED: dict[str, Any] = {"episodes": 0, "runner": None, "out": None}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "run", help="run episodes (Hydra overrides, e.g. suite=eb_alfred split=seen planner=oracle)",
+        description="Run a suite split with an agent. Overrides are Hydra's key=value; "
+        "with -m, comma-separated values sweep (e.g. -m planner=oracle,random split=seen,unseen).",
+    )
+    p.add_argument("-m", "--multirun", action="store_true", help="sweep comma-separated override values")
+    p.add_argument("--cfg", choices=["job"], default=None,
+                   help="print the composed config of each job (YAML) and exit without running")
+    p.add_argument("overrides", nargs="*", help="key=value overrides")
+
+
+def main(args: argparse.Namespace) -> int:
+    return _cmd_run(args.overrides, args.multirun, show=args.cfg)
+
+
+@dataclass
+class _Job:
+    """One job of a run or sweep, validated before any job runs."""
+
+    cfg: Any
+    spec: Any
+    suite: Any
+    label: str
+    #: "[2/6] " in a sweep: printed with the label once the job's agent is built.
+    position: str = ""
+
+
+def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None) -> int:
+    from harness.config import ConfigError, compose, expand_sweeps
+
+    try:
+        jobs = expand_sweeps(overrides) if multirun else [overrides]
+        if not multirun and any(_is_sweep(o) for o in overrides):
+            raise UsageError(f"{next(o for o in overrides if _is_sweep(o))!r} sweeps several values: add -m")
+        configs = [compose(job) for job in jobs]
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    _check_per_variant_settings(overrides, configs)
+    if show == "job":  # Hydra's --cfg job: the composed config of each job, nothing run or written
+        from omegaconf import OmegaConf
+
+        from harness.config import to_run_spec
+        for job, cfg in zip(jobs, configs):
+            try:
+                spec = to_run_spec(cfg)
+            except ConfigError as exc:
+                raise UsageError(str(exc)) from None
+            if cfg.split is None:
+                cfg.split = spec.split
+            if len(configs) > 1:
+                print(f"# {' '.join(job)}")
+            sys.stdout.write(OmegaConf.to_yaml(cfg))
+        return 0
+    # Every job is checked (names, parameters, splits, data paths) before the first episode runs.
+    suites: dict[str, Any] = {}
+    prepared = []
+    from harness.redact import redact_override
+
+    for overrides_i, cfg in zip(jobs, configs):
+        label = " ".join(redact_override(o) for o in overrides_i)
+        try:
+            prepared.append(_prepare(cfg, suites, label))
+        except UsageError as exc:
+            where = f" (job {label})" if len(configs) > 1 else ""
+            raise UsageError(f"{exc}{where}") from None
+    failed = 0
+    for i, job in enumerate(prepared):
+        job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
+        failed += _run_one(job) != 0
+    return 1 if failed else 0
+
+
+#: Settings that identify one variant's weights: given once on the command line of a sweep
+#: over several variants they would be hashed into every variant's identity.
+_PER_VARIANT = ("served_checkpoint",)
+
+
+def _check_per_variant_settings(overrides: list[str], configs: list[Any]) -> None:
+    variants = {c.variant.name for c in configs}
+    if len(variants) < 2:
+        return
+    for ov in overrides:
+        key = ov.partition("=")[0].lstrip("+~")
+        name = key.rpartition(".")[2]
+        if name in _PER_VARIANT and key.endswith(f"params.{name}"):
+            raise UsageError(
+                f"{key} would be the same for every variant of this sweep ({', '.join(sorted(variants))}): "
+                f"give each variant its own (${{VARIANT}}_SERVED_CHECKPOINT, e.g. $BASE_SERVED_CHECKPOINT, "
+                "or its configs/variant file), or run the variants one at a time")
+
+
+def _is_sweep(override: str) -> bool:
+    value = override.partition("=")[2]
+    return "," in value and not value.startswith(("[", "{", "'", '"'))
+
+
+def check_params(factory: Callable[..., Any], params: dict[str, Any], what: str) -> None:
+    """UsageError naming unknown parameters (with did-you-mean) and the accepted ones.
+
+    A mistyped checkpoint setting must not be ignored: it would also leave the
+    run identity unchanged. Factories taking ``**kwargs`` are not checked.
+    """
+    import difflib
+    import inspect
+
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    accepted = [n for n, p in sig.parameters.items()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    unknown = [k for k in params if k not in accepted]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], accepted, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"unknown parameter {unknown[0]!r} for {what}{hint} "
+                         f"(accepted: {', '.join(accepted) or 'none'})")
+    for key, value in params.items():
+        _check_param_value(key, value, what)
+    validate = getattr(factory, "check_params", None)
+    if callable(validate):  # an agent's own checks (paths exist, values in range)
+        try:
+            validate(**params)
+        except (ValueError, FileNotFoundError, TypeError) as exc:
+            raise UsageError(f"{what}: {one_line(exc)}") from None
+
+
+#: Suite / agent parameters that count something and must be >= 1 where given
+#: (null keeps the suite's or agent's default). Checked for every suite and agent,
+#: before anything is built.
+_COUNT_PARAMS = ("max_new_tokens", "image_size", "trials", "max_steps", "batch_size", "max_concurrency",
+                 "replan_steps", "max_plan_length")
+#: ... and those that must be >= 0.
+_NON_NEGATIVE_PARAMS = ("num_examples", "max_retries", "manipulation_shots", "alfred_k")
+
+
+def _check_param_value(key: str, value: Any, what: str) -> None:
+    import math
+
+    if value is None or isinstance(value, bool) or key not in _COUNT_PARAMS + _NON_NEGATIVE_PARAMS:
+        return
+    low = 1 if key in _COUNT_PARAMS else 0
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low or value != int(value):
+        raise UsageError(f"{what}: {key} must be a whole number >= {low}, got {value!r}")
+
+
+def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
+    import dataclasses
+    import difflib
+    import json
+
+    from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
+    from harness.config import ConfigError, to_run_spec
+    from harness.interfaces import action_mismatch
+    from harness.registry import MissingDependencyError, UnknownPluginError
+
+    try:
+        spec = to_run_spec(cfg)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
+    try:
+        SUITES.entry(spec.suite), registry.entry(spec.agent, spec.suite)
+        _setup_executor(EXECUTORS.entry(spec.executor), spec)
+        key = json.dumps([spec.suite, dict(spec.suite_params)], sort_keys=True, default=str)
+        suite = suites.get(key)
+        if suite is None:
+            factory = SUITES.load(spec.suite)
+            if SUITES.entry(spec.suite).params is None:  # undeclared: its factory's signature
+                check_params(factory, dict(spec.suite_params), f"suite {spec.suite}")
+            suite = suites[key] = factory(**dict(spec.suite_params))
+        if spec.split not in suite.splits():
+            close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
+        suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
+        # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
+        if registry.entry(spec.agent, spec.suite).params is None:  # undeclared: its factory's signature
+            check_params(registry.load(spec.agent, spec.suite), dict(spec.agent_params),
+                         f"{spec.agent_kind} {spec.agent}")
+        # An agent that cannot produce the suite's kind of action is refused before any episode.
+        mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent, spec.suite),
+                                  f"{spec.agent_kind} {spec.agent}")
+        if mismatch is not None:
+            raise UsageError(mismatch)
+    except (UnknownPluginError, MissingDependencyError) as exc:
+        raise UsageError(str(exc)) from None
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise UsageError(one_line(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{spec.suite}/{spec.split}: cannot read its data: {one_line(exc)}") from None
+    except TypeError as exc:
+        raise UsageError(f"bad parameters for {spec.suite}/{spec.agent}: {one_line(exc)}") from None
+    except ValueError as exc:  # malformed data files, bad parameter values
+        raise UsageError(f"{spec.suite}/{spec.split}: {first_lines(exc)}") from None
+    except (IndexError, KeyError) as exc:  # e.g. suite.params.tasks=[99] on a 10-task suite
+        raise UsageError(f"bad parameters for suite {spec.suite}: {type(exc).__name__}: {one_line(exc)} "
+                         f"({json.dumps(dict(spec.suite_params), default=str)})") from None
+    return _Job(cfg, spec, suite, label)
+
+
+def _setup_executor(plugin: Any, spec: Any) -> None:
+    """The executor's own setup (joining a cluster...), before any store or run exists."""
+    from harness.registry import load_target
+
+    if plugin.setup is None:
+        return
+    hook = load_target(plugin, "executor", plugin.setup)
+    try:
+        hook(dict(spec.executor_params))
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise UsageError(one_line(exc)) from None
+
+
+def _run_one(job: _Job) -> int:
+    from omegaconf import OmegaConf
+
+    from harness import provenance
+    from harness.catalog import EXECUTORS, PLANNERS, POLICIES
+    from harness.executors import SuiteEnvFactory
+    from harness.runner import Runner
+    from harness.store import ResultStore, StoreError
+
+    cfg, spec, suite = job.cfg, job.spec, job.suite
+    registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
+    try:
+        agent = registry.build(spec.agent, spec.suite, **dict(spec.agent_params))
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise UsageError(f"{spec.agent_kind} {spec.agent}: {one_line(exc)}") from None
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"bad parameters for {spec.agent_kind} {spec.agent}: {one_line(exc)}") from None
+    except ModuleNotFoundError:
+        raise  # a missing optional extra: _main names the extra
+    except Exception as exc:  # a checkpoint that does not load (OSError from the hub client, ...)
+        raise UsageError(f"cannot build {spec.agent_kind} {spec.agent}: {type(exc).__name__}: {one_line(exc)}") from None
+    if job.position:
+        print(f"{job.position}{job.label}", file=sys.stderr)
+    try:
+        store = ResultStore(cfg.out)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    SAVED["out"] = str(store.path.parent)
+
+    in_process = getattr(EXECUTORS.entry(spec.executor), "in_process", False)
+    env_factory = None if in_process else SuiteEnvFactory(spec.suite, dict(spec.suite_params))
+    share_cores = getattr(agent, "share_cores", None)  # an in-process model leaves env workers their cores
+    if callable(share_cores):
+        share_cores(0 if in_process else spec.num_workers)
+    prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
+    bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress,
+                    batch=spec.batch_size if in_process else spec.num_workers * spec.envs_per_worker)
+
+    def on_record(record: Any) -> None:
+        bar.update(record)
+
+    try:
+        runner = Runner(spec, suite, agent, store, env_factory=env_factory, provenance=prov,
+                        on_start=bar.start, on_record=on_record, keep_records=False)
+    except ValueError as exc:
+        store.close()
+        raise UsageError(f"{spec.agent_kind} {spec.agent}: {one_line(exc)}") from None
+    t0 = time.monotonic()
+    SAVED["runner"] = runner
+    try:
+        with bar:
+            summary = runner.run()
+        stored, successes, errors = store.run_counts(summary.run_id)  # resumed episodes included
+    except StoreError as exc:
+        raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
+    finally:
+        store.close()
+    SAVED["episodes"] += runner.committed
+    SAVED["runner"] = None
+    done = summary.skipped + summary.finished
+    print(
+        f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed; "
+        f"{successes}/{stored} succeeded, {errors} errors (all stored episodes of this run), "
+        f"{time.monotonic() - t0:.1f}s -> {store.path} (run {summary.run_id}, {done}/{summary.total} done)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+class _Progress:
+    """Progress of one job: a rich bar on a terminal; without one (CI, nohup, a cluster job's
+    log) a plain line at a bounded rate -- every ``interval_s`` (30 s) even while nothing
+    finishes, and when a batch of episodes finishes but at most every ``min_gap_s`` (5 s) --
+    with done/total, SR so far, errors and ETA."""
+
+    def __init__(self, label: str, enabled: bool, *, batch: int = 8, interval_s: float = 30.0,
+                 min_gap_s: float = 5.0, stream: Any = None):
+        self.stream = stream or sys.stderr
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.label, self.enabled = label, enabled and tty
+        self.lines = enabled and not tty
+        self.batch, self.interval_s, self.min_gap_s = max(1, int(batch)), interval_s, min_gap_s
+        self._progress: Any = None
+        self._task: Any = None
+        self.ok = self.n = self.errors = 0
+        self.total = self.skipped = 0
+        self._t0 = self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("SR {task.fields[sr]}"), TextColumn("err {task.fields[err]}"),
+                TimeRemainingColumn(), transient=False,
+            )
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def start(self, total: int, skipped: int) -> None:
+        self.total, self.skipped = total, skipped
+        self._t0 = self._last = time.monotonic()
+        if self._progress is not None:
+            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err=0)
+        if self.lines and total > skipped:
+            self._ticker = threading.Thread(target=self._tick, name="harness-progress", daemon=True)
+            self._ticker.start()
+
+    def update(self, record: Any) -> None:
+        with self._lock:
+            self.n += 1
+            self.ok += bool(record.success)
+            self.errors += record.error_kind is not None
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=self.errors)
+        elif self.lines and (self.n % self.batch == 0 or self.skipped + self.n == self.total) \
+                and time.monotonic() - self._last >= self.min_gap_s:
+            self.print_line()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - self._last))):
+            if time.monotonic() - self._last >= self.interval_s:
+                self.print_line()
+
+    def line(self) -> str:
+        with self._lock:
+            n, ok, errors = self.n, self.ok, self.errors
+        elapsed = time.monotonic() - self._t0
+        done = self.skipped + n
+        left = self.total - done
+        eta = _duration(elapsed / n * left) if n else "?"
+        sr = f"{100 * ok / n:.1f}%" if n else "-"
+        return (f"progress: {self.label} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%), "
+                f"SR {sr} of {n} run, {errors} errors, elapsed {_duration(elapsed)}, ETA {eta}")
+
+    def print_line(self) -> None:
+        self._last = time.monotonic()
+        print(self.line(), file=self.stream, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
