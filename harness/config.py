@@ -145,6 +145,7 @@ def compose(overrides: list[str]) -> DictConfig:
                                   f"(choices: {', '.join(group_choices(group))})")
         model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
         OmegaConf.resolve(merged)
+        _check_checkpoint(merged, model_source)
         _prune_unset(merged, overrides)
         _command_line_wins(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
@@ -153,7 +154,6 @@ def compose(overrides: list[str]) -> DictConfig:
         raise
     except Exception as exc:  # Hydra lets some malformed overrides through as other errors (`=3`, `~suite`)
         raise ConfigError(f"bad override: {type(exc).__name__}: {_first_line(exc)}") from None
-    _check_checkpoint(merged, model_source)
     return merged  # type: ignore[return-value]
 
 
@@ -284,25 +284,29 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
     except (UnknownPluginError, MissingDependencyError) as exc:
         raise ConfigError(str(exc)) from None
 
-    def checked(decl: Any, values: dict[str, Any], prefix: str, **kw: Any) -> dict[str, Any]:
+    def checked(decl: Any, values: dict[str, Any], prefix: str, label: str, **kw: Any) -> dict[str, Any]:
         """The given values, converted; the declaration's defaults stay with the plugin."""
         if decl is None:  # an undeclared third-party plugin: its factory checks what it takes
             return values
         try:
             parsed = parse(decl, values, **kw)
         except ParamError as exc:
+            if exc.unknown:
+                raise ConfigError(exc.of(label)) from None
             raise ConfigError(str(exc.at(prefix)) if exc.key else f"{prefix.rstrip('.')}: {exc.problem}") from None
         return {k: getattr(parsed, k) for k in values}
 
-    suite_params = checked(suite_plugin.params, _plain(cfg.suite.params), "suite.params.")
+    suite_params = checked(suite_plugin.params, _plain(cfg.suite.params), "suite.params.",
+                           f"suite {suite_plugin.name}")
     executor_values = {k: v for k, v in _plain(cfg.executor).items() if k != "name"}
-    executor_params = checked(executor_plugin.params, executor_values, "executor.")
+    executor_params = checked(executor_plugin.params, executor_values, "executor.",
+                              f"executor {executor_plugin.name}")
     agent_given = _plain(agent_cfg.get("params"))
     variant_given = _plain(cfg.variant.params)
     agent_params = {**agent_given, **variant_given}
     where = f"{agent_key}.params."
     try:
-        agent_params = checked(agent_plugin.params, agent_params, where,
+        agent_params = checked(agent_plugin.params, agent_params, where, f"{kind} {agent_cfg.name}",
                                **({"suite": cfg.suite.name} if getattr(agent_plugin, "takes_suite", False) else {}))
     except ConfigError as exc:
         text = str(exc)

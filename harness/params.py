@@ -45,13 +45,21 @@ class ParamError(ValueError):
     (``suite.params.``) through :meth:`at`.
     """
 
-    def __init__(self, key: str, problem: str):
+    def __init__(self, key: str, problem: str, *, unknown: bool = False):
         super().__init__(f"{key} {problem}")
-        self.key, self.problem = key, problem
+        #: True: ``key`` is not a parameter at all (``problem`` then starts "is not a parameter").
+        self.key, self.problem, self.unknown = key, problem, unknown
 
     def at(self, prefix: str) -> "ParamError":
         """The same error with the key shown as ``prefix + key``."""
-        return ParamError(f"{prefix}{self.key}", self.problem)
+        return ParamError(f"{prefix}{self.key}", self.problem, unknown=self.unknown)
+
+    def of(self, plugin: str) -> str:
+        """One line naming the plugin: ``unknown parameter 'x' for planner oracle; did you mean ...``."""
+        if self.unknown:
+            rest = self.problem[len("is not a parameter"):]
+            return f"unknown parameter {self.key!r} for {plugin}{rest}"
+        return f"{plugin}: {self.key} {self.problem}"
 
 
 #: How a string parameter is checked beyond its type (``param(kind=...)``).
@@ -184,7 +192,8 @@ def _parse_one(cls: type, values: dict[str, Any], where: str = "") -> Any:
 def unknown_key(key: str, accepted: Sequence[str], where: str = "") -> ParamError:
     close = difflib.get_close_matches(str(key), list(accepted), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ParamError(str(key), f"is not a parameter{where}{hint} (accepted: {', '.join(accepted) or 'none'})")
+    return ParamError(str(key), f"is not a parameter{where}{hint} (accepted: {', '.join(accepted) or 'none'})",
+                      unknown=True)
 
 
 def convert(f: Field, value: Any) -> Any:
@@ -248,6 +257,8 @@ def _to_bool(value: Any) -> bool:
 
 
 def _range_text(rule: Rule, whole: bool) -> str:
+    if whole and rule.ge is not None and rule.le is not None and rule.gt is None and rule.lt is None:
+        return f"between {_num(rule.ge)} and {_num(rule.le)} (a whole number)"
     parts = []
     if rule.ge is not None:
         parts.append(f">= {_num(rule.ge)}")

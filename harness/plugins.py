@@ -119,7 +119,7 @@ def discover() -> Found:
     pyproject.toml in a source checkout, else its installed entry points) and other
     installed packages'."""
     found = Found()
-    own = _own_entry_points()
+    own = own_entry_points()
     from importlib import metadata
 
     for kind, group in GROUPS.items():
@@ -155,7 +155,7 @@ def _same_dist(name: str) -> bool:
     return name.replace("_", "-").lower() == DISTRIBUTION
 
 
-def _own_entry_points() -> Mapping[str, Mapping[str, str]] | None:
+def own_entry_points() -> Mapping[str, Mapping[str, str]] | None:
     """``[project.entry-points]`` of the pyproject.toml beside this package, when it is
     this project's (a source checkout or an editable install); else None."""
     pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"

@@ -41,17 +41,27 @@ def test_every_builtin_target_resolves(registry):
     the extra to install; never with another error."""
     from harness.registry import MissingDependencyError
 
-    for name in registry.names():
+    from harness.registry import load_target
+
+    for entry in registry.entries():  # a suite's own agents included
         try:
-            assert callable(registry.load(name)), name
+            assert callable(load_target(entry, registry.kind)), entry.name
         except MissingDependencyError as exc:
-            extra = registry.entry(name).extra
-            assert extra and f"pip install -e '.[{extra}]'" in str(exc), (name, str(exc))
+            extra = entry.extra
+            assert extra and f"pip install -e '.[{extra}]'" in str(exc), (entry.name, str(exc))
 
 
 def test_config_groups_match_registry_keys():
-    from harness.config import CONFIG_DIR
+    """Every registered plugin is a choice of its config group (a generated schema node),
+    and every YAML preset in configs/<group>/ names a registered plugin."""
+    from hydra.core.config_store import ConfigStore
 
+    from harness.config import CONFIG_DIR, group_choices, register_schemas
+
+    register_schemas()
+    repo = ConfigStore.instance().repo
     for group, registry in (("suite", SUITES), ("planner", PLANNERS), ("executor", EXECUTORS)):
+        assert set(group_choices(group)) == set(registry.names()), group
         stems = {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")}
-        assert stems == set(registry.names()), group
+        stored = {k[: -len(".yaml")] for k in repo.get(group, {})}
+        assert stems | stored == set(registry.names()), group

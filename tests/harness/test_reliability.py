@@ -298,7 +298,7 @@ def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
     monkeypatch.setenv("FAVOR_SFT_SERVED_CHECKPOINT", "/ckpt/favor")
     monkeypatch.delenv("BASE_SERVED_CHECKPOINT", raising=False)
     params = {v: to_run_spec(compose([f"variant={v}"])).agent_params for v in ("base", "favor_sft")}
-    assert params["base"]["served_checkpoint"] is None
+    assert params["base"].get("served_checkpoint") is None  # unset: not passed at all
     assert params["favor_sft"]["served_checkpoint"] == "/ckpt/favor"
     assert main(["run", "-m", "variant=base,favor_sft", "planner.params.served_checkpoint=/ckpt/x",
                  f"out={tmp_path}/o"]) == 2
