@@ -267,7 +267,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
     """The run's spec, every plugin parameter checked against its declaration
     (:func:`harness.params.parse`): a bad value is a :class:`ConfigError` naming the key."""
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-    from harness.params import ParamError, parse
+    from harness.params import ParamError, parse, values_of
     from harness.registry import MissingDependencyError, UnknownPluginError
 
     _check_values(cfg)
@@ -285,7 +285,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         raise ConfigError(str(exc)) from None
 
     def checked(decl: Any, values: dict[str, Any], prefix: str, label: str, **kw: Any) -> dict[str, Any]:
-        """The given values, converted; the declaration's defaults stay with the plugin."""
+        """Every parameter's value: the given ones converted, the declaration's defaults for the rest."""
         if decl is None:  # an undeclared third-party plugin: its factory checks what it takes
             return values
         try:
@@ -294,7 +294,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
             if exc.unknown:
                 raise ConfigError(exc.of(label)) from None
             raise ConfigError(str(exc.at(prefix)) if exc.key else f"{prefix.rstrip('.')}: {exc.problem}") from None
-        return {k: getattr(parsed, k) for k in values}
+        return values_of(parsed)
 
     suite_params = checked(suite_plugin.params, _plain(cfg.suite.params), "suite.params.",
                            f"suite {suite_plugin.name}")

@@ -446,6 +446,19 @@ class Composite:
         return out
 
 
+def values_of(params: Any) -> dict[str, Any]:
+    """Every field of a parsed declaration (each applicable group of a :class:`Parsed`),
+    flat: the keyword arguments that build the plugin again."""
+    if params is None:
+        return {}
+    if isinstance(params, Parsed):
+        out: dict[str, Any] = {}
+        for inst in params.values():
+            out.update(values_of(inst))
+        return out
+    return {f.name: getattr(params, f.name) for f in fields_of(type(params))}
+
+
 # --- identity and documentation ---------------------------------------------------------
 def identity_of(params: Any) -> dict[str, Any]:
     """The result-changing fields of a parsed declaration (or of each group of a
