@@ -526,14 +526,24 @@ def _duration(seconds: float) -> str:
 
 # --- table ----------------------------------------------------------------
 def _cmd_table(args: argparse.Namespace) -> int:
-    from harness import tables
     from harness.store import ResultStore, StoreError
 
-    try:
-        with ResultStore(args.outdir, readonly=True) as store:
-            df, notes = store.latest_frame()
+    try:  # verified once, then read as one snapshot (a run may be writing meanwhile)
+        store = ResultStore(args.outdir, readonly=True)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
+    try:
+        return _table(args, store)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        store.close()
+
+
+def _table(args: argparse.Namespace, store: Any) -> int:
+    from harness import tables
+
+    df, notes = store.latest_frame()
     if df.empty:
         raise UsageError(f"the store in {args.outdir} holds no episodes yet")
     render = {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
@@ -554,12 +564,11 @@ def _cmd_table(args: argparse.Namespace) -> int:
                          + (" (it prints failure classes)" if args.by == "failure" else
                             " (its columns are variants; it has no Δ)"))
     if args.by == "failure":
-        return _failure_table(args, df, notes)
+        return _failure_table(args, df, notes, store)
     metrics = tuple(m.strip() for m in (args.metrics or "sr,gc").split(",") if m.strip())
     try:
         if set(metrics) & set(tables.COST_METRICS):
-            with ResultStore(args.outdir, readonly=True) as store:
-                df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
+            df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
         if args.by:
             table = tables.breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline)
         else:
@@ -574,14 +583,12 @@ def _cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _failure_table(args: argparse.Namespace, df: Any, notes: list[str]) -> int:
+def _failure_table(args: argparse.Namespace, df: Any, notes: list[str], store: Any) -> int:
     from harness import failures
-    from harness.store import ResultStore
 
     if args.format == "latex":
         raise UsageError("--by failure prints markdown or csv")
-    with ResultStore(args.outdir, readonly=True) as store:  # old stores: task params re-derived from the suite
-        tasks = failures.tasks_from_suites(store, df)
+    tasks = failures.tasks_from_suites(store, df)  # old stores: task params re-derived from the suite
     table = failures.failure_table(df, failures.classify_frame(df, tasks))
     sys.stdout.write(failures.failure_csv(table) if args.format == "csv" else failures.failure_markdown(table))
     for note in notes:
@@ -606,30 +613,35 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 # --- store ----------------------------------------------------------------
 def _cmd_store(args: argparse.Namespace) -> int:
-    """``check``: exit 0 when sound, 1 with the problems when damaged. ``repair``: every
-    readable row into a new store (the damaged one is left as it is)."""
+    """``check``: one line and the verdict's exit status (0 sound, 1 damaged, 3 unknown schema
+    version, 4 not a harness store; harness.store.EXIT_STATUS). ``repair``: every sound row
+    into a new store (the damaged one is left as it is); a file that is not a harness store or
+    of an unknown schema is refused with that verdict's status."""
     from pathlib import Path
 
-    from harness.store import StoreError, check_store, repair_store
+    from harness.store import RepairRefused, StoreError, inspect_store, repair_store
 
     try:
         if args.action == "check":
-            problems = check_store(args.outdir)
-            if not problems:
-                print(f"{args.outdir}: the store is sound", file=sys.stderr)
-                return 0
-            print(f"{args.outdir}: the store is damaged ({len(problems)} problem(s)): {problems[0]}; "
-                  f"`harness store repair {args.outdir}` salvages its readable records", file=sys.stderr)
-            return 1
+            verdict = inspect_store(args.outdir)
+            print(verdict.line(args.outdir), file=sys.stderr)
+            return verdict.exit_status
         src = Path(args.outdir)
         dest = Path(args.dest) if args.dest else src.with_name((src.stem if src.suffix == ".sqlite" else src.name)
                                                                 + "-repaired")
         report = repair_store(src, dest)
+    except RepairRefused as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return exc.verdict.exit_status
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    kept, lost = report.get("episodes", (0, 0))
-    print(f"salvaged {kept} episode(s) ({lost} unreadable) and {report.get('transcripts', (0, 0))[0]} transcript "
-          f"row(s) into {dest}; `harness table {dest}` reads it, and rerunning with out={dest} resumes", file=sys.stderr)
+    kept, lost = report.get("episodes")
+    dups = report.duplicates
+    dropped = (f"; dropped {len(dups)} duplicate episode row(s): {', '.join(dups[:5])}"
+               + (f" and {len(dups) - 5} more" if len(dups) > 5 else "")) if dups else ""
+    print(f"salvaged {kept} episode(s) ({lost} lost: unreadable, failing their checksum or duplicate) and "
+          f"{report.get('transcripts')[0]} transcript row(s) into {dest}{dropped}; `harness table {dest}` reads it, "
+          f"and rerunning with out={dest} resumes", file=sys.stderr)
     return 0
 
 

@@ -200,6 +200,7 @@ def test_schema_1_store_is_migrated_and_readable(tmp_path):
     db.executescript(
         "CREATE TABLE old AS SELECT * FROM episodes; DROP TABLE episodes; DROP TABLE transcripts;"
         "ALTER TABLE old DROP COLUMN planner_output_errors; ALTER TABLE old DROP COLUMN empty_plan;"
+        "ALTER TABLE old DROP COLUMN crc; ALTER TABLE runs DROP COLUMN crc; ALTER TABLE sessions DROP COLUMN crc;"
         "ALTER TABLE old RENAME TO episodes; UPDATE meta SET value='1' WHERE key='schema_version';")
     db.commit()
     db.close()
