@@ -770,6 +770,8 @@ def _crc_sql(db: sqlite3.Connection, table: str) -> str:
 
 # --- check and repair -------------------------------------------------------------------------
 _SALVAGED_TABLES = ("meta", "runs", "sessions", "episodes", "transcripts")
+#: What reading damaged data raises: SQLite's errors, and text that is not UTF-8.
+_READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Problems kept per check (the count of all of them is kept too).
 _MAX_PROBLEMS = 20
@@ -848,7 +850,7 @@ def inspect_db(db: sqlite3.Connection, file: Path) -> Verdict:
         verdict.add(f"the file is cut short: {size} bytes is not a whole number of {page}-byte pages")
     try:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as exc:
+    except _READ_ERRORS as exc:
         if app_id != APPLICATION_ID:
             return Verdict(NOT_A_STORE, [f"SQLite cannot read its schema: {exc}"], count=1)
         verdict.add(f"SQLite cannot read its schema: {exc}")
@@ -865,7 +867,7 @@ def inspect_db(db: sqlite3.Connection, file: Path) -> Verdict:
     if "meta" in tables:
         try:
             row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        except sqlite3.DatabaseError as exc:
+        except _READ_ERRORS as exc:
             verdict.add(f"table meta: {exc}")
         else:
             try:
@@ -878,17 +880,34 @@ def inspect_db(db: sqlite3.Connection, file: Path) -> Verdict:
                 return Verdict(UNKNOWN_SCHEMA, [f"has schema version {version}"], version, count=1)
             verdict.schema_version = version
     try:
-        for (problem,) in db.execute(f"PRAGMA integrity_check({_MAX_PROBLEMS})"):
-            if problem != "ok":
-                verdict.add(problem)
-    except sqlite3.DatabaseError as exc:
+        for (text,) in db.execute(f"PRAGMA integrity_check({_MAX_PROBLEMS})"):
+            for problem in str(text).splitlines():  # one row may hold several lines
+                if problem.strip() and problem != "ok" and not problem.startswith("***"):
+                    verdict.add(problem.strip())
+    except _READ_ERRORS as exc:
         verdict.add(f"integrity check: {exc}")
     for table in _SALVAGED_TABLES:
         if table in tables:
+            _check_unique_index(db, table, verdict)
             _check_rows(db, table, verdict)
     if verdict.count:
         verdict.kind = DAMAGED
     return verdict
+
+
+def _check_unique_index(db: sqlite3.Connection, table: str, verdict: Verdict) -> None:
+    """The schema declares ``table``'s key unique (the key is unique by construction)."""
+    key = _UNIQUE_KEYS.get(table)
+    if not key:
+        return
+    try:
+        for _, name, unique, *_ in db.execute(f"PRAGMA index_list({table})"):
+            if unique and [r[2] for r in db.execute(f"PRAGMA index_info({name})")] == list(key):
+                return
+    except _READ_ERRORS as exc:
+        verdict.add(f"table {table}: {exc}")
+        return
+    verdict.add(f"table {table} no longer declares its key ({', '.join(key)}) unique")
 
 
 def _check_rows(db: sqlite3.Connection, table: str, verdict: Verdict) -> None:
@@ -919,7 +938,7 @@ def _check_rows(db: sqlite3.Connection, table: str, verdict: Verdict) -> None:
                     verdict.add(f"table {table} holds the key "
                                 f"{'/'.join(str(values[i]) for i in key_at)} twice (row {rowid})")
                 seen.add(key)
-    except sqlite3.DatabaseError as exc:  # a damaged page, text that is not UTF-8
+    except _READ_ERRORS as exc:  # a damaged page, text that is not UTF-8
         verdict.add(f"table {table}: {exc}")
 
 
@@ -998,17 +1017,20 @@ def repair_store(path: str | Path, dest: str | Path) -> RepairReport:
         raise RepairRefused(f"{verdict.line(str(path))}; repair copies only harness stores it can read, "
                             "and wrote nothing", verdict)
     src, tmpdir, _ = _open_raw(path)
+    # On the private copy only: lets SQLite read a file shorter than its header says (a cut
+    # tail), which it otherwise refuses as a whole.
+    src.execute("PRAGMA writable_schema=ON")
     report = RepairReport()
     try:
         try:
             src.execute("SELECT name FROM sqlite_master").fetchall()
-        except sqlite3.DatabaseError as exc:
+        except _READ_ERRORS as exc:
             raise StoreError(f"nothing in {path} can be salvaged: SQLite cannot read its schema ({exc})") from None
         with ResultStore(dest) as out:  # a new, empty store of the current schema
             for table in _SALVAGED_TABLES:
                 try:
                     cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
-                except sqlite3.DatabaseError:
+                except _READ_ERRORS:
                     cols = []
                 has_crc = "crc" in cols
                 wanted = {r[1] for r in out._db.execute(f"PRAGMA table_info({table})")} - {"crc"}
@@ -1081,18 +1103,18 @@ def _salvage(src: sqlite3.Connection, table: str, cols: list[str]) -> tuple[list
     select = f"SELECT {', '.join(cols)} FROM {table}"
     try:
         return src.execute(select + " ORDER BY rowid").fetchall(), 0
-    except sqlite3.DatabaseError:
+    except _READ_ERRORS:
         pass
     try:
         top = src.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
-    except sqlite3.DatabaseError:
+    except _READ_ERRORS:
         page_size = src.execute("PRAGMA page_size").fetchone()[0]
         top = src.execute("PRAGMA page_count").fetchone()[0] * page_size // 32
     rows, lost = [], 0
     for rowid in range(1, int(top) + 1):
         try:
             row = src.execute(f"{select} WHERE rowid=?", (rowid,)).fetchone()
-        except sqlite3.DatabaseError:
+        except _READ_ERRORS:
             lost += 1
             continue
         if row is not None:
