@@ -864,21 +864,6 @@ def inspect_db(db: sqlite3.Connection, file: Path) -> Verdict:
         verdict.add(f"its header's application id is {app_id:#x}, not a harness store's {APPLICATION_ID:#x}")
     for missing in sorted(_STORE_TABLES - tables):
         verdict.add(f"table {missing} is missing")
-    if "meta" in tables:
-        try:
-            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        except _READ_ERRORS as exc:
-            verdict.add(f"table meta: {exc}")
-        else:
-            try:
-                version = int(row[0]) if row else None
-            except (TypeError, ValueError):
-                return Verdict(UNKNOWN_SCHEMA, [f"has a malformed schema_version {row[0]!r}"], count=1)
-            if version is None:
-                return Verdict(UNKNOWN_SCHEMA, ["has no schema version"], count=1)
-            if not 1 <= version <= SCHEMA_VERSION:
-                return Verdict(UNKNOWN_SCHEMA, [f"has schema version {version}"], version, count=1)
-            verdict.schema_version = version
     try:
         for (text,) in db.execute(f"PRAGMA integrity_check({_MAX_PROBLEMS})"):
             for problem in str(text).splitlines():  # one row may hold several lines
@@ -886,6 +871,26 @@ def inspect_db(db: sqlite3.Connection, file: Path) -> Verdict:
                     verdict.add(problem.strip())
     except _READ_ERRORS as exc:
         verdict.add(f"integrity check: {exc}")
+    version: Any = None
+    if "meta" in tables:
+        try:  # by a table scan: a damaged index must not hide the row
+            row = db.execute("SELECT value FROM meta NOT INDEXED WHERE key='schema_version'").fetchone()
+        except _READ_ERRORS as exc:
+            verdict.add(f"table meta: {exc}")
+        else:
+            version = row[0] if row else None
+    if verdict.count:  # damage first: an unknown version of a damaged store may be the damage
+        verdict.kind = DAMAGED
+        return verdict
+    try:
+        number = int(version) if version is not None else None
+    except (TypeError, ValueError):
+        return Verdict(UNKNOWN_SCHEMA, [f"has a malformed schema_version {version!r}"], count=1)
+    if number is None:
+        return Verdict(UNKNOWN_SCHEMA, ["has no schema version"], count=1)
+    if not 1 <= number <= SCHEMA_VERSION:
+        return Verdict(UNKNOWN_SCHEMA, [f"has schema version {number}"], number, count=1)
+    verdict.schema_version = number
     for table in _SALVAGED_TABLES:
         if table in tables:
             _check_unique_index(db, table, verdict)
