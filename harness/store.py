@@ -228,6 +228,7 @@ class ResultStore:
         self._lock_fd: int | None = None
         #: Per run id: {hash of (suite, split, episode_id, seed): rowid} of the rows stored at open.
         self._rowids: dict[str, dict[int, int]] = {}
+        self._seal_sql: dict[str, str] = {}
         if readonly:
             self._open_readonly()
         else:
@@ -341,7 +342,10 @@ class ResultStore:
 
     def _seal(self, table: str, rowid: int) -> None:
         """Store the checksum of a row just written (computed from the values as SQLite stored them)."""
-        self._db.execute(f"UPDATE {table} SET crc = {_crc_sql(self._db, table)} WHERE rowid = ?", (rowid,))
+        sql = self._seal_sql.get(table)
+        if sql is None:  # built once per table (after the migration: the columns are final)
+            sql = self._seal_sql[table] = f"UPDATE {table} SET crc = {_crc_sql(self._db, table)} WHERE rowid = ?"
+        self._db.execute(sql, (rowid,))
 
     def close(self) -> None:
         """Close; the last writer puts the file back in rollback-journal mode (see module doc)."""
