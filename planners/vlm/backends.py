@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -51,9 +52,20 @@ class Generation(str):
 
     def __new__(cls, text: str, prompt_tokens: int | None = None, output_tokens: int | None = None) -> "Generation":
         obj = super().__new__(cls, text)
-        obj.usage = {k: int(v) for k, v in (("prompt_tokens", prompt_tokens), ("output_tokens", output_tokens))
-                     if v is not None}
+        # A count the server left out, or sent as NaN / Infinity / text, is unknown: left out of
+        # ``usage`` (the transcript's cost columns stay empty), never an error that loses the text.
+        obj.usage = {k: c for k, c in (("prompt_tokens", _token_count(prompt_tokens)),
+                                       ("output_tokens", _token_count(output_tokens))) if c is not None}
         return obj
+
+
+def _token_count(value: Any) -> int | None:
+    """``value`` as a token count, or None when it is missing or not a finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
 
 
 class HFBackend:

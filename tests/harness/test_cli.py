@@ -84,7 +84,7 @@ def test_table_on_missing_store(capsys, tmp_path):
 def test_table_on_unreadable_store(capsys, tmp_path):
     (tmp_path / "results.sqlite").write_bytes(b"garbage" * 100)
     code, _, err = run_cli(capsys, "table", str(tmp_path))
-    assert_usage_error(code, err, "cannot read")
+    assert_usage_error(code, err, "not a harness result store")
 
 
 def test_list_is_instant_and_names_everything(capsys):

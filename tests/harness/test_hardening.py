@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import ResultStore, StoreError
+from harness.store import ResultStore, inspect_store, StoreError
 from harness.types import EpisodeRecord, RunSpec
 from tests.helpers import wait_at_gate
 
@@ -198,9 +198,10 @@ def test_schema_1_store_is_migrated_and_readable(tmp_path):
         store.add(EpisodeRecord("r1", "v", "s", "a", "e0", 0, termination="empty_plan"))
     db = sqlite3.connect(tmp_path / "results.sqlite")
     db.executescript(
-        "CREATE TABLE old AS SELECT * FROM episodes; DROP TABLE episodes; DROP TABLE transcripts;"
-        "ALTER TABLE old DROP COLUMN planner_output_errors; ALTER TABLE old DROP COLUMN empty_plan;"
-        "ALTER TABLE old RENAME TO episodes; UPDATE meta SET value='1' WHERE key='schema_version';")
+        "DROP TABLE transcripts;"
+        "ALTER TABLE episodes DROP COLUMN planner_output_errors; ALTER TABLE episodes DROP COLUMN empty_plan;"
+        "ALTER TABLE episodes DROP COLUMN crc; ALTER TABLE runs DROP COLUMN crc; ALTER TABLE sessions DROP COLUMN crc;"
+        "UPDATE meta SET value='1' WHERE key='schema_version';")
     db.commit()
     db.close()
     with ResultStore(tmp_path, readonly=True) as store:  # read as it is
@@ -209,6 +210,7 @@ def test_schema_1_store_is_migrated_and_readable(tmp_path):
     with ResultStore(tmp_path) as store:  # migrated in place when opened for writing
         (rec,) = store.records()
         assert rec.empty_plan and store.schema_version == 2
+    assert inspect_store(tmp_path).kind == "sound"  # every row got its checksum in the migration
 
 
 # --- 7. bad values -------------------------------------------------------------------------------

@@ -419,7 +419,7 @@ def test_a_full_disk_leaves_no_empty_store(tmp_path):
                          text=True, timeout=120)
     one_line_error(res, "result store")
     assert not (tmp_path / "y" / "results.sqlite").exists()
-    assert list((tmp_path / "y").iterdir()) == [] if (tmp_path / "y").exists() else True
+    assert not (tmp_path / "y").exists()  # nor an empty output folder
 
 
 # --- 17. serve-policy: frame limit, no tracebacks to clients, bounded connections ------------------------

@@ -89,7 +89,7 @@ def test_readonly_missing_or_garbage_store_is_a_clear_error(tmp_path):
         ResultStore(tmp_path / "nope", readonly=True)
     bad = tmp_path / "results.sqlite"
     bad.write_text("not a database")
-    with pytest.raises(StoreError, match="cannot read"):
+    with pytest.raises(StoreError, match="not a harness result store"):
         ResultStore(tmp_path, readonly=True)
 
 

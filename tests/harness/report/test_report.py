@@ -142,6 +142,7 @@ def test_report_reads_a_schema1_store(store_dir, tmp_path):
         db.execute("DROP TABLE transcripts")
         db.execute("ALTER TABLE episodes DROP COLUMN planner_output_errors")
         db.execute("ALTER TABLE episodes DROP COLUMN empty_plan")
+        db.execute("ALTER TABLE episodes DROP COLUMN crc")  # schema-1 stores had no row checksums
         db.execute("UPDATE episodes SET extra='{}', schema_version=1")
         db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     db.close()

@@ -1,0 +1,51 @@
+"""The openai backend against a loopback server whose ``usage`` is missing or not finite:
+the model's text is kept and the token counts are recorded as unknown (it used to raise
+"cannot convert float NaN to integer" and lose the text)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from planners.vlm.backends import OpenAIBackend
+from tests.helpers import chat_completion
+
+
+def serve(body: bytes):
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": float("nan"), "completion_tokens": 3, "total_tokens": 3},
+    {"prompt_tokens": float("inf"), "completion_tokens": float("-inf"), "total_tokens": 0},
+    None,
+])
+def test_non_finite_or_missing_usage_keeps_the_text(usage):
+    extra = {"usage": usage} if usage is not None else {}
+    httpd = serve(json.dumps(chat_completion("m", "pick up the apple", **extra)).encode())
+    try:
+        backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{httpd.server_port}/v1", max_retries=0)
+        (reply,) = backend.generate([[{"role": "user", "content": "hi"}]])
+        backend.close()
+    finally:
+        httpd.shutdown()
+    assert str(reply) == "pick up the apple"
+    expected = {"output_tokens": 3} if usage and usage["completion_tokens"] == 3 else {}
+    assert reply.usage == expected  # unknown counts are left out, a finite one is kept
