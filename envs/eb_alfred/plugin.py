@@ -36,6 +36,7 @@ class EBAlfredParams:
 
 SUITE = SuitePlugin(
     name="eb_alfred", target="envs.eb_alfred.suite:EBAlfredSuite", params=EBAlfredParams, default_split="seen",
+    failures="envs.eb_alfred.failures:RULES",
     summary="EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)")
 
 
@@ -55,7 +56,7 @@ class OracleJSONParams:
 
 
 ORACLE = AgentPlugin(
-    name="oracle", suite="eb_alfred", target="planners.oracle:OraclePlanner", params=OracleParams,
+    name="oracle", suite="eb_alfred", target="envs.eb_alfred.agents:OraclePlanner", params=OracleParams,
     summary="EB-ALFRED: expert plans in the skill language from the true state (upper bound; privileged)")
 ORACLE_JSON = AgentPlugin(
     name="oracle_json", suite="eb_alfred", target="planners.oracle_json:OracleJSONPlanner", params=OracleJSONParams,

@@ -32,9 +32,13 @@ class LiberoParams:
                                        help="how fixture samplers are seeded; null: the preset's own loop")
     max_steps: Optional[int] = param(None, ge=1, help="override the preset's per-split step budget "
                                                       "(at most 1000 less the preset's wait steps); null: the preset's")
-    trials: Optional[int] = param(None, ge=1, le=INIT_STATES,
+    # trials and tasks select a subset of the same episodes (like limit): a run with more of
+    # them resumes one with fewer, so neither enters the run identity.
+    trials: Optional[int] = param(None, ge=1, le=INIT_STATES, results=False,
                                   help="init states per task (null: the preset's, 50 or 20)")
-    tasks: Optional[List[int]] = param(None, ge=0, help="task indices to run (null: every task of the split)")
+    tasks: Optional[List[int]] = param(None, ge=0, results=False,
+                                       help="task indices to run, each below the split's task count "
+                                            "(null: every task of the split)")
     video: str = param("none", choices=VIDEO_MODES, results=False,
                        help="MP4 per episode under OUT/artifacts/<run_id>/videos: none, failures or all")
 

@@ -46,7 +46,7 @@ def test_every_builtin_agent_declares_what_it_produces():
             if entry.extra and importlib.util.find_spec({"models": "torch", "policies": "msgpack",
                                                          "eb_manipulation": "robosuite"}[entry.extra]) is None:
                 continue
-            kinds = getattr(registry.load(entry.name), "action_kinds", None)
+            kinds = getattr(registry.load(entry.name, getattr(entry, "suite", None)), "action_kinds", None)
             assert kinds and set(kinds) <= set(ACTION_KINDS), entry.name
 
 
@@ -72,7 +72,7 @@ def test_declared_action_kind_is_the_gym_action_space(name):
 def test_matching_agents_pass():
     eb_alfred, alfred = SUITES.build("eb_alfred"), SUITES.build("alfred")
     for agent in ("random", "oracle", "oracle_json"):
-        assert action_mismatch(eb_alfred, "eb_alfred", PLANNERS.load(agent), agent) is None
+        assert action_mismatch(eb_alfred, "eb_alfred", PLANNERS.load(agent, suite="eb_alfred"), agent) is None
     assert action_mismatch(alfred, "alfred", PLANNERS.load("oracle", suite="alfred"), "alfred_oracle") is None
     # A third-party agent that declares nothing is not refused.
     assert action_mismatch(eb_alfred, "eb_alfred", object(), "x") is None

@@ -33,7 +33,7 @@ CONTRACT = {
     "alfred": dict(params={"render": True, "generated_per_split": 6}, split="unseen", agent="random"),
     "libero": dict(params={"max_steps": 4, "tasks": [0], "trials": 2}, split="libero_spatial", agent="zero",
                    kind="policy", share_env=True, needs="libero.libero", require_env="REQUIRE_LIBERO"),
-    "eb_manipulation": dict(params={"render": False}, split="base", agent="eb_manipulation_random",
+    "eb_manipulation": dict(params={"render": False}, split="base", agent="random",
                             needs="robosuite", require_env="REQUIRE_EB_MANIPULATION"),
 }
 
@@ -107,7 +107,7 @@ def _rollout(suite, spec, entry):
     env = _make_env(suite, entry)
     assert isinstance(env, EpisodeEnv)
     registry = POLICIES if entry.get("kind") == "policy" else PLANNERS
-    agent = registry.build(entry["agent"])
+    agent = registry.build(entry["agent"], suite=suite.name)  # the suite's own first (its random agent)
     obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": agent.privileged,
                                                     "render": bool(getattr(agent, "reads_images", True))})
     _check_info(info)

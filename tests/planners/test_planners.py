@@ -10,7 +10,7 @@ from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import Agent, AgentRequest
 from harness.runner import Runner
 from harness.types import INFO_ACTION_OK, INFO_SUCCESS, EpisodeRecord, RunSpec
-from planners.oracle import OraclePlanner
+from envs.eb_alfred.agents import OraclePlanner
 from planners.random_planner import RandomPlanner
 
 def run(suite: EBAlfredSuite, split: str, agent, limit: int | None = None) -> list[EpisodeRecord]:

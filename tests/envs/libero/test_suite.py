@@ -16,6 +16,7 @@ require_libero()
 from envs.libero import protocol as P  # noqa: E402
 from envs.libero.env import fast_render_xml, validate_action  # noqa: E402
 from envs.libero.suite import LiberoSuite  # noqa: E402
+from harness.params import identity_of  # noqa: E402
 from harness.interfaces import AgentContractError, AgentRequest  # noqa: E402
 
 FOUR = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
@@ -72,7 +73,7 @@ def test_protocol_constants_and_presets():
     assert [std.protocol(s)["max_steps"] for s in (*FOUR, "libero_90")] == [220, 280, 300, 520, 400]
     p = std.protocol("libero_spatial")
     assert (p["num_steps_wait"], p["seed"], p["camera_size"], p["rotate_180"]) == (10, 7, 256, True)
-    assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and p["fast_render"] is False and p["fixture_rng"] == "sequence"
+    assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and std.params.fast_render is False and p["fixture_rng"] == "sequence"
     json.dumps(p)
     assert std.protocol("libero_goal_swap")["max_steps"] == 300  # perturbations use their base budget
     assert p["first_observation"] == "after_wait"
@@ -83,14 +84,17 @@ def test_protocol_constants_and_presets():
     life = LiberoSuite(protocol="lifelong").protocol("libero_goal")
     assert (life["max_steps"], life["num_steps_wait"], life["camera_size"]) == (600, 5, 128)
     assert len(LiberoSuite(protocol="lifelong").episodes("libero_goal")) == 10 * 20
-    # every knob that changes results changes the protocol (hence the run identity)
+    # every knob that changes results changes what the run identity hashes (declared parameters + protocol)
+    def identity(suite):
+        return identity_of(suite.params), suite.protocol("libero_spatial")
+
     variants = [LiberoSuite(fast_render=True), LiberoSuite(fixture_rng="per_trial"), LiberoSuite(max_steps=5),
                 LiberoSuite(protocol="lerobot"), LiberoSuite(protocol="openvla"), LiberoSuite(fixture_rng="same_each_trial")]
     for v in variants:
-        assert v.protocol("libero_spatial") != p
+        assert identity(v) != identity(std)
     # video mode and task subsets do not change results
-    assert LiberoSuite(video="all", tasks=[0], trials=2).protocol("libero_spatial") == p
-    with pytest.raises(ValueError, match="unknown LIBERO protocol preset"):
+    assert identity(LiberoSuite(video="all", tasks=[0], trials=2)) == identity(std)
+    with pytest.raises(ValueError, match="protocol must be one of 'standard', 'lifelong', 'openvla', 'lerobot', got 'standrad'"):
         LiberoSuite(protocol="standrad")
     with pytest.raises(ValueError):
         LiberoSuite(video="some")
