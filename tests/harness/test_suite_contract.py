@@ -96,6 +96,23 @@ def test_suite_protocol(case):
         suite.episodes("no-such-split")
 
 
+#: Protocol keys that repeat a declared parameter's *resolved* value (a derived fact: the
+#: step budget every protocol states; LIBERO's fixture seeding, from the preset when null).
+RESOLVED = {"max_steps"}
+RESOLVED_BY_SUITE = {"libero": {"fixture_rng"}}
+
+
+def test_protocol_lists_derived_facts_only(case):
+    """The run identity hashes the declared parameters (identity_of(suite.params)); protocol()
+    must not echo them by hand, or the two drift."""
+    from harness.params import fields_of
+
+    name, suite, entry = case
+    declared = {f.name for f in fields_of(type(suite.params))}
+    echoed = set(suite.protocol(entry["split"])) & declared
+    assert echoed <= RESOLVED | RESOLVED_BY_SUITE.get(name, set()), f"{name} protocol echoes {sorted(echoed)}"
+
+
 def _check_info(info):
     assert isinstance(info[INFO_SUCCESS], bool)
     assert isinstance(info[INFO_GC_SATISFIED], int) and isinstance(info[INFO_GC_TOTAL], int)

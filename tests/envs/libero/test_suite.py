@@ -202,3 +202,19 @@ def test_provider_choice_is_explicit(monkeypatch, tmp_path):
     monkeypatch.setenv("LIBERO_CONFIG_PATH", "")
     with pytest.raises(provider.ProviderError, match="assets_dir"):
         provider._ensure_official_config(str(tmp_path / "missing"))
+
+
+def test_tasks_must_index_the_splits_tasks():
+    """A negative index is refused by the declaration; one past the split's tasks by the suite,
+    in one line naming the split's task count (it used to run task 9 under id t-1 for -1)."""
+    from harness.params import ParamError
+
+    with pytest.raises(ParamError) as neg:
+        LiberoSuite(tasks=[-1])
+    assert str(neg.value).startswith("tasks must be") and "\n" not in str(neg.value)
+    with pytest.raises(ParamError) as far:
+        LiberoSuite(tasks=[0, 99]).episodes("libero_spatial")
+    msg = str(far.value)
+    assert msg == "tasks must index the tasks of split libero_spatial (0-9: 10 tasks), got [0, 99]", msg
+    assert [e.episode_id for e in LiberoSuite(tasks=[9], trials=1).episodes("libero_spatial")] == [
+        "libero_spatial/t09/i00"]
