@@ -18,9 +18,10 @@ SKILLS = [["find a Apple", "Last action executed successfully."],
 
 
 def rec(suite, history, **kw):
-    return dict(suite=suite, success=False, error_kind=None, termination="max_steps", empty_plan=False,
+    base = dict(suite=suite, success=False, error_kind=None, termination="max_steps", empty_plan=False,
                 invalid_actions=0, planner_output_errors=0, gc_satisfied=0, gc_total=1,
-                task_type="pick_heat_then_place_in_recep", extra={"history": history, "task": HEAT}, **kw)
+                task_type="pick_heat_then_place_in_recep", extra={"history": history, "task": HEAT})
+    return {**base, **kw}
 
 
 def test_suites_with_an_action_language_name_their_reader():
@@ -45,5 +46,5 @@ def test_each_suite_reads_its_own_language_only():
 def test_suites_without_a_reader_get_the_generic_classes():
     assert classify(rec("libero", SKILLS)) == "other"
     assert classify(rec("libero", SKILLS, gc_satisfied=1)) == "out_of_steps"
-    assert classify(dict(rec("eb_manipulation", []), success=True)) == "success"
-    assert classify(dict(rec("libero", []), error_kind="env")) == "error"
+    assert classify(rec("eb_manipulation", [], success=True)) == "success"
+    assert classify(rec("libero", [], error_kind="env")) == "error"
