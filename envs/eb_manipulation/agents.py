@@ -1,8 +1,8 @@
 """Reference agents for EB-Manipulation: a privileged oracle and a seeded random agent.
 
-Both satisfy :class:`harness.interfaces.Agent`. The lead rewires ``planner=oracle`` /
-``planner=random`` per suite; until then they are registered as ``eb_manipulation_oracle``
-and ``eb_manipulation_random``.
+Both satisfy :class:`harness.interfaces.Agent` and are this suite's own agents
+(envs/eb_manipulation/plugin.py): ``planner=oracle`` / ``planner=random`` on
+``suite=eb_manipulation`` run them.
 """
 
 from __future__ import annotations
