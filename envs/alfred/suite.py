@@ -13,7 +13,7 @@ from envs.alfred.protocol import DATA_SPLITS, EB_SPLIT, GENERATED_SPLITS, MAX_FA
 from envs.eb_alfred.episodes import resolve_data_dir
 from envs.eb_alfred.generator import floor_plans
 from envs.thor.session import THOR_VERSION, require_ai2thor
-from envs.alfred.plugin import BACKENDS, AlfredParams  # noqa: F401 (BACKENDS re-exported)
+from envs.alfred.plugin import AlfredParams
 from harness.params import parse
 from harness.types import EpisodeSpec
 

@@ -17,7 +17,7 @@ from envs.eb_alfred.protocol import (
     GENERATED_SPLITS, MAX_INVALID_ACTIONS, MAX_STEPS, OFFICIAL_SPLITS,
 )
 from envs.eb_alfred.skills import NUM_GLOBAL_ACTIONS
-from envs.eb_alfred.plugin import BAD_EPISODE_POLICIES, EBAlfredParams  # noqa: F401 (re-exported)
+from envs.eb_alfred.plugin import EBAlfredParams
 from harness.params import parse
 from harness.types import EpisodeSpec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from envs.libero import protocol as P
-from envs.libero.plugin import VIDEO_MODES, LiberoParams  # noqa: F401 (VIDEO_MODES re-exported)
+from envs.libero.plugin import LiberoParams
 from harness.params import ParamError, parse
 from harness.types import EpisodeSpec
 
