@@ -8,6 +8,7 @@ points name light plugin objects whose factories are imported only when built.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any, Callable, Iterator, Mapping
 
 from harness.plugins import AgentPlugin, Found, discover
 from harness.registry import Registry
@@ -38,3 +39,26 @@ BACKENDS = Registry("model backend", fill=_fill("backend"))
 
 #: Registry by config group (``suite=``, ``planner=``, ``policy=``, ``executor=``).
 BY_GROUP = {"suite": SUITES, "planner": PLANNERS, "policy": POLICIES, "executor": EXECUTORS}
+
+
+class Collected(Mapping):
+    """A read-only mapping built on first use from the registered plugins (``build()``), so
+    importing the module that holds it discovers nothing."""
+
+    def __init__(self, build: Callable[[], Mapping[str, Any]]):
+        self._build = build
+        self._data: Mapping[str, Any] | None = None
+
+    def _get(self) -> Mapping[str, Any]:
+        if self._data is None:
+            self._data = dict(self._build())
+        return self._data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())

@@ -6,13 +6,15 @@ the extra (``harness: error: ... pip install -e '.[models]'``), never a tracebac
 
 from __future__ import annotations
 
-#: Top-level third-party module -> the extra that installs it. Where two extras bring a module
-#: (robosuite and mujoco: libero and eb_manipulation), the smaller one is named.
-MODULE_EXTRAS: dict[str, str] = {
+from typing import Mapping
+
+from harness.catalog import Collected
+
+#: Top-level third-party module -> the extra that installs it, for the core's and the agents'
+#: extras; each suite declares its own (``SuitePlugin.modules`` with its ``extra``).
+_CORE_EXTRAS: dict[str, str] = {
     "torch": "models", "transformers": "models", "peft": "models", "accelerate": "models",
     "safetensors": "models", "openai": "models",
-    "libero": "libero", "cv2": "libero", "bddl": "libero",
-    "robosuite": "eb_manipulation", "mujoco": "eb_manipulation",
     "ai2thor": "thor",
     "websockets": "policies", "msgpack": "policies",
     "ray": "ray",
@@ -20,6 +22,24 @@ MODULE_EXTRAS: dict[str, str] = {
     "alfworld": "maintainer",
     "mkdocs": "docs",
 }
+
+
+def _module_extras() -> dict[str, str]:
+    """The core's table and every suite's modules. Where two suites' extras bring a module,
+    the extra with the fewest modules is named (the smaller install)."""
+    from harness.catalog import SUITES
+
+    out = dict(_CORE_EXTRAS)
+    suites = sorted((p for p in SUITES.entries() if p.extra and getattr(p, "modules", ())),
+                    key=lambda p: -len(p.modules))
+    for plugin in suites:  # larger extras first: a smaller one declaring the same module wins
+        for module in plugin.modules:
+            out[module] = plugin.extra
+    return out
+
+
+#: Module -> extra, collected on first use.
+MODULE_EXTRAS: Mapping[str, str] = Collected(_module_extras)
 
 
 def missing_extra_message(exc: BaseException) -> str | None:

@@ -4,24 +4,15 @@ Used by ``harness table --by failure`` and the report's failure chart. It reads
 the record's fields (success, error_kind, termination, empty_plan,
 invalid_actions, planner_output_errors, gc_satisfied, task_type), the
 text-action history in ``extra["history"]`` (``[[action, feedback], ...]``) and
-the task's ALFRED ``pddl_params`` in ``extra["task"]`` (written by the runner
-from the episode's metadata; for stores written before that, the caller may
-pass the params re-derived from the suite: see :func:`tasks_from_suites`).
-Nothing is re-run.
+the task's facts in ``extra["task"]`` (written by the runner from the episode's
+metadata; for stores written before that, the caller may pass the facts
+re-derived from the suite: see :func:`tasks_from_suites`). Nothing is re-run.
 
-Two action languages are read. EB-ALFRED's skill language (``find a X``,
-``pick up the X``, ``put down the object in hand``, ``drop the object in
-hand``, ``open/close the X``, ``turn on/off the X``, ``slice the X``): an action
-is *successful* unless its feedback starts with EB-ALFRED's ``"Last action is
-invalid."`` (EmbodiedBench ``EBAlfEnv.get_env_feedback``); an object type is
-absent when a ``find`` is answered "... may not exist in this scene". The
-``alfred`` suite's low-level steps (``GotoLocation X [hint]``, ``PickupObject
-X``, ``PutObject R``, ``OpenObject`` / ``CloseObject X``, ``ToggleObjectOn`` /
-``ToggleObjectOff X``, ``SliceObject X``): successful when the feedback is
-``"Done."``; ``GotoLocation`` is the ``find``, ``PutObject R`` puts down at R,
-and "No X can be found in this scene." marks X absent. Object names compare by type:
-an instance suffix (``Cabinet_8``) is dropped, a ``Basin`` suffix too
-(``find a Sink`` reaches the ``SinkBasin``), case is ignored.
+The core knows no action language. A suite that has one names its reader on its
+plugin (``SuitePlugin.failures``, a :class:`harness.interfaces.FailureRules`): how an
+action's success shows in its feedback, which object it names, which feedback says
+the object is absent, and the suite's task rules. Suites without one get only the
+generic classes.
 
 Rules, applied in this order; the first that holds names the class:
 
@@ -32,38 +23,28 @@ Rules, applied in this order; the first that holds names the class:
    at least half of the episode's invalid actions were unusable outputs.
 5. ``hallucinated_object`` - at least half of the invalid environment actions
    (and at least one) named an object absent from the scene. An object type is
-   absent once an action on it was answered that the scene has none (above);
-   every action naming that type (before or after) counts.
-6. ``target_not_found`` - the task's target object (``object_target``) was never
-   reached: no successful action names its type.
-7. ``target_not_picked`` - the target was reached (a successful ``find`` /
-   ``open`` naming it) but never picked up.
-8. ``skipped_step`` - the target (or, for movable-receptacle tasks, the
-   movable receptacle) was put down at the task's receptacle without the
-   required step done before: clean (target put down at a Sink, then the
-   Faucet turned on), heat (put down at a Microwave, then the Microwave turned
-   on), cool (put down at a Fridge), slice (a successful ``slice the X``);
-   for ``look_at_obj_in_light``: the lamp never turned on while holding the
-   target (judged at the end of the episode).
-9. ``wrong_receptacle`` - the target (or the movable receptacle) was put down,
-   but never at the task's receptacle (``parent_target``) nor at a place the
-   task needs on the way (a Sink / Microwave / Fridge for clean / heat / cool,
-   the movable receptacle).
+   absent once an action on it was answered that the scene has none; every
+   action naming that type (before or after) counts. Needs the suite's reader.
+6-9. the suite's task rules (:meth:`FailureRules.task_failure`), when the task's
+   facts are known: ``target_not_found``, ``target_not_picked``, ``skipped_step``,
+   ``wrong_receptacle`` for suites whose tasks put a target object somewhere.
 10. ``out_of_steps`` - the step limit ended the episode while it was
-    progressing: the target had been picked up, or goal conditions were met.
+    progressing: the task's target had been picked up (any pick, without the
+    task's facts), or goal conditions were met.
 11. ``other`` - a failure none of the rules above explains.
 
 Without a history (schema-1 stores, suites with numeric actions) only rules
 1-4 and a termination-based 10 (``max_steps`` with goal conditions met) can
-apply; the rest is ``no_history``. Without the task's params (an old store and
+apply; the rest is ``no_history``. Without the task's facts (an old store and
 no suite to re-derive them) rules 6-9 are skipped.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
+
+from harness.interfaces import FailureRules, HistoryStep
 
 #: Failure classes in rule order (the order tables and charts use).
 FAILURE_CLASSES: tuple[str, ...] = (
@@ -86,76 +67,31 @@ FAILURE_LABELS: dict[str, str] = {
     "no_history": "failed; no action history stored to classify it",
 }
 
-#: EmbodiedBench ``EBAlfEnv.get_env_feedback``: the prefix of an invalid action's feedback.
-INVALID_PREFIX = "Last action is invalid."
-#: Feedback for an object type the scene does not hold: EB-ALFRED's ``find``
-#: ("Cannot find X. This object may not exist in this scene. ..."), the alfred
-#: suite's ("No X can be found in this scene.").
-_ABSENT = re.compile(r"may not exist in this scene|can be found in this scene")
-#: The alfred suite's feedback on a successful step (and on its stop action).
-_ALFRED_OK = ("Done.", "Stopped.", "")
-_ALFRED_ACTION = re.compile(
-    r"^\s*(GotoLocation|PickupObject|PutObject|OpenObject|CloseObject|ToggleObjectOn|ToggleObjectOff|SliceObject)"
-    r"\s+([A-Za-z]+)(?:\s+[A-Za-z]+)?\s*$")
-_ALFRED_VERBS = {"GotoLocation": "find", "PickupObject": "pick", "PutObject": "put", "OpenObject": "open",
-                 "CloseObject": "close", "ToggleObjectOn": "on", "ToggleObjectOff": "off", "SliceObject": "slice"}
-
-_ACTION = re.compile(
-    r"^\s*(?P<verb>find (?:a|an)|pick up the|open the|close the|turn on the|turn off the|slice the)\s+(?P<obj>\S+)\s*$"
-    r"|^\s*(?P<put>put down the object in hand|drop the object in hand)\s*$",
-    re.I,
-)
-#: Task families (ALFRED task_type) and the step they require before placing.
-_REQUIRED_STEP = {
-    "pick_clean_then_place_in_recep": "clean",
-    "pick_heat_then_place_in_recep": "heat",
-    "pick_cool_then_place_in_recep": "cool",
-}
-#: Where each step puts the object (ALFRED's clean/heat/cool wrapper rules).
-_STEP_PLACE = {"clean": "sink", "heat": "microwave", "cool": "fridge"}
-_STEP_TOGGLE = {"clean": "faucet", "heat": "microwave"}
+#: What a history step is when its suite has no failure reader.
+_UNREAD = HistoryStep("other", None, True, False)
 
 
-def obj_type(name: str) -> str:
-    """``Cabinet_8`` -> ``cabinet``; ``SinkBasin`` -> ``sink``; ``AppleSliced`` -> ``apple``."""
-    base = name.split("_", 1)[0].strip().casefold()
-    for suffix in ("basin", "sliced"):
-        if base.endswith(suffix) and len(base) > len(suffix):
-            base = base[: -len(suffix)]
-    return base
+@lru_cache(maxsize=None)
+def rules_for(suite: str) -> FailureRules | None:
+    """The failure reader a suite's plugin names (``SuitePlugin.failures``); None: none,
+    or a suite not registered here (its episodes get the generic classes)."""
+    from harness.catalog import SUITES
+    from harness.registry import UnknownPluginError, load_target
+
+    try:
+        plugin = SUITES.entry(str(suite))
+    except UnknownPluginError:
+        return None
+    target = getattr(plugin, "failures", None)
+    return load_target(plugin, "suite", target) if target else None
 
 
-@dataclass(frozen=True)
-class _Step:
-    verb: str  # find, pick, put, open, close, on, off, slice, other
-    obj: str | None  # object type (normalised) or None; for alfred's put: the receptacle
-    ok: bool
-    absent: bool  # feedback says the object does not exist in the scene
-
-
-_VERBS = {"find a": "find", "find an": "find", "pick up the": "pick", "open the": "open", "close the": "close",
-          "turn on the": "on", "turn off the": "off", "slice the": "slice"}
-
-
-def _parse(history: Sequence[Sequence[Any]]) -> list[_Step]:
+def read_history(history: Sequence[Sequence[Any]], rules: FailureRules | None) -> list[HistoryStep]:
+    """The stored ``[[action, feedback], ...]`` as generic steps, read by the suite's rules."""
     steps = []
     for item in history:
-        action, feedback = (str(item[0]), str(item[1] if len(item) > 1 else ""))
-        absent = bool(_ABSENT.search(feedback))
-        low = _ALFRED_ACTION.match(action)
-        if low is not None:
-            steps.append(_Step(_ALFRED_VERBS[low.group(1)], obj_type(low.group(2)),
-                               feedback.strip() in _ALFRED_OK, absent))
-            continue
-        ok = not feedback.startswith(INVALID_PREFIX)
-        m = _ACTION.match(action)
-        if m is None:
-            steps.append(_Step("other", None, ok, False))
-        elif m.group("put"):
-            steps.append(_Step("put", None, ok, False))
-        else:
-            verb = _VERBS[" ".join(m.group("verb").casefold().split())]
-            steps.append(_Step(verb, obj_type(m.group("obj")), ok, absent))
+        action, feedback = item[0], str(item[1] if len(item) > 1 else "")
+        steps.append(rules.read(action, feedback) if rules is not None else _UNREAD)
     return steps
 
 
@@ -179,11 +115,13 @@ def _int(value: Any) -> int:
     return 0 if _missing(value) else int(value)
 
 
-def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -> str:
+def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None,
+             rules: FailureRules | None = None) -> str:
     """The failure class of one episode record (a dict or EpisodeRecord-like mapping).
 
-    ``task``: the episode's ALFRED pddl params when the record's ``extra`` has
-    none (old stores); ``extra["task"]`` wins when present.
+    ``task``: the episode's task facts when the record's ``extra`` has none (old
+    stores); ``extra["task"]`` wins when present. ``rules``: the suite's failure
+    reader; None: the one the record's suite registers (:func:`rules_for`).
     """
     get = record.get if isinstance(record, Mapping) else lambda k, d=None: getattr(record, k, d)
     success, error_kind, empty = get("success", False), get("error_kind"), get("empty_plan", False)
@@ -205,7 +143,10 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -
         if termination == "max_steps" and gc_met:
             return "out_of_steps"
         return "no_history"
-    steps = _parse(history)
+    if rules is None:
+        suite = get("suite")
+        rules = None if _missing(suite) else rules_for(str(suite))
+    steps = read_history(history, rules)
 
     absent = {s.obj for s in steps if not s.ok and s.absent}
     env_invalid = [s for s in steps if not s.ok]
@@ -215,16 +156,11 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -
 
     task = (extra.get("task") if isinstance(extra, Mapping) else None) or task
     task_type = "" if _missing(get("task_type")) else str(get("task_type"))
-    picked_target = False
-    if task:
-        target = obj_type(str(task.get("object_target") or ""))
-        parent = obj_type(str(task.get("parent_target") or ""))
-        mrecep = obj_type(str(task.get("mrecep_target") or ""))
-        toggle = obj_type(str(task.get("toggle_target") or ""))
-        sliced = bool(task.get("object_sliced"))
-        verdict = _task_rules(steps, task_type, target, parent, mrecep, toggle, sliced)
+    if task and rules is not None:
+        verdict = rules.task_failure(steps, task, task_type)
         if verdict is not None:
             return verdict
+        target = rules.target(task)
         picked_target = any(s.ok and s.verb == "pick" and s.obj == target for s in steps)
     else:
         picked_target = any(s.ok and s.verb == "pick" for s in steps)
@@ -233,76 +169,15 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -
     return "other"
 
 
-def _task_rules(steps: list[_Step], task_type: str, target: str, parent: str, mrecep: str,
-                toggle: str, sliced: bool) -> str | None:
-    """Rules 6-9 for one parsed history (None: none of them applies)."""
-    if not target:
-        return None
-    if not any(s.ok and s.obj == target for s in steps):
-        return "target_not_found"
-    if not any(s.ok and s.verb == "pick" and s.obj == target for s in steps):
-        return "target_not_picked"
-
-    # Walk the history: what is held, where the agent stands, which steps are done.
-    carried = {target, mrecep} - {""}
-    holding: str | None = None
-    at: str | None = None
-    done = {"clean": False, "heat": False, "cool": False, "slice": False}
-    placed_at: list[tuple[str, str | None, bool]] = []  # (object, place, required step done then)
-    in_place: dict[str, str | None] = {}  # object type -> where it was last put down
-    lamp_on_holding = False
-    required = _REQUIRED_STEP.get(task_type)
-    for s in steps:
-        if not s.ok:
-            continue
-        if s.verb == "find":
-            at = s.obj
-        elif s.verb == "pick":
-            holding = s.obj
-            in_place.pop(s.obj or "", None)
-        elif s.verb == "slice" and s.obj == target:
-            done["slice"] = True
-        elif s.verb == "put":
-            if s.obj is not None:  # alfred's PutObject names the receptacle
-                at = s.obj
-            if holding is not None:
-                ready = (required is None or done[required]) and (not sliced or done["slice"])
-                if holding in carried:
-                    placed_at.append((holding, at, ready))
-                in_place[holding] = at
-            holding = None
-        elif s.verb == "on":
-            # clean: the target in a sink, then the faucet on; heat: in the microwave, then it on.
-            for step, place in _STEP_PLACE.items():
-                if _STEP_TOGGLE.get(step) == s.obj and in_place.get(target) == place:
-                    done[step] = True
-            if toggle and s.obj == toggle and holding == target:
-                lamp_on_holding = True
-        if in_place.get(target) == "fridge":
-            done["cool"] = True
-    if task_type == "look_at_obj_in_light":
-        return "skipped_step" if not lamp_on_holding else None
-    final = mrecep if mrecep else target
-    at_parent = [p for p in placed_at if p[0] == final and p[1] == parent]
-    if parent and at_parent and not any(ready for _, _, ready in at_parent):
-        return "skipped_step"
-    if parent and not at_parent:
-        allowed = {parent, mrecep} | ({_STEP_PLACE[required]} if required else set())
-        if any(obj == final and place not in allowed for obj, place, _ in placed_at):
-            return "wrong_receptacle"
-        if mrecep and any(obj == target and place not in allowed for obj, place, _ in placed_at):
-            return "wrong_receptacle"
-    return None
-
-
 def task_of(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
     extra = record.get("extra") or {}
     return extra.get("task") if isinstance(extra, Mapping) else None
 
 
 def tasks_from_suites(store: Any, frame: Any) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
-    """pddl params of episodes whose records carry none (stores written before
-    ``extra["task"]``), re-derived from each run's suite and its stored params.
+    """Task facts of episodes whose records carry none (stores written before
+    ``extra["task"]``), re-derived from each run's suite and its stored params
+    through the suite's failure reader (:meth:`FailureRules.task_of`).
 
     Keyed by (run_id, suite, split, episode_id). A suite that cannot be built
     here (missing data, unknown name) contributes nothing: those episodes are
@@ -324,6 +199,9 @@ def tasks_from_suites(store: Any, frame: Any) -> dict[tuple[str, str, str, str],
         if run_id not in runs.index:
             continue
         spec = json.loads(runs.loc[run_id, "spec"])
+        rules = rules_for(str(spec.get("suite")))
+        if rules is None:  # no task rules to feed
+            continue
         key = json.dumps([spec.get("suite"), spec.get("suite_params") or {}], sort_keys=True)
         try:
             suite = built.get(key) or SUITES.build(spec["suite"], **dict(spec.get("suite_params") or {}))
@@ -333,7 +211,7 @@ def tasks_from_suites(store: Any, frame: Any) -> dict[tuple[str, str, str, str],
             continue
         for r in group.itertuples():
             e = by_id.get(r.episode_id)
-            params = e.metadata.get("pddl_params") if e is not None else None
+            params = rules.task_of(e.metadata) if e is not None else None
             if params:
                 out[(run_id, r.suite, r.split, r.episode_id)] = params
     return out

@@ -6,7 +6,10 @@ resumable ``.incomplete`` files, the endpoint from ``HF_ENDPOINT``) into
 The data root is ``$EMBODIED_TRANSFER_DATA``, else
 ``$XDG_CACHE_HOME/embodied-transfer/data`` (``~/.cache/...``).
 
-Pinning. A dataset's registry entry may pin a commit; otherwise the first fetch
+Datasets. Each suite declares the datasets it can use on its plugin
+(``SuitePlugin.datasets``); :data:`DATASETS` collects them.
+
+Pinning. A dataset's declaration may pin a commit; otherwise the first fetch
 resolves the branch to a commit and writes it, with every file's size and hash,
 to ``<dataset>/.fetch.json``. Later fetches use that commit (``--revision``
 replaces it, ``--update`` re-resolves the branch), so a data folder is always
@@ -32,7 +35,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+from harness.catalog import Collected
 
 #: Environment variable naming the data root.
 DATA_ROOT_ENV = "EMBODIED_TRANSFER_DATA"
@@ -54,26 +59,21 @@ class Dataset:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-#: Hub repositories. The repo ids are the ones the benchmarks' own READMEs name
-#: (EmbodiedBench README, "Dataset" section: EB-ALFRED and EB-Manipulation on the
-#: hub under EmbodiedBench/; LIBERO benchmark_scripts/download_libero_datasets.py
-#: --use-huggingface: yifengzhu-hf/LIBERO-datasets). No commit is pinned here:
-#: the first fetch locks one (see the module doc); ``--revision`` pins another.
-DATASETS: dict[str, Dataset] = {
-    "eb_alfred": Dataset(
-        "eb_alfred", "EmbodiedBench/EB-ALFRED", required=("splits/splits.json",),
-        description="EB-ALFRED: splits (6 subsets x 50), trajectory files, in-context examples; suite=eb_alfred"),
-    "eb_manipulation": Dataset(
-        "eb_manipulation", "EmbodiedBench/EB-Manipulation",
-        description="EB-Manipulation episodes (CoppeliaSim scenes, configs) for the coppelia backend"),
-    "libero": Dataset("libero", "yifengzhu-hf/LIBERO-datasets",
-                      description="LIBERO demonstrations, all suites (HDF5), for replay"),
-    **{
-        f"libero_{s}": Dataset(f"libero_{s}", "yifengzhu-hf/LIBERO-datasets", allow_patterns=(f"libero_{s}/*",),
-                               description=f"LIBERO-{s} demonstrations (HDF5), for replay")
-        for s in ("spatial", "object", "goal", "10", "90")
-    },
-}
+def _suite_datasets() -> dict[str, Dataset]:
+    from harness.catalog import SUITES
+
+    out: dict[str, Dataset] = {}
+    for plugin in SUITES.entries():
+        for ds in getattr(plugin, "datasets", ()):
+            if ds.name in out:
+                raise ValueError(f"dataset {ds.name!r} is declared by two suites")
+            out[ds.name] = ds
+    return out
+
+
+#: Every fetchable dataset, by name: those each suite declares (``SuitePlugin.datasets``),
+#: collected on first use.
+DATASETS: Mapping[str, Dataset] = Collected(_suite_datasets)
 
 
 class FetchError(RuntimeError):

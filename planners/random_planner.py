@@ -6,8 +6,12 @@ import random
 from typing import Any, Mapping, Sequence
 
 from harness.interfaces import AgentRequest
-from planners.episode_cache import EpisodeCache
+from harness.params import parse
 from harness.types import EpisodeSpec
+from planners.episode_cache import EpisodeCache
+from planners.plugin import RandomParams
+
+RANDOM_VERSION = "1"
 
 
 class RandomPlanner:
@@ -19,12 +23,16 @@ class RandomPlanner:
     #: Reads the true state / the action list only: envs skip rendering for it.
     reads_images = False
 
-    def __init__(self, seed: int = 0) -> None:
-        self.seed = int(seed)
+    #: The parameter declaration (planners/plugin.py).
+    Params = RandomParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(self.Params, values)
+        self.seed = self.params.seed
         self._rngs: EpisodeCache[random.Random] = EpisodeCache()
 
     def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name, "seed": self.seed}
+        return {"name": self.name, "version": RANDOM_VERSION}
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._rngs.pop(episode.key)  # a restarted episode replays from its seed

@@ -22,9 +22,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from envs.alfred.executor import AlfredExecutor
 from envs.alfred.language import NO_RECEPTACLE, Triplet, expand, parse_low_action
+from envs.alfred.plugin import AlfredOracleParams
 from envs.household import TaskSpec, World, goal_satisfied
 from envs.household.constants import KNIFE_TYPES
 from harness.interfaces import AgentRequest
+from harness.params import parse
 from harness.types import INFO_PRIVILEGED, EpisodeSpec
 
 ORACLE_VERSION = "1"
@@ -228,11 +230,15 @@ class AlfredOraclePlanner:
     action_kinds = frozenset({"text"})
     reads_images = False
 
-    def __init__(self, max_plan_length: int = 200, **_: Any) -> None:
-        self.max_plan_length = int(max_plan_length)
+    #: The parameter declaration (envs/alfred/plugin.py).
+    Params = AlfredOracleParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(self.Params, values)
+        self.max_plan_length = self.params.max_plan_length
 
     def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name, "version": ORACLE_VERSION, "max_plan_length": self.max_plan_length}
+        return {"name": self.name, "version": ORACLE_VERSION}
 
     def reset(self, episode: EpisodeSpec) -> None:
         pass

@@ -37,6 +37,7 @@ class AlfredParams:
 
 SUITE = SuitePlugin(
     name="alfred", target="envs.alfred.suite:AlfredSuite", params=AlfredParams, default_split="seen",
+    failures="envs.alfred.failures:RULES", packages=("ai2thor",),
     summary="ALFRED seen/unseen with FLARE-style triplets: generated splits, EmbodiedBench's 130 valid_seen "
             "trials, ALFRED data (backend: household)")
 

@@ -13,6 +13,8 @@ from envs.alfred.protocol import DATA_SPLITS, EB_SPLIT, GENERATED_SPLITS, MAX_FA
 from envs.eb_alfred.episodes import resolve_data_dir
 from envs.eb_alfred.generator import floor_plans
 from envs.thor.session import THOR_VERSION, require_ai2thor
+from envs.alfred.plugin import AlfredParams
+from harness.params import parse
 from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change. 1.1.0: the household engine's
@@ -22,7 +24,6 @@ SUITE_VERSION = "1.1.0"
 NAVIGATION = "teleport: GotoLocation faces the grounded instance (privileged)"
 #: How the AI2-THOR backend navigates (recorded in the protocol).
 THOR_NAVIGATION = "teleport: TeleportFull to the reachable position nearest the grounded object (privileged)"
-BACKENDS = ("household", "thor")
 
 
 class AlfredSuite:
@@ -38,27 +39,21 @@ class AlfredSuite:
     version = SUITE_VERSION
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "text"
-    #: ``planner=oracle`` runs this suite's oracle (harness CLI ``agent_aliases``).
-    agent_aliases = {"oracle": "alfred_oracle"}
+    #: The parameter declaration (envs/alfred/plugin.py): defaults and checks live there.
+    Params = AlfredParams
 
-    def __init__(self, alfred_data_dir: str | None = None, eb_data_dir: str | None = None,
-                 backend: str = "household", render: bool = True, generated_per_split: int = 500,
-                 generator_seed: int = 0, restore_scenes: bool = True, x_display: str | None = None,
-                 step_timeout_s: float = 120.0, max_restarts: int = 2) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"ALFRED backend {backend!r} is unknown; backends are {', '.join(BACKENDS)}")
-        if generated_per_split < 0:
-            raise ValueError("generated_per_split must be >= 0")
-        self.alfred_dir = resolve_alfred_dir(alfred_data_dir)
-        self.eb_dir = resolve_data_dir(eb_data_dir)
-        self.backend = backend
-        self.render = bool(render)
-        self.generated_per_split = int(generated_per_split)
-        self.generator_seed = int(generator_seed)
-        self.restore_scenes = bool(restore_scenes)
+    def __init__(self, **values: Any) -> None:
+        self.params = p = parse(self.Params, values)
+        self.alfred_dir = resolve_alfred_dir(p.alfred_data_dir)
+        self.eb_dir = resolve_data_dir(p.eb_data_dir)
+        self.backend = p.backend
+        self.render = p.render
+        self.generated_per_split = p.generated_per_split
+        self.generator_seed = p.generator_seed
+        self.restore_scenes = p.restore_scenes
         self._cache: dict[str, list[EpisodeSpec]] = {}
         # AI2-THOR only (not results-changing: where and how patiently the simulator runs).
-        self.x_display, self.step_timeout_s, self.max_restarts = x_display, float(step_timeout_s), int(max_restarts)
+        self.x_display, self.step_timeout_s, self.max_restarts = p.x_display, p.step_timeout_s, p.max_restarts
         #: tests put a fake controller factory here; None starts ai2thor's real Controller.
         self.controller_factory: Any = None
 
@@ -68,10 +63,12 @@ class AlfredSuite:
         return data if self.backend == "thor" else (*GENERATED_SPLITS, *data)
 
     def protocol(self, split: str) -> Mapping[str, Any]:
+        """The derived facts that change the results of ``split``: constants, the simulator's
+        version, the generated floor plans, the data files' digest (the declared parameters
+        enter the run identity from :attr:`params`)."""
         proto: dict[str, Any] = {
             "max_steps": MAX_STEPS,
             "max_fails": MAX_FAILS,
-            "backend": self.backend,
             "navigation": NAVIGATION if self.backend == "household" else THOR_NAVIGATION,
             "action_language": "FLARE triplets expanded to GotoLocation + ALFRED interactions",
             "expert_length_unit": "interactions + GotoLocation subgoals",
@@ -80,17 +77,14 @@ class AlfredSuite:
         if self.backend == "thor":
             proto["thor_version"] = THOR_VERSION
         if split in GENERATED_SPLITS:
-            proto["generator_seed"] = self.generator_seed
             proto["floor_plans"] = list(floor_plans(split))
         elif split == EB_SPLIT:
             folder = self._eb_folder()
             proto["data_digest"] = files_digest(folder.glob("*/*/pp/ann_*.json"), folder)
-            proto["restore_scenes"] = self.restore_scenes
         elif split in (*DATA_SPLITS, *TEST_SPLITS):
             root = self._alfred_root(split)
             files = {*(root / split).glob("*/*/traj_data.json"), *(root / split).glob("*/traj_data.json")}
             proto["data_digest"] = files_digest(files, root)
-            proto["restore_scenes"] = self.restore_scenes
         return proto
 
     def _eb_folder(self) -> Path:

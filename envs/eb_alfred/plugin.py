@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from harness.fetch import Dataset
 from harness.params import param
 from harness.plugins import AgentPlugin, SuitePlugin
 
@@ -36,6 +37,13 @@ class EBAlfredParams:
 
 SUITE = SuitePlugin(
     name="eb_alfred", target="envs.eb_alfred.suite:EBAlfredSuite", params=EBAlfredParams, default_split="seen",
+    failures="envs.eb_alfred.failures:RULES",
+    # The hub repository EmbodiedBench's README names ("Dataset" section). No commit is pinned
+    # here: the first fetch locks one (harness/fetch.py); --revision pins another.
+    datasets=(Dataset("eb_alfred", "EmbodiedBench/EB-ALFRED", required=("splits/splits.json",),
+                      description="EB-ALFRED: splits (6 subsets x 50), trajectory files, in-context examples; "
+                                  "suite=eb_alfred"),),
+    packages=("ai2thor",),
     summary="EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)")
 
 
@@ -55,7 +63,7 @@ class OracleJSONParams:
 
 
 ORACLE = AgentPlugin(
-    name="oracle", suite="eb_alfred", target="planners.oracle:OraclePlanner", params=OracleParams,
+    name="oracle", suite="eb_alfred", target="envs.eb_alfred.agents:OraclePlanner", params=OracleParams,
     summary="EB-ALFRED: expert plans in the skill language from the true state (upper bound; privileged)")
 ORACLE_JSON = AgentPlugin(
     name="oracle_json", suite="eb_alfred", target="planners.oracle_json:OracleJSONPlanner", params=OracleJSONParams,

@@ -17,6 +17,8 @@ from envs.eb_alfred.protocol import (
     GENERATED_SPLITS, MAX_INVALID_ACTIONS, MAX_STEPS, OFFICIAL_SPLITS,
 )
 from envs.eb_alfred.skills import NUM_GLOBAL_ACTIONS
+from envs.eb_alfred.plugin import EBAlfredParams
+from harness.params import parse
 from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change. 1.1.0: a Microwave turns on only
@@ -27,9 +29,6 @@ from harness.types import EpisodeSpec
 #: episodes); puts follow AI2-THOR, openables start as the scene had them, one basin per
 #: faucet, put retries the next-closest instance.
 SUITE_VERSION = "1.3.0"
-#: What to do with an official episode the backend cannot build (unknown object,
-#: receptacle or floor plan): fail the run before it starts, or leave it out and say so.
-BAD_EPISODE_POLICIES = ("error", "skip_and_report")
 
 
 class BadEpisodesError(EpisodeDataError):
@@ -50,44 +49,37 @@ class EBAlfredSuite:
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "text"
 
-    def __init__(self, data_dir: str | None = None, backend: str = "household", render: bool = True,
-                 generated_per_split: int = 500, generator_seed: int = 0, on_bad_episode: str = "error",
-                 restore_scenes: bool = True) -> None:
-        if backend not in ("household", "thor"):
-            raise ValueError(f"EB-ALFRED backend {backend!r} is unknown; use 'household' or 'thor'")
+    #: The parameter declaration (envs/eb_alfred/plugin.py): defaults and checks live there.
+    Params = EBAlfredParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = p = parse(self.Params, values)
         #: AI2-THOR only: tests put a fake controller factory here; None starts ai2thor's real Controller.
         self.controller_factory: Any = None
-        if generated_per_split < 0:
-            raise ValueError("generated_per_split must be >= 0")
-        if on_bad_episode not in BAD_EPISODE_POLICIES:
-            raise ValueError(f"on_bad_episode must be one of {', '.join(BAD_EPISODE_POLICIES)}, got {on_bad_episode!r}")
-        self.on_bad_episode = on_bad_episode
+        self.on_bad_episode = p.on_bad_episode
         #: Official episodes left out under on_bad_episode=skip_and_report: (episode id, reason).
         self.skipped_episodes: list[tuple[str, str]] = []
-        self.data_dir = resolve_data_dir(data_dir)
-        self.backend = backend
-        self.render = render
-        self.generated_per_split = int(generated_per_split)
-        self.generator_seed = int(generator_seed)
+        self.data_dir = resolve_data_dir(p.data_dir)
+        self.backend = p.backend
+        self.render = p.render
+        self.generated_per_split = p.generated_per_split
+        self.generator_seed = p.generator_seed
         #: official episodes with a trajectory file start from its restored scene facts.
-        self.restore_scenes = bool(restore_scenes)
+        self.restore_scenes = p.restore_scenes
         self._official: dict[str, list[EpisodeSpec]] | None = None
 
     def protocol(self, split: str) -> Mapping[str, Any]:
-        """Constants that change the results of ``split``.
+        """The derived facts that change the results of ``split`` (the declared parameters
+        enter the run identity from :attr:`params`, so none is repeated here).
 
         Official subsets add the sha256 of ``splits.json`` and of the episodes as loaded
         (:func:`episodes_sha256`: task, scene facts restored from the trajectory files,
-        instruction); generated splits add
-        the generator settings (episode i depends only on the generator seed and
-        i, so ``generated_per_split`` is left out: a longer split extends a
-        shorter one, and resuming with a larger one runs only the new episodes).
+        instruction); generated splits add their floor plans.
         """
         proto: dict[str, Any] = {
             "max_steps": MAX_STEPS,
             "max_invalid_actions": MAX_INVALID_ACTIONS,
             "num_global_actions": NUM_GLOBAL_ACTIONS,
-            "backend": self.backend,
             # What a planner sees: an image (size) or none; changes a VLM planner's results.
             "image_size": IMAGE_SIZE if self.render else None,
         }
@@ -98,14 +90,12 @@ class EBAlfredSuite:
             proto["find"] = "TeleportFull to the reachable position nearest the object (privileged)"
         if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
-            proto["restore_scenes"] = self.restore_scenes
             # What the suite actually loads: a folder without trajectory files restores nothing
             # and must not share the run identity of the full folder.
             proto["episodes_sha256"] = episodes_sha256(self._official_split(split))
             if self.on_bad_episode != "error":
                 proto["skipped_episodes"] = [eid for eid, _ in self.skipped_episodes]
         else:
-            proto["generator_seed"] = self.generator_seed
             proto["floor_plans"] = list(floor_plans(split)) if split in GENERATED_SPLITS else None
         return proto
 

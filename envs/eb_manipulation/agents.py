@@ -1,8 +1,8 @@
 """Reference agents for EB-Manipulation: a privileged oracle and a seeded random agent.
 
-Both satisfy :class:`harness.interfaces.Agent`. The lead rewires ``planner=oracle`` /
-``planner=random`` per suite; until then they are registered as ``eb_manipulation_oracle``
-and ``eb_manipulation_random``.
+Both satisfy :class:`harness.interfaces.Agent` and are this suite's own agents
+(envs/eb_manipulation/plugin.py): ``planner=oracle`` / ``planner=random`` on
+``suite=eb_manipulation`` run them.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ import numpy as np
 
 from envs.eb_manipulation import grammar as G
 from envs.eb_manipulation import sim as S
+from envs.eb_manipulation.plugin import RandomParams
 from harness.interfaces import AgentRequest
+from harness.params import NoParams, parse
 from harness.types import INFO_PRIVILEGED, EpisodeSpec
 
 ORACLE_VERSION = "1"
+RANDOM_VERSION = "1"
 APPROACH_HEIGHT = 0.09  # m above the grasp / release point for the approach and lift poses
 RELEASE_CLEARANCE = 0.015  # object bottom above the holder's rim when the fingers open
 
@@ -159,8 +162,11 @@ class OracleAgent:
     action_kinds = frozenset({"discrete"})
     reads_images = False
 
-    def __init__(self, **_: Any) -> None:
-        pass
+    #: The parameter declaration (envs/eb_manipulation/plugin.py): none.
+    Params = NoParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(self.Params, values)
 
     def identity(self) -> Mapping[str, Any]:
         return {"name": self.name, "version": ORACLE_VERSION}
@@ -194,12 +200,16 @@ class RandomAgent:
     action_kinds = frozenset({"discrete"})
     reads_images = False
 
-    def __init__(self, seed: int = 0, **_: Any) -> None:
-        self.seed = int(seed)
+    #: The parameter declaration (envs/eb_manipulation/plugin.py).
+    Params = RandomParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(self.Params, values)
+        self.seed = self.params.seed
         self._rngs: dict[tuple, random.Random] = {}
 
     def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name, "seed": self.seed}
+        return {"name": self.name, "version": RANDOM_VERSION}
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._rngs[episode.key] = random.Random(f"eb_manipulation_random|{self.seed}|{'|'.join(map(str, episode.key))}")

@@ -45,12 +45,12 @@ from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
     INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
 )
+from envs.eb_manipulation.plugin import IMAGE_SIZE  # the original's 500 x 500 front image
 
 #: EmbodiedBench ``EBManEnv._max_episode_steps``.
 MAX_STEPS = 15
 #: The stack release check lifts the same pose by 3 cm (EBManEnv.step).
 STACK_RELEASE_LIFT = 0.03
-IMAGE_SIZE = 500  # the original's 500 x 500 front image
 TERM_SUCCESS, TERM_MAX_STEPS = "success", "max_steps"
 
 INFO_MOTION_OK = "motion_ok"

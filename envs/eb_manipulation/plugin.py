@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.fetch import Dataset
 from harness.params import NoParams, param
 from harness.plugins import AgentPlugin, SuitePlugin
 
@@ -28,7 +29,10 @@ class EBManipulationParams:
 
 SUITE = SuitePlugin(
     name="eb_manipulation", target="envs.eb_manipulation.suite:EBManipulationSuite", params=EBManipulationParams,
-    default_split="base", extra="eb_manipulation",
+    default_split="base", extra="eb_manipulation", modules=("robosuite", "mujoco"), packages=("robosuite", "mujoco"),
+    # The hub repository EmbodiedBench's README names ("Dataset" section); the first fetch locks a commit.
+    datasets=(Dataset("eb_manipulation", "EmbodiedBench/EB-Manipulation",
+                      description="EB-Manipulation episodes (CoppeliaSim scenes, configs) for the coppelia backend"),),
     summary="EmbodiedBench EB-Manipulation on a MuJoCo twin: 5 subsets, 228 episodes (backend: mujoco)")
 @dataclass
 class RandomParams:

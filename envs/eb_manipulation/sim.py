@@ -23,6 +23,8 @@ from envs.eb_manipulation.grammar import euler_xyz_to_matrix
 os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402  (robosuite's MuJoCo)
 
+from envs.eb_manipulation.plugin import MAX_IMAGE_SIZE  # noqa: E402  (the largest camera image side: the offscreen framebuffer's)
+
 # --- Scene constants (the twin's own; chosen so the original's bins land on the table) -----
 #: Table top height (m). The original's objects on the table show Z bins 17-18 (EmbodiedBench
 #: in-context examples), i.e. a table top near 0.75 m; RLBench's table top is 0.752 m.
@@ -112,9 +114,6 @@ HIDDEN_COLLISION_GROUP = 3
 VISIBILITY_CAMERAS = ("front", "robot0_eye_in_hand")
 #: Rays per image side cast to find each object's visible surface (the original: 500 px masks).
 VISIBILITY_RAYS = 64
-
-#: Largest camera image side (the offscreen framebuffer's size).
-MAX_IMAGE_SIZE = 1024
 
 
 def _rgba(color: str, alpha: float = 1.0) -> list[float]:

@@ -7,7 +7,9 @@ from typing import Any, Mapping, Sequence
 from envs.eb_manipulation import episodes as E
 from envs.eb_manipulation import grammar as G
 from envs.eb_manipulation import sim as S
-from envs.eb_manipulation.env import IMAGE_SIZE, MAX_STEPS, EBManipulationEnv
+from envs.eb_manipulation.env import MAX_STEPS, EBManipulationEnv
+from envs.eb_manipulation.plugin import EBManipulationParams
+from harness.params import parse
 from harness.types import EpisodeSpec
 
 #: Bumped whenever the twin's rules, physics, scenes or scoring change.
@@ -29,40 +31,30 @@ class EBManipulationSuite:
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "discrete"
 
-    #: ``planner=oracle`` / ``planner=random`` run this suite's own (harness CLI ``agent_aliases``).
-    agent_aliases = {"oracle": "eb_manipulation_oracle", "random": "eb_manipulation_random"}
+    #: The parameter declaration (envs/eb_manipulation/plugin.py): defaults and checks live there.
+    Params = EBManipulationParams
 
-    def __init__(self, render: bool = True, image_size: int = IMAGE_SIZE, annotate: bool = True,
-                 wrist: bool = False, replan_on_failure: bool = False, backend: str = "mujoco",
-                 generator_seed: int = E.GENERATOR_SEED) -> None:
-        if backend != "mujoco":
-            raise ValueError(f"EB-Manipulation backend {backend!r} is not available here; use 'mujoco' "
-                             "(the CoppeliaSim adapter is envs.eb_manipulation.coppelia, outside the runner)")
-        if not 16 <= int(image_size) <= S.MAX_IMAGE_SIZE:
-            raise ValueError(f"image_size must be in [16, {S.MAX_IMAGE_SIZE}], got {image_size}")
-        self.render = bool(render)
-        self.image_size = int(image_size)
-        self.annotate = bool(annotate)
-        self.wrist = bool(wrist)
-        self.replan_on_failure = bool(replan_on_failure)
-        self.backend = backend
-        self.generator_seed = int(generator_seed)
+    def __init__(self, **values: Any) -> None:
+        self.params = p = parse(self.Params, values)
+        self.render = p.render
+        self.image_size = p.image_size
+        self.annotate = p.annotate
+        self.wrist = p.wrist
+        self.replan_on_failure = p.replan_on_failure
+        self.backend = p.backend
+        self.generator_seed = p.generator_seed
 
     def protocol(self, split: str) -> Mapping[str, Any]:
+        """The derived facts that change the results of ``split``: constants and the evaluation
+        set's digest (the declared parameters enter the run identity from :attr:`params`)."""
         if split not in E.SUBSETS:
             raise KeyError(f"unknown eb_manipulation split {split!r}; splits are {', '.join(E.SUBSETS)}")
         return {
             "max_steps": MAX_STEPS,
-            "backend": self.backend,
             "eval_set_version": E.EVAL_SET_VERSION,
             "eval_set_sha256": E.eval_set_digest(split, self.generator_seed),
             "scene_bounds": G.SCENE_BOUNDS.tolist(),
             "max_sim_steps_per_action": S.MAX_STEPS_PER_ACTION,
-            "replan_on_failure": self.replan_on_failure,
-            # what the agent sees changes its results
-            "image_size": self.image_size if self.render else None,
-            "annotate": self.annotate,
-            "wrist": self.wrist,
         }
 
     def splits(self) -> Sequence[str]:

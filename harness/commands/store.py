@@ -17,29 +17,33 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """``check``: exit 0 when sound, 1 with the problems when damaged. ``repair``: every
-    readable row into a new store (the damaged one is left as it is)."""
+    """``check``: one line and the verdict's exit status (0 sound, 1 damaged, 3 unknown schema
+    version, 4 not a harness store; harness.store.EXIT_STATUS). ``repair``: every sound row
+    into a new store (the damaged one is left as it is); a file that is not a harness store or
+    of an unknown schema is refused with that verdict's status."""
     from pathlib import Path
 
-    from harness.store import StoreError, check_store, repair_store
+    from harness.store import RepairRefused, StoreError, inspect_store, repair_store
 
     try:
         if args.action == "check":
-            problems = check_store(args.outdir)
-            if not problems:
-                print(f"{args.outdir}: the store is sound", file=sys.stderr)
-                return 0
-            print(f"{args.outdir}: the store is damaged ({len(problems)} problem(s)): {problems[0]}; "
-                  f"`harness store repair {args.outdir}` salvages its readable records", file=sys.stderr)
-            return 1
+            verdict = inspect_store(args.outdir)
+            print(verdict.line(args.outdir), file=sys.stderr)
+            return verdict.exit_status
         src = Path(args.outdir)
         dest = Path(args.dest) if args.dest else src.with_name((src.stem if src.suffix == ".sqlite" else src.name)
                                                                 + "-repaired")
         report = repair_store(src, dest)
+    except RepairRefused as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return exc.verdict.exit_status
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    kept, lost = report.get("episodes", (0, 0))
-    print(f"salvaged {kept} episode(s) ({lost} unreadable) and {report.get('transcripts', (0, 0))[0]} transcript "
-          f"row(s) into {dest}; `harness table {dest}` reads it, and rerunning with out={dest} resumes", file=sys.stderr)
+    kept, lost = report.get("episodes")
+    dups = report.duplicates
+    dropped = (f"; dropped {len(dups)} duplicate episode row(s): {', '.join(dups[:5])}"
+               + (f" and {len(dups) - 5} more" if len(dups) > 5 else "")) if dups else ""
+    print(f"salvaged {kept} episode(s) ({lost} lost: unreadable, failing their checksum or duplicate) and "
+          f"{report.get('transcripts')[0]} transcript row(s) into {dest}{dropped}; `harness table {dest}` reads it, "
+          f"and rerunning with out={dest} resumes", file=sys.stderr)
     return 0
-

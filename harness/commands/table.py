@@ -29,14 +29,24 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness import tables
     from harness.store import ResultStore, StoreError
 
-    try:
-        with ResultStore(args.outdir, readonly=True) as store:
-            df, notes = store.latest_frame()
+    try:  # verified once, then read as one snapshot (a run may be writing meanwhile)
+        store = ResultStore(args.outdir, readonly=True)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
+    try:
+        return _table(args, store)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        store.close()
+
+
+def _table(args: argparse.Namespace, store: Any) -> int:
+    from harness import tables
+
+    df, notes = store.latest_frame()
     if df.empty:
         raise UsageError(f"the store in {args.outdir} holds no episodes yet")
     render = {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
@@ -57,12 +67,11 @@ def main(args: argparse.Namespace) -> int:
                          + (" (it prints failure classes)" if args.by == "failure" else
                             " (its columns are variants; it has no Δ)"))
     if args.by == "failure":
-        return _failure_table(args, df, notes)
+        return _failure_table(args, df, notes, store)
     metrics = tuple(m.strip() for m in (args.metrics or "sr,gc").split(",") if m.strip())
     try:
         if set(metrics) & set(tables.COST_METRICS):
-            with ResultStore(args.outdir, readonly=True) as store:
-                df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
+            df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
         if args.by:
             table = tables.breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline)
         else:
@@ -77,14 +86,12 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _failure_table(args: argparse.Namespace, df: Any, notes: list[str]) -> int:
+def _failure_table(args: argparse.Namespace, df: Any, notes: list[str], store: Any) -> int:
     from harness import failures
-    from harness.store import ResultStore
 
     if args.format == "latex":
         raise UsageError("--by failure prints markdown or csv")
-    with ResultStore(args.outdir, readonly=True) as store:  # old stores: task params re-derived from the suite
-        tasks = failures.tasks_from_suites(store, df)
+    tasks = failures.tasks_from_suites(store, df)  # old stores: task params re-derived from the suite
     table = failures.failure_table(df, failures.classify_frame(df, tasks))
     sys.stdout.write(failures.failure_csv(table) if args.format == "csv" else failures.failure_markdown(table))
     for note in notes:

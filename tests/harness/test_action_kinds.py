@@ -72,7 +72,7 @@ def test_declared_action_kind_is_the_gym_action_space(name):
 def test_matching_agents_pass():
     eb_alfred, alfred = SUITES.build("eb_alfred"), SUITES.build("alfred")
     for agent in ("random", "oracle", "oracle_json"):
-        assert action_mismatch(eb_alfred, "eb_alfred", PLANNERS.load(agent, "eb_alfred"), agent) is None
+        assert action_mismatch(eb_alfred, "eb_alfred", PLANNERS.load(agent, suite="eb_alfred"), agent) is None
     assert action_mismatch(alfred, "alfred", PLANNERS.load("oracle", suite="alfred"), "alfred_oracle") is None
     # A third-party agent that declares nothing is not refused.
     assert action_mismatch(eb_alfred, "eb_alfred", object(), "x") is None

@@ -76,7 +76,7 @@ def test_a_runner_keeps_freed_memory_in_its_process():
         from envs.eb_alfred.suite import EBAlfredSuite
         from harness.runner import Runner
         from harness.types import RunSpec
-        from planners.oracle import OraclePlanner
+        from envs.eb_alfred.agents import OraclePlanner
         suite, agent = EBAlfredSuite(render=False, generated_per_split=1), OraclePlanner()
         Runner(RunSpec(suite=suite.name, split="seen", agent=agent.name, variant="v", limit=1),
                suite, agent, None).run()

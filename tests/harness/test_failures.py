@@ -1,5 +1,6 @@
-"""Failure taxonomy (harness/failures.py) on hand-built EB-ALFRED histories, and
-``harness table --by failure`` on real runs (oracle: all success)."""
+"""Failure taxonomy (harness/failures.py, with each suite's reader: envs/<suite>/failures.py)
+on hand-built EB-ALFRED histories, and ``harness table --by failure`` on real runs
+(oracle: all success)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ SIMPLE = {"object_target": "SprayBottle", "parent_target": "Toilet", "mrecep_tar
 
 
 def rec(history=None, task=None, **kw):
-    base = dict(success=False, error_kind=None, termination="max_invalid", empty_plan=False, invalid_actions=0,
+    base = dict(suite="eb_alfred", success=False, error_kind=None, termination="max_invalid", empty_plan=False, invalid_actions=0,
                 planner_output_errors=0, gc_satisfied=0, gc_total=1, task_type="pick_and_place_simple",
                 extra={})
     base.update(kw)
@@ -111,9 +112,11 @@ def test_old_records_without_history_or_task():
 
 
 def test_obj_type():
-    assert failures.obj_type("Cabinet_8") == "cabinet"
-    assert failures.obj_type("SinkBasin") == failures.obj_type("Sink") == "sink"
-    assert failures.obj_type("AppleSliced_1") == "apple"
+    from envs.household.failures import obj_type
+
+    assert obj_type("Cabinet_8") == "cabinet"
+    assert obj_type("SinkBasin") == obj_type("Sink") == "sink"
+    assert obj_type("AppleSliced_1") == "apple"
 
 
 def test_table_by_failure_oracle_and_random(tmp_path, capsys):
@@ -138,7 +141,7 @@ def test_alfred_low_level_language():
     """The alfred suite's steps: 'Done.' is success, PutObject names the receptacle."""
     heat = {"object_target": "Apple", "parent_target": "CounterTop", "mrecep_target": "", "toggle_target": "",
             "object_sliced": False}
-    kw = dict(task_type="pick_heat_then_place_in_recep", termination="max_fails")
+    kw = dict(suite="alfred", task_type="pick_heat_then_place_in_recep", termination="max_fails")
     skipped = [("GotoLocation DiningTable Apple", "Done."), ("PickupObject Apple", "Done."),
                ("GotoLocation CounterTop", "Done."), ("PutObject CounterTop", "Done.")]
     assert classify(rec(history=skipped, task=heat, **kw)) == "skipped_step"

@@ -101,6 +101,23 @@ def test_suite_protocol(case):
         suite.episodes("no-such-split")
 
 
+#: Protocol keys that repeat a declared parameter's *resolved* value (a derived fact: the
+#: step budget every protocol states; LIBERO's fixture seeding, from the preset when null).
+RESOLVED = {"max_steps"}
+RESOLVED_BY_SUITE = {"libero": {"fixture_rng"}}
+
+
+def test_protocol_lists_derived_facts_only(case):
+    """The run identity hashes the declared parameters (identity_of(suite.params)); protocol()
+    must not echo them by hand, or the two drift."""
+    from harness.params import fields_of
+
+    name, suite, entry = case
+    declared = {f.name for f in fields_of(type(suite.params))}
+    echoed = set(suite.protocol(entry["split"])) & declared
+    assert echoed <= RESOLVED | RESOLVED_BY_SUITE.get(name, set()), f"{name} protocol echoes {sorted(echoed)}"
+
+
 def _check_info(info):
     assert isinstance(info[INFO_SUCCESS], bool)
     assert isinstance(info[INFO_GC_SATISFIED], int) and isinstance(info[INFO_GC_TOTAL], int)
@@ -112,7 +129,7 @@ def _rollout(suite, spec, entry):
     env = _make_env(suite, entry)
     assert isinstance(env, EpisodeEnv)
     registry = POLICIES if entry.get("kind") == "policy" else PLANNERS
-    agent = registry.build(entry["agent"], suite.name)
+    agent = registry.build(entry["agent"], suite=suite.name)  # the suite's own first (its random agent)
     obs, info = env.reset(seed=spec.seed, options={"episode": spec, "privileged": agent.privileged,
                                                     "render": bool(getattr(agent, "reads_images", True))})
     _check_info(info)

@@ -138,7 +138,7 @@ def test_pooled_gc_and_plw_on_suite_records() -> None:
 
 
 def test_cli_planner_oracle_runs_the_alfred_oracle(tmp_path: Path) -> None:
-    """`harness run suite=alfred split=unseen planner=oracle` (the suite aliases oracle -> alfred_oracle)."""
+    """`harness run suite=alfred split=unseen planner=oracle` (the suite's own oracle)."""
     import sqlite3
 
     from harness.cli import main

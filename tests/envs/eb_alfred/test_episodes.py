@@ -13,6 +13,7 @@ from envs.eb_alfred.protocol import (
     EPISODES_PER_SUBSET, OFFICIAL_SPLITS, STYLES, TEST_UNSEEN_FLOOR_PLANS, VALID_UNSEEN_FLOOR_PLANS,
 )
 from envs.eb_alfred.suite import EBAlfredSuite
+from harness.params import identity_of
 from envs.household import (
     TaskSpec, all_floor_plans, alfred_constants, build_world, floor_plan_inventory, goal_conditions_met, room_type,
 )
@@ -96,11 +97,11 @@ def test_suite_protocol_and_splits(data_dir: Path) -> None:
     assert suite.name == "eb_alfred" and suite.version
     assert tuple(suite.splits()) == (*OFFICIAL_SPLITS, "seen", "unseen")
     proto = suite.protocol("base")
-    assert proto["max_steps"] == 30 and proto["max_invalid_actions"] == 10 and proto["backend"] == "household"
+    assert proto["max_steps"] == 30 and proto["max_invalid_actions"] == 10 and suite.params.backend == "household"
     assert len(proto["splits_sha256"]) == 64
     json.dumps(proto)
     seen = suite.protocol("seen")
-    assert "splits_sha256" not in seen and seen["generator_seed"] == 0 and seen["max_steps"] == 30
+    assert "splits_sha256" not in seen and identity_of(suite.params)["generator_seed"] == 0 and seen["max_steps"] == 30
     json.dumps(seen)
     assert len(suite.episodes("visual_appearance")) == 50
     assert len(suite.episodes("seen")) == 6

@@ -7,6 +7,7 @@ from pathlib import Path
 from envs.eb_alfred.episodes import load_official, scene_from_metadata
 from envs.eb_alfred.restore_report import official_changes, report
 from envs.eb_alfred.suite import EBAlfredSuite
+from harness.params import identity_of
 
 
 def test_official_episodes_carry_scene_facts_unless_disabled(data_dir: Path) -> None:
@@ -15,8 +16,11 @@ def test_official_episodes_carry_scene_facts_unless_disabled(data_dir: Path) -> 
     assert with_traj and all(scene_from_metadata(e.metadata) is not None for e in with_traj)
     plain = load_official(data_dir, restore_scenes=False)
     assert not any("scene" in e.metadata for eps in plain.values() for e in eps)
-    a = EBAlfredSuite(data_dir=str(data_dir)).protocol("base")
-    b = EBAlfredSuite(data_dir=str(data_dir), restore_scenes=False).protocol("base")
+    def identity(suite: EBAlfredSuite) -> tuple:  # what the run identity hashes of a suite
+        return identity_of(suite.params), suite.protocol("base")
+
+    a = identity(EBAlfredSuite(data_dir=str(data_dir)))
+    b = identity(EBAlfredSuite(data_dir=str(data_dir), restore_scenes=False))
     assert a != b  # the choice enters the run identity
 
 

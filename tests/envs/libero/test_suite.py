@@ -16,6 +16,7 @@ require_libero()
 from envs.libero import protocol as P  # noqa: E402
 from envs.libero.env import fast_render_xml, validate_action  # noqa: E402
 from envs.libero.suite import LiberoSuite  # noqa: E402
+from harness.params import identity_of  # noqa: E402
 from harness.interfaces import AgentContractError, AgentRequest  # noqa: E402
 
 FOUR = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
@@ -72,7 +73,7 @@ def test_protocol_constants_and_presets():
     assert [std.protocol(s)["max_steps"] for s in (*FOUR, "libero_90")] == [220, 280, 300, 520, 400]
     p = std.protocol("libero_spatial")
     assert (p["num_steps_wait"], p["seed"], p["camera_size"], p["rotate_180"]) == (10, 7, 256, True)
-    assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and p["fast_render"] is False and p["fixture_rng"] == "sequence"
+    assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and std.params.fast_render is False and p["fixture_rng"] == "sequence"
     json.dumps(p)
     assert std.protocol("libero_goal_swap")["max_steps"] == 300  # perturbations use their base budget
     assert p["first_observation"] == "after_wait"
@@ -83,14 +84,17 @@ def test_protocol_constants_and_presets():
     life = LiberoSuite(protocol="lifelong").protocol("libero_goal")
     assert (life["max_steps"], life["num_steps_wait"], life["camera_size"]) == (600, 5, 128)
     assert len(LiberoSuite(protocol="lifelong").episodes("libero_goal")) == 10 * 20
-    # every knob that changes results changes the protocol (hence the run identity)
+    # every knob that changes results changes what the run identity hashes (declared parameters + protocol)
+    def identity(suite):
+        return identity_of(suite.params), suite.protocol("libero_spatial")
+
     variants = [LiberoSuite(fast_render=True), LiberoSuite(fixture_rng="per_trial"), LiberoSuite(max_steps=5),
                 LiberoSuite(protocol="lerobot"), LiberoSuite(protocol="openvla"), LiberoSuite(fixture_rng="same_each_trial")]
     for v in variants:
-        assert v.protocol("libero_spatial") != p
+        assert identity(v) != identity(std)
     # video mode and task subsets do not change results
-    assert LiberoSuite(video="all", tasks=[0], trials=2).protocol("libero_spatial") == p
-    with pytest.raises(ValueError, match="unknown LIBERO protocol preset"):
+    assert identity(LiberoSuite(video="all", tasks=[0], trials=2)) == identity(std)
+    with pytest.raises(ValueError, match="protocol must be one of 'standard', 'lifelong', 'openvla', 'lerobot', got 'standrad'"):
         LiberoSuite(protocol="standrad")
     with pytest.raises(ValueError):
         LiberoSuite(video="some")
@@ -198,3 +202,19 @@ def test_provider_choice_is_explicit(monkeypatch, tmp_path):
     monkeypatch.setenv("LIBERO_CONFIG_PATH", "")
     with pytest.raises(provider.ProviderError, match="assets_dir"):
         provider._ensure_official_config(str(tmp_path / "missing"))
+
+
+def test_tasks_must_index_the_splits_tasks():
+    """A negative index is refused by the declaration; one past the split's tasks by the suite,
+    in one line naming the split's task count (it used to run task 9 under id t-1 for -1)."""
+    from harness.params import ParamError
+
+    with pytest.raises(ParamError) as neg:
+        LiberoSuite(tasks=[-1])
+    assert str(neg.value).startswith("tasks must be") and "\n" not in str(neg.value)
+    with pytest.raises(ParamError) as far:
+        LiberoSuite(tasks=[0, 99]).episodes("libero_spatial")
+    msg = str(far.value)
+    assert msg == "tasks must index the tasks of split libero_spatial (0-9: 10 tasks), got [0, 99]", msg
+    assert [e.episode_id for e in LiberoSuite(tasks=[9], trials=1).episodes("libero_spatial")] == [
+        "libero_spatial/t09/i00"]

@@ -273,5 +273,5 @@ def test_missing_ai2thor_is_one_line_before_any_episode(data_dir: Path) -> None:
         AlfredSuite(eb_data_dir=str(data_dir), backend="thor").episodes("eb_valid_seen")
     with pytest.raises(ValueError, match="ai2thor==2.1.0"):
         EBAlfredSuite(data_dir=str(data_dir), backend="thor").episodes("base")
-    with pytest.raises(ValueError, match="unknown"):
+    with pytest.raises(ValueError, match="^backend must be one of 'household', 'thor', got 'unity'$"):
         AlfredSuite(backend="unity")

@@ -1,4 +1,4 @@
-"""The oracle planner: plans in EB-ALFRED's skill language from the true state.
+"""EB-ALFRED's own oracle planner: plans in its skill language from the true state.
 
 Privileged: it reads ``info["privileged_state"]`` (a copy of the household
 World) and asks the suite's skill-level expert for the shortest plan that
@@ -13,9 +13,11 @@ from typing import Any, Mapping, Sequence
 from envs.eb_alfred.executor import ExecutorState, SkillExecutor
 from envs.eb_alfred.expert import expert_plan
 from envs.eb_alfred.skills import SceneVocabulary
+from envs.eb_alfred.plugin import OracleParams
 from envs.household import World
-from planners.episode_cache import EpisodeCache
 from harness.interfaces import AgentRequest
+from harness.params import parse
+from planners.episode_cache import EpisodeCache
 from harness.types import INFO_PRIVILEGED, EpisodeSpec
 
 ORACLE_VERSION = "1"
@@ -30,14 +32,18 @@ class OraclePlanner:
     #: Reads the true state / the action list only: envs skip rendering for it.
     reads_images = False
 
-    def __init__(self, max_plan_length: int = 60) -> None:
-        self.max_plan_length = int(max_plan_length)
+    #: The parameter declaration (envs/eb_alfred/plugin.py).
+    Params = OracleParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(self.Params, values)
+        self.max_plan_length = self.params.max_plan_length
         # Instance names are fixed when an episode starts, so the vocabulary is
         # built from the first state seen in each episode.
         self._vocab: EpisodeCache[SceneVocabulary] = EpisodeCache()
 
     def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name, "version": ORACLE_VERSION, "max_plan_length": self.max_plan_length}
+        return {"name": self.name, "version": ORACLE_VERSION}
 
     def reset(self, episode: EpisodeSpec) -> None:
         self._vocab.pop(episode.key)
