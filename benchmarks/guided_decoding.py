@@ -51,7 +51,7 @@ def synthetic_vocab(n: int, seed: int = 0) -> list[str]:
 def grammar_step_cost(steps: int) -> dict[str, float]:
     import xgrammar as xgr
 
-    from planners.vlm.prompt import OUTPUT_SCHEMA
+    from envs.eb_alfred.prompt import OUTPUT_SCHEMA
 
     vocab = synthetic_vocab(VOCAB)
     vocab.append("</s>")

@@ -181,10 +181,15 @@ def _parse_one(cls: type, values: dict[str, Any], where: str = "") -> Any:
         raise ParamError("", text[0] if text else type(exc).__name__) from None
 
 
+class UnknownParamError(ParamError, TypeError):
+    """A key the declaration does not have: a :class:`ParamError`, and a ``TypeError`` as
+    Python's own for an unexpected keyword argument (a plugin built with ``**values``)."""
+
+
 def unknown_key(key: str, accepted: Sequence[str], where: str = "") -> ParamError:
     close = difflib.get_close_matches(str(key), list(accepted), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ParamError(str(key), f"is not a parameter{where}{hint} (accepted: {', '.join(accepted) or 'none'})")
+    return UnknownParamError(str(key), f"is not a parameter{where}{hint} (accepted: {', '.join(accepted) or 'none'})")
 
 
 def convert(f: Field, value: Any) -> Any:

@@ -211,7 +211,7 @@ def test_constrained_decoding_keeps_every_reply_inside_the_schema(tiny_ckpts: di
     model is a prefix of a schema-valid object, which the same model's free replies are not."""
     xgr = pytest.importorskip("xgrammar")
     from planners.vlm.planner import VLMPlanner
-    from planners.vlm.prompt import OUTPUT_SCHEMA
+    from envs.eb_alfred.prompt import OUTPUT_SCHEMA
 
     fast = dict(FAST, max_new_tokens=40)
     on = VLMPlanner(model=str(tiny_ckpts["base"]), json_schema=True, **fast)

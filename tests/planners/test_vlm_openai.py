@@ -92,7 +92,7 @@ def test_openai_backend_against_transformers_serve(server: Server, tiny_ckpts: d
 
     from planners.vlm.backends import png_data_url
     from planners.vlm.planner import VLMPlanner
-    from planners.vlm.prompt import to_pil
+    from envs.eb_alfred.prompt import to_pil
 
     model = str(tiny_ckpts["base"])
     planner = VLMPlanner(backend="openai", model=model, base_url=server.base_url, max_concurrency=2,

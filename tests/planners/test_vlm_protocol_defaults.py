@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from planners import eb_manipulation_prompt as manip
+from envs.eb_manipulation import prompt as manip
 from planners.vlm.family import family_defaults, resolve
-from planners.vlm.prompt import OUTPUT_KEYS, OUTPUT_SCHEMA, PromptBuilder, PromptOptions
+from envs.eb_alfred.prompt import OUTPUT_KEYS, OUTPUT_SCHEMA, PromptBuilder, PromptOptions
 from tests.helpers import chat_completion, send_json
 
 ACTIONS = ["find a Apple", "pick up the Apple", "find a Fridge", "open the Fridge"]
