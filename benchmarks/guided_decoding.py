@@ -87,10 +87,10 @@ def end_to_end(max_new_tokens: int) -> dict[str, float]:
     requests = eb_alfred_requests(4)
     out = {}
     for on in (False, True):
-        planner = VLMPlanner(model=str(ckpt), json_schema=on, max_new_tokens=max_new_tokens, num_examples=0,
+        planner = VLMPlanner(suite="eb_alfred", model=str(ckpt), json_schema=on, max_new_tokens=max_new_tokens, num_examples=0,
                              image_size=112)
         planner.act(requests)  # warm-up (and the grammar's compilation)
-        one = VLMPlanner(model=str(ckpt), json_schema=on, max_new_tokens=1, num_examples=0, image_size=112)
+        one = VLMPlanner(suite="eb_alfred", model=str(ckpt), json_schema=on, max_new_tokens=1, num_examples=0, image_size=112)
         one.act(requests)
         full = prefill = float("inf")
         generate, seen = planner.backend.model.generate, []
