@@ -158,8 +158,8 @@ class VLMParams(Composite):
     A key of the backend the run does not use is refused. A prompt setting of another suite
     is accepted and ignored (it enters no identity): one planner configuration serves a
     multirun over several suites (``-m suite=eb_alfred,eb_manipulation``). A key given as
-    null for a group the run does not use counts as not given (a config that lists every
-    group's keys with null defaults).
+    null counts as not given (the group's default applies) unless its field takes null: a
+    configuration lists every group's keys with null defaults (``harness.params.schema_node``).
     """
 
     def groups(self, values: Mapping[str, Any], suite: str | None) -> list[Group]:
@@ -190,8 +190,10 @@ class VLMParams(Composite):
         others = [g for g in self.all_groups() if g.title not in titles]
         elsewhere = {f.name for g in others for f in fields_of(g.params)}
         other_prompts = {f.name for g in others if g.title.startswith("prompt of ") for f in fields_of(g.params)}
+        nullable = {f.name for g in used for f in fields_of(g.params) if f.optional}
         kept = {k: v for k, v in values.items()
-                if k in mine or not (k in elsewhere and (v is None or k in other_prompts))}
+                if (k in mine and (v is not None or k in nullable))
+                or (k not in mine and not (k in elsewhere and (v is None or k in other_prompts)))}
         return super().parse(kept, suite)
 
 
