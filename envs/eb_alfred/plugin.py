@@ -63,7 +63,8 @@ class EBAlfredPromptParams:
         None, kind="dir", results=False,
         help="a folder with alfred_examples.json and alfred_long_horizon_examples.json (null: ours); the hash of "
              "the examples in use is in the run identity, not the path")
-    num_examples: int = param(DEFAULT_NUM_EXAMPLES, ge=0, le=1000, help="in-context examples (EmbodiedBench n_shots)")
+    num_examples: int = param(DEFAULT_NUM_EXAMPLES, ge=0, le=1000,
+                              help="in-context examples (EmbodiedBench n_shots)")
     image_size: Optional[int] = param(DEFAULT_IMAGE_SIZE, ge=1, le=8192,
                                       help="side of the square image sent (EmbodiedBench resolution); null: as rendered")
     output_template: Optional[str] = param(
@@ -106,5 +107,6 @@ ORACLE = AgentPlugin(
     name="oracle", suite="eb_alfred", target="planners.oracle:OraclePlanner", params=OracleParams,
     summary="EB-ALFRED: expert plans in the skill language from the true state (upper bound; privileged)")
 ORACLE_JSON = AgentPlugin(
-    name="oracle_json", suite="eb_alfred", target="envs.eb_alfred.oracle_json:OracleJSONPlanner", params=OracleJSONParams,
+    name="oracle_json", suite="eb_alfred", target="envs.eb_alfred.oracle_json:OracleJSONPlanner",
+    params=OracleJSONParams,
     summary="EB-ALFRED: the oracle's plan as model JSON through the VLM parser (pipeline check)")

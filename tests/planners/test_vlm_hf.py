@@ -156,7 +156,8 @@ def test_batched_generation_equals_one_by_one(tiny_ckpts: dict[str, Path], dtype
     from planners.vlm.planner import VLMPlanner
 
     # Free decoding: the schema's grammar forces the first tokens whatever the logits say.
-    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=2, image_size=112,
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=2,
+                         image_size=112,
                          dtype=dtype, json_schema=False)
     assert str(next(planner.backend.model.parameters()).dtype) == ("torch.bfloat16" if dtype != "auto"
                                                                    else "torch.float32")
@@ -182,7 +183,8 @@ def test_static_cache_gives_the_default_cache_logits(tiny_ckpts: dict[str, Path]
 
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=1, image_size=112)
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=1,
+                         image_size=112)
     backend = planner.backend
     conversations = []
     monkeypatch.setattr(backend, "generate", lambda c, **kw: conversations.extend(c) or ["{}"] * len(c))

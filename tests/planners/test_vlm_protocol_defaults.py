@@ -121,8 +121,8 @@ def test_openai_sends_the_suites_schema_where_embodiedbench_does(recorder: str, 
     from tests.helpers import eb_alfred_requests
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(suite=suite, backend="openai", model=model, base_url=recorder, max_new_tokens=8, num_examples=0,
-                         image_size=32, max_retries=0)
+    planner = VLMPlanner(suite=suite, backend="openai", model=model, base_url=recorder, max_new_tokens=8,
+                         num_examples=0, image_size=32, max_retries=0)
     if suite == "eb_alfred":
         planner.act(eb_alfred_requests(1))
     else:
