@@ -65,8 +65,9 @@ class EBAlfredPromptParams:
              "the examples in use is in the run identity, not the path")
     num_examples: int = param(DEFAULT_NUM_EXAMPLES, ge=0, le=1000,
                               help="in-context examples (EmbodiedBench n_shots)")
-    image_size: Optional[int] = param(DEFAULT_IMAGE_SIZE, ge=1, le=8192,
-                                      help="side of the square image sent (EmbodiedBench resolution); null: as rendered")
+    image_size: Optional[int] = param(
+        DEFAULT_IMAGE_SIZE, ge=1, le=8192,
+        help="side of the square image sent (EmbodiedBench resolution); null: as rendered")
     output_template: Optional[str] = param(
         "auto", choices=AUTO_FLAG,
         help="append the output JSON layout to the prompt; auto (or null): by model family")
