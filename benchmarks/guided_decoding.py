@@ -51,7 +51,7 @@ def synthetic_vocab(n: int, seed: int = 0) -> list[str]:
 def grammar_step_cost(steps: int) -> dict[str, float]:
     import xgrammar as xgr
 
-    from planners.vlm.prompt import OUTPUT_SCHEMA
+    from envs.eb_alfred.prompt import OUTPUT_SCHEMA
 
     vocab = synthetic_vocab(VOCAB)
     vocab.append("</s>")
@@ -87,10 +87,10 @@ def end_to_end(max_new_tokens: int) -> dict[str, float]:
     requests = eb_alfred_requests(4)
     out = {}
     for on in (False, True):
-        planner = VLMPlanner(model=str(ckpt), json_schema=on, max_new_tokens=max_new_tokens, num_examples=0,
+        planner = VLMPlanner(suite="eb_alfred", model=str(ckpt), json_schema=on, max_new_tokens=max_new_tokens, num_examples=0,
                              image_size=112)
         planner.act(requests)  # warm-up (and the grammar's compilation)
-        one = VLMPlanner(model=str(ckpt), json_schema=on, max_new_tokens=1, num_examples=0, image_size=112)
+        one = VLMPlanner(suite="eb_alfred", model=str(ckpt), json_schema=on, max_new_tokens=1, num_examples=0, image_size=112)
         one.act(requests)
         full = prefill = float("inf")
         generate, seen = planner.backend.model.generate, []

@@ -136,7 +136,7 @@ def harness(port: int, concurrency: int, slots: int, episodes: int, pipeline: bo
     from planners.vlm.planner import VLMPlanner
 
     _stats(port, "DELETE")
-    planner = VLMPlanner(backend="openai", model="fake", base_url=f"http://127.0.0.1:{port}/v1",
+    planner = VLMPlanner(suite="eb_alfred", backend="openai", model="fake", base_url=f"http://127.0.0.1:{port}/v1",
                          max_concurrency=concurrency, max_new_tokens=2048, max_retries=0)
     params = {"render": False, "generated_per_split": episodes}
     spec = RunSpec(suite="eb_alfred", split="seen", agent="vlm", variant="bench", limit=episodes,

@@ -82,7 +82,7 @@ def main() -> None:
     ckpts = {"base": build_weight_bound(root)} if args.weight_bound else build_all(root)
     # Free decoding, as measured: a schema-constrained reply may end early, so the lengths would differ
     # (benchmarks/guided_decoding.py measures the grammar's cost).
-    planner = VLMPlanner(model=str(ckpts["base"]), max_new_tokens=args.max_new_tokens, json_schema=False,
+    planner = VLMPlanner(suite="eb_alfred", model=str(ckpts["base"]), max_new_tokens=args.max_new_tokens, json_schema=False,
                          num_examples=args.num_examples, image_size=args.image_size, batch_size=args.episodes)
     suite = EBAlfredSuite(render=True, generated_per_split=args.episodes)
     env = suite.make_env()

@@ -250,3 +250,65 @@ class Agent(Protocol):
         ...
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentOutput]: ...
+
+
+#: One model call's chat messages in the processor convention: ``[{"role": "user", "content":
+#: [{"type": "image", "image": PIL.Image}, {"type": "text", "text": "..."}]}, ...]``.
+Conversation = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a :class:`PromptAdapter` may know of the model it talks to (never the backend itself)."""
+
+    #: The checkpoint path / served model name.
+    name: str
+    #: The reply's token limit: text longer than ``max_output_chars`` cannot come from the
+    #: model, and a parser treats it as unusable.
+    max_new_tokens: int
+    max_output_chars: int
+    #: The model family's values of settings left at ``auto`` (EmbodiedBench's per-family
+    #: rules: ``parser``, ``output_template``); an adapter resolves its own ``auto`` with them.
+    auto: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class PromptAdapter(Protocol):
+    """How a model-backed planner speaks one suite: the suite's prompt, its output schema and
+    its parser of the model's text. The planner owns the model; the adapter owns the words.
+
+    A suite declares its factory in its plugin (``SuitePlugin.prompt``, called as
+    ``factory(params, model)`` with its parsed ``prompt_params`` and a :class:`ModelFacts`).
+    Per call, the planner asks :meth:`messages` for each request, sends the conversations
+    of those that need the model at once, and hands each text back to :meth:`reply`::
+
+        step = adapter.messages(request)        # a Conversation, or an AgentReply (no model call)
+        text = model(step, schema=adapter.schema)
+        reply = adapter.reply(request, text, step)
+
+    An adapter keeps whatever it needs per episode between calls (earlier outputs in a chat
+    layout, the plan being executed for grounded replanning), keyed by ``episode.key`` and
+    cleared by :meth:`reset`; with a planner that serves requests concurrently
+    (``max_concurrent_calls > 1``) calls for different episodes may interleave.
+    """
+
+    #: The output JSON schema (guided decoding / ``response_format`` where the planner turns
+    #: it on); None: the suite's output has no schema.
+    schema: Mapping[str, Any] | None
+
+    def identity(self) -> Mapping[str, Any]:
+        """Derived facts only (prompt and parser versions, digests of the examples in use,
+        settings resolved from ``auto``); the declared settings enter the run identity already."""
+        ...
+
+    def reset(self, episode: EpisodeSpec) -> None: ...
+
+    def messages(self, request: AgentRequest) -> Union[Conversation, AgentReply]:
+        """The conversation of this request's model call, or the reply itself when no call is
+        needed (a plan that ran to its end, a plan repaired without the model)."""
+        ...
+
+    def reply(self, request: AgentRequest, text: str, conversation: Conversation) -> AgentReply:
+        """The model's ``text`` for ``conversation`` read as this request's reply (never raises
+        on bad text: unusable output is an ``output_error``)."""
+        ...

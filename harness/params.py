@@ -52,7 +52,7 @@ class ParamError(ValueError):
 
     def at(self, prefix: str) -> "ParamError":
         """The same error with the key shown as ``prefix + key``."""
-        return ParamError(f"{prefix}{self.key}", self.problem, unknown=self.unknown)
+        return type(self)(f"{prefix}{self.key}", self.problem, unknown=self.unknown)
 
     def of(self, plugin: str) -> str:
         """One line naming the plugin: ``unknown parameter 'x' for planner oracle; did you mean ...``."""
@@ -189,11 +189,18 @@ def _parse_one(cls: type, values: dict[str, Any], where: str = "") -> Any:
         raise ParamError("", text[0] if text else type(exc).__name__) from None
 
 
+class UnknownParamError(ParamError, TypeError):
+    """A key the declaration does not have: a :class:`ParamError`, and a ``TypeError`` as
+    Python's own for an unexpected keyword argument (a plugin built with ``**values``)."""
+
+    def __init__(self, key: str, problem: str, **_: Any):
+        super().__init__(key, problem, unknown=True)
+
+
 def unknown_key(key: str, accepted: Sequence[str], where: str = "") -> ParamError:
     close = difflib.get_close_matches(str(key), list(accepted), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ParamError(str(key), f"is not a parameter{where}{hint} (accepted: {', '.join(accepted) or 'none'})",
-                      unknown=True)
+    return UnknownParamError(str(key), f"is not a parameter{where}{hint} (accepted: {', '.join(accepted) or 'none'})")
 
 
 def convert(f: Field, value: Any) -> Any:

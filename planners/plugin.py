@@ -1,12 +1,15 @@
-"""The planners that serve every suite whose actions they produce: declarations only
-(imports nothing heavy). Each suite's own oracle and random agent are in its envs package."""
+"""The planners that serve every suite whose actions they produce, and the ``vlm`` planner's
+model backends: declarations only (imports nothing heavy). Each suite's own oracle and random
+agent are in its envs package; each suite's prompt for the ``vlm`` planner too
+(``SuitePlugin.prompt`` / ``prompt_params``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
-from harness.params import param
-from harness.plugins import AgentPlugin
+from harness.params import Composite, Group, ParamError, Parsed, convert, fields_of, param
+from harness.plugins import AgentPlugin, BackendPlugin
 
 
 @dataclass
@@ -17,6 +20,189 @@ class RandomParams:
 RANDOM = AgentPlugin(
     name="random", target="planners.random_planner:RandomPlanner", params=RandomParams,
     summary="one uniformly random action of the observation's action list per call")
+
+
+# --- vlm: the planner's own settings ------------------------------------------------------
+#: auto: the model family's choice (planners/vlm/family.py, docs/models.md).
+AUTO_FLAG = ("auto", "true", "false")
+#: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
+DEFAULT_MAX_NEW_TOKENS = 2048
+
+
+def _known_backend(name: str) -> str:
+    from harness.catalog import BACKENDS
+
+    if name not in BACKENDS.names():
+        raise ValueError(f"must be one of {', '.join(BACKENDS.names())}")
+    return name
+
+
+@dataclass
+class VLMOwnParams:
+    """What the ``vlm`` planner itself takes, whatever the backend and the suite."""
+
+    backend: str = param("hf", check=_known_backend, example="openai",
+                         help="hf: the model in process (extra `models`); openai: an OpenAI-compatible server")
+    model: Optional[str] = param(
+        None, results=False, example="other-model",
+        help="required. hf: a checkpoint folder or Hub id; openai: the served model name. The backend's identity "
+             "of it (the checkpoint's hash, the served name) is in the run identity, not the path")
+    json_schema: Optional[str] = param(
+        "auto", choices=AUTO_FLAG,
+        help="constrain the reply to the suite's output JSON schema (hf: guided decoding with xgrammar; openai: "
+             "response_format); auto (or null): EmbodiedBench's rule per model family")
+    max_new_tokens: int = param(DEFAULT_MAX_NEW_TOKENS, ge=1, le=1_000_000,
+                                help="longest reply in tokens (EmbodiedBench planner/remote_model.py max_tokens)")
+    hash_weights: bool = param(False, results=False,
+                               help="hash every weight byte instead of headers and samples (the hash is in the run "
+                                    "identity; how it is taken is not)")
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ParamError("model", "is required: the vlm planner needs model=<checkpoint path or served model name>")
+
+
+# --- vlm: the model backends ------------------------------------------------------------
+DTYPES = ("auto", "bfloat16", "float16", "float32", "float64")
+
+
+def _threads(value: Any) -> Any:
+    """``auto`` or a whole number >= 1 (as an int)."""
+    if isinstance(value, str) and value.strip() == "auto":
+        return "auto"
+    if isinstance(value, bool):
+        raise ValueError("must be 'auto' or a whole number >= 1")
+    try:
+        count = int(value) if isinstance(value, (int, str)) else None
+    except ValueError:
+        count = None
+    if count is None or count < 1:
+        raise ValueError("must be 'auto' or a whole number >= 1")
+    return count
+
+
+@dataclass
+class HFParams:
+    """The ``hf`` backend (planners/vlm/backends.py): the model in this process."""
+
+    adapter: Optional[str] = param(
+        None, results=False, example="other-adapter",
+        help="a PEFT LoRA adapter folder (or Hub id) loaded on `model`; its hash is in the run identity, not the path")
+    merge_adapter: bool = param(False, help="merge the adapter into the weights after loading (other float rounding)")
+    dtype: str = param("auto", choices=DTYPES, help="the weights' precision; auto: the checkpoint's")
+    device_map: Optional[str] = param(
+        None, results=False, example="cpu",
+        help="where the weights go, e.g. auto, cuda:0 (null: CPU); placement, like the executor, is not in the run "
+             "identity (the attention implementation in force, which it selects, is)")
+    attn_implementation: Optional[str] = param(
+        None, results=False, example="eager",
+        help="e.g. sdpa, flash_attention_2, eager (null: padding-aware attention on CPU, the library's default "
+             "elsewhere); the implementation in force is in the run identity through the backend's identity")
+    batch_size: int = param(16, ge=1, le=100_000, results=False,
+                            help="most conversations per generate call (speed: batched greedy decoding equals "
+                                 "one-by-one, tests/planners/test_vlm_hf.py)")
+    trust_remote_code: bool = param(False, help="run the checkpoint's own model / processor code")
+    num_threads: str = param("auto", check=_threads, results=False, example=2,
+                             help="torch intra-op threads: 'auto' (this process's cores less one per env worker "
+                                  "process, planners/vlm/threads.py) or a whole number >= 1; speed only")
+
+
+@dataclass
+class OpenAIParams:
+    """The ``openai`` backend (planners/vlm/backends.py): a chat-completions server."""
+
+    base_url: Optional[str] = param(
+        None, kind="url", results=False, example="http://127.0.0.1:8001/v1",
+        help="the server, e.g. http://127.0.0.1:8000/v1 (where the model is served is not in the run identity; "
+             "the served model name and served_checkpoint's hash are)")
+    api_key_env: str = param("OPENAI_API_KEY", results=False, example="OTHER_KEY",
+                             help="the environment variable holding the API key (a local server needs none)")
+    max_concurrency: int = param(8, ge=1, le=4096, results=False, help="requests in flight (speed only)")
+    request_timeout_s: float = param(120.0, gt=0, le=86_400, results=False,
+                                     help="seconds per request before the client retries (transport only)")
+    max_retries: int = param(3, ge=0, le=100, results=False,
+                             help="retries with backoff on 429 / 5xx / connection errors (transport only)")
+    served_checkpoint: Optional[str] = param(
+        None, results=False, example="other-checkpoint",
+        help="local folder of the served weights: its hash is in the run identity (the model name alone does not "
+             "say which weights a server holds)")
+
+    def __post_init__(self) -> None:
+        if not self.base_url:
+            raise ParamError("base_url", "is required: the openai backend needs base_url "
+                                         "(e.g. http://127.0.0.1:8000/v1)")
+
+
+HF = BackendPlugin(name="hf", target="planners.vlm.backends:make_hf", params=HFParams, extra="models",
+                   summary="any AutoModelForImageTextToText checkpoint (+ LoRA) in process, batched greedy decoding")
+OPENAI = BackendPlugin(name="openai", target="planners.vlm.backends:make_openai", params=OpenAIParams,
+                       extra="models", summary="an OpenAI-compatible chat-completions server (vLLM, SGLang, ...)")
+
+
+# --- vlm: the composite -----------------------------------------------------------------------
+OWN = "vlm"
+
+
+def backend_title(name: str) -> str:
+    return f"backend {name}"
+
+
+def prompt_title(suite: str) -> str:
+    return f"prompt of {suite}"
+
+
+class VLMParams(Composite):
+    """The ``vlm`` planner's declaration: its own fields, the chosen backend's, and the
+    prompt settings of the suite it runs (``SuitePlugin.prompt_params``); keys are flat.
+
+    A key of the backend the run does not use is refused. A prompt setting of another suite
+    is accepted and ignored (it enters no identity): one planner configuration serves a
+    multirun over several suites (``-m suite=eb_alfred,eb_manipulation``). A key given as
+    null counts as not given (the group's default applies) unless its field takes null: a
+    configuration lists every group's keys with null defaults (``harness.params.schema_node``).
+    """
+
+    def groups(self, values: Mapping[str, Any], suite: str | None) -> list[Group]:
+        from harness.catalog import BACKENDS
+
+        backend_field = next(f for f in fields_of(VLMOwnParams) if f.name == "backend")
+        backend = convert(backend_field, values.get("backend", backend_field.default))
+        out = [Group(OWN, VLMOwnParams), Group(backend_title(backend), BACKENDS.entry(backend).params)]
+        if suite is not None:
+            prompt = _prompt_params(suite)
+            if prompt is not None:
+                out.append(Group(prompt_title(suite), prompt))
+        return out
+
+    def all_groups(self) -> list[Group]:
+        from harness.catalog import BACKENDS, SUITES
+
+        out = [Group(OWN, VLMOwnParams)]
+        out += [Group(backend_title(p.name), p.params) for p in BACKENDS.entries() if p.params is not None]
+        out += [Group(prompt_title(s.name), s.prompt_params) for s in SUITES.entries()
+                if getattr(s, "prompt_params", None) is not None]
+        return out
+
+    def parse(self, values: Mapping[str, Any], suite: str | None) -> Parsed:
+        used = self.groups(values, suite)
+        mine = {f.name for g in used for f in fields_of(g.params)}
+        titles = {g.title for g in used}
+        others = [g for g in self.all_groups() if g.title not in titles]
+        elsewhere = {f.name for g in others for f in fields_of(g.params)}
+        other_prompts = {f.name for g in others if g.title.startswith("prompt of ") for f in fields_of(g.params)}
+        nullable = {f.name for g in used for f in fields_of(g.params) if f.optional}
+        kept = {k: v for k, v in values.items()
+                if (k in mine and (v is not None or k in nullable))
+                or (k not in mine and not (k in elsewhere and (v is None or k in other_prompts)))}
+        return super().parse(kept, suite)
+
+
+def _prompt_params(suite: str) -> Any:
+    from harness.catalog import SUITES
+
+    return getattr(SUITES.entry(suite), "prompt_params", None)
+
+
 VLM = AgentPlugin(
-    name="vlm", target="planners.vlm.planner:VLMPlanner", extra="models",
-    summary="a vision-language model (backend hf: in process; openai: a server)")
+    name="vlm", target="planners.vlm.planner:VLMPlanner", extra="models", params=VLMParams(), takes_suite=True,
+    summary="a vision-language model (backend hf: in process; openai: a server) speaking the suite's prompt")

@@ -35,9 +35,27 @@ class AlfredParams:
                               help="thor: Unity restarts within one episode before it becomes an error record")
 
 
+#: FLARE: 9 in-context examples per query.
+DEFAULT_K = 9
+
+
+@dataclass
+class AlfredPromptParams:
+    """The settings of ALFRED's FLARE-style triplet prompt for a VLM planner (envs/alfred/prompt.py)."""
+
+    alfred_examples: Optional[str] = param(
+        None, kind="path", results=False,
+        help="the in-context example pool: a JSON list of {instruction, triplets} or a folder of ALFRED "
+             "trajectories (null: none); the pool's hash is in the run identity, not the path")
+    alfred_k: int = param(DEFAULT_K, ge=0, le=1000, help="examples retrieved per query (FLARE: 9)")
+    grounded_replanning: bool = param(True, help="a class that cannot be found is replaced by the most similar "
+                                                 "visible one without asking the model again")
+
+
 SUITE = SuitePlugin(
     name="alfred", target="envs.alfred.suite:AlfredSuite", params=AlfredParams, default_split="seen",
     failures="envs.alfred.failures:RULES", packages=("ai2thor",),
+    prompt="envs.alfred.prompt:make_adapter", prompt_params=AlfredPromptParams,
     summary="ALFRED seen/unseen with FLARE-style triplets: generated splits, EmbodiedBench's 130 valid_seen "
             "trials, ALFRED data (backend: household)")
 

@@ -5,7 +5,7 @@ evaluation episode appears in a prompt. Each example: the instruction, the objec
 dictionary, and a JSON answer whose ``executable_plan`` is the oracle's successful action
 sequence; the descriptions are written from the scene's ground truth.
 
-    python -m envs.eb_manipulation.make_examples   # rewrites planners/data/eb_manipulation_examples.json
+    python -m envs.eb_manipulation.make_examples   # rewrites envs/eb_manipulation/data/eb_manipulation_examples.json
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from harness.types import INFO_PRIVILEGED, EpisodeSpec
 
 EXAMPLE_SEED = 1000
 PER_CLASS = 4
-OUT = Path(__file__).resolve().parents[2] / "planners" / "data" / "eb_manipulation_examples.json"
+OUT = Path(__file__).resolve().parent / "data" / "eb_manipulation_examples.json"
 _SHAPE_NAMES = {"star": "star", "triangular": "triangular prism", "cylinder": "cylinder", "cube": "cube", "moon": "moon"}
 
 

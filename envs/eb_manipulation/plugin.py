@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from harness.fetch import Dataset
 from harness.params import NoParams, param
@@ -27,12 +28,34 @@ class EBManipulationParams:
                                 help="0: the fixed evaluation set; another seed generates other scenes")
 
 
+#: What unusable model output becomes: ``random`` (EmbodiedBench's rule, the default) or ``invalid``.
+ON_BAD_OUTPUT = ("random", "invalid")
+
+
+@dataclass
+class EBManipulationPromptParams:
+    """The settings of EB-Manipulation's prompt and parser for a VLM planner (envs/eb_manipulation/prompt.py)."""
+
+    manipulation_examples: Optional[str] = param(
+        None, kind="file", results=False,
+        help="our examples (null) or a file in their JSON layout or EmbodiedBench's "
+             "evaluator/config/eb_manipulation_example.py (read, never executed); the hash of the examples is "
+             "in the run identity, not the path")
+    manipulation_shots: int = param(4, ge=0, le=100, help="in-context examples of the episode's task class")
+    on_bad_output: str = param("random", choices=ON_BAD_OUTPUT,
+                               help="random (EmbodiedBench: a seeded random action, executed and kept in the "
+                                    "history) or invalid (an invalid action, no env step)")
+    image_size: Optional[int] = param(IMAGE_SIZE, ge=1, le=MAX_IMAGE_SIZE,
+                                      help="side of the square image sent (the original's 500); null: as rendered")
+
+
 SUITE = SuitePlugin(
     name="eb_manipulation", target="envs.eb_manipulation.suite:EBManipulationSuite", params=EBManipulationParams,
     default_split="base", extra="eb_manipulation", modules=("robosuite", "mujoco"), packages=("robosuite", "mujoco"),
     # The hub repository EmbodiedBench's README names ("Dataset" section); the first fetch locks a commit.
     datasets=(Dataset("eb_manipulation", "EmbodiedBench/EB-Manipulation",
                       description="EB-Manipulation episodes (CoppeliaSim scenes, configs) for the coppelia backend"),),
+    prompt="envs.eb_manipulation.prompt:make_adapter", prompt_params=EBManipulationPromptParams,
     summary="EmbodiedBench EB-Manipulation on a MuJoCo twin: 5 subsets, 228 episodes (backend: mujoco)")
 @dataclass
 class RandomParams:

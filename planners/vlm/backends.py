@@ -12,7 +12,7 @@ the per-request timeout are the ``openai`` client's own (``max_retries``,
 ``timeout``). A server that stays down raises out of ``generate``: the runner
 records the episodes it served as agent errors, and a rerun resumes them.
 
-Both take the output JSON schema of the episode's suite with ``generate(...,
+Both take the output JSON schema of the suite's prompt with ``generate(...,
 schema=...)`` when ``json_schema`` is on: ``hf`` constrains decoding to it with
 xgrammar (the structured-generation library of vLLM and SGLang; a logits
 processor that masks every token the schema's grammar does not allow), and
@@ -21,6 +21,12 @@ does for its local and most remote models (planners/vlm/family.py).
 
 Messages use the processor's convention: ``{"type": "image", "image": PIL}``
 parts; the ``openai`` backend sends them as base64 PNG data URLs.
+
+Their settings are declared in planners/plugin.py (``HFParams``, ``OpenAIParams``; plugins
+``HF`` / ``OPENAI`` in the ``embodied_transfer.model_backends`` group); :func:`make_hf` and
+:func:`make_openai` build them from the parsed settings. Their ``identity()`` holds derived
+facts only (checkpoint hashes, the implementation in force); the settings enter the run
+identity through the declarations.
 """
 
 from __future__ import annotations
@@ -33,11 +39,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
+from planners.plugin import DEFAULT_MAX_NEW_TOKENS, HFParams, OpenAIParams
 from planners.vlm.identity import checkpoint_identity
-
-#: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
-DEFAULT_MAX_NEW_TOKENS = 2048
-BACKENDS = ("hf", "openai")
 
 Messages = list[dict[str, Any]]
 
@@ -81,8 +84,6 @@ class HFBackend:
         import torch
         from transformers import AutoModelForImageTextToText
 
-        if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
         self.model_path, self.adapter_path = model, adapter
         self.merge_adapter, self.dtype = bool(merge_adapter), str(dtype)
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
@@ -128,10 +129,8 @@ class HFBackend:
             "backend": "hf",
             "model": checkpoint_identity(model, full=hash_weights),
             "adapter": checkpoint_identity(adapter, full=hash_weights) if adapter else None,
-            "merge_adapter": self.merge_adapter if adapter else None,
-            "dtype": self.dtype,
+            # In force: the CPU default when none is set (its own version), else the one set.
             "attn_implementation": attn_implementation or "default",
-            "max_new_tokens": self.max_new_tokens,
             "decoding": "greedy",
             "json_schema": self.json_schema,
             "guided_decoding": f"xgrammar=={_version('xgrammar')}" if self.json_schema else None,
@@ -318,8 +317,6 @@ class OpenAIBackend:
                  served_checkpoint: str | None = None, hash_weights: bool = False) -> None:
         from openai import OpenAI
 
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be >= 1")
         self.model, self.base_url = model, base_url
         self.max_new_tokens, self.json_schema = int(max_new_tokens), bool(json_schema)
         self.max_concurrency = int(max_concurrency)
@@ -334,7 +331,6 @@ class OpenAIBackend:
             # The served weights, when the user names them: the model name alone says
             # nothing about which checkpoint a server holds.
             "served_checkpoint": checkpoint_identity(served_checkpoint, full=hash_weights),
-            "max_new_tokens": self.max_new_tokens,
             "json_schema": self.json_schema,
             "decoding": "greedy",
         }
@@ -368,6 +364,25 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def make_hf(model: str, params: HFParams, *, max_new_tokens: int, json_schema: bool,
+            hash_weights: bool) -> HFBackend:
+    """The ``hf`` backend plugin's factory."""
+    return HFBackend(model, adapter=params.adapter, merge_adapter=params.merge_adapter, dtype=params.dtype,
+                     device_map=params.device_map, attn_implementation=params.attn_implementation,
+                     max_new_tokens=max_new_tokens, batch_size=params.batch_size,
+                     trust_remote_code=params.trust_remote_code, hash_weights=hash_weights, json_schema=json_schema,
+                     num_threads=params.num_threads)
+
+
+def make_openai(model: str, params: OpenAIParams, *, max_new_tokens: int, json_schema: bool,
+                hash_weights: bool) -> OpenAIBackend:
+    """The ``openai`` backend plugin's factory."""
+    return OpenAIBackend(model, base_url=params.base_url or "", api_key_env=params.api_key_env,
+                         max_concurrency=params.max_concurrency, request_timeout_s=params.request_timeout_s,
+                         max_retries=params.max_retries, max_new_tokens=max_new_tokens, json_schema=json_schema,
+                         served_checkpoint=params.served_checkpoint, hash_weights=hash_weights)
 
 
 def to_openai_messages(messages: Messages) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ def test_hf_backend_counts_prompt_and_output_tokens(tiny_ckpts: dict[str, Path],
     from planners.vlm.backends import Generation
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=5, num_examples=0, image_size=112)
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=5, num_examples=0, image_size=112)
     conversations = [[{"role": "user", "content": [{"type": "text", "text": "short"}]}],
                      [{"role": "user", "content": [{"type": "text", "text": "a much longer prompt " * 8}]}]]
     texts = planner.backend.generate(conversations)

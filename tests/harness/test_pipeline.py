@@ -206,5 +206,5 @@ def test_vlm_planner_declares_its_servers_concurrency():
     pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", max_concurrency=5)
+    planner = VLMPlanner(suite="eb_alfred", backend="openai", model="m", base_url="http://127.0.0.1:9/v1", max_concurrency=5)
     assert planner.max_concurrent_calls == 5

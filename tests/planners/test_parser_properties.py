@@ -17,8 +17,8 @@ pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from harness.interfaces import AgentReply  # noqa: E402
-from planners.alfred_prompt import MAX_NAME_CHARS, most_similar, parse_triplets  # noqa: E402
-from planners.vlm.parse import DEFAULT_MAX_CHARS, PARSER_MODES, ParseResult, parse_plan  # noqa: E402
+from envs.alfred.prompt import MAX_NAME_CHARS, most_similar, parse_triplets  # noqa: E402
+from envs.eb_alfred.parse import DEFAULT_MAX_CHARS, PARSER_MODES, ParseResult, parse_plan  # noqa: E402
 
 #: Per example; generous for a loaded 2-core machine, far below what a quadratic parser needs.
 DEADLINE_MS = 1500

@@ -12,6 +12,7 @@ from tests.helpers import eb_alfred_requests
 
 from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import Agent, AgentReply
+from harness.params import identity_of
 from harness.runner import Runner
 from harness.store import ResultStore
 from harness.types import RunSpec
@@ -31,7 +32,7 @@ def test_batched_act_on_both_families(tiny_ckpts: dict[str, Path], family: str) 
 
     # qwen2: the checkpoint's own (image-only) processor class via trust_remote_code, as
     # `transformers serve` loads it; base: the stock class rebuilt without its video half.
-    planner = VLMPlanner(model=str(tiny_ckpts[family]), trust_remote_code=family == "qwen2", **FAST)
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts[family]), trust_remote_code=family == "qwen2", **FAST)
     expected = "ImageOnlyQwen2VLProcessor" if family == "qwen2" else "ImageOnlyQwen2_5_VLProcessor"
     assert type(planner.backend.processor).__name__ == expected
     assert isinstance(planner, Agent) and planner.reads_images and not planner.privileged
@@ -54,20 +55,22 @@ def test_adapters_load_and_enter_the_identity(tiny_ckpts: dict[str, Path]) -> No
 
     from planners.vlm.planner import VLMPlanner
 
-    base = VLMPlanner(model=str(tiny_ckpts["base"]), **FAST)
-    favor = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["favor"]), **FAST)
-    cfg = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["cfg"]), **FAST)
-    merged = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["cfg"]), merge_adapter=True, **FAST)
+    base = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), **FAST)
+    favor = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["favor"]), **FAST)
+    cfg = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["cfg"]), **FAST)
+    merged = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["cfg"]),
+                        merge_adapter=True, **FAST)
     assert isinstance(favor.backend.model, PeftModel) and not isinstance(merged.backend.model, PeftModel)
-    ids = [json.dumps(p.identity(), sort_keys=True) for p in (base, favor, cfg, merged)]
+    # What the runner hashes: the declared result-changing settings beside identity().
+    ids = [json.dumps([identity_of(p.params), p.identity()], sort_keys=True) for p in (base, favor, cfg, merged)]
     assert len(set(ids)) == 4
     assert base.identity()["backend"]["model"] == cfg.identity()["backend"]["model"]
     # The adapter changes the model's output distribution (LoRA B is non-zero).
     import torch
 
     req = eb_alfred_requests(1)
-    conv = [base.prompts.messages(r.episode.instruction, r.observation["actions"], (), r.observation["image"], False)
-            for r in req]
+    conv = [base.adapter.prompts.messages(r.episode.instruction, r.observation["actions"], (), r.observation["image"],
+                                          False) for r in req]
     inputs = base.backend.processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=True,
                                                         return_dict=True, return_tensors="pt")
     with torch.inference_mode():
@@ -81,13 +84,13 @@ def test_unknown_and_misplaced_parameters_are_errors(tiny_ckpts: dict[str, Path]
     from planners.vlm.planner import VLMPlanner
 
     with pytest.raises(TypeError):
-        VLMPlanner(model=str(tiny_ckpts["base"]), temperature=0.7)  # type: ignore[call-arg]
+        VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), temperature=0.7)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="base_url"):
-        VLMPlanner(model=str(tiny_ckpts["base"]), base_url="http://127.0.0.1:1/v1")
+        VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), base_url="http://127.0.0.1:1/v1")
     with pytest.raises(ValueError, match="needs model"):
-        VLMPlanner()
+        VLMPlanner(suite="eb_alfred")
     with pytest.raises(ValueError, match="parser"):
-        VLMPlanner(model=str(tiny_ckpts["base"]), parser="strict")
+        VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), parser="strict")
 
 
 def test_runner_records_output_errors_and_transcripts(tiny_ckpts: dict[str, Path], tmp_path: Path) -> None:
@@ -96,7 +99,7 @@ def test_runner_records_output_errors_and_transcripts(tiny_ckpts: dict[str, Path
     from planners.vlm.planner import VLMPlanner
 
     suite = EBAlfredSuite(render=True, generated_per_split=2)
-    planner = VLMPlanner(model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["favor"]), **FAST)
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), adapter=str(tiny_ckpts["favor"]), **FAST)
     spec = RunSpec(suite=suite.name, split="seen", agent="vlm", variant="favor_sft", limit=2, record_prompts=True)
     store = ResultStore(tmp_path)
     summary = Runner(spec, suite, planner, store).run()
@@ -153,7 +156,8 @@ def test_batched_generation_equals_one_by_one(tiny_ckpts: dict[str, Path], dtype
     from planners.vlm.planner import VLMPlanner
 
     # Free decoding: the schema's grammar forces the first tokens whatever the logits say.
-    planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=2, image_size=112,
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=2,
+                         image_size=112,
                          dtype=dtype, json_schema=False)
     assert str(next(planner.backend.model.parameters()).dtype) == ("torch.bfloat16" if dtype != "auto"
                                                                    else "torch.float32")
@@ -179,7 +183,8 @@ def test_static_cache_gives_the_default_cache_logits(tiny_ckpts: dict[str, Path]
 
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=1, image_size=112)
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=12, num_examples=1,
+                         image_size=112)
     backend = planner.backend
     conversations = []
     monkeypatch.setattr(backend, "generate", lambda c, **kw: conversations.extend(c) or ["{}"] * len(c))
@@ -211,11 +216,11 @@ def test_constrained_decoding_keeps_every_reply_inside_the_schema(tiny_ckpts: di
     model is a prefix of a schema-valid object, which the same model's free replies are not."""
     xgr = pytest.importorskip("xgrammar")
     from planners.vlm.planner import VLMPlanner
-    from planners.vlm.prompt import OUTPUT_SCHEMA
+    from envs.eb_alfred.prompt import OUTPUT_SCHEMA
 
     fast = dict(FAST, max_new_tokens=40)
-    on = VLMPlanner(model=str(tiny_ckpts["base"]), json_schema=True, **fast)
-    off = VLMPlanner(model=str(tiny_ckpts["base"]), json_schema=False, **fast)
+    on = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), json_schema=True, **fast)
+    off = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), json_schema=False, **fast)
     assert on.identity()["backend"]["guided_decoding"].startswith("xgrammar==")
     assert off.identity()["backend"]["json_schema"] is False and on.identity() != off.identity()
     requests = eb_alfred_requests(3)

@@ -92,10 +92,10 @@ def test_openai_backend_against_transformers_serve(server: Server, tiny_ckpts: d
 
     from planners.vlm.backends import png_data_url
     from planners.vlm.planner import VLMPlanner
-    from planners.vlm.prompt import to_pil
+    from envs.eb_alfred.prompt import to_pil
 
     model = str(tiny_ckpts["base"])
-    planner = VLMPlanner(backend="openai", model=model, base_url=server.base_url, max_concurrency=2,
+    planner = VLMPlanner(suite="eb_alfred", backend="openai", model=model, base_url=server.base_url, max_concurrency=2,
                          served_checkpoint=model, **FAST)
     replies = planner.act(eb_alfred_requests(2))
     assert len(replies) == 2
@@ -130,7 +130,7 @@ def test_server_killed_mid_run_gives_error_records_and_rerun_resumes(
     model = str(tiny_ckpts["base"])
 
     def planner() -> VLMPlanner:
-        return VLMPlanner(backend="openai", model=model, base_url=server.base_url, **FAST)
+        return VLMPlanner(suite="eb_alfred", backend="openai", model=model, base_url=server.base_url, **FAST)
 
     def kill_after_first(record) -> None:
         server.stop()  # the server dies after the first episode; the run must not hang or crash

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from planners import eb_manipulation_prompt as manip
+from envs.eb_manipulation import prompt as manip
 from planners.vlm.family import family_defaults, resolve
-from planners.vlm.prompt import OUTPUT_KEYS, OUTPUT_SCHEMA, PromptBuilder, PromptOptions
+from envs.eb_alfred.prompt import OUTPUT_KEYS, OUTPUT_SCHEMA, PromptBuilder, PromptOptions
 from tests.helpers import chat_completion, send_json
 
 ACTIONS = ["find a Apple", "pick up the Apple", "find a Fridge", "open the Fridge"]
@@ -121,8 +121,8 @@ def test_openai_sends_the_suites_schema_where_embodiedbench_does(recorder: str, 
     from tests.helpers import eb_alfred_requests
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(backend="openai", model=model, base_url=recorder, max_new_tokens=8, num_examples=0,
-                         image_size=32, max_retries=0)
+    planner = VLMPlanner(suite=suite, backend="openai", model=model, base_url=recorder, max_new_tokens=8,
+                         num_examples=0, image_size=32, max_retries=0)
     if suite == "eb_alfred":
         planner.act(eb_alfred_requests(1))
     else:

@@ -33,7 +33,7 @@ def test_vlm_on_eb_manipulation(tiny_ckpts: dict[str, Path], tmp_path: Path) -> 
     from envs.eb_manipulation.suite import EBManipulationSuite
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(model=str(tiny_ckpts["base"]), **FAST)
+    planner = VLMPlanner(suite="eb_manipulation", model=str(tiny_ckpts["base"]), **FAST)
     records, transcripts = _run(EBManipulationSuite(render=True), "base", planner, tmp_path)
     assert len(records) == 2 and planner.backend.calls >= 1
     for rec in records:
@@ -53,19 +53,26 @@ def test_vlm_on_alfred_writes_triplet_prompts(tiny_ckpts: dict[str, Path], tmp_p
     from envs.alfred.suite import AlfredSuite
     from planners.vlm.planner import VLMPlanner
 
-    planner = VLMPlanner(model=str(tiny_ckpts["base"]), **FAST)
+    planner = VLMPlanner(suite="alfred", model=str(tiny_ckpts["base"]), **FAST)
     records, transcripts = _run(AlfredSuite(generated_per_split=2), "unseen", planner, tmp_path)
     assert len(records) == 2 and all(r.error_kind is None and not r.success for r in records)
     assert transcripts and all(t["raw_output"] is not None for t in transcripts)
 
 
+def _identity(planner) -> dict:
+    """What the runner hashes of a planner: its declared result-changing settings and identity()."""
+    from harness.params import identity_of
+
+    return {"params": identity_of(planner.params), "identity": dict(planner.identity())}
+
+
 def test_identity_covers_every_suite_prompt(tiny_ckpts: dict[str, Path]) -> None:
     from planners.vlm.planner import VLMPlanner
 
-    a = VLMPlanner(model=str(tiny_ckpts["base"]), **FAST).identity()
-    b = VLMPlanner(model=str(tiny_ckpts["base"]), manipulation_shots=2, **FAST).identity()
-    c = VLMPlanner(model=str(tiny_ckpts["base"]), on_bad_output="invalid", **FAST).identity()
-    d = VLMPlanner(model=str(tiny_ckpts["base"]), alfred_k=3, **FAST).identity()
+    a = _identity(VLMPlanner(suite="eb_manipulation", model=str(tiny_ckpts["base"]), **FAST))
+    b = _identity(VLMPlanner(suite="eb_manipulation", model=str(tiny_ckpts["base"]), manipulation_shots=2, **FAST))
+    c = _identity(VLMPlanner(suite="eb_manipulation", model=str(tiny_ckpts["base"]), on_bad_output="invalid", **FAST))
+    d = _identity(VLMPlanner(suite="alfred", model=str(tiny_ckpts["base"]), alfred_k=3, **FAST))
     assert len({str(sorted(x.items())) for x in (a, b, c, d)}) == 4
     with pytest.raises(ValueError, match="on_bad_output"):
-        VLMPlanner(model=str(tiny_ckpts["base"]), on_bad_output="skip", **FAST)
+        VLMPlanner(suite="eb_manipulation", model=str(tiny_ckpts["base"]), on_bad_output="skip", **FAST)

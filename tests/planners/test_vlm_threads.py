@@ -69,11 +69,12 @@ def test_hf_backend_sets_threads_and_the_cli_records_them(
     from planners.vlm.planner import VLMPlanner
 
     monkeypatch.setattr(threads, "available_cores", lambda: 3)
-    planner = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=2, num_examples=0, image_size=112)
+    planner = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=2, num_examples=0,
+                         image_size=112)
     assert torch.get_num_threads() == 3
     assert planner.share_cores(2) == 1 and torch.get_num_threads() == 1
-    fixed = VLMPlanner(model=str(tiny_ckpts["base"]), max_new_tokens=2, num_examples=0, image_size=112,
-                       num_threads=2)
+    fixed = VLMPlanner(suite="eb_alfred", model=str(tiny_ckpts["base"]), max_new_tokens=2, num_examples=0,
+                       image_size=112, num_threads=2)
     assert fixed.share_cores(2) == 2 and torch.get_num_threads() == 2
 
     monkeypatch.setenv("EB_ALFRED_DATA_DIR", str(data_dir))

@@ -64,7 +64,7 @@ def _corpus() -> list[str]:
     words += ["action_id", "action_name", "executable_plan", "language_plan", "visual_state_description",
               "reasoning_and_reflection", "Step", "env feedback", "Last action executed successfully.",
               "Last action is invalid.", "human instruction", '{"": [], 0123456789}']
-    from planners.vlm import prompt
+    from envs.eb_alfred import prompt
 
     texts = [prompt.RULES, prompt.FIRST_CALL_SUFFIX, prompt.LATER_CALL_SUFFIX, prompt.OUTPUT_TEMPLATE,
              prompt.HISTORY_LINE, prompt.INSTRUCTION]

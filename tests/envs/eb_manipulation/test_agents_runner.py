@@ -83,7 +83,7 @@ class _ScriptedTextAgent:
     reads_images = False
 
     def __init__(self, garbage_first: bool):
-        from planners import eb_manipulation_prompt as P
+        from envs.eb_manipulation import prompt as P
 
         self.P, self.examples, self.garbage_first = P, P.load_examples(), garbage_first
         self.calls: dict = {}

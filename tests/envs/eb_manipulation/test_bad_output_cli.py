@@ -73,7 +73,7 @@ def test_settings_the_suite_ignores_stay_out_of_its_run_identity(tiny_base: Path
     spec = RunSpec(suite="eb_manipulation", split="base", agent="vlm", variant="base")
 
     def rid(**kw):
-        return run_id_of(run_identity(spec, suite, VLMPlanner(model=str(tiny_base), **kw)))
+        return run_id_of(run_identity(spec, suite, VLMPlanner(suite="eb_manipulation", model=str(tiny_base), **kw)))
 
     base = rid()
     assert rid(parser="lenient") == base and rid(num_examples=3) == base and rid(alfred_k=2) == base

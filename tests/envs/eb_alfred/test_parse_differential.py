@@ -23,8 +23,8 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from planners.vlm.parse import parse_plan  # noqa: E402
-from tests.planners.test_vlm_parse import ACTIONS, RULE_CASES, verdict  # noqa: E402
+from envs.eb_alfred.parse import parse_plan  # noqa: E402
+from tests.envs.eb_alfred.test_parse import ACTIONS, RULE_CASES, verdict  # noqa: E402
 
 N = len(ACTIONS)
 

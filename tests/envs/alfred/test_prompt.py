@@ -14,7 +14,7 @@ from envs.alfred.suite import AlfredSuite
 from harness.interfaces import Agent
 from harness.runner import Runner
 from harness.types import RunSpec
-from planners.alfred_prompt import (
+from envs.alfred.prompt import (
     AlfredTripletPlanner, Example, PromptOptions, Retriever, TripletPromptBuilder, format_triplets, most_similar,
     missing_object, parse_triplets, substitute, triplets_from_trajectory,
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.interfaces import AgentReply
-from planners import eb_manipulation_prompt as P
+from envs.eb_manipulation import prompt as P
 
 GOLDEN = Path(__file__).parent / "testdata" / "eb_manipulation_prompt.txt"
 
@@ -25,7 +25,7 @@ def _prompt():
 
 def test_prompt_text_matches_the_golden_file():
     """Regenerate after an intended change (and bump PROMPT_VERSION):
-    python -m tests.planners.test_eb_manipulation_prompt"""
+    python -m tests.envs.eb_manipulation.test_prompt"""
     assert _prompt() == GOLDEN.read_text()
 
 

@@ -8,7 +8,7 @@ import string
 
 import pytest
 
-from planners.vlm.parse import ParseResult, parse_plan
+from envs.eb_alfred.parse import ParseResult, parse_plan
 
 ACTIONS = ["find a Apple", "pick up the Apple", "find a Fridge", "open the Fridge", "put down the object in hand"]
 

@@ -1,5 +1,7 @@
 """FLARE-style triplet planning for the ALFRED suite: prompt, parser, example retrieval,
-grounded replanning, and the planner that drives a text-generation backend.
+grounded replanning; the vlm planner's adapter for this suite (:func:`make_adapter`; settings:
+``AlfredPromptParams`` in envs/alfred/plugin.py), and a planner that drives a text-generation
+backend with it (:class:`AlfredTripletPlanner`).
 
 Facts carried over from FLARE (snumprlab/flare): the
 planner writes a flat list of ``(action, object, receptacle-or-0)`` triplets;
@@ -31,16 +33,18 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from envs.alfred.language import NO_RECEPTACLE, TRIPLET_ACTIONS, Triplet, expand, expand_all
-from harness.interfaces import AgentReply, AgentRequest
+from envs.alfred.plugin import DEFAULT_K, AlfredPromptParams
+from harness.interfaces import AgentReply, AgentRequest, Conversation, ModelFacts
+from harness.prompting import max_output_chars, serve
 from harness.types import EpisodeSpec
 from planners.episode_cache import EpisodeCache
-from planners.vlm.parse import DEFAULT_MAX_CHARS, max_output_chars
 
 PROMPT_VERSION = "alfred-triplets-1"
 #: Bump when parse_triplets / grounding verdicts change. 2: output capped, names past 64 characters unusable.
 PARSER_VERSION = "2"
-#: FLARE: 9 in-context examples per query.
-DEFAULT_K = 9
+#: EmbodiedBench planner/remote_model.py: 2048 new tokens at most; the reply-length bound of
+#: :func:`parse_triplets` when the caller gives none.
+DEFAULT_MAX_CHARS = max_output_chars(2048)
 
 
 @dataclass(frozen=True)
@@ -287,7 +291,7 @@ def substitute(triplets: Sequence[Triplet], missing: str, visible: Sequence[str]
             for t in triplets]
 
 
-# --- the planner ------------------------------------------------------------------------
+# --- the adapter ----------------------------------------------------------------------
 @dataclass
 class _Episode:
     triplets: list[Triplet] = field(default_factory=list)
@@ -296,17 +300,107 @@ class _Episode:
     issued_at: int = 0
     replans: int = 0
     outputs: list[str] = field(default_factory=list)
+    #: The model call in flight: "" (a whole plan) or "replan" (the rest after a failure).
+    pending: str = ""
 
 
-class AlfredTripletPlanner:
-    """FLARE-style planner over a text-generation backend.
+class AlfredTripletPrompt:
+    """ALFRED for a model-backed planner (:class:`harness.interfaces.PromptAdapter`).
 
     First call: one model call gives the whole triplet plan, executed as its
     expansion. Later calls: if the last plan ran to the end, stop (empty plan);
     if a step failed because a class was not found and ``grounded_replanning``
-    is on, substitute the most similar visible class in the remaining triplets;
-    otherwise ask the model again with the failure (at most ``max_replans`` times).
+    is on, substitute the most similar visible class in the remaining triplets
+    (no model call); otherwise ask the model again with the failure (at most
+    ``max_replans`` times).
     """
+
+    #: Triplets are free text: no output schema.
+    schema: Mapping[str, Any] | None = None
+
+    def __init__(self, examples: str | Path | Sequence[Example] | None = None, k: int = DEFAULT_K,
+                 retrieval: str = "tfidf", grounded_replanning: bool = True, max_replans: int = 3,
+                 max_chars: int = DEFAULT_MAX_CHARS) -> None:
+        pool = load_examples(examples) if isinstance(examples, (str, Path)) else list(examples or ())
+        self.builder = TripletPromptBuilder(pool, PromptOptions(k=k, retrieval=retrieval))
+        self.grounded_replanning = bool(grounded_replanning)
+        self.max_replans = int(max_replans)
+        self._max_chars = int(max_chars)
+        # Bounded: a finished episode's state is evicted once newer ones fill the cache (a
+        # 100,000-episode run must not keep every episode's triplets).
+        self._episodes: EpisodeCache[_Episode] = EpisodeCache()
+
+    def identity(self) -> Mapping[str, Any]:
+        """Derived facts: versions, the pool's hash and the fixed rules (``k`` and
+        ``grounded_replanning`` are declared settings)."""
+        built = {key: v for key, v in self.builder.identity().items() if key != "k"}
+        return {**built, "max_replans": self.max_replans, "parser_version": PARSER_VERSION}
+
+    def reset(self, episode: EpisodeSpec) -> None:
+        self._episodes.pop(episode.key)
+        self._episodes.get(episode.key, _Episode)
+
+    def messages(self, request: AgentRequest) -> Conversation | AgentReply:
+        r = request
+        ep = self._episodes.get(r.episode.key, _Episode)
+        objects = list(r.observation.get("objects", [])) if isinstance(r.observation, Mapping) else []
+        if not ep.triplets:
+            # First call, or the earlier output was unusable (no history was added for it).
+            if ep.outputs and ep.replans >= self.max_replans:
+                return AgentReply(actions=[])
+            if ep.outputs:
+                ep.replans += 1
+            ep.pending = ""
+            return self.builder.messages(r.episode.instruction, objects)
+        executed = len(r.history) - ep.issued_at
+        if executed >= len(ep.owners) and (not r.history or r.info.get("action_ok", True)):
+            return AgentReply(actions=[])  # the plan ran to its end: stop
+        failed_at = ep.owners[min(executed - 1, len(ep.owners) - 1)] if executed > 0 else 0
+        feedback = r.history[-1][1] if r.history else ""
+        if ep.replans >= self.max_replans:
+            return AgentReply(actions=[])
+        ep.replans += 1
+        missing = missing_object(feedback)
+        remaining = ep.triplets[failed_at:]
+        if self.grounded_replanning and missing:
+            swapped = substitute(remaining, missing, objects)
+            if swapped is not None:
+                return self._issue(ep, ep.triplets[:failed_at] + swapped, failed_at, len(r.history))
+        ep.pending = "replan"
+        return self.builder.messages(r.episode.instruction, objects, feedback, ep.triplets[:failed_at])
+
+    def reply(self, request: AgentRequest, text: str, conversation: Conversation) -> AgentReply:
+        r = request
+        ep = self._episodes.get(r.episode.key, _Episode)
+        ep.outputs.append(text)
+        parsed = parse_triplets(text, self._max_chars)
+        if parsed.error:
+            return AgentReply(actions=[], raw_output=text, output_error=parsed.error)
+        done = 0
+        if ep.pending == "replan":
+            executed = len(r.history) - ep.issued_at
+            done = ep.owners[min(executed - 1, len(ep.owners) - 1)] if executed > 0 and ep.owners else 0
+        reply = self._issue(ep, ep.triplets[:done] + list(parsed.triplets), done, len(r.history))
+        reply.raw_output = text
+        return reply
+
+    def _issue(self, ep: _Episode, triplets: list[Triplet], start: int, history_len: int) -> AgentReply:
+        ep.triplets = triplets
+        ep.owners = [i for i in range(start, len(triplets)) for _ in expand(triplets[i])]
+        ep.issued_at = history_len
+        return AgentReply(actions=expand_all(triplets[start:]))
+
+
+def make_adapter(params: AlfredPromptParams, model: ModelFacts) -> AlfredTripletPrompt:
+    """``SuitePlugin.prompt`` of ALFRED."""
+    return AlfredTripletPrompt(params.alfred_examples, k=params.alfred_k,
+                               grounded_replanning=params.grounded_replanning, max_chars=model.max_output_chars)
+
+
+# --- a planner over any text backend ---------------------------------------------------
+class AlfredTripletPlanner:
+    """The :class:`AlfredTripletPrompt` over a text-generation backend (anything with
+    ``generate(conversations) -> list[str]`` and ``identity()``), one call per ``act``."""
 
     name = "alfred_triplets"
     privileged = False
@@ -314,82 +408,19 @@ class AlfredTripletPlanner:
 
     def __init__(self, backend: Any, examples: str | Path | Sequence[Example] | None = None, k: int = DEFAULT_K,
                  retrieval: str = "tfidf", grounded_replanning: bool = True, max_replans: int = 3) -> None:
-        pool = load_examples(examples) if isinstance(examples, (str, Path)) else list(examples or ())
         self.backend = backend
-        self.builder = TripletPromptBuilder(pool, PromptOptions(k=k, retrieval=retrieval))
-        self.grounded_replanning = bool(grounded_replanning)
-        self.max_replans = int(max_replans)
-        self._max_chars = max_output_chars(getattr(backend, "max_new_tokens", 2048))
-        # Bounded: a finished episode's state is evicted once newer ones fill the cache (a
-        # 100,000-episode run must not keep every episode's triplets).
-        self._episodes: EpisodeCache[_Episode] = EpisodeCache()
+        self.prompt = AlfredTripletPrompt(examples, k=k, retrieval=retrieval, grounded_replanning=grounded_replanning,
+                                          max_replans=max_replans,
+                                          max_chars=max_output_chars(getattr(backend, "max_new_tokens", 2048)))
+        self.builder = self.prompt.builder
 
     def identity(self) -> Mapping[str, Any]:
         backend = self.backend.identity() if hasattr(self.backend, "identity") else repr(type(self.backend))
-        return {"name": self.name, "backend": backend, **self.builder.identity(),
-                "grounded_replanning": self.grounded_replanning, "max_replans": self.max_replans,
-                "parser_version": PARSER_VERSION}
+        return {"name": self.name, "backend": backend, **self.prompt.identity(), "k": self.builder.options.k,
+                "grounded_replanning": self.prompt.grounded_replanning}
 
     def reset(self, episode: EpisodeSpec) -> None:
-        self._episodes.pop(episode.key)
-        self._episodes.get(episode.key, _Episode)
+        self.prompt.reset(episode)
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
-        replies: dict[int, AgentReply] = {}
-        queries: list[tuple[int, list[dict[str, Any]], str]] = []
-        for i, r in enumerate(requests):
-            ep = self._episodes.get(r.episode.key, _Episode)
-            objects = list(r.observation.get("objects", [])) if isinstance(r.observation, Mapping) else []
-            if not ep.triplets:
-                # First call, or the earlier output was unusable (no history was added for it).
-                if ep.outputs and ep.replans >= self.max_replans:
-                    replies[i] = AgentReply(actions=[])
-                    continue
-                if ep.outputs:
-                    ep.replans += 1
-                msgs = self.builder.messages(r.episode.instruction, objects)
-                queries.append((i, msgs, ""))
-                continue
-            executed = len(r.history) - ep.issued_at
-            if executed >= len(ep.owners) and (not r.history or r.info.get("action_ok", True)):
-                replies[i] = AgentReply(actions=[])  # the plan ran to its end: stop
-                continue
-            failed_at = ep.owners[min(executed - 1, len(ep.owners) - 1)] if executed > 0 else 0
-            feedback = r.history[-1][1] if r.history else ""
-            if ep.replans >= self.max_replans:
-                replies[i] = AgentReply(actions=[])
-                continue
-            ep.replans += 1
-            missing = missing_object(feedback)
-            remaining = ep.triplets[failed_at:]
-            if self.grounded_replanning and missing:
-                swapped = substitute(remaining, missing, objects)
-                if swapped is not None:
-                    replies[i] = self._issue(ep, ep.triplets[:failed_at] + swapped, failed_at, len(r.history))
-                    continue
-            msgs = self.builder.messages(r.episode.instruction, objects, feedback, ep.triplets[:failed_at])
-            queries.append((i, msgs, "replan"))
-        if queries:
-            outputs = self.backend.generate([m for _, m, _ in queries])
-            for (i, _, kind), text in zip(queries, outputs):
-                r = requests[i]
-                ep = self._episodes.get(r.episode.key, _Episode)
-                ep.outputs.append(text)
-                parsed = parse_triplets(text, self._max_chars)
-                if parsed.error:
-                    replies[i] = AgentReply(actions=[], raw_output=text, output_error=parsed.error)
-                    continue
-                done = 0
-                if kind == "replan":
-                    executed = len(r.history) - ep.issued_at
-                    done = ep.owners[min(executed - 1, len(ep.owners) - 1)] if executed > 0 and ep.owners else 0
-                reply = self._issue(ep, ep.triplets[:done] + list(parsed.triplets), done, len(r.history))
-                reply.raw_output = text
-                replies[i] = reply
-        return [replies[i] for i in range(len(requests))]
-
-    def _issue(self, ep: _Episode, triplets: list[Triplet], start: int, history_len: int) -> AgentReply:
-        ep.triplets = triplets
-        ep.owners = [i for i in range(start, len(triplets)) for _ in expand(triplets[i])]
-        ep.issued_at = history_len
-        return AgentReply(actions=expand_all(triplets[start:]))
+        return serve(self.prompt, requests, lambda conversations, schema: self.backend.generate(conversations))

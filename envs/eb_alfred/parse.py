@@ -1,4 +1,4 @@
-"""Model text -> action ids, in three modes (recorded in the planner identity).
+"""EB-ALFRED model text -> action ids, in three modes (recorded in the planner identity).
 
 ``embodiedbench`` (default) reproduces EmbodiedBench's ``json_to_action``
 (embodiedbench/planner/vlm_planner.py:149-175 at b247936) on the raw model
@@ -53,23 +53,19 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-PARSER_MODES = ("embodiedbench", "embodiedbench_remote", "lenient")
+from envs.eb_alfred.plugin import PARSERS
+from harness.prompting import CHARS_PER_TOKEN_BOUND, max_output_chars  # noqa: F401 (part of this module's API)
+
+#: The modes (declared with the suite's prompt settings, envs/eb_alfred/plugin.py).
+PARSER_MODES = PARSERS
 #: Bump whenever a verdict of any mode changes (it enters the planner identities).
 #: 2: json_to_action rule for rule (non-int ids kept, str/{} plans, output error vs invalid).
 PARSER_VERSION = "2"
-#: A token of any tokenizer we know decodes to at most this many characters (long
-#: whitespace runs included); ``max_new_tokens`` tokens bound a reply's length.
-CHARS_PER_TOKEN_BOUND = 64
 #: EmbodiedBench planner/remote_model.py:16 ``max_completion_tokens = 2048``.
 DEFAULT_MAX_CHARS = 2048 * CHARS_PER_TOKEN_BOUND
 #: Candidates longer than this skip the lenient parser's Python-literal attempt
 #: (``ast`` builds a tree many times the text's size).
 _LITERAL_MAX_CHARS = 16_000
-
-
-def max_output_chars(max_new_tokens: int) -> int:
-    """The longest text a model limited to ``max_new_tokens`` can return."""
-    return max(1, int(max_new_tokens)) * CHARS_PER_TOKEN_BOUND
 
 
 @dataclass

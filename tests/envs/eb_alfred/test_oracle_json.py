@@ -10,8 +10,8 @@ import pytest
 from envs.eb_alfred.suite import EBAlfredSuite
 from harness.runner import Runner
 from harness.types import RunSpec
-from planners.oracle_json import OracleJSONPlanner, plan_to_output
-from planners.vlm.parse import parse_plan
+from envs.eb_alfred.oracle_json import OracleJSONPlanner, plan_to_output
+from envs.eb_alfred.parse import parse_plan
 
 
 def run(suite: EBAlfredSuite, split: str, agent, limit: int | None = None):

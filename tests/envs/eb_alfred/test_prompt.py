@@ -11,7 +11,7 @@ import pytest
 from tests.golden import check_golden
 
 from envs.eb_alfred.suite import EBAlfredSuite
-from planners.vlm.prompt import (
+from envs.eb_alfred.prompt import (
     DEFAULT_EXAMPLES_DIR, HISTORY_HEADER, PromptBuilder, PromptOptions, action_id_and_text, is_long_horizon,
 )
 
@@ -113,9 +113,9 @@ def test_chat_mode_puts_history_in_earlier_turns() -> None:
 def test_shipped_examples_are_what_the_generator_writes_today(tmp_path: Path) -> None:
     """The default examples are oracle plans under the current household rules: a rule change
     (e.g. the microwave must be closed before it is turned on) must regenerate them
-    (``python -m planners.vlm.make_examples``). Mutation guarded: stale shipped examples."""
-    from planners.vlm.make_examples import generate
-    from planners.vlm.prompt import DEFAULT_EXAMPLES_DIR, EXAMPLES_FILE, LONG_HORIZON_EXAMPLES_FILE
+    (``python -m envs.eb_alfred.make_examples``). Mutation guarded: stale shipped examples."""
+    from envs.eb_alfred.make_examples import generate
+    from envs.eb_alfred.prompt import DEFAULT_EXAMPLES_DIR, EXAMPLES_FILE, LONG_HORIZON_EXAMPLES_FILE
 
     generate(tmp_path)
     for name in (EXAMPLES_FILE, LONG_HORIZON_EXAMPLES_FILE):

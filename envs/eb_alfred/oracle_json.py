@@ -4,8 +4,9 @@ A scripted planner that exercises everything between a model and the env
 except the model: the oracle's plan (privileged, from the true state) becomes
 the JSON text a VLM is asked for (``executable_plan`` entries with the action's
 id in the episode's action list), which goes through the real parser
-(``planners.vlm.parse``) and comes back as an :class:`AgentReply`. It must
-score exactly what the oracle scores.
+(:mod:`envs.eb_alfred.parse`) and comes back as an :class:`AgentReply`. It must
+score exactly what the oracle scores. The oracle is EB-ALFRED's own (its plugin's
+target, ``envs.eb_alfred.plugin.ORACLE``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
+from envs.eb_alfred.parse import PARSER_VERSION, parse_plan
+from envs.eb_alfred.plugin import ORACLE, OracleJSONParams
+from envs.eb_alfred.prompt import action_id_and_text
 from envs.eb_alfred.skills import BASIN_ALIASES
 from harness.interfaces import AgentReply, AgentRequest
+from harness.params import parse
+from harness.registry import load_target
 from harness.types import EpisodeSpec
-from envs.eb_alfred.agents import OraclePlanner
-from planners.vlm.parse import PARSER_MODES, PARSER_VERSION, parse_plan
-from planners.vlm.prompt import action_id_and_text
 
 ORACLE_JSON_VERSION = "1"
 
@@ -56,15 +59,15 @@ class OracleJSONPlanner:
     action_kinds = frozenset({"text"})
     reads_images = False
 
-    def __init__(self, parser: str = "embodiedbench", max_plan_length: int = 60) -> None:
-        if parser not in PARSER_MODES:
-            raise ValueError(f"unknown parser {parser!r}; choose one of {', '.join(PARSER_MODES)}")
-        self.parser = parser
-        self.oracle = OraclePlanner(max_plan_length=max_plan_length)
+    Params = OracleJSONParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(self.Params, values)
+        self.parser = self.params.parser
+        self.oracle = load_target(ORACLE, "planner")(max_plan_length=self.params.max_plan_length)
 
     def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name, "version": ORACLE_JSON_VERSION, "parser": self.parser,
-                "parser_version": PARSER_VERSION,
+        return {"name": self.name, "version": ORACLE_JSON_VERSION, "parser_version": PARSER_VERSION,
                 "oracle": dict(self.oracle.identity())}
 
     def reset(self, episode: EpisodeSpec) -> None:

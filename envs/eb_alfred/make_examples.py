@@ -1,8 +1,8 @@
-"""Generate the planner's default in-context examples from oracle runs.
+"""Generate the default in-context examples of EB-ALFRED's VLM prompt from oracle runs.
 
-``python -m planners.vlm.make_examples`` plans every episode of the generated
+``python -m envs.eb_alfred.make_examples`` plans every episode of the generated
 ``seen`` split with the oracle (true state, shortest plan) and writes, under
-``planners/vlm/examples/``, ``alfred_examples.json`` (10 examples, one per task
+``envs/eb_alfred/examples/``, ``alfred_examples.json`` (10 examples, one per task
 type and instruction style as far as they go) and
 ``alfred_long_horizon_examples.json`` (7 examples of long-horizon style). Each
 example is ``"Human instruction: <instruction>\\nOutput: <JSON>"`` with ids of
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from planners.vlm.prompt import DEFAULT_EXAMPLES_DIR, EXAMPLES_FILE, LONG_HORIZON_EXAMPLES_FILE
+from envs.eb_alfred.prompt import DEFAULT_EXAMPLES_DIR, EXAMPLES_FILE, LONG_HORIZON_EXAMPLES_FILE
 
 NUM_EXAMPLES = 10  # EmbodiedBench configs/eb-alf.yaml n_shots
 NUM_LONG_HORIZON_EXAMPLES = 7  # EmbodiedBench alfred_long_horizon_examples.json holds 7

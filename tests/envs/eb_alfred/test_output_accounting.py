@@ -22,7 +22,7 @@ from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import AgentRequest
 from harness.runner import Runner
 from harness.types import RunSpec
-from planners.vlm.parse import parse_plan
+from envs.eb_alfred.parse import parse_plan
 
 
 class Scripted:
