@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional
 from urllib.parse import urlsplit
 
-from harness.params import Composite, Group, ParamError, param
+from harness.params import Composite, Group, ParamError, Parsed, fields_of, param
 from harness.plugins import AgentPlugin
 
 #: The websocket protocols of the ``remote`` client (equal to policies.protocols.PROTOCOLS;
@@ -131,6 +131,14 @@ class RemoteDeclaration(Composite):
 
     def all_groups(self) -> list[Group]:
         return [self.OWN, self.STARVLA]
+
+    def parse(self, values: Mapping[str, Any], suite: str | None) -> Parsed:
+        """A StarVLA setting left at null or its default with ``protocol=openpi`` is no
+        setting (a composed config lists every key); any other value is refused."""
+        used = {f.name for g in self.groups(values, suite) for f in fields_of(g.params)}
+        idle = {f.name: f.default for g in self.all_groups() for f in fields_of(g.params) if f.name not in used}
+        kept = {k: v for k, v in values.items() if k not in idle or (v is not None and v != idle[k])}
+        return super().parse(kept, suite)
 
 
 @dataclass
