@@ -66,8 +66,8 @@ class ZeroParams:
 @dataclass
 class ReplayParams:
     path: str = param(help="a demo file (HDF5 data/<demo>/actions, or NPZ) or a folder of "
-                           "<task_name>_demo.hdf5 / .npz; results=False: every demo file's SHA-256 is in the "
-                           "identity, not where it lies", results=False)
+                           "<task_name>_demo.hdf5 / .npz (each file's SHA-256 is in the identity, not where "
+                           "it lies)", results=False)
     demo: str = param("0", help="which demonstration: an index (demo_<i>), a key, or init_index (demo_<i> on "
                                 "trial i)")
     after: str = param("hold", choices=("hold", "stop"),
@@ -83,8 +83,8 @@ class ReplayParams:
 @dataclass
 class RemoteParams:
     url: str = param("ws://127.0.0.1:8000", check=ws_url, results=False, example="ws://127.0.0.1:8001",
-                     help="the policy server (ws:// or wss://; host:port means ws://host:port); results=False: "
-                          "the metadata the server reports is in the identity, not its address")
+                     help="the policy server (ws:// or wss://; host:port means ws://host:port); the metadata "
+                          "it reports is in the identity, not its address")
     protocol: str = param("openpi", choices=PROTOCOLS,
                           help="openpi (one request per episode) or starvla (one examples list per batch)")
     replan_steps: Optional[int] = param(None, ge=1,
@@ -107,8 +107,7 @@ class RemoteParams:
 class StarVLAParams:
     stats_path: Optional[str] = param(None, kind="path", results=False,
                                       help="the checkpoint's dataset_statistics.json (or its folder); null: the "
-                                           "statistics the server reports; results=False: their digest is in the "
-                                           "identity")
+                                           "statistics the server reports (their digest is in the identity)")
     unnorm_key: Optional[str] = param(None, example="libero_spatial_no_noops",
                                       help="which dataset's statistics (null: the only one in the file)")
     norm_mode: str = param("min_max", choices=NORM_MODES, help="how normalised actions map back: min_max or q99")
@@ -143,8 +142,8 @@ class RemoteDeclaration(Composite):
 
 @dataclass
 class VLAParams:
-    checkpoint: str = param(results=False, help="folder with vla_config.json (layout: policies/vla.py); results=False: the "
-                                 "hashes of its config, head, backbone and adapter are in the identity")
+    checkpoint: str = param(results=False, help="folder with vla_config.json (layout: policies/vla.py); the hashes of its "
+                                 "config, head, backbone and adapter are in the identity, not its location")
     backbone: Optional[str] = param(None, results=False, example="Qwen/Qwen2-VL-2B-Instruct",
                                     help="swap the backbone (folder or hub id; null: the checkpoint's); its hash "
                                          "(or hub id) is in the identity")
@@ -162,7 +161,7 @@ class VLAParams:
 @dataclass
 class LeRobotParams:
     policy: str = param(results=False, help="LeRobot checkpoint folder or hub id (e.g. a SmolVLA / pi0 fine-tuned on LIBERO); "
-                             "results=False: a folder's hash, or the hub id and revision, is in the identity")
+                             "a folder's hash, or the hub id and revision, is in the identity")
     device: str = param("cpu", check=_device, results=False, help="torch device the policy runs on")
     revision: Optional[str] = param(None, results=False, example="main",
                                     help="hub revision of a hub id (in the identity with it)")

@@ -26,7 +26,12 @@ error records (rerunning the command retries those episodes). A policy error
 reported by the server (openpi: traceback text then close; StarVLA: an error
 frame) raises at once with the server's message.
 
-Identity: the server's URL is *not* part of it (the same checkpoint may move
+Parameters: ``policies/plugin.py`` declares them (``RemoteDeclaration``); the StarVLA
+ones (``stats_path``, ``unnorm_key``, ``norm_mode``, ``sampling``, ``max_batch``,
+``send_state``) are refused with ``protocol=openpi``, which would ignore them.
+
+Identity: the declared result-changing parameters are hashed from ``params``; the
+server's URL is *not* part of it (the same checkpoint may move
 hosts, and another one may appear on the same port); what the server reports
 on connect is - its metadata dict, hashed (``harness serve-policy`` puts the
 served policy's own identity, e.g. its checkpoint hash, there). If a server's

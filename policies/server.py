@@ -369,9 +369,10 @@ class UsageError(Exception):
 
 def main(overrides: Sequence[str]) -> int:
     """``harness serve-policy`` (called by :mod:`harness.cli`). Overrides:
-    ``policy=NAME``, ``policy.params.KEY=VALUE``, ``host=``, ``port=``,
-    ``max_batch=``, ``stats_path=``, ``unnorm_key=``, ``norm_mode=``.
-    Bad input prints one line and returns 2 (the CLI's convention)."""
+    ``policy=NAME``, ``policy.params.KEY=VALUE`` (checked against the policy's
+    declaration before it is built) and the server's own settings
+    (:class:`policies.plugin.ServeParams`: ``host=``, ``port=`` (0: any free port, printed),
+    ``max_batch=``, ...). Bad input prints one line and returns 2 (the CLI's convention)."""
     try:
         return _serve(overrides)
     except UsageError as exc:
