@@ -544,17 +544,20 @@ def ray_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int,
 class _AgentActor:
     """Runs in a Ray worker (e.g. one with a GPU): one agent, built from the registry."""
 
-    def __init__(self, kind: str, name: str, params: dict[str, Any]):
+    def __init__(self, kind: str, name: str, params: dict[str, Any], suite: str | None = None):
         from harness.catalog import PLANNERS, POLICIES
 
-        self.agent = (POLICIES if kind == "policy" else PLANNERS).build(name, **params)
+        # the suite, so that a suite's own agent (planner=oracle) is the one built
+        self.agent = (POLICIES if kind == "policy" else PLANNERS).build(name, suite, **params)
 
     def describe(self) -> dict[str, Any]:
         a = self.agent
         return {"name": a.name, "privileged": bool(getattr(a, "privileged", False)),
                 "reads_images": getattr(a, "reads_images", None), "replan_steps": getattr(a, "replan_steps", None),
                 "max_concurrent_calls": int(getattr(a, "max_concurrent_calls", 1) or 1),
-                "identity": dict(a.identity())}
+                "identity": dict(a.identity()),
+                # the parsed declaration (a picklable dataclass or Parsed): the runner hashes it
+                "params": getattr(a, "params", None)}
 
     def reset(self, episode: Any) -> None:
         self.agent.reset(episode)
@@ -568,15 +571,16 @@ class RayAgent:
     puts an in-process model, e.g. the ``hf`` backend, on a GPU node), driven by
     the runner on the driver exactly like a local agent (an agent declaring
     ``max_concurrent_calls``, a server's client, takes that many calls at once there
-    too). Its identity is the wrapped agent's, so a
-    run resumes whether the model ran locally or on the cluster.
+    too). Its identity and parameters are the wrapped agent's, so a run resumes
+    whether the model ran locally or on the cluster. ``suite`` picks a suite's own
+    agent (``planner=oracle``).
     """
 
     def __init__(self, name: str, params: dict[str, Any] | None = None, *, kind: str = "planner",
-                 num_gpus: float = 0, num_cpus: float = 1):
+                 suite: str | None = None, num_gpus: float = 0, num_cpus: float = 1):
         self._ray = ray = ensure_ray()
         remote = ray.remote(num_gpus=num_gpus, num_cpus=num_cpus, max_restarts=0)(_AgentActor)
-        self._actor = remote.remote(kind, name, dict(params or {}))
+        self._actor = remote.remote(kind, name, dict(params or {}), suite)
         info = ray.get(self._actor.describe.remote())
         if info["max_concurrent_calls"] > 1:
             # A server's client takes that many calls at once (the runner sends them from its
@@ -584,7 +588,7 @@ class RayAgent:
             # which only its creation sets: made again, so.
             ray.kill(self._actor, no_restart=True)
             self._actor = remote.options(max_concurrency=info["max_concurrent_calls"]).remote(
-                kind, name, dict(params or {}))
+                kind, name, dict(params or {}), suite)
             ray.get(self._actor.describe.remote())
             self.max_concurrent_calls = info["max_concurrent_calls"]
         self.name, self.privileged = info["name"], info["privileged"]
@@ -593,6 +597,9 @@ class RayAgent:
         if info["replan_steps"] is not None:
             self.replan_steps = info["replan_steps"]
         self._identity = info["identity"]
+        #: The wrapped agent's parsed parameters: the run identity hashes them, so a run on Ray
+        #: has the run id it has locally.
+        self.params = info["params"]
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)

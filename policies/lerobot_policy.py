@@ -17,7 +17,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.interfaces import AgentRequest
+from harness.params import parse
 from harness.types import EpisodeSpec
+from policies.plugin import LeRobotParams
 
 
 class LeRobotPolicy:
@@ -26,12 +28,14 @@ class LeRobotPolicy:
     action_kinds = frozenset({"continuous"})
     reads_images = True
 
-    def __init__(self, policy: str, device: str = "cpu", revision: str | None = None,
-                 replan_steps: int | None = None):
+    Params = LeRobotParams
+
+    def __init__(self, **values: Any):
+        self.params = params = parse(self.Params, values)
         try:
             from policies.lerobot_server import LeRobotChunker
 
-            self.chunker = LeRobotChunker(policy, device=device, revision=revision)
+            self.chunker = LeRobotChunker(params.policy, device=params.device, revision=params.revision)
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.split(".")[0] == "lerobot":
                 raise ValueError("policy=lerobot needs lerobot in this environment (lerobot 0.6.1: Python >= 3.12, "
@@ -39,9 +43,11 @@ class LeRobotPolicy:
                                  "LeRobot's environment and use policy=remote") from None
             raise
         #: default: LeRobot's n_action_steps (what its select_action queue executes)
-        self.replan_steps = int(replan_steps) if replan_steps else self.chunker.n_action_steps
+        self.replan_steps = params.replan_steps or self.chunker.n_action_steps
 
     def identity(self) -> dict[str, Any]:
+        """Derived facts: the checkpoint's (its hash, or hub id and revision; its type) and the
+        chunking in effect (the policy's n_action_steps unless replan_steps is given)."""
         return {**self.chunker.identity, "replan_steps": self.replan_steps}
 
     def reset(self, episode: EpisodeSpec) -> None:

@@ -1,16 +1,204 @@
-"""The policies: declarations only (imports nothing heavy)."""
+"""The policies and ``harness serve-policy``: declarations only (imports nothing heavy).
+
+Every keyword a policy's constructor takes is declared here once: its default, what it
+accepts and whether it changes results (``results=True``: hashed into the run identity).
+Paths whose *content* the policy hashes into its ``identity()`` (checkpoints, demo files,
+action statistics) are ``results=False``: the same checkpoint moved to another folder is
+the same run, and another checkpoint at the same path is another run.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional
+from urllib.parse import urlsplit
+
+from harness.params import Composite, Group, ParamError, Parsed, fields_of, param
 from harness.plugins import AgentPlugin
 
-ZERO = AgentPlugin(name="zero", kind="policy", target="policies.zero:ZeroPolicy",
+#: The websocket protocols of the ``remote`` client (equal to policies.protocols.PROTOCOLS;
+#: repeated here so that listing plugins imports no numpy; a test keeps them equal).
+PROTOCOLS = ("openpi", "starvla")
+#: How StarVLA's normalised actions map back (equal to policies.protocols.NORM_MODES).
+NORM_MODES = ("min_max", "q99")
+#: Torch dtypes a VLA backbone loads in.
+DTYPES = ("float32", "bfloat16", "float16")
+#: Where the default policy server listens (loopback: nothing outside this machine reaches it).
+LOOPBACK = "127.0.0.1"
+
+_DEVICE = re.compile(r"(cpu|mps|meta|(cuda|xpu|npu|hpu)(:\d+)?)")
+
+
+def _device(value: str) -> str:
+    if not _DEVICE.fullmatch(value):
+        raise ValueError("must be a torch device such as cpu, cuda or cuda:1")
+    return value
+
+
+def ws_url(value: str) -> str:
+    """A policy server's address as a ws:// or wss:// URL; ``host:port`` alone means ``ws://host:port``."""
+    text = value.strip()
+    if "://" not in text and re.fullmatch(r"[^\s/:]+:\d+", text):
+        text = f"ws://{text}"
+    try:
+        parts = urlsplit(text)
+        ok = parts.scheme in ("ws", "wss") and bool(parts.hostname) and (parts.port is None or 0 < parts.port < 65536)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError("must be a ws:// or wss:// URL such as ws://127.0.0.1:8000 (or host:port)")
+    return text
+
+
+@dataclass
+class ZeroParams:
+    chunk: int = param(10, ge=1, results=False,
+                       help="actions per call: only the number of round trips (every action is the same)")
+    action: Optional[List[float]] = param(None, help="the 7 values sent every step; null: LIBERO's dummy action "
+                                                     "(zero deltas, gripper open)")
+
+    def __post_init__(self) -> None:
+        if self.action is not None and len(self.action) != 7:
+            raise ParamError("action", f"must be a list of 7 numbers, got {len(self.action)} values")
+
+
+@dataclass
+class ReplayParams:
+    path: str = param(help="a demo file (HDF5 data/<demo>/actions, or NPZ) or a folder of "
+                           "<task_name>_demo.hdf5 / .npz (each file's SHA-256 is in the identity, not where "
+                           "it lies)", results=False)
+    demo: str = param("0", help="which demonstration: an index (demo_<i>), a key, or init_index (demo_<i> on "
+                                "trial i)")
+    after: str = param("hold", choices=("hold", "stop"),
+                       help="when the demo runs out: hold the dummy action, or stop (an empty plan)")
+    chunk: Optional[int] = param(None, ge=1, results=False,
+                                 help="actions returned per call (null: the rest of the demo); open-loop, so "
+                                      "only the number of round trips")
+    replan_steps: Optional[int] = param(None, ge=1, results=False,
+                                        help="actions executed per call (null: the whole chunk); the demo's "
+                                             "cursor follows, so the executed actions are the same")
+
+
+@dataclass
+class RemoteParams:
+    url: str = param("ws://127.0.0.1:8000", check=ws_url, results=False, example="ws://127.0.0.1:8001",
+                     help="the policy server (ws:// or wss://; host:port means ws://host:port); the metadata "
+                          "it reports is in the identity, not its address")
+    protocol: str = param("openpi", choices=PROTOCOLS,
+                          help="openpi (one request per episode) or starvla (one examples list per batch)")
+    replan_steps: Optional[int] = param(None, ge=1,
+                                        help="actions executed per request; null: what the server reports, else "
+                                             "openpi 5 (its LIBERO client), starvla the whole chunk")
+    resize: Optional[int] = param(None, ge=0, help="image side sent; null: 224 (both protocols' LIBERO clients); "
+                                                   "0: the 256 px frames as rendered")
+    timeout_s: float = param(120.0, gt=0, results=False, help="seconds to wait for the server to connect or reply")
+    connect_retries: int = param(5, ge=1, results=False, help="attempts to (re)connect before giving up")
+    backoff_s: float = param(0.5, ge=0, results=False, help="first wait between attempts (doubles each time)")
+    max_backoff_s: float = param(8.0, ge=0, results=False, help="longest wait between attempts")
+    checkpoint_id: Optional[str] = param(None, example="ckpt-a",
+                                         help="names the checkpoint when the server's metadata is empty "
+                                              "(openpi's server sends none unless configured)")
+    api_key: Optional[str] = param(None, results=False, example="secret",
+                                   help="sent as 'Authorization: Api-Key ...' (hosted servers); never stored")
+
+
+@dataclass
+class StarVLAParams:
+    stats_path: Optional[str] = param(None, kind="path", results=False,
+                                      help="the checkpoint's dataset_statistics.json (or its folder); null: the "
+                                           "statistics the server reports (their digest is in the identity)")
+    unnorm_key: Optional[str] = param(None, example="libero_spatial_no_noops",
+                                      help="which dataset's statistics (null: the only one in the file)")
+    norm_mode: str = param("min_max", choices=NORM_MODES, help="how normalised actions map back: min_max or q99")
+    sampling: Optional[Dict[str, Any]] = param(None, help="sampling settings sent with each request; null: "
+                                                          "StarVLA's LIBERO client's (no sampling, DDIM 10 steps)")
+    max_batch: Optional[int] = param(None, ge=1, results=False, help="most examples per request (null: the batch)")
+    send_state: bool = param(False, help="add the 8-value state to each example (StarVLA's LIBERO client sends "
+                                         "none)")
+
+
+class RemoteDeclaration(Composite):
+    """The ``remote`` client's parameters: its own, and with ``protocol=starvla`` the
+    StarVLA ones (given with ``protocol=openpi`` they are refused, not ignored)."""
+
+    OWN = Group("remote", RemoteParams)
+    STARVLA = Group("protocol starvla", StarVLAParams)
+
+    def groups(self, values: Mapping[str, Any], suite: str | None) -> list[Group]:
+        return [self.OWN, self.STARVLA] if values.get("protocol") == "starvla" else [self.OWN]
+
+    def all_groups(self) -> list[Group]:
+        return [self.OWN, self.STARVLA]
+
+    def parse(self, values: Mapping[str, Any], suite: str | None) -> Parsed:
+        """A StarVLA setting left at null or its default with ``protocol=openpi`` is no
+        setting (a composed config lists every key); any other value is refused."""
+        used = {f.name for g in self.groups(values, suite) for f in fields_of(g.params)}
+        idle = {f.name: f.default for g in self.all_groups() for f in fields_of(g.params) if f.name not in used}
+        kept = {k: v for k, v in values.items() if k not in idle or (v is not None and v != idle[k])}
+        return super().parse(kept, suite)
+
+
+@dataclass
+class VLAParams:
+    checkpoint: str = param(results=False, help="folder with vla_config.json (layout: policies/vla.py); the hashes of its "
+                                 "config, head, backbone and adapter are in the identity, not its location")
+    backbone: Optional[str] = param(None, results=False, example="Qwen/Qwen2-VL-2B-Instruct",
+                                    help="swap the backbone (folder or hub id; null: the checkpoint's); its hash "
+                                         "(or hub id) is in the identity")
+    adapter: Optional[str] = param(None, results=False, example="none",
+                                   help="LoRA folder; none drops the checkpoint's adapter; null: the checkpoint's; "
+                                        "its hash is in the identity")
+    device: str = param("cpu", check=_device, results=False, help="torch device the model runs on")
+    dtype: str = param("float32", choices=DTYPES, help="torch dtype of the backbone and head")
+    replan_steps: Optional[int] = param(None, ge=1, help="actions executed per call; null: the whole chunk")
+    max_batch: int = param(16, ge=1, results=False, help="observations per forward pass")
+    unnorm_key: Optional[str] = param(None, example="libero_goal",
+                                      help="which dataset's statistics; null: vla_config.json's")
+
+
+@dataclass
+class LeRobotParams:
+    policy: str = param(results=False, help="LeRobot checkpoint folder or hub id (e.g. a SmolVLA / pi0 fine-tuned on LIBERO); "
+                             "a folder's hash, or the hub id and revision, is in the identity")
+    device: str = param("cpu", check=_device, results=False, help="torch device the policy runs on")
+    revision: Optional[str] = param(None, results=False, example="main",
+                                    help="hub revision of a hub id (in the identity with it)")
+    replan_steps: Optional[int] = param(None, ge=1, help="actions executed per call; null: the policy's "
+                                                         "n_action_steps")
+
+
+@dataclass
+class ServeParams:
+    """``harness serve-policy``'s own settings (beside ``policy=`` and ``policy.params.*``)."""
+
+    host: str = param(LOOPBACK, results=False, help="address to listen on (0.0.0.0 exposes the server: a warning "
+                                                    "says so; the protocols have no authentication)")
+    port: int = param(8000, ge=0, le=65535, results=False,
+                      help="port to listen on; 0: any free port (the port bound is printed)")
+    max_batch: int = param(32, ge=1, results=False, help="most observations (from all connections) per policy call")
+    max_wait_s: float = param(0.01, ge=0, results=False,
+                              help="how long the first request of a batch waits for others (seconds)")
+    stats_path: Optional[str] = param(None, kind="path", results=False,
+                                      help="dataset_statistics.json (or its folder) StarVLA requests are "
+                                           "normalised with; null: the policy's own, if it has any")
+    unnorm_key: Optional[str] = param(None, help="which dataset of stats_path (null: the only one)")
+    norm_mode: str = param("min_max", choices=NORM_MODES, help="how StarVLA replies are normalised: min_max or q99")
+    max_connections: int = param(64, ge=1, le=100_000, results=False,
+                                 help="connections served at once; more are refused (HTTP 503)")
+    max_frame_mb: int = param(64, ge=1, le=4096, results=False, help="largest frame accepted (MiB)")
+
+
+ZERO = AgentPlugin(name="zero", kind="policy", target="policies.zero:ZeroPolicy", params=ZeroParams,
                    summary="LIBERO's dummy action (no-op, gripper open) every step")
-REPLAY = AgentPlugin(name="replay", kind="policy", target="policies.replay:ReplayPolicy",
+REPLAY = AgentPlugin(name="replay", kind="policy", target="policies.replay:ReplayPolicy", params=ReplayParams,
                      summary="plays a demonstration's actions (HDF5/NPZ) open-loop")
 REMOTE = AgentPlugin(name="remote", kind="policy", target="policies.remote:RemotePolicy", extra="policies",
+                     params=RemoteDeclaration(),
                      summary="a policy server over websockets (protocol=openpi | starvla)")
-VLA = AgentPlugin(name="vla", kind="policy", target="policies.vla:VLAPolicy", extra="models",
+VLA = AgentPlugin(name="vla", kind="policy", target="policies.vla:VLAPolicy", extra="models", params=VLAParams,
                   summary="in-process minimal VLA: HF VLM backbone (+LoRA) + action-chunk head")
 LEROBOT = AgentPlugin(name="lerobot", kind="policy", target="policies.lerobot_policy:LeRobotPolicy",
+                      params=LeRobotParams,
                       summary="LeRobot PreTrainedPolicy in-process (needs lerobot: Python >= 3.12; else serve it)")

@@ -26,7 +26,12 @@ error records (rerunning the command retries those episodes). A policy error
 reported by the server (openpi: traceback text then close; StarVLA: an error
 frame) raises at once with the server's message.
 
-Identity: the server's URL is *not* part of it (the same checkpoint may move
+Parameters: ``policies/plugin.py`` declares them (``RemoteDeclaration``); the StarVLA
+ones (``stats_path``, ``unnorm_key``, ``norm_mode``, ``sampling``, ``max_batch``,
+``send_state``) are refused with ``protocol=openpi``, which would ignore them.
+
+Identity: the declared result-changing parameters are hashed from ``params``; the
+server's URL is *not* part of it (the same checkpoint may move
 hosts, and another one may appear on the same port); what the server reports
 on connect is - its metadata dict, hashed (``harness serve-policy`` puts the
 served policy's own identity, e.g. its checkpoint hash, there). If a server's
@@ -45,9 +50,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.interfaces import AgentRequest
+from harness.params import parse
 from harness.types import EpisodeSpec
 from policies import protocols as P
 from policies import wire
+from policies.plugin import RemoteDeclaration, StarVLAParams
 
 #: Largest reply frame the client accepts (bytes): an action chunk batch is a few KB; the
 #: server's metadata a few hundred. A misbehaving server cannot make the client buffer more.
@@ -66,41 +73,27 @@ class RemotePolicy:
     action_kinds = frozenset({"continuous"})
     reads_images = True
 
-    def __init__(
-        self,
-        url: str = "ws://127.0.0.1:8000",
-        protocol: str = P.OPENPI,
-        replan_steps: int | None = None,
-        resize: int | None = None,
-        timeout_s: float = 120.0,
-        connect_retries: int = 5,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
-        stats_path: str | None = None,
-        unnorm_key: str | None = None,
-        norm_mode: str = "min_max",
-        sampling: Mapping[str, Any] | None = None,
-        max_batch: int | None = None,
-        checkpoint_id: str | None = None,
-        send_state: bool = False,
-        api_key: str | None = None,
-    ):
-        if protocol not in P.PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(P.PROTOCOLS)})")
-        self.protocol = protocol
-        self.url = url if url.startswith(("ws://", "wss://")) else f"ws://{url}"
-        self.timeout_s = float(timeout_s)
-        self.connect_retries = max(1, int(connect_retries))
-        self.backoff_s, self.max_backoff_s = float(backoff_s), float(max_backoff_s)
-        self.max_batch = int(max_batch) if max_batch else None
-        self.checkpoint_id = checkpoint_id
-        self.send_state = bool(send_state)
-        self.api_key = api_key
+    Params = RemoteDeclaration()
+
+    def __init__(self, **values: Any):
+        self._ws: Any = None  # first: close() and __del__ run even when the parameters are refused
+        self.params = params = parse(self.Params, values)
+        own = params["remote"]
+        starvla = params.get("protocol starvla") or StarVLAParams()  # openpi: the StarVLA settings are unused
+        self.protocol = own.protocol
+        self.url = own.url
+        self.timeout_s = own.timeout_s
+        self.connect_retries = own.connect_retries
+        self.backoff_s, self.max_backoff_s = own.backoff_s, own.max_backoff_s
+        self.max_batch = starvla.max_batch
+        self.checkpoint_id = own.checkpoint_id
+        self.send_state = starvla.send_state
+        self.api_key = own.api_key
+        protocol, replan_steps = own.protocol, own.replan_steps
         default_resize = P.OPENPI_RESIZE if protocol == P.OPENPI else P.STARVLA_RESIZE
-        self.resize = default_resize if resize is None else (int(resize) or None)
-        self.norm_mode = P._check_mode(norm_mode)
-        self.sampling = dict(P.STARVLA_SAMPLING if sampling is None else sampling)
-        self._ws: Any = None
+        self.resize = default_resize if own.resize is None else (own.resize or None)
+        self.norm_mode = starvla.norm_mode
+        self.sampling = dict(P.STARVLA_SAMPLING if starvla.sampling is None else starvla.sampling)
         # one exchange at a time: a call the runner abandoned (agent_timeout_s) must finish or
         # time out before the next one uses the connection, or replies would be mismatched
         self._lock = threading.Lock()
@@ -110,7 +103,7 @@ class RemotePolicy:
             self._connect()
         except ConnectionError as exc:
             raise PolicyServerUnavailable(str(exc)) from None
-        if not self.metadata and not checkpoint_id:
+        if not self.metadata and not self.checkpoint_id:
             log.warning("policy server %s sent empty metadata: runs of different checkpoints behind it would share "
                         "a run identity; name the checkpoint with policy.params.checkpoint_id=...", self.url)
         served_replan = self.metadata.get("replan_steps")
@@ -121,11 +114,11 @@ class RemotePolicy:
         self.replan_steps = int(replan_steps) if replan_steps else None
         self.stats: P.ActionStats | None = None
         if protocol == P.STARVLA:
-            if stats_path:
-                self.stats = P.load_action_stats(stats_path, unnorm_key)
+            if starvla.stats_path:
+                self.stats = P.load_action_stats(starvla.stats_path, starvla.unnorm_key)
             elif isinstance(self.metadata.get("action_stats"), Mapping):
                 # harness serve-policy reports the statistics it normalised with
-                self.stats = P.ActionStats(self.metadata["action_stats"], unnorm_key)
+                self.stats = P.ActionStats(self.metadata["action_stats"], starvla.unnorm_key)
             else:
                 raise ValueError(
                     "protocol=starvla un-normalises on the client: give stats_path= (the checkpoint's "
@@ -135,20 +128,19 @@ class RemotePolicy:
 
     # --- Agent ------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
+        """Derived facts only (the parameters are hashed from :attr:`params`): the server's
+        metadata digest, the chunking in effect (the server's, else the protocol's default)
+        and, for StarVLA, the statistics un-normalised with and the resize implementation."""
         ident: dict[str, Any] = {
             "policy": self.name,
-            "protocol": self.protocol,
             "server_metadata": self._metadata_digest,
-            "checkpoint_id": self.checkpoint_id,
             "replan_steps": self.replan_steps,
-            "resize": self.resize,
         }
         served = self.metadata.get("policy_identity")
         if isinstance(served, Mapping):  # readable copy of what harness serve-policy serves
             ident["served"] = P._jsonable(served)
         if self.protocol == P.STARVLA:
-            ident.update(resize_method=P.resize_method(), sampling=self.sampling, norm_mode=self.norm_mode,
-                         send_state=self.send_state,
+            ident.update(resize_method=P.resize_method(),
                          unnorm_key=self.stats.key if self.stats else None,
                          action_stats=self.stats.digest() if self.stats else None)
         return ident
@@ -179,7 +171,7 @@ class RemotePolicy:
         return chunks
 
     def close(self) -> None:
-        if self._ws is not None:
+        if getattr(self, "_ws", None) is not None:
             try:
                 self._ws.close()
             except Exception:

@@ -28,7 +28,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.interfaces import AgentRequest
+from harness.params import parse
 from harness.types import EpisodeSpec
+from policies.plugin import ReplayParams
 
 _DUMMY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)  # source: envs/libero/protocol.py DUMMY_ACTION
 _SUFFIXES = ("_demo.hdf5", "_demo.npz", ".npz", ".hdf5")
@@ -75,20 +77,18 @@ class ReplayPolicy:
     action_kinds = frozenset({"continuous"})
     reads_images = False
 
-    def __init__(self, path: str | None = None, demo: int | str = 0, after: str = "hold", chunk: int | None = None,
-                 replan_steps: int | None = None, **_: Any) -> None:
-        if not path:
-            raise ValueError("replay needs a demonstration: policy.params.path=FILE_OR_FOLDER")
-        self.path = Path(path).expanduser()
+    Params = ReplayParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = params = parse(self.Params, values)
+        self.path = Path(params.path).expanduser()
         if not self.path.exists():
             raise FileNotFoundError(f"replay: no demonstration file or folder at {self.path}")
-        if after not in ("hold", "stop"):
-            raise ValueError(f"after must be 'hold' or 'stop', got {after!r}")
-        self.demo = demo if demo == "init_index" or not str(demo).isdigit() else int(demo)
-        self.after = after
+        self.demo: int | str = int(params.demo) if params.demo.isdigit() else params.demo
+        self.after = params.after
         #: Actions returned per call (None: the whole remaining demo); executed open-loop.
-        self.chunk = int(chunk) if chunk else None
-        self.replan_steps = replan_steps
+        self.chunk = params.chunk
+        self.replan_steps = params.replan_steps
         files = [self.path] if self.path.is_file() else sorted(
             p for p in self.path.iterdir() if p.is_file() and p.name.endswith(_SUFFIXES))
         if not files:
@@ -98,7 +98,7 @@ class ReplayPolicy:
         self._cache: dict[tuple[str, Any], np.ndarray] = {}
 
     def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name, "files": self._hashes, "demo": self.demo, "after": self.after}
+        return {"name": self.name, "files": self._hashes}
 
     def _file_for(self, episode: EpisodeSpec) -> Path:
         if self.path.is_file():

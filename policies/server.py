@@ -28,7 +28,6 @@ import http
 import logging
 import sys
 import traceback
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -368,23 +367,12 @@ class UsageError(Exception):
     """Bad serve-policy input: one line on stderr, exit status 2."""
 
 
-def _bounded_int(value: Any, key: str, low: int, high: int) -> int:
-    try:
-        number = int(value)
-        if number != value and str(number) != str(value).strip():
-            raise ValueError
-    except (TypeError, ValueError):
-        raise UsageError(f"{key} must be a whole number from {low} to {high}, got {value!r}") from None
-    if not low <= number <= high:
-        raise UsageError(f"{key} must be a whole number from {low} to {high}, got {number}")
-    return number
-
-
 def main(overrides: Sequence[str]) -> int:
     """``harness serve-policy`` (called by :mod:`harness.cli`). Overrides:
-    ``policy=NAME``, ``policy.params.KEY=VALUE``, ``host=``, ``port=``,
-    ``max_batch=``, ``stats_path=``, ``unnorm_key=``, ``norm_mode=``.
-    Bad input prints one line and returns 2 (the CLI's convention)."""
+    ``policy=NAME``, ``policy.params.KEY=VALUE`` (checked against the policy's
+    declaration before it is built) and the server's own settings
+    (:class:`policies.plugin.ServeParams`: ``host=``, ``port=`` (0: any free port, printed),
+    ``max_batch=``, ...). Bad input prints one line and returns 2 (the CLI's convention)."""
     try:
         return _serve(overrides)
     except UsageError as exc:
@@ -396,7 +384,8 @@ def _serve(overrides: Sequence[str]) -> int:
     from omegaconf import OmegaConf
 
     from harness.catalog import POLICIES
-    from harness.config import CONFIG_DIR
+    from harness.params import ParamError, fields_of, parse, unknown_key
+    from policies.plugin import ServeParams
 
     items = list(overrides)
     name = next((o.split("=", 1)[1] for o in items if o.startswith("policy=")), None)
@@ -407,30 +396,31 @@ def _serve(overrides: Sequence[str]) -> int:
     if bad:
         raise UsageError(f"override {bad[0]!r} is not key=value")
     try:
-        POLICIES.entry(name)
+        plugin = POLICIES.entry(name)
     except KeyError as exc:
         raise UsageError(str(exc)) from None
-    base_file = Path(CONFIG_DIR) / "policy" / f"{name}.yaml"
-    policy_cfg = OmegaConf.load(base_file) if base_file.is_file() else OmegaConf.create({"params": {}})
-    cfg = OmegaConf.merge(
-        OmegaConf.create({"policy": {"name": name, "params": {}}, "host": LOOPBACK, "port": DEFAULT_PORT,
-                          "max_batch": 32, "max_wait_s": 0.01, "stats_path": None, "unnorm_key": None, "norm_mode": "min_max",
-                          "max_connections": DEFAULT_MAX_CONNECTIONS, "max_frame_mb": DEFAULT_MAX_FRAME // 2**20}),
-        {"policy": policy_cfg}, {"policy": {"name": name}},
-    )
     try:
-        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(rest))
+        given = OmegaConf.to_container(OmegaConf.from_dotlist(rest), resolve=True)
     except Exception as exc:
-        raise UsageError(f"bad override: {exc}") from None
-    unknown = set(cfg) - {"policy", "host", "port", "max_batch", "max_wait_s", "stats_path", "unnorm_key", "norm_mode",
-                          "max_connections", "max_frame_mb"}
-    if unknown:
-        raise UsageError(f"unknown serve-policy option(s) {sorted(unknown)} (host, port, max_batch, max_wait_s, stats_path, "
-                         "unnorm_key, norm_mode, max_connections, max_frame_mb, policy.params.*)")
-    port = _bounded_int(cfg.port, "port", 0, 65535)
-    max_connections = _bounded_int(cfg.max_connections, "max_connections", 1, 100_000)
-    max_frame_mb = _bounded_int(cfg.max_frame_mb, "max_frame_mb", 1, 4096)
-    params = OmegaConf.to_container(cfg.policy.params, resolve=True) or {}
+        raise UsageError(f"bad override: {str(exc).strip().splitlines()[0]}") from None
+    policy_part = given.pop("policy", None) or {}
+    if not isinstance(policy_part, dict) or set(policy_part) - {"params"}:
+        raise UsageError("policy settings are given as policy.params.KEY=VALUE")
+    options = [f.name for f in fields_of(ServeParams)]
+    for key in given:
+        if key not in options:
+            hint = unknown_key(key, options).problem.partition(";")[2].partition(" (")[0].strip()
+            raise UsageError(f"unknown serve-policy option {key!r}{'; ' + hint if hint else ''} "
+                             f"(options: {', '.join(options)}, policy.params.*)")
+    params = policy_part.get("params") or {}
+    try:
+        cfg = parse(ServeParams, given)
+    except ParamError as exc:
+        raise UsageError(f"serve-policy: {exc}") from None
+    try:  # the policy's own declaration first: a bad value is refused before a model loads
+        parse(plugin.params, params)
+    except ParamError as exc:
+        raise UsageError(f"serve-policy {name}: {exc.at('policy.params.')}") from None
     try:
         agent = POLICIES.build(name, **params)
         stats = P.load_action_stats(cfg.stats_path, cfg.unnorm_key) if cfg.stats_path else None
@@ -441,8 +431,8 @@ def _serve(overrides: Sequence[str]) -> int:
     if cfg.host not in (LOOPBACK, "localhost", "::1"):
         print(f"harness serve-policy: WARNING: listening on {cfg.host}, reachable from other machines; "
               "the protocol has no authentication", file=sys.stderr)
-    server = PolicyServer(service, host=cfg.host, port=port, max_connections=max_connections,
-                          max_frame=max_frame_mb * 2**20)
+    server = PolicyServer(service, host=cfg.host, port=cfg.port, max_connections=cfg.max_connections,
+                          max_frame=cfg.max_frame_mb * 2**20)
 
     def ready(host: str, port: int) -> None:
         print(f"serving policy {name} on ws://{host}:{port} (protocols: openpi, starvla; health: /healthz)",

@@ -51,9 +51,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.interfaces import AgentRequest
+from harness.params import parse
 from harness.types import EpisodeSpec
 from policies import protocols as P
 from policies.checkpoint import path_digest
+from policies.plugin import VLAParams
 
 FORMAT = "embodied-transfer-vla/1"
 CONFIG_FILE = "vla_config.json"
@@ -66,14 +68,15 @@ class VLAPolicy:
     action_kinds = frozenset({"continuous"})
     reads_images = True
 
-    def __init__(self, checkpoint: str, backbone: str | None = None, adapter: str | None = None,
-                 device: str = "cpu", dtype: str = "float32", replan_steps: int | None = None,
-                 max_batch: int = 16, unnorm_key: str | None = None):
-        import torch
+    Params = VLAParams
 
-        ckpt = Path(checkpoint).expanduser()
+    def __init__(self, **values: Any):
+        self.params = params = parse(self.Params, values)
+        ckpt = Path(params.checkpoint).expanduser()
         if not (ckpt / CONFIG_FILE).is_file():
             raise FileNotFoundError(f"{ckpt} is not a vla checkpoint (no {CONFIG_FILE}; see policies/vla.py)")
+        import torch
+
         self.checkpoint = ckpt
         cfg = json.loads((ckpt / CONFIG_FILE).read_text())
         if cfg.get("format") != FORMAT:
@@ -82,14 +85,14 @@ class VLAPolicy:
         self.chunk_size, self.action_dim = int(cfg["chunk_size"]), int(cfg.get("action_dim", P.ACTION_DIM))
         self.state_dim, self.image_size = int(cfg.get("state_dim", 8)), int(cfg.get("image_size", 224))
         self.norm_mode = P._check_mode(cfg.get("norm_mode", "min_max"))
-        self.replan_steps = int(replan_steps) if replan_steps else None
-        self.max_batch = max(1, int(max_batch))
-        self.device = torch.device(device)
-        self.dtype = getattr(torch, dtype)
-        self.action_stats = P.load_action_stats(ckpt / P.STARVLA_STATS_FILE, unnorm_key or cfg.get("unnorm_key"))
+        self.replan_steps = params.replan_steps
+        self.max_batch = params.max_batch
+        self.device = torch.device(params.device)
+        self.dtype = getattr(torch, params.dtype)
+        self.action_stats = P.load_action_stats(ckpt / P.STARVLA_STATS_FILE, params.unnorm_key or cfg.get("unnorm_key"))
 
-        self.backbone_path = self._resolve(backbone or cfg["backbone"])
-        adapter_ref = adapter if adapter is not None else cfg.get("adapter")
+        self.backbone_path = self._resolve(params.backbone or cfg["backbone"])
+        adapter_ref = params.adapter if params.adapter is not None else cfg.get("adapter")
         self.adapter_path = None if adapter_ref in (None, "", "none", "null") else self._resolve(adapter_ref)
         self._load_backbone()
         self._load_head()
@@ -142,6 +145,8 @@ class VLAPolicy:
 
     # --- Agent ----------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
+        """Derived facts only (the parameters are hashed from :attr:`params`): the checkpoint's
+        content, the statistics and the dataset key and norm mode in effect (vla_config.json's)."""
         return {
             "policy": self.name,
             "format": FORMAT,
@@ -153,8 +158,6 @@ class VLAPolicy:
             "action_stats": self.action_stats.digest(),
             "unnorm_key": self.action_stats.key,
             "norm_mode": self.norm_mode,
-            "dtype": str(self.dtype).removeprefix("torch."),
-            "replan_steps": self.replan_steps,
         }
 
     def reset(self, episode: EpisodeSpec) -> None:

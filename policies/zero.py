@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from harness.interfaces import AgentRequest
+from harness.params import parse
 from harness.types import EpisodeSpec
+from policies.plugin import ZeroParams
 
 #: LIBERO's no-op (source: envs/libero/protocol.py DUMMY_ACTION).
 _DUMMY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
@@ -24,15 +26,16 @@ class ZeroPolicy:
     reads_images = False
     replan_steps = None
 
-    def __init__(self, chunk: int = 10, action: Sequence[float] | None = None, **_: Any) -> None:
-        if int(chunk) < 1:
-            raise ValueError(f"chunk must be >= 1, got {chunk}")
+    Params = ZeroParams
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(self.Params, values)
         #: Actions per call: only the number of round trips; the executed actions are the same.
-        self.chunk = int(chunk)
-        self.action = [float(x) for x in (action if action is not None else _DUMMY)]
+        self.chunk = self.params.chunk
+        self.action = [float(x) for x in (self.params.action if self.params.action is not None else _DUMMY)]
 
     def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name, "action": self.action}
+        return {"name": self.name}
 
     def reset(self, episode: EpisodeSpec) -> None:
         pass

@@ -70,11 +70,12 @@ def test_remote_openpi_against_serve_policy_vla_on_libero(tiny_vla, tmp_path):
     assert ep["steps"] == STEPS and ep["termination"] == "max_steps"
     assert ep["agent_calls"] == STEPS // 5  # openpi's replan_steps: 5 of each 10-action chunk
     (run,) = _rows(tmp_path / "out", "runs")
-    ident = json.loads(run["identity"])["agent_identity"]
-    assert ident["protocol"] == "openpi" and ident["served"]["policy"] == "vla"
+    stored = json.loads(run["identity"])
+    ident = stored["agent_identity"]  # the protocol is a declared parameter: hashed from agent_params
+    assert stored["agent_params"]["remote"]["protocol"] == "openpi" and ident["served"]["policy"] == "vla"
     from policies.vla import VLAPolicy
 
-    assert ident["served"]["head"] == VLAPolicy(str(tiny_vla)).identity()["head"]
+    assert ident["served"]["head"] == VLAPolicy(checkpoint=str(tiny_vla)).identity()["head"]
     assert "127.0.0.1" not in run["identity"]
 
 

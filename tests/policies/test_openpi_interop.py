@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.params import identity_of
 from policies import protocols as P
 from policies.remote import RemotePolicy
 from tests.policies.conftest import expected_chunk, libero_obs, request
@@ -87,7 +88,8 @@ def test_our_client_against_openpi_server(ref_python):
                     "wrist_image": P.resize_with_pad(o["wrist_image"], 224)}
             np.testing.assert_allclose(c, expected_chunk(sent), atol=1e-6)
         ident = client.identity()
-        assert ident["protocol"] == "openpi" and ident["server_metadata"] and ident["replan_steps"] == 5
+        assert identity_of(client.params)["remote"]["protocol"] == "openpi"
+        assert ident["server_metadata"] and ident["replan_steps"] == 5
         # a policy exception: openpi's server sends the traceback and closes; we raise its last line
         with pytest.raises(RuntimeError, match="scripted failure"):
             client.act([request(libero_obs(5, instruction="explode"))])
@@ -147,7 +149,7 @@ def test_openpi_client_against_harness_serve_policy(ref_python, tiny_vla, tmp_pa
         _stop(proc)
     got = np.load(tmp_path / "out.npz")
     info = json.loads((tmp_path / "out.json").read_text())
-    local = VLAPolicy(str(tiny_vla))
+    local = VLAPolicy(checkpoint=str(tiny_vla))
     assert info["metadata"]["policy"] == "vla"
     assert info["metadata"]["policy_identity"] == json.loads(json.dumps(local.identity()))
     want = local.predict(obs, [o["instruction"] for o in obs])

@@ -19,6 +19,7 @@ import msgpack
 import numpy as np
 import pytest
 
+from harness.params import identity_of
 from policies.remote import RemotePolicy
 from tests.policies.conftest import libero_obs, request
 
@@ -136,7 +137,7 @@ def test_batch_request_shapes_and_unnormalised_chunks(stats_file, mode):
             np.testing.assert_allclose(chunk, expected_libero(ex, mode), atol=1e-6)
         assert set(chunks[0][:, 6]) <= {-1.0, 1.0}
         ident = client.identity()
-        assert ident["unnorm_key"] == "libero_object_no_noops" and ident["norm_mode"] == mode
+        assert ident["unnorm_key"] == "libero_object_no_noops" and identity_of(client.params)["protocol starvla"]["norm_mode"] == mode
         assert client.replan_steps is None  # the runner executes the whole chunk
 
 

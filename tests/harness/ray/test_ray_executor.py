@@ -204,15 +204,35 @@ def test_agent_on_a_ray_actor_gives_the_same_records(cluster, suite, agent):
     env actors: same run id and records as everything local."""
     from harness.executors_ray import RayAgent
 
-    remote = RayAgent(agent, num_cpus=0)
+    remote = RayAgent(agent, suite="eb_alfred", num_cpus=0)  # planner=oracle: the suite's own
     try:
-        local = Runner(spec(agent=agent, limit=6), suite, PLANNERS.build(agent), None).run()
+        local = Runner(spec(agent=agent, limit=6), suite, PLANNERS.build(agent, suite="eb_alfred"), None).run()
         on_ray = Runner(spec(agent=agent, limit=6, executor="ray", num_workers=1), suite, remote, None,
                         env_factory=SuiteEnvFactory("eb_alfred", SUITE_PARAMS)).run()
     finally:
         remote.close()
     assert local.run_id == on_ray.run_id
     assert comparable(local.records) == comparable(on_ray.records)
+
+
+def test_agent_on_a_ray_actor_has_the_wrapped_agents_params(cluster, suite):
+    """The run identity hashes ``agent.params``: a RayAgent carries the wrapped agent's
+    parsed parameters, so its run id is the local one. Mutation guarded: a RayAgent
+    without ``params`` hashes none and gets another run id."""
+    from harness.catalog import POLICIES
+    from harness.executors_ray import RayAgent
+    from harness.params import identity_of
+    from harness.runner import run_id_of, run_identity
+
+    values = {"action": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], "chunk": 3}
+    remote = RayAgent("zero", values, kind="policy", num_cpus=0)
+    try:
+        local = POLICIES.build("zero", **values)
+        assert remote.params == local.params and identity_of(remote.params)["action"] == values["action"]
+        run = spec(agent="zero", agent_kind="policy")
+        assert run_id_of(run_identity(run, suite, remote)) == run_id_of(run_identity(run, suite, local))
+    finally:
+        remote.close()
 
 
 def test_agent_on_a_ray_actor_takes_its_declared_concurrent_calls(cluster, suite):
