@@ -145,9 +145,9 @@ def compose(overrides: list[str]) -> DictConfig:
                                   f"(choices: {', '.join(group_choices(group))})")
         model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
         OmegaConf.resolve(merged)
+        _command_line_wins(merged, overrides)
         _check_checkpoint(merged, model_source)
         _prune_unset(merged, overrides)
-        _command_line_wins(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
     except ConfigError:

@@ -26,38 +26,25 @@ OPENAI = ["planner=vlm", "planner.params.backend=openai", "planner.params.base_u
           "planner.params.model=x"]
 
 
-def _needs(part: str):
-    """A case whose refusal is another part's work: strict, so it is flipped on once that lands."""
-    return pytest.mark.xfail(strict=True, reason=f"needs {part}")
-
-
-VLM = _needs("the vlm planner's declarations (planners/plugin.py)")
-SUITES = _needs("the suites' constructors parsing their declarations")
-CONFIG = _needs("harness/config.py validating run settings from their declarations")
-CLI = _needs("the CLI refusing malformed overrides in one line")
-
 #: (id, command, arguments). ``run`` cases get ``out=<tmp>/out``; the folder must not appear.
 CASES = [
     # --- the run's own settings and malformed overrides ---
-    pytest.param("run", [*EB_ALFRED, "planner=oracle", "record_images=2"], id="record_images=2", marks=CONFIG),
-    pytest.param("run", ["=3"], id="run =3", marks=CLI),
-    pytest.param("run", ["~suite"], id="run ~suite", marks=CLI),
+    pytest.param("run", [*EB_ALFRED, "planner=oracle", "record_images=2"], id="record_images=2"),
+    pytest.param("run", ["=3"], id="run =3"),
+    pytest.param("run", ["~suite"], id="run ~suite"),
     # --- suites ---
-    pytest.param("run", ["suite=eb_alfred", "suite.params.render=maybe", "planner=oracle"], id="eb_alfred render=maybe",
-                 marks=SUITES),
-    pytest.param("run", [*LIBERO, "policy=zero", "suite.params.tasks=[-1]"], id="libero tasks=[-1]", marks=SUITES),
-    pytest.param("run", [*LIBERO, "policy=zero", "suite.params.trials=51"], id="libero trials=51", marks=SUITES),
+    pytest.param("run", ["suite=eb_alfred", "suite.params.render=maybe", "planner=oracle"], id="eb_alfred render=maybe"),
+    pytest.param("run", [*LIBERO, "policy=zero", "suite.params.tasks=[-1]"], id="libero tasks=[-1]"),
+    pytest.param("run", [*LIBERO, "policy=zero", "suite.params.trials=51"], id="libero trials=51"),
     pytest.param("run", [*EB_MANIPULATION, "planner=oracle", "suite.params.generator_seed=-1"],
-                 id="eb_manipulation generator_seed=-1", marks=SUITES),
+                 id="eb_manipulation generator_seed=-1"),
     # --- the vlm planner ---
-    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.feedback=maybe"], id="vlm feedback=maybe", marks=VLM),
+    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.feedback=maybe"], id="vlm feedback=maybe"),
     *[pytest.param("run", [*EB_ALFRED, *OPENAI, f"planner.params.request_timeout_s={v}"],
-                   id=f"vlm request_timeout_s={v}", marks=VLM) for v in ("-1", "nan", "0")],
-    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.base_url=notaurl"], id="vlm base_url=notaurl",
-                 marks=VLM),
-    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.dtype=nope"], id="vlm openai dtype=nope", marks=VLM),
-    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.num_threads=abc"], id="vlm openai num_threads=abc",
-                 marks=VLM),
+                   id=f"vlm request_timeout_s={v}") for v in ("-1", "nan", "0")],
+    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.base_url=notaurl"], id="vlm base_url=notaurl"),
+    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.dtype=nope"], id="vlm openai dtype=nope"),
+    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.num_threads=abc"], id="vlm openai num_threads=abc"),
     # --- policies (refused by their declarations before anything connects or loads) ---
     pytest.param("run", [*LIBERO, "policy=remote", "policy.params.protocol=nope"], id="remote protocol=nope"),
     pytest.param("run", [*LIBERO, "policy=remote", "policy.params.url=notaurl"], id="remote url=notaurl"),
@@ -120,7 +107,6 @@ def test_bad_invocation_is_one_line_exit_2_nothing_written(tmp_path, command, ar
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "something was written in the working folder"
 
 
-@SUITES
 def test_quoted_false_for_a_bool_is_false(tmp_path):
     """``suite.params.fast_render='false'`` (a string for a bool) is False in the run, as the
     stored run identity shows (``limit=0``: the suite is built, no episode runs)."""
