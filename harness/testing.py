@@ -260,10 +260,15 @@ class _Checker:
         with tempfile.TemporaryDirectory(prefix="harness-check-", dir=self._workdir) as tmp:
             self.tmp = Path(tmp)
             for check in checks:
-                if check == "identity":
-                    self.check_identity(identity_of)
-                else:
-                    getattr(self, f"check_{check}")()
+                try:
+                    if check == "identity":
+                        self.check_identity(identity_of)
+                    else:
+                        getattr(self, f"check_{check}")()
+                except ConformanceError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the plugin raised: one line naming it
+                    raise self.fail(check, f"raised {type(exc).__name__}: {_first_line(exc)}") from exc
                 self.report.passed.append(check)
         return self.report
 
@@ -312,6 +317,10 @@ class _Checker:
             records, transcripts, _ = self.records(pipeline=False, batch_size=max(2, self.n))
             if not records:
                 raise self.fail("runner", f"split {self.suite.split} has no episode to run")
+            for key, row in records.items():
+                if row["error_kind"] is not None:
+                    raise self.fail("runner", f"episode {key[2]} ended in an {row['error_kind']} error: "
+                                              f"{((row['error_message'] or '').strip().splitlines() or [''])[-1]}")
             self._base = (records, transcripts)
         return self._base
 
