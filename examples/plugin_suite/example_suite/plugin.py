@@ -1,0 +1,39 @@
+"""The plugin objects the harness finds through entry points (pyproject.toml).
+
+This module imports nothing heavy: ``harness list`` reads the declarations without
+importing the suite's code; the ``target`` strings are imported only when a run builds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.params import param
+from harness.plugins import AgentPlugin, SuitePlugin
+
+
+@dataclass
+class ExampleParams:
+    """The suite's parameters: validation, defaults, docs and run identity come from here."""
+
+    size: int = param(21, ge=3, le=1001, help="points on the line (positions 0 .. size-1)")
+    generator_seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the episodes' start and target positions")
+    show_distance: bool = param(False, help="the observation text also says how far away the target is")
+    episodes_per_split: int = param(
+        10, ge=1, le=100_000, results=False,
+        help="episodes of each split; episode i depends only on the seed and i, so a longer split extends "
+             "a shorter one (hence not part of the run identity)")
+
+
+@dataclass
+class OracleParams:
+    max_plan_length: int = param(100, ge=1, le=10_000, help="longest plan handed out in one call")
+
+
+SUITE = SuitePlugin(
+    name="example", target="example_suite.suite:ExampleSuite", params=ExampleParams, default_split="test",
+    summary="example plugin: walk left/right along a number line to a target")
+
+ORACLE = AgentPlugin(
+    name="oracle", suite="example", target="example_suite.agents:ExampleOracle", params=OracleParams,
+    summary="example plugin: the shortest walk to the target, from the true state (privileged)")
