@@ -63,6 +63,7 @@ from harness.interfaces import AgentReply, AgentRequest, InvalidOutput
 from harness.params import Composite, Field, ParamError, convert, fields_of
 from harness.types import (
     INFO_ACTION_OK,
+    INFO_ARTIFACTS,
     INFO_EXPERT_LENGTH,
     INFO_FEEDBACK,
     INFO_GC_SATISFIED,
@@ -72,6 +73,7 @@ from harness.types import (
     INFO_SUCCESS,
     INFO_TASK_TYPE,
     INFO_TERMINATION,
+    EpisodeRecord,
     EpisodeSpec,
     RunSpec,
 )
@@ -82,6 +84,14 @@ AGENT_CHECKS = ("contract", "reset", "determinism", "schedule", "draws", "identi
 #: Record fields that may differ with scheduling (everything else must be equal).
 _TIMING = frozenset({"wall_time_s"})
 _CALL_TIMING = frozenset({"latency_s", "batch"})
+
+
+def _comparable(record: EpisodeRecord) -> dict[str, Any]:
+    """A record's results: its fields less timings and the files kept as evidence
+    (``extra["artifacts"]``: a video's path names its run)."""
+    out = {k: v for k, v in dataclasses.asdict(record).items() if k not in _TIMING}
+    out["extra"] = {k: v for k, v in (out.get("extra") or {}).items() if k != INFO_ARTIFACTS}
+    return out
 
 
 class ConformanceError(AssertionError):
@@ -302,8 +312,7 @@ class _Checker:
         with ResultStore(self.tmp / f"run{self._runs}") as store:
             summary = Runner(spec, suite, agent if agent is not None else self.make_agent(), store,
                              env_factory=env_factory, keep_records=True).run()
-            records = {r.key: {k: v for k, v in dataclasses.asdict(r).items() if k not in _TIMING}
-                       for r in store.records()}
+            records = {r.key: _comparable(r) for r in store.records()}
             transcripts = sorted(({k: v for k, v in row.items() if k not in _CALL_TIMING}
                                   for row in store.transcripts()),
                                  key=lambda r: (str(r.get("episode_id")), str(r.get("seed")), r.get("call", 0)))

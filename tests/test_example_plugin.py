@@ -52,11 +52,6 @@ def test_harness_run_suite_example_planner_oracle(tmp_path):
     run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=example", "planner=oracle", f"out={out}",
                           "progress=false"], cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
                          capture_output=True, text=True, timeout=300)
-    # Until the CLI composes suites from their declarations (not configs/suite/*.yaml) and
-    # runs a suite's declared default split, `suite=example` cannot compose: only that is excused.
-    if run.returncode != 0 and ("unknown suite 'example'" in run.stderr or "unknown split 'seen'" in run.stderr):
-        pytest.xfail("needs generated config nodes and the suite's default split: "
-                     + run.stderr.strip().splitlines()[-1])
     assert run.returncode == 0, run.stderr[-3000:]
     with ResultStore(out) as store:
         records = store.records()

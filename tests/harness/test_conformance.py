@@ -1,8 +1,5 @@
 """The conformance checkers (harness.testing) pass on every built-in suite and agent, and
 each one catches the deliberate bug it exists for.
-
-Built-ins that do not yet set ``self.params`` (the declaration contract) are marked
-xfail by :func:`_conforms` with the checker's own message, only for that reason.
 """
 
 from __future__ import annotations
@@ -28,20 +25,6 @@ ALFRED = {"render": False, "generated_per_split": 6}
 EB_MANIPULATION = {"render": False}
 LIBERO = {"tasks": [0], "trials": 2, "max_steps": 10}
 
-#: The checker's message for a plugin that declares parameters but does not parse them.
-NOT_MIGRATED = "has no .params"
-
-
-def _conforms(check, *args, **kw):
-    """``check(*args, **kw)``; xfail only when the plugin has not adopted ``self.params`` yet."""
-    try:
-        return check(*args, **kw)
-    except ConformanceError as exc:
-        if NOT_MIGRATED in str(exc):
-            pytest.xfail(f"declaration contract not adopted yet: {exc}")
-        raise
-
-
 def _need_mujoco() -> None:
     if importlib.util.find_spec("mujoco") is None:
         if os.environ.get("REQUIRE_EB_MANIPULATION") == "1":
@@ -62,7 +45,7 @@ def _example():
 # --- every built-in passes ------------------------------------------------------------------
 @pytest.mark.parametrize("name, params", [("eb_alfred", EB_ALFRED), ("alfred", ALFRED)])
 def test_household_suites_conform(name, params):
-    report = _conforms(check_suite, name, params=params)
+    report = check_suite(name, params=params)
     assert report.passed == list(SUITE_CHECKS)
 
 
@@ -70,7 +53,7 @@ def test_household_suites_conform(name, params):
 @pytest.mark.ci
 def test_eb_manipulation_conforms():
     _need_mujoco()
-    _conforms(check_suite, "eb_manipulation", params=EB_MANIPULATION, episodes=2)
+    check_suite("eb_manipulation", params=EB_MANIPULATION, episodes=2)
 
 
 @pytest.mark.slow
@@ -79,7 +62,7 @@ def test_libero_conforms():
     from tests.envs.libero.conftest import require_libero
 
     require_libero()
-    _conforms(check_suite, "libero", params=LIBERO, episodes=2)
+    check_suite("libero", params=LIBERO, episodes=2)
 
 
 @pytest.mark.parametrize("agent, suite, params", [
@@ -90,7 +73,7 @@ def test_libero_conforms():
     ("random", "alfred", ALFRED),
 ])
 def test_household_agents_conform(agent, suite, params):
-    report = _conforms(check_agent, agent, suite, suite_params=params)
+    report = check_agent(agent, suite, suite_params=params)
     assert report.passed == list(AGENT_CHECKS)
 
 
@@ -99,7 +82,7 @@ def test_household_agents_conform(agent, suite, params):
 def test_eb_manipulation_agents_conform(agent):
     """~50 s (oracle, in CI) and ~95 s (random) on two busy cores."""
     _need_mujoco()
-    _conforms(check_agent, agent, "eb_manipulation", suite_params=EB_MANIPULATION, episodes=2)
+    check_agent(agent, "eb_manipulation", suite_params=EB_MANIPULATION, episodes=2)
 
 
 @pytest.mark.slow
@@ -109,7 +92,7 @@ def test_zero_policy_conforms():
     from tests.envs.libero.conftest import require_libero
 
     require_libero()
-    _conforms(check_agent, "zero", "libero", suite_params=LIBERO, episodes=2)
+    check_agent("zero", "libero", suite_params=LIBERO, episodes=2)
 
 
 def test_a_check_name_is_checked():
@@ -170,7 +153,7 @@ def test_reset_check_catches_a_retry_without_agent_reset(monkeypatch):
 
 class _GarbageModel:
     """An EB-Manipulation text planner whose model only answers garbage: every reply is the
-    suite's seeded fallback (planners.eb_manipulation_prompt.reply_from_output with the
+    suite's seeded fallback (envs.eb_manipulation.prompt.reply_from_output with the
     episode key and the call index, as the vlm planner calls it)."""
 
     name = "garbage_model"
@@ -178,9 +161,9 @@ class _GarbageModel:
     reads_images = False
 
     def __init__(self, **_):
-        from planners import eb_manipulation_prompt
+        from envs.eb_manipulation import prompt
 
-        self.P = eb_manipulation_prompt
+        self.P = prompt
         self.calls: dict = {}
 
     def identity(self):
@@ -202,7 +185,7 @@ class _GarbageModel:
 @pytest.mark.ci
 def test_draws_check_catches_repeated_eb_manipulation_fallback_draws(monkeypatch):
     _need_mujoco()
-    from planners import eb_manipulation_prompt
+    from envs.eb_manipulation import prompt as eb_manipulation_prompt
 
     check_agent(_GarbageModel, "eb_manipulation", suite_params=EB_MANIPULATION, episodes=2, checks=["draws"])
     original = eb_manipulation_prompt.fallback_rng
