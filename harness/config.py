@@ -267,7 +267,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
     """The run's spec, every plugin parameter checked against its declaration
     (:func:`harness.params.parse`): a bad value is a :class:`ConfigError` naming the key."""
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-    from harness.params import ParamError, parse, values_of
+    from harness.params import NoParams, ParamError, parse, values_of
     from harness.registry import MissingDependencyError, UnknownPluginError
 
     _check_values(cfg)
@@ -286,8 +286,8 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
 
     def checked(decl: Any, values: dict[str, Any], prefix: str, label: str, **kw: Any) -> dict[str, Any]:
         """Every parameter's value: the given ones converted, the declaration's defaults for the rest."""
-        if decl is None:  # an undeclared third-party plugin: its factory checks what it takes
-            return values
+        if decl is None:  # a plugin that declares no parameters takes none
+            decl = NoParams
         try:
             parsed = parse(decl, values, **kw)
         except ParamError as exc:

@@ -14,7 +14,7 @@ def add_parser(sub: Any) -> None:
                                     "`harness list NAME`: that plugin's parameters")
     p.add_argument("name", nargs="?", default=None,
                    help="a suite, agent, executor or model backend (a suite's own agent: SUITE.NAME, e.g. "
-                        "eb_alfred.oracle)")
+                        "SUITE.oracle)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -81,9 +81,6 @@ def _print_params(declaration: Any, indent: str) -> None:
     from harness.params import describe
 
     rows = describe(declaration)
-    if declaration is None:
-        print(f"{indent}parameters: not declared (the plugin checks what it takes)")
-        return
     if not rows:
         print(f"{indent}no parameters")
         return

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from harness.commands.common import UsageError, first_lines, one_line
 
@@ -18,7 +18,7 @@ SAVED: dict[str, Any] = {"episodes": 0, "runner": None, "out": None}
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "run", help="run episodes (Hydra overrides, e.g. suite=eb_alfred split=seen planner=oracle)",
+        "run", help="run episodes (Hydra overrides, e.g. suite=NAME split=SPLIT planner=oracle)",
         description="Run a suite split with an agent. Overrides are Hydra's key=value; "
         "with -m, comma-separated values sweep (e.g. -m planner=oracle,random split=seen,unseen).",
     )
@@ -113,60 +113,7 @@ def _is_sweep(override: str) -> bool:
     return "," in value and not value.startswith(("[", "{", "'", '"'))
 
 
-def check_params(factory: Callable[..., Any], params: dict[str, Any], what: str) -> None:
-    """UsageError naming unknown parameters (with did-you-mean) and the accepted ones.
-
-    A mistyped checkpoint setting must not be ignored: it would also leave the
-    run identity unchanged. Factories taking ``**kwargs`` are not checked.
-    """
-    import difflib
-    import inspect
-
-    try:
-        sig = inspect.signature(factory)
-    except (TypeError, ValueError):
-        return
-    accepted = [n for n, p in sig.parameters.items()
-                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"]
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return
-    unknown = [k for k in params if k not in accepted]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], accepted, n=1, cutoff=0.5)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UsageError(f"unknown parameter {unknown[0]!r} for {what}{hint} "
-                         f"(accepted: {', '.join(accepted) or 'none'})")
-    for key, value in params.items():
-        _check_param_value(key, value, what)
-    validate = getattr(factory, "check_params", None)
-    if callable(validate):  # an agent's own checks (paths exist, values in range)
-        try:
-            validate(**params)
-        except (ValueError, FileNotFoundError, TypeError) as exc:
-            raise UsageError(f"{what}: {one_line(exc)}") from None
-
-
-#: Suite / agent parameters that count something and must be >= 1 where given
-#: (null keeps the suite's or agent's default). Checked for every suite and agent,
-#: before anything is built.
-_COUNT_PARAMS = ("max_new_tokens", "image_size", "trials", "max_steps", "batch_size", "max_concurrency",
-                 "replan_steps", "max_plan_length")
-#: ... and those that must be >= 0.
-_NON_NEGATIVE_PARAMS = ("num_examples", "max_retries", "manipulation_shots", "alfred_k")
-
-
-def _check_param_value(key: str, value: Any, what: str) -> None:
-    import math
-
-    if value is None or isinstance(value, bool) or key not in _COUNT_PARAMS + _NON_NEGATIVE_PARAMS:
-        return
-    low = 1 if key in _COUNT_PARAMS else 0
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < low or value != int(value):
-        raise UsageError(f"{what}: {key} must be a whole number >= {low}, got {value!r}")
-
-
 def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
-    import dataclasses
     import difflib
     import json
 
@@ -187,8 +134,6 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         suite = suites.get(key)
         if suite is None:
             factory = SUITES.load(spec.suite)
-            if SUITES.entry(spec.suite).params is None:  # undeclared: its factory's signature
-                check_params(factory, dict(spec.suite_params), f"suite {spec.suite}")
             suite = suites[key] = factory(**dict(spec.suite_params))
         if spec.split not in suite.splits():
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
@@ -196,9 +141,6 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
         suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
         # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
-        if registry.entry(spec.agent, spec.suite).params is None:  # undeclared: its factory's signature
-            check_params(registry.load(spec.agent, spec.suite), dict(spec.agent_params),
-                         f"{spec.agent_kind} {spec.agent}")
         # An agent that cannot produce the suite's kind of action is refused before any episode.
         mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent, spec.suite),
                                   f"{spec.agent_kind} {spec.agent}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from harness.commands.common import UsageError, first_lines, one_line  # noqa: F401
+from harness.commands.common import UsageError
 
 
 def add_parser(sub: Any) -> None:
