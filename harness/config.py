@@ -172,9 +172,40 @@ def _prune_unset(cfg: DictConfig, overrides: list[str]) -> None:
             node.params = OmegaConf.create(kept)
     if cfg.variant is not None and "params" in cfg.variant:
         params = OmegaConf.to_container(cfg.variant.params, resolve=True) or {}
-        kept = {k: v for k, v in params.items() if v is not None or f"variant.params.{k}" in given}
+        unused = _unused_group_keys(cfg, params)
+        kept = {k: v for k, v in params.items()
+                if f"variant.params.{k}" in given or (v is not None and k not in unused)}
         if kept != params:
             cfg.variant.params = OmegaConf.create(kept)
+
+
+def _unused_group_keys(cfg: DictConfig, variant_params: dict[str, Any]) -> set[str]:
+    """Keys a variant file sets for a group of the agent's declaration that this run does not
+    use: a variant names its weights for every backend (``model`` for ``hf``,
+    ``served_checkpoint`` for ``openai``), and only the chosen backend's apply. Given on the
+    command line, such a key is refused instead (see :func:`to_run_spec`)."""
+    from harness.catalog import PLANNERS, POLICIES
+    from harness.params import Composite, fields_of
+    from harness.registry import MissingDependencyError, UnknownPluginError
+
+    agent_key = "policy" if cfg.get("policy") is not None else "planner"
+    node = cfg.get(agent_key)
+    if node is None or OmegaConf.is_missing(cfg, "suite"):
+        return set()
+    try:
+        plugin = (POLICIES if agent_key == "policy" else PLANNERS).entry(node.name, cfg.suite.name)
+    except (UnknownPluginError, MissingDependencyError):
+        return set()
+    decl = plugin.params
+    if not isinstance(decl, Composite):
+        return set()
+    values = {**(OmegaConf.to_container(node.params, resolve=True) or {}), **variant_params}
+    try:
+        used = {f.name for g in decl.groups(values, cfg.suite.name) for f in fields_of(g.params)}
+    except ValueError:
+        return set()  # a bad value: to_run_spec names it
+    every = {f.name for g in decl.all_groups() for f in fields_of(g.params)}
+    return every - used
 
 
 def _override_keys(overrides: list[str]) -> dict[str, str]:

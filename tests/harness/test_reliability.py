@@ -297,7 +297,8 @@ def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
     monkeypatch.setenv("BASE_MODEL", "/ckpt/base")
     monkeypatch.setenv("FAVOR_SFT_SERVED_CHECKPOINT", "/ckpt/favor")
     monkeypatch.delenv("BASE_SERVED_CHECKPOINT", raising=False)
-    params = {v: to_run_spec(compose([f"variant={v}"])).agent_params for v in ("base", "favor_sft")}
+    served = ["planner.params.backend=openai", "planner.params.base_url=http://127.0.0.1:9/v1"]  # where it applies
+    params = {v: to_run_spec(compose([f"variant={v}", *served])).agent_params for v in ("base", "favor_sft")}
     assert params["base"].get("served_checkpoint") is None  # unset: not passed at all
     assert params["favor_sft"]["served_checkpoint"] == "/ckpt/favor"
     assert main(["run", "-m", "variant=base,favor_sft", "planner.params.served_checkpoint=/ckpt/x",

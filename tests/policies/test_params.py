@@ -9,45 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from harness.catalog import POLICIES
-from harness.params import ParamError, describe, fields_of, identity_of, parse
+from harness.params import ParamError, identity_of, parse
 from policies import plugin
 from policies import protocols as P
 
 REPO = Path(__file__).resolve().parents[2]
-
-#: Where a declaration's default knowingly differs from configs/policy/<name>.yaml.
-KNOWN = {
-    ("replay", "path"): "required (the YAML wrote null and the constructor refused it)",
-    ("replay", "demo"): "the string '0' (the YAML's 0: an index or a key, one type)",
-}
-
-
-def _defaults(name: str) -> dict:
-    return {r.name: r.default for r in describe(POLICIES.entry(name).params)}
-
-
-@pytest.mark.parametrize("name", ["zero", "replay", "remote", "vla", "lerobot"])
-def test_defaults_equal_the_policy_configs(name):
-    path = REPO / "configs" / "policy" / f"{name}.yaml"
-    if not path.is_file():
-        pytest.skip("the configs are generated from the declarations")
-    declared = {f.name: f for g in _groups(name) for f in fields_of(g)}
-    for key, value in (yaml.safe_load(path.read_text()).get("params") or {}).items():
-        assert key in declared, f"{name}.yaml sets {key}, which {name} does not declare"
-        if (name, key) in KNOWN:
-            continue
-        f = declared[key]
-        want = "???" if f.required else f.default
-        assert value == want, f"{name}.{key}: YAML {value!r}, declaration {want!r}"
-
-
-def _groups(name):
-    decl = POLICIES.entry(name).params
-    return [g.params for g in decl.all_groups()] if hasattr(decl, "all_groups") else [decl]
-
 
 def test_listing_needs_no_numpy():
     """The declarations module is imported by `harness list`: nothing heavy."""
@@ -95,7 +63,7 @@ def test_bad_values_are_refused_in_one_line(name, values, message):
 
 @pytest.mark.parametrize("values, message", [
     ({"max_batch": 0}, "max_batch must be a whole number >= 1"),  # a server that never answers
-    ({"port": 65536}, "port must be a whole number >= 0 and <= 65535"),
+    ({"port": 65536}, "port must be between 0 and 65535"),
     ({"max_wait_s": -1}, "max_wait_s must be a finite number >= 0"),
 ])
 def test_serve_settings_are_checked(values, message):

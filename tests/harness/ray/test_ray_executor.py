@@ -269,7 +269,7 @@ def test_agent_on_a_ray_actor_takes_its_declared_concurrent_calls(cluster, suite
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     remote = RayAgent("vlm", {"backend": "openai", "model": "m", "base_url": url, "max_concurrency": 3,
-                              "num_examples": 0, "image_size": 32, "max_retries": 0}, num_cpus=0)
+                              "num_examples": 0, "image_size": 32, "max_retries": 0}, num_cpus=0, suite="eb_alfred")
     try:
         assert remote.max_concurrent_calls == 3
         requests = eb_alfred_requests(3)
