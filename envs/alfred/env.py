@@ -25,11 +25,12 @@ import json
 from typing import Any, Mapping
 
 from envs.alfred.executor import AlfredExecutor
-from envs.alfred.language import low_actions_for, parse_low_action
+from envs.alfred.language import GOTO, low_actions_for, parse_low_action
 from envs.alfred.protocol import MAX_FAILS, MAX_STEPS, STOP_ACTIONS, TERM_MAX_FAILS, TERM_MAX_STEPS, TERM_STOP
 from envs.eb_alfred.episodes import scene_from_metadata, task_from_metadata
 from envs.gym_registration import SuiteEnv, TextList, household_spaces
 from envs.household import TaskSpec, World, alfred_constants, build_world, describe, goal_conditions_met, render
+from envs.household.observe import IMAGE_MODES, render_frame, start_view
 from harness.interfaces import InvalidOutput
 from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
@@ -57,9 +58,15 @@ class AlfredEnv(SuiteEnv):
     """One ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``
     (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
 
-    def __init__(self, render_images: bool = True, image_size: int = 224) -> None:
+    def __init__(self, render_images: bool = True, image_size: int = 224, image: str = "frame") -> None:
+        if image not in IMAGE_MODES:
+            raise ValueError(f"image must be one of {', '.join(IMAGE_MODES)}, not {image!r}")
         self.render_images = render_images
         self.image_size = image_size
+        #: frame: only what a camera frame shows; annotated: labels, state words, holding panel.
+        self.image_mode = image
+        #: the viewpoint of the image until the first successful GotoLocation (None after it).
+        self._view_pose: Any = None
         self.observation_space, self.action_space = household_spaces(image_size, {"objects": TextList()})
         self._ex: AlfredExecutor | None = None
         self._spec: EpisodeSpec | None = None
@@ -85,6 +92,7 @@ class AlfredEnv(SuiteEnv):
         self._spec, self._task = spec, task
         self._ex = self._start(spec, floor_plan, world_seed, task)
         world = self._ex.world
+        self._view_pose = start_view(world, (meta.get("scene") or {}).get("start_pose"))
         self._privileged = bool(options.get("privileged", False))
         self._render = bool(options.get("render", True))
         self._steps = self._fails = 0
@@ -123,6 +131,8 @@ class AlfredEnv(SuiteEnv):
             else:
                 res = self._ex.execute(low)
                 ok, feedback = res.ok, ("Done." if res.ok else res.message)
+                if ok and low.action == GOTO:
+                    self._view_pose = None  # teleported: the image now shows what the agent faces
             if not ok:
                 self._fails += 1
         terminated = truncated = False
@@ -142,6 +152,8 @@ class AlfredEnv(SuiteEnv):
 
     def _image(self) -> Any:
         world = self.world
+        if self.image_mode == "frame":
+            return render_frame(world, size=self.image_size, pose=self._view_pose)
         # Labels in the triplet language's names: object types (no engine ids).
         return render(world, size=self.image_size, name=lambda k: world.objects[k].type)
 

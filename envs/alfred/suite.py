@@ -19,7 +19,10 @@ from harness.types import EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change. 1.1.0: the household engine's
 #: restore, put, openable and faucet rules of eb_alfred 1.3.0.
-SUITE_VERSION = "1.1.0"
+#: 1.2.0: the default image (image=frame) shows only what a camera frame would (receptacles
+#: in view from the trajectory's start pose, then what the agent faces, no text);
+#: image=annotated keeps the labelled schematic.
+SUITE_VERSION = "1.2.0"
 #: How the household backend navigates (recorded in the protocol).
 NAVIGATION = "teleport: GotoLocation faces the grounded instance (privileged)"
 #: How the AI2-THOR backend navigates (recorded in the protocol).
@@ -125,4 +128,4 @@ class AlfredSuite:
             return AlfredThorEnv([self.eb_dir, self.alfred_dir], self.controller_factory, render_images=self.render,
                                  x_display=self.x_display, step_timeout_s=self.step_timeout_s,
                                  max_restarts=self.max_restarts)
-        return AlfredEnv(render_images=self.render)
+        return AlfredEnv(render_images=self.render, image=self.params.image)

@@ -29,9 +29,10 @@ from envs.eb_alfred.protocol import (
     FEEDBACK_INVALID_PREFIX, FEEDBACK_SUCCESS, MAX_INVALID_ACTIONS, MAX_STEPS, TERM_MAX_INVALID, TERM_MAX_STEPS,
     TERM_SUCCESS,
 )
-from envs.eb_alfred.skills import SceneVocabulary, Skill, parse_skill
+from envs.eb_alfred.skills import FIND, SceneVocabulary, Skill, parse_skill
 from envs.gym_registration import SuiteEnv, household_spaces
 from envs.household import TaskSpec, World, build_world, describe, goal_conditions_met, render
+from envs.household.observe import IMAGE_MODES, render_frame, start_view
 from harness.interfaces import InvalidOutput
 from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
@@ -69,12 +70,19 @@ class EBAlfredEnv(SuiteEnv):
     """One EB-ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``
     (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
 
-    def __init__(self, backend: str = "household", render_images: bool = True, image_size: int = IMAGE_SIZE) -> None:
+    def __init__(self, backend: str = "household", render_images: bool = True, image_size: int = IMAGE_SIZE,
+                 image: str = "frame") -> None:
         if backend != "household":
             raise ValueError(f"EB-ALFRED backend {backend!r} is not available here; use 'household'")
+        if image not in IMAGE_MODES:
+            raise ValueError(f"image must be one of {', '.join(IMAGE_MODES)}, not {image!r}")
         self.backend = backend
         self.render_images = render_images
         self.image_size = image_size
+        #: frame: only what a camera frame shows; annotated: labels, state words, holding panel.
+        self.image_mode = image
+        #: the viewpoint of the image until the first successful ``find`` (None after it).
+        self._view_pose: Any = None
         self.observation_space, self.action_space = household_spaces(image_size)
         self._executor: SkillExecutor | None = None
         self._spec: EpisodeSpec | None = None
@@ -106,6 +114,8 @@ class EBAlfredEnv(SuiteEnv):
         # An agent that never reads images (options["render"] False) gets none: no rendering cost.
         self._render_now = self.render_images and bool(options.get("render", True))
         self._image = None
+        scene = spec.metadata.get("scene") or {}
+        self._view_pose = start_view(self.world, scene.get("start_pose"))
         self._steps = self._invalid = 0
         self._done = False
         self._termination = None
@@ -139,6 +149,8 @@ class EBAlfredEnv(SuiteEnv):
             self._steps += 1
             res = self._executor.execute(skill)
             ok = res.ok
+            if ok and skill.verb == FIND:
+                self._view_pose = None  # teleported: the image now shows what the agent faces
             if ok:
                 feedback = FEEDBACK_SUCCESS
             else:
@@ -163,8 +175,17 @@ class EBAlfredEnv(SuiteEnv):
         self._executor = None
 
     def render(self) -> Any:
-        """``rgb_array``: the current view (gymnasium's ``render``)."""
-        return render(self.world, size=self.image_size) if self._executor is not None else None
+        """``rgb_array``: the current view (gymnasium's ``render``), as the observation draws it."""
+        return self._draw() if self._executor is not None else None
+
+    def _draw(self) -> Any:
+        """The observation image in the env's mode (:mod:`envs.household.observe`)."""
+        world = self.world
+        if self.image_mode == "frame":
+            return render_frame(world, size=self.image_size, pose=self._view_pose)
+        vocab = self._executor.vocab if self._executor is not None else None
+        namer = (lambda k: vocab.display_name(world, k)) if vocab is not None else None
+        return render(world, size=self.image_size, name=namer)
 
     # --- helpers ------------------------------------------------------------------
     @property
@@ -198,9 +219,7 @@ class EBAlfredEnv(SuiteEnv):
         assert self._spec is not None
         world = self.world
         if self._render_now and (changed or self._image is None):
-            vocab = self._executor.vocab if self._executor is not None else None
-            namer = (lambda k: vocab.display_name(world, k)) if vocab is not None else None
-            self._image = render(world, size=self.image_size, name=namer)
+            self._image = self._draw()
         return {
             "text": describe(world),
             "image": None if self._image is None else self._image.copy(),

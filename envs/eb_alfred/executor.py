@@ -237,7 +237,8 @@ class SkillExecutor:
         if res.ok:
             return res
         if o.openable and o.is_open:
-            return ActionResult(False, f"Open action failed. The {name} is already open")
+            # thor_connector.py:451-453, 476-477: the message names the type (the id's first field).
+            return ActionResult(False, f"Open action failed. The {self._type_name(target)} is already open")
         return ActionResult(False, "Open action failed.")
 
     def _close(self, name: str | None) -> ActionResult:
@@ -250,7 +251,8 @@ class SkillExecutor:
         if res.ok:
             return res
         if o.openable and not o.is_open:
-            return ActionResult(False, f"Close action failed. The {name} is already closed")
+            # thor_connector.py:499-501, 516-518: the type, as for open.
+            return ActionResult(False, f"Close action failed. The {self._type_name(target)} is already closed")
         return ActionResult(False, "Close action failed")
 
     def _toggle(self, name: str | None, on: bool) -> ActionResult:

@@ -24,6 +24,10 @@ class EBAlfredParams:
     backend: str = param("household", choices=("household", "thor"),
                          help="household: the embedded ALFRED-logic engine; thor: AI2-THOR 2.1.0 (extra `thor`)")
     render: bool = param(True, help="draw the observation image (agents that read no images skip it anyway)")
+    image: str = param("frame", choices=("frame", "annotated"),
+                       help="household image: frame (only what a camera frame shows: receptacles in view from the "
+                            "start pose, then what the agent faces; no text) or annotated (labels, state words, "
+                            "holding panel); the text observation is there either way")
     generated_per_split: int = param(
         500, ge=0, le=100_000, results=False,
         help="episodes of each generated split (seen, unseen); episode i depends only on the generator seed "

@@ -28,7 +28,10 @@ from harness.types import EpisodeSpec
 #: 1.3.0: restore never starts an unrecorded object in a basin or closed openable (no free
 #: episodes); puts follow AI2-THOR, openables start as the scene had them, one basin per
 #: faucet, put retries the next-closest instance.
-SUITE_VERSION = "1.3.0"
+#: 1.4.0: the default image (image=frame) shows only what a camera frame would: the
+#: receptacles in view from the trajectory's start pose, then what the agent faces, with no
+#: text (image=annotated keeps the labelled schematic); open/close failures name the type.
+SUITE_VERSION = "1.4.0"
 
 
 class BadEpisodesError(EpisodeDataError):
@@ -155,4 +158,4 @@ class EBAlfredSuite:
             from envs.eb_alfred.thor import EBAlfredThorEnv
 
             return EBAlfredThorEnv(self.data_dir, self.controller_factory, render_images=self.render)
-        return EBAlfredEnv(backend=self.backend, render_images=self.render)
+        return EBAlfredEnv(backend=self.backend, render_images=self.render, image=self.params.image)

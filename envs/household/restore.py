@@ -28,7 +28,8 @@ the file does tell (:func:`scene_facts`):
   target the expert never picks up, the target starts inside the movable receptacle.
 - **openables found open**: those the expert closes or puts into before opening
   (:func:`open_at_start`).
-- **the start pose's nearest receptacle**: the receptacle whose layout agent
+- **the start pose** (``init_action``: x, z, rotation, horizon), the viewpoint of the
+  first image, and **its nearest receptacle**: the receptacle whose layout agent
   pose (``-openable.json``) is nearest the ``init_action`` teleport; the agent
   starts facing it.
 
@@ -86,6 +87,8 @@ class SceneFacts:
     nested: tuple[tuple[str, str], ...] = ()
     #: AI2-THOR ids of openables that start open (:func:`open_at_start`).
     open_ids: tuple[str, ...] = ()
+    #: ``init_action``'s pose as (x, z, rotation, horizon), the first frame's viewpoint; None if absent.
+    start_pose: tuple[float, float, float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +100,7 @@ class SceneFacts:
             "start_receptacle": self.start_receptacle,
             "nested": [list(n) for n in self.nested],
             "open_ids": list(self.open_ids),
+            "start_pose": list(self.start_pose) if self.start_pose is not None else None,
         }
 
     @classmethod
@@ -110,6 +114,8 @@ class SceneFacts:
             start_receptacle=data.get("start_receptacle"),
             nested=tuple((str(a), str(b)) for a, b in data.get("nested", ())),
             open_ids=tuple(str(k) for k in data.get("open_ids", ())),
+            start_pose=(tuple(float(x) for x in data["start_pose"])  # type: ignore[arg-type]
+                        if data.get("start_pose") is not None else None),
         )
 
 
@@ -235,8 +241,11 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
     toggles = {str(t["objectType"]): bool(t["isOn"]) for t in scene.get("object_toggles", ())}
 
     start_receptacle = None
+    start_pose = None
     init = scene.get("init_action") or {}
     if "x" in init and "z" in init:
+        start_pose = (float(init["x"]), float(init["z"]), float(init.get("rotation", 0)),
+                      float(init.get("horizon", 0)))
         poses = _layout_poses(floor_plan)
         if poses:
             x, z, rot = float(init["x"]), float(init["z"]), float(init.get("rotation", 0))
@@ -249,7 +258,7 @@ def scene_facts(traj: Mapping[str, Any]) -> SceneFacts:
             start_receptacle = min(poses.items(), key=pose_key)[0]
 
     return SceneFacts(floor_plan, counts, tuple(starts), toggles, bool(scene.get("dirty_and_empty", False)),
-                      start_receptacle, tuple(nested), open_at_start(traj))
+                      start_receptacle, tuple(nested), open_at_start(traj), start_pose)
 
 
 def open_at_start(traj: Mapping[str, Any]) -> tuple[str, ...]:

@@ -112,3 +112,22 @@ def test_restored_scene_on_reset(data_dir: Path) -> None:
     assert env.world.objects[env.world.at].thor_id == "Sofa|-01.16|+00.00|+00.45"
     assert info["expert_length"] == 8 and info["gc_total"] == 2
     assert "KeyChain" in obs["objects"] and "PickupObject KeyChain" in obs["actions"]
+
+
+def test_default_alfred_image_is_a_frame_without_text(monkeypatch) -> None:
+    """ALFRED's household image (image=frame) shares EB-ALFRED's frame renderer: no text layer."""
+    import numpy as np
+    from PIL import ImageDraw
+
+    from envs.alfred.suite import AlfredSuite
+
+    suite = AlfredSuite(generated_per_split=1)
+    env = suite.make_env()
+    obs, _ = env.reset(options={"episode": suite.episodes("seen")[0]})
+    with monkeypatch.context() as m:
+        m.setattr(ImageDraw.ImageDraw, "text", lambda self, *a, **k: None)
+        bare = env.render()
+    assert np.array_equal(obs["image"], bare)
+    annotated = type(env)(image="annotated")
+    obs2, _ = annotated.reset(options={"episode": suite.episodes("seen")[0]})
+    assert not np.array_equal(obs2["image"], obs["image"])

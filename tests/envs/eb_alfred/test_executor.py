@@ -96,3 +96,25 @@ def test_slicing_names_pieces_by_their_parent() -> None:
     assert _do(ex, "drop the object in hand").ok
     assert _do(ex, "pick up the Apple").ok
     assert w.objects[w.holding].type == "AppleSliced"
+
+
+def test_open_close_failures_name_the_type_as_embodiedbench_does() -> None:
+    """EmbodiedBench thor_connector.py:451-453 / 499-501 (b24793607b7c5f1f236dad6d9c3f3c94d0bd4b04):
+    an instance name reaches ``open``/``close`` as an AI2-THOR id (EBAlfEnv.py:306-307) whose
+    first field becomes the name in the message (:476-477 "Open action failed. The {type} is
+    already open", :514-518 "Close action failed. The {type} is already closed"); a bare
+    name passes through natural_word_to_ithor_name (utils.py:109-119), which capitalises it."""
+    ex = _executor(TaskSpec("pick_and_place_simple", "Mug", "CounterTop"))
+    assert "Cabinet_2" in ex.vocab.instance_ids
+    cases = [
+        ("find a Cabinet_2", ""), ("open the Cabinet_2", ""),
+        ("open the Cabinet_2", "Open action failed. The Cabinet is already open"),
+        ("close the Cabinet_2", ""),
+        ("close the Cabinet_2", "Close action failed. The Cabinet is already closed"),
+        ("find a Fridge", ""),
+        ("close the fridge", "Close action failed. The Fridge is already closed"),
+        ("open the Fridge", ""),
+        ("open the fridge", "Open action failed. The Fridge is already open"),
+    ]
+    for action, message in cases:
+        assert _do(ex, action).message == message, action

@@ -44,3 +44,24 @@ def test_render_differs_between_states():
     frames.append(render(w))
     for a, b in zip(frames, frames[1:]):
         assert not np.array_equal(a, b)
+
+
+def test_projection_sees_each_layout_receptacle_from_its_own_pose() -> None:
+    """The layouts' agent pose for a receptacle faces it: with the camera conventions of
+    envs/household/observe.py (rotation 0 faces +z, positive horizon looks down, 90 degree
+    view, camera at 1.575 m) 1722 of 1755 project inside the view; flipping the horizon's
+    sign drops that to 125, so the count guards the conventions."""
+    from envs.household.observe import layout_poses, project
+    from envs.household.scene import all_floor_plans
+
+    def inside(sign: float) -> int:
+        n = 0
+        for fp in all_floor_plans():
+            for thor_id, pose in layout_poses(fp).items():
+                x, y, z = (float(p) for p in thor_id.split("|")[1:4])
+                q = project((x, y, z), type(pose)(pose.x, pose.z, pose.rotation, sign * pose.horizon))
+                n += q is not None and abs(q[0]) <= 1 and abs(q[1]) <= 1
+        return n
+
+    assert inside(1.0) == 1722
+    assert inside(-1.0) == 125
