@@ -675,7 +675,9 @@ def _stats_notes(table: pd.DataFrame) -> list[str]:
             if value is None or math.isnan(value):
                 continue
             n = table.at[row, (group, metric + ":n")] if (group, metric + ":n") in table.columns else math.nan
-            pairs = "" if math.isnan(n) else f", {int(n)} pairs"
+            if math.isnan(n):  # a row with no paired episodes (the paper's numbers): nothing to test
+                continue
+            pairs = f", {int(n)} pairs"
             lines.append(f"{row}, {group}: {_metric_label(metric)} {format_metric(value, metric)}"
                          f"{_stats_suffix(table, row, group, metric)}{pairs}.")
     return lines
