@@ -283,7 +283,9 @@ def transfer_table(
     shown_columns = [*layout, AVG] if average else list(layout)
     table_columns: dict[tuple[str, str], pd.Series] = {}
     for col in shown_columns:
-        shown = [m for m in metrics if not (drop_undefined and values[(col, m)].isna().all())]
+        # (a cost metric no agent counted stays: "–" there says "not counted", not "undefined")
+        shown = [m for m in metrics
+                 if not (drop_undefined and m not in COST_METRICS and values[(col, m)].isna().all())]
         for metric in shown:
             table_columns[(col, metric)] = values[(col, metric)]
         if baseline is not None and (every_delta or col == AVG):
