@@ -15,8 +15,8 @@ from typing import Any, Sequence
 from harness.commands.common import EXIT_USAGE, UsageError
 
 #: Subcommand -> module of harness.commands (each has ``add_parser(sub)`` and ``main(args)``).
-COMMANDS = {"run": "run", "table": "table", "report": "report", "fetch": "fetch", "store": "store",
-            "list": "list", "serve-policy": "serve_policy"}
+COMMANDS = {"run": "run", "table": "table", "report": "report", "export": "export", "fetch": "fetch",
+            "store": "store", "list": "list", "serve-policy": "serve_policy"}
 
 __all__ = ["main", "UsageError", "EXIT_USAGE", "Terminated"]
 

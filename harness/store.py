@@ -566,18 +566,16 @@ class ResultStore:
 
         If a variant was rerun on a split with something that changes results
         (a new checkpoint, prompt or protocol), the older run is left out of
-        tables and named in a note, rather than mixed in.
+        tables and named in a note, rather than mixed in. Runs that differ only
+        in the trial seed (``seed=``) are repeats of the newest run, and kept
+        (:func:`harness.results.current_runs`).
         """
+        from harness.results import current_runs
+
         runs = self.runs()
         if runs.empty:
             return self.frame([]), []
-        runs = runs.sort_values("last_started_at")
-        latest = runs.groupby(["variant", "suite", "split"], sort=False).tail(1)
-        notes = [
-            f"superseded run {r.run_id} ({r.variant} on {r.suite}/{r.split}) is not shown"
-            for r in runs.itertuples()
-            if r.run_id not in set(latest["run_id"])
-        ]
+        latest, notes = current_runs(runs)
         return self.frame(latest["run_id"].tolist()), notes
 
 

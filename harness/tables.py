@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -205,6 +205,11 @@ def transfer_table(
     per_column_delta: bool = False,
     columns: str = "split",
     stats: bool = False,
+    layout: Mapping[str, Sequence[str]] | None = None,
+    average: bool = True,
+    drop_undefined: bool = False,
+    labels: Mapping[str, str] | None = None,
+    stats_in_notes: bool = False,
 ) -> pd.DataFrame:
     """Variants x (column, metric) table with averages and deltas vs the baseline.
 
@@ -225,16 +230,35 @@ def transfer_table(
     episodes differ from the baseline's in a column, ``attrs["mismatch"]``
     holds the counts; renderers mark that Δ with "‡" and say so in a footnote.
     Raises ValueError if a named baseline has no records.
+
+    ``layout`` (column label -> its ``suite/split`` cells, in order) replaces
+    ``columns``: each column is the mean of its cells, and records outside the
+    layout are left out. ``average=False`` drops the ``avg`` column.
+    ``drop_undefined`` leaves out a (column, metric) that no row defines (GC on
+    a suite whose episodes have no goal conditions) with its Δ, instead of a
+    column of "–". Whatever is shown, ``avg`` and its Δ (plain or paired) are
+    over the same columns: those defined for the metric, and a row missing one
+    of them has neither. ``labels`` renames rows for display (statistics are
+    computed on the variant names); ``stats_in_notes`` prints each paired
+    interval and p-value in a footnote instead of in its Δ cell.
     """
     metrics = _check_metrics(metrics)
     if columns not in ("split", "suite"):
         raise ValueError(f"columns must be 'split' or 'suite', got {columns!r}")
     if stats and baseline is None:
         raise ValueError("paired statistics compare against a baseline: name one with --baseline")
+    if layout is not None:
+        layout = {str(col): [str(g) for g in groups] for col, groups in layout.items()}
+        if not layout or any(not groups for groups in layout.values()):
+            raise ValueError("a table layout needs at least one column, each with at least one suite/split")
+        wanted = {g for groups in layout.values() for g in groups}
+        df = df[_split_labels(df).isin(wanted).to_numpy()]
     variants = ordered_variants(df, baseline, variants_order, require_baseline=baseline is not None)
     df = df[df["variant"].astype(str).isin(variants)]
     split_groups = _sorted_groups(df)
-    if columns == "split":
+    if layout is not None:
+        pass
+    elif columns == "split":
         layout = {g: [g] for g in split_groups}
     else:
         layout = {}
@@ -248,20 +272,35 @@ def transfer_table(
         for metric in metrics:
             per_split = pd.DataFrame({g: _cell_column(cells, variants, g, metric) for g in groups})
             values[(col, metric)] = per_split.iloc[:, 0] if len(groups) == 1 else _row_average(per_split)
+    # The columns each metric's average is over: those some row defines (see _row_average).
+    averaged: dict[str, list[str]] = {}
     for metric in metrics:
-        values[(AVG, metric)] = _row_average(pd.DataFrame({c: values[(c, metric)] for c in layout}))
+        per_column = pd.DataFrame({c: values[(c, metric)] for c in layout})
+        averaged[metric] = [c for c in layout if per_column[c].notna().any()]
+        values[(AVG, metric)] = _row_average(per_column)
 
-    every_delta = per_column_delta or stats or columns == "suite"
+    every_delta = per_column_delta or stats or columns == "suite" or not average
+    shown_columns = [*layout, AVG] if average else list(layout)
     table_columns: dict[tuple[str, str], pd.Series] = {}
-    for col in [*layout, AVG]:
-        for metric in metrics:
+    for col in shown_columns:
+        # (a cost metric no agent counted stays: "–" there says "not counted", not "undefined")
+        shown = [m for m in metrics
+                 if not (drop_undefined and m not in COST_METRICS and values[(col, m)].isna().all())]
+        for metric in shown:
             table_columns[(col, metric)] = values[(col, metric)]
         if baseline is not None and (every_delta or col == AVG):
-            for metric in metrics:
+            for metric in shown:
                 table_columns[(col, DELTA + metric)] = _delta(values[(col, metric)], baseline)
                 if stats and metric in PAIRED_METRICS:
-                    weights = _cell_weights(layout, col)
+                    if col == AVG:
+                        weights = _cell_weights({c: layout[c] for c in averaged[metric]}, col)
+                    else:
+                        weights = _cell_weights(layout, col)
                     paired = _paired_columns(df, variants, baseline, weights, metric)
+                    if col == AVG:  # no average, no Δ: the same columns on both sides
+                        undefined = values[(col, metric)].isna() | np.isnan(values[(col, metric)].get(baseline, np.nan))
+                        for series in paired.values():
+                            series[undefined] = np.nan
                     # The paired Δ, on the episodes both ran: the same set as its interval and p.
                     table_columns[(col, DELTA + metric)] = paired.pop("")
                     for suffix, series in paired.items():
@@ -269,11 +308,15 @@ def transfer_table(
 
     table = pd.DataFrame(table_columns, index=pd.Index(variants, name="variant"))
     table.columns = pd.MultiIndex.from_tuples(list(table_columns), names=["group", "metric"])
-    labels = _split_labels(df) if columns == "split" else df["suite"].astype(str)
-    errors = _error_entries(df, df["variant"].astype(str), labels)
+    column_of = {g: col for col, groups in layout.items() for g in groups}
+    group_labels = _split_labels(df).map(column_of)
+    errors = _error_entries(df, df["variant"].astype(str), group_labels)
     marked = [(e["row"], e["group"]) for e in errors]
-    marked += [(row, AVG) for row in dict.fromkeys(e["row"] for e in errors)]
+    if average:
+        marked += [(row, AVG) for row in dict.fromkeys(e["row"] for e in errors)]
     mismatch = _episode_set_mismatches(df, variants, baseline, layout) if baseline is not None else []
+    if not average:
+        mismatch = [m for m in mismatch if m["group"] != AVG]
     table.attrs.update(
         {
             "kind": "transfer",
@@ -283,9 +326,55 @@ def transfer_table(
             "errors": errors,
             "stats": stats,
             "mismatch": mismatch,
+            "stats_in_notes": bool(stats and stats_in_notes),
+            "layout": {col: list(groups) for col, groups in layout.items()},
+            "metrics": list(metrics),
         }
     )
-    return table
+    return relabel(table, labels) if labels else table
+
+
+def relabel(table: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
+    """The table with rows renamed for display (attrs follow: marks, footnotes, baseline)."""
+    labels = {str(k): str(v) for k, v in labels.items()}
+    seen: dict[str, str] = {}
+    for row in table.index:
+        new = labels.get(str(row), str(row))
+        if new in seen:
+            raise ValueError(f"rows {seen[new]!r} and {row!r} would both be labelled {new!r}")
+        seen[new] = str(row)
+    out = table.rename(index=lambda r: labels.get(str(r), r))
+    attrs = dict(table.attrs)
+    name = lambda r: labels.get(str(r), r)  # noqa: E731
+    attrs["marked"] = [(name(r), g) for r, g in attrs.get("marked", [])]
+    attrs["errors"] = [{**e, "row": name(e["row"])} for e in attrs.get("errors", [])]
+    attrs["mismatch"] = [{**e, "row": name(e["row"])} for e in attrs.get("mismatch", [])]
+    if attrs.get("baseline") is not None:
+        attrs["baseline"] = name(attrs["baseline"])
+    attrs["labels"] = {**attrs.get("labels", {}), **{name(k): k for k in labels}}
+    out.attrs = attrs
+    return out
+
+
+def select(df: pd.DataFrame, suites: Sequence[str] = (), splits: Sequence[str] = (),
+           variants: Sequence[str] = ()) -> pd.DataFrame:
+    """Records whose suite, split and variant each match one of the patterns given
+    (shell globs, ``fnmatch``; an empty list matches everything). ValueError naming
+    what is present when a pattern matches nothing."""
+    import fnmatch
+
+    keep = np.ones(len(df), dtype=bool)
+    for column, patterns, what in (("suite", suites, "--suite"), ("split", splits, "--split"),
+                                   ("variant", variants, "--variant")):
+        if not patterns:
+            continue
+        values = df[column].astype(str)
+        present = sorted(set(values))
+        for pattern in patterns:
+            if not fnmatch.filter(present, pattern):
+                raise ValueError(f"{what} {pattern!r} matches nothing; present: {', '.join(present) or '(none)'}")
+        keep &= values.map(lambda v: any(fnmatch.fnmatchcase(v, p) for p in patterns)).to_numpy(dtype=bool)
+    return df[keep]
 
 
 def _episode_set_mismatches(df: pd.DataFrame, variants: list[str], baseline: str,
@@ -531,7 +620,7 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
                 text += dagger
             if (row, group) in differs and _is_delta(metric) and text != missing and dagger:
                 text += DIFFERENT
-            if merge_stats and _is_delta(metric) and text != missing:
+            if merge_stats and _is_delta(metric) and text != missing and not table.attrs.get("stats_in_notes"):
                 text += _stats_suffix(table, row, group, metric)
             cells.append(text)
         body.append(cells)
@@ -555,6 +644,8 @@ def _notes(table: pd.DataFrame) -> list[str]:
             f"({BOOTSTRAP_RESAMPLES} resamples within each suite/split, seed 0); "
             "p: two-sided exact McNemar test on per-episode success."
         )
+    if table.attrs.get("stats_in_notes"):
+        notes.extend(_stats_notes(table))
     delta_groups = {g for g, m in table.columns if _is_delta(m)}
     for e in table.attrs.get("mismatch", []):
         if e["group"] not in delta_groups:
@@ -565,12 +656,33 @@ def _notes(table: pd.DataFrame) -> list[str]:
             + (f"the {DELTA} and its interval are over the {e['shared']} shared episodes."
                if table.attrs.get("stats") else f"the {DELTA} compares different episode sets (--stats pairs them).")
         )
+    if table.attrs.get("paper_note"):
+        notes.append(table.attrs["paper_note"])
     for e in table.attrs.get("errors", []):
         notes.append(
             f"{DAGGER} {e['row']}, {e['group']}: {e['errors']} of {e['episodes']} episodes "
             f"ended in errors ({e['kinds']}), counted as failures (no goal condition met)."
         )
     return notes
+
+
+def _stats_notes(table: pd.DataFrame) -> list[str]:
+    """One footnote line per row and Δ column with paired statistics: 'row, column: ΔSR +5.0 [lo, hi] p=…, n pairs'."""
+    lines = []
+    for row in table.index:
+        for group, metric in _shown_columns(table):
+            if not _is_delta(metric) or (group, metric + ":lo") not in table.columns:
+                continue
+            value = table.at[row, (group, metric)]
+            if value is None or math.isnan(value):
+                continue
+            n = table.at[row, (group, metric + ":n")] if (group, metric + ":n") in table.columns else math.nan
+            if math.isnan(n):  # a row with no paired episodes (the paper's numbers): nothing to test
+                continue
+            pairs = f", {int(n)} pairs"
+            lines.append(f"{row}, {group}: {_metric_label(metric)} {format_metric(value, metric)}"
+                         f"{_stats_suffix(table, row, group, metric)}{pairs}.")
+    return lines
 
 
 def _md_escape(text: str) -> str:

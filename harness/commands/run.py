@@ -25,11 +25,33 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-m", "--multirun", action="store_true", help="sweep comma-separated override values")
     p.add_argument("--cfg", choices=["job"], default=None,
                    help="print the composed config of each job (YAML) and exit without running")
-    p.add_argument("overrides", nargs="*", help="key=value overrides")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check every job, print one line per run (variant, suite, split, episodes), run nothing")
+    p.add_argument("overrides", nargs="*", help="key=value overrides; +experiment=NAME runs an experiment "
+                   "(configs/experiment/NAME.yaml: a run per variant x suite x split)")
 
 
 def main(args: argparse.Namespace) -> int:
-    return _cmd_run(args.overrides, args.multirun, show=args.cfg)
+    return _cmd_run(args.overrides, args.multirun, show=args.cfg, dry_run=args.dry_run)
+
+
+def _experiment_jobs(overrides: list[str], multirun: bool) -> list[list[str]] | None:
+    """``+experiment=NAME``: one override list per variant x suite x split (harness/experiments.py),
+    times the sweep of the other overrides with -m (``seed=0,1,2``: repeats); None without one."""
+    from harness import experiments
+    from harness.config import ConfigError, expand_sweeps
+
+    try:
+        name, edits, rest = experiments.split_overrides(overrides)
+        if name is None:
+            return None
+        experiment = experiments.load(name, edits)
+        if not multirun and any(_is_sweep(o) for o in rest):
+            raise UsageError(f"{next(o for o in rest if _is_sweep(o))!r} sweeps several values: add -m")
+        sweeps = expand_sweeps(rest) if multirun else [rest]
+    except (experiments.ExperimentError, ConfigError) as exc:
+        raise UsageError(str(exc)) from None
+    return [job for sweep in sweeps for job in experiment.jobs(sweep)]
 
 
 @dataclass
@@ -44,13 +66,15 @@ class _Job:
     position: str = ""
 
 
-def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None) -> int:
+def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_run: bool = False) -> int:
     from harness.config import ConfigError, compose, expand_sweeps
 
     try:
-        jobs = expand_sweeps(overrides) if multirun else [overrides]
-        if not multirun and any(_is_sweep(o) for o in overrides):
-            raise UsageError(f"{next(o for o in overrides if _is_sweep(o))!r} sweeps several values: add -m")
+        jobs = _experiment_jobs(overrides, multirun)
+        if jobs is None:
+            jobs = expand_sweeps(overrides) if multirun else [overrides]
+            if not multirun and any(_is_sweep(o) for o in overrides):
+                raise UsageError(f"{next(o for o in overrides if _is_sweep(o))!r} sweeps several values: add -m")
         configs = [compose(job) for job in jobs]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -82,11 +106,26 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None) -> i
         except UsageError as exc:
             where = f" (job {label})" if len(configs) > 1 else ""
             raise UsageError(f"{exc}{where}") from None
+    if dry_run:
+        _print_plan(prepared)
+        return 0
     failed = 0
     for i, job in enumerate(prepared):
         job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
         failed += _run_one(job) != 0
     return 1 if failed else 0
+
+
+def _print_plan(prepared: list[_Job]) -> None:
+    """``--dry-run``: one line per checked job (variant, suite, split, episodes, seed, output), nothing run."""
+    total = 0
+    for job in prepared:
+        spec = job.spec
+        n = len(job.suite.episodes(spec.split))
+        n = min(n, spec.limit) if spec.limit is not None else n
+        total += n
+        print(f"{spec.variant}\t{spec.suite}\t{spec.split}\t{n} episodes\tseed={spec.seed}\tout={job.cfg.out}")
+    print(f"{len(prepared)} runs, {total} episodes (dry run: nothing was run or written)", file=sys.stderr)
 
 
 #: Settings that identify one variant's weights: given once on the command line of a sweep

@@ -10,9 +10,25 @@ from harness.commands.common import UsageError, one_line
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("table", help="print the transfer table of an output directory (reads the store only)")
-    p.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
-    p.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown")
+    p = sub.add_parser("table", help="print the transfer table of output directories (reads the stores only)")
+    p.add_argument("outdir", nargs="+", help="output directory of `harness run` (or its results.sqlite); "
+                   "several are read as one store")
+    p.add_argument("--format", choices=["markdown", "latex", "csv", "json"], default="markdown",
+                   help="json: every cell's value, n, interval, Δ, p and the runs behind it")
+    p.add_argument("--experiment", default=None,
+                   help="print experiment NAME's table (configs/experiment/NAME.yaml, or a YAML file)")
+    p.add_argument("--paper", action="store_true",
+                   help="with --experiment: add the numbers the paper reports, as rows marked '(paper)'")
+    p.add_argument("--suite", action="append", default=[], metavar="PATTERN",
+                   help="only these suites (several: repeat or comma-separate; shell globs)")
+    p.add_argument("--split", action="append", default=[], metavar="PATTERN", help="only these splits (globs)")
+    p.add_argument("--variant", action="append", default=[], metavar="PATTERN", help="only these variants (globs)")
+    p.add_argument("--order", default=None, help="row order, comma-separated variant names (also selects)")
+    p.add_argument("--label", action="append", default=[], metavar="NAME=Label", help="display label of a row")
+    p.add_argument("--average", action="store_true",
+                   help="an avg column even across different suites (default: only within one suite)")
+    p.add_argument("--run", action="append", default=[], metavar="RUN_ID",
+                   help="show this run (id or prefix) for its variant, suite and split, over any other")
     p.add_argument("--baseline", default=None,
                    help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
     p.add_argument("--metrics", default=None,
@@ -28,28 +44,67 @@ def add_parser(sub: Any) -> None:
                         "95%% intervals (ΔSR, ΔGC) over episodes both variants ran")
 
 
+def _patterns(values: list[str]) -> list[str]:
+    return [p.strip() for v in values for p in v.split(",") if p.strip()]
+
+
 def main(args: argparse.Namespace) -> int:
+    from harness import results
     from harness.store import ResultStore, StoreError
 
-    try:  # verified once, then read as one snapshot (a run may be writing meanwhile)
-        store = ResultStore(args.outdir, readonly=True)
-    except StoreError as exc:
+    outdirs = list(dict.fromkeys(args.outdir))
+    try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)
+        selection = results.load(outdirs, _patterns(args.run))
+    except (StoreError, results.SelectionError) as exc:
         raise UsageError(str(exc)) from None
+    store = None
     try:
-        return _table(args, store)
+        if args.by or (args.metrics and any(m in args.metrics for m in ("seconds", "tokens"))):
+            if len(outdirs) > 1:
+                raise UsageError("--by and cost metrics read one store: give one output directory")
+            store = ResultStore(outdirs[0], readonly=True)
+        return _table(args, store, selection)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     finally:
-        store.close()
+        if store is not None:
+            store.close()
 
 
-def _table(args: argparse.Namespace, store: Any) -> int:
+def _select(args: argparse.Namespace, df: Any) -> Any:
     from harness import tables
 
-    df, notes = store.latest_frame()
+    try:
+        return tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
+    except ValueError as exc:
+        raise UsageError(one_line(exc)) from None
+
+
+def _labels(args: argparse.Namespace) -> dict[str, str]:
+    out = {}
+    for item in args.label:
+        name, sep, label = item.partition("=")
+        if not sep or not name.strip() or not label.strip():
+            raise UsageError(f"--label {item!r}: give NAME=Label")
+        out[name.strip()] = label.strip()
+    return out
+
+
+def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
+    from harness import tables
+
+    df, notes = selection.frame, selection.notes
+    where = " and ".join(selection.stores)
     if df.empty:
-        raise UsageError(f"the store in {args.outdir} holds no episodes yet")
-    render = {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
+        raise UsageError(f"the store in {where} holds no episodes yet")
+    if args.paper and not args.experiment:
+        raise UsageError("--paper needs --experiment NAME (the paper's numbers are declared there)")
+    if args.experiment:
+        return _experiment_table(args, _select(args, df), notes, selection)
+    df = _select(args, df)
+    if args.format == "json" and args.by:
+        raise UsageError("--format json prints the transfer table (not --by)")
+    render = _renderer(args, selection)
     baseline = args.baseline
     if baseline is None:
         if "base" in set(df["variant"].astype(str)):
@@ -72,14 +127,58 @@ def _table(args: argparse.Namespace, store: Any) -> int:
     try:
         if set(metrics) & set(tables.COST_METRICS):
             df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
+        order = [v.strip() for v in args.order.split(",") if v.strip()] if args.order else None
         if args.by:
-            table = tables.breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline)
+            table = tables.breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline, variants_order=order)
+            if args.label:
+                table = table.rename(columns=_labels(args), level=0)
         else:
+            several = df["suite"].nunique() > 1
             table = tables.transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns or "split",
-                                          stats=args.stats)
+                                          stats=args.stats, variants_order=order, labels=_labels(args),
+                                          average=args.average or not several, drop_undefined=True)
+            if several and not args.average:
+                notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
     text = render(table)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _renderer(args: argparse.Namespace, selection: Any) -> Any:
+    from harness import tables
+
+    if args.format == "json":
+        from harness import table_json
+
+        return lambda table: table_json.to_json(table, selection)
+    return {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
+
+
+def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selection: Any) -> int:
+    from harness import experiments
+
+    given = [f for f, on in (("--by", args.by), ("--metrics", args.metrics), ("--columns", args.columns),
+                             ("--stats", args.stats), ("--order", args.order), ("--baseline", args.baseline),
+                             ("--average", args.average)) if on]
+    if given:
+        raise UsageError(f"--experiment lays out its own table: it does not take {', '.join(given)} "
+                         "(edit the experiment file, or print the store without --experiment)")
+    try:
+        experiment = experiments.load(args.experiment)
+        if args.label:  # the user's labels over the experiment's
+            import dataclasses
+
+            labels = _labels(args)
+            experiment = dataclasses.replace(experiment, variants=tuple(
+                dataclasses.replace(v, label=labels.get(v.name, v.label)) for v in experiment.variants))
+        table = experiment.table(df, paper=args.paper)
+    except ValueError as exc:
+        raise UsageError(one_line(exc)) from None
+    text = _renderer(args, selection)(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

@@ -1,0 +1,52 @@
+"""``harness export``: the shown episode records of one or more stores, one row per episode, for pandas."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from harness.commands.common import UsageError, one_line
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("export", help="write the episode records of output directories as JSONL or Parquet")
+    p.add_argument("outdir", nargs="+", help="output directories of `harness run` (several are read as one)")
+    p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    p.add_argument("-o", "--output", default="-", help="file to write (default: standard output; parquet needs a file)")
+    p.add_argument("--all-runs", action="store_true", help="every stored run, superseded ones too")
+    p.add_argument("--suite", action="append", default=[], metavar="PATTERN")
+    p.add_argument("--split", action="append", default=[], metavar="PATTERN")
+    p.add_argument("--variant", action="append", default=[], metavar="PATTERN")
+    p.add_argument("--run", action="append", default=[], metavar="RUN_ID")
+
+
+def main(args: argparse.Namespace) -> int:
+    from harness import export, results, tables
+    from harness.commands.table import _patterns
+    from harness.store import StoreError
+
+    if args.format == "parquet" and args.output == "-":
+        raise UsageError("--format parquet writes a file: give -o FILE.parquet")
+    if args.format == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ModuleNotFoundError:
+            raise UsageError("--format parquet needs pyarrow: pip install -e '.[export]' (or use --format jsonl)") from None
+    try:
+        df = export.all_runs(args.outdir) if args.all_runs else results.load(args.outdir, _patterns(args.run)).frame
+        df = tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
+    except (StoreError, results.SelectionError, ValueError) as exc:
+        raise UsageError(one_line(exc)) from None
+    if args.format == "jsonl":
+        text = export.to_jsonl(df)
+        if args.output == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+    else:
+        export.to_parquet(df, args.output)
+    if args.output != "-":
+        print(f"{len(df)} episodes -> {args.output}", file=sys.stderr)
+    return 0

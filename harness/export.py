@@ -1,0 +1,49 @@
+"""Episode records as data: one row per episode (the :class:`~harness.types.EpisodeRecord`
+fields, ``extra`` as a JSON object, plus ``repeat`` (the run's trial seed offset) and
+``store``), as JSON Lines or Parquet (pandas: ``pd.read_json(path, lines=True)`` /
+``pd.read_parquet(path)``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Sequence
+
+import pandas as pd
+
+
+def all_runs(paths: Sequence[str]) -> pd.DataFrame:
+    """Every stored run's records (superseded runs too), each store's rows once."""
+    from harness.results import with_families
+    from harness.store import ResultStore
+
+    frames = []
+    for path in dict.fromkeys(paths):
+        with ResultStore(path, readonly=True) as store:
+            runs = store.runs()
+            df = store.frame()
+        repeat = dict(zip(runs["run_id"], with_families(runs)["repeat"])) if len(runs) else {}
+        frames.append(df.assign(repeat=df["run_id"].map(repeat).fillna(0).astype(int), store=str(path)))
+    df = pd.concat(frames, ignore_index=True)
+    return df.drop_duplicates(["run_id", "suite", "split", "episode_id", "seed"], keep="first").reset_index(drop=True)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return _plain(value.item())
+    return value
+
+
+def to_jsonl(df: pd.DataFrame) -> str:
+    lines = []
+    for row in df.to_dict(orient="records"):
+        lines.append(json.dumps({k: _plain(v) for k, v in row.items()}, default=str, allow_nan=False))
+    return "".join(line + "\n" for line in lines)
+
+
+def to_parquet(df: pd.DataFrame, path: str) -> None:
+    """Parquet via pyarrow; ``extra`` (a dict per row, of varying keys) is stored as JSON text."""
+    df = df.assign(extra=[json.dumps(x, sort_keys=True, default=str) for x in df["extra"]])
+    df.to_parquet(path, index=False)

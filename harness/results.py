@@ -1,0 +1,147 @@
+"""Which runs a table shows, from one store or several read as one.
+
+* **Supersession** (per store, as ``ResultStore.latest_frame``): for each
+  (variant, suite, split) the newest run's *family* is shown and older
+  families are named in a note. A family is a run identity without its trial
+  seed (``seed_offset``): runs that differ only in ``seed=`` are **repeats** of
+  one cell, all shown (column ``repeat``: the seed offset), not superseded.
+* **Several stores**: a run (same identity, hence same run id) found in two
+  stores counts once, its episodes de-duplicated by key. Two stores whose
+  current families differ for the same variant, suite and split are refused
+  in one line unless ``picks`` (run ids, or unique prefixes) chooses one; a
+  pick also overrides supersession within a store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_CELL = ["variant", "suite", "split"]
+
+
+class SelectionError(ValueError):
+    """Runs that cannot be shown together; ``str()`` is one line naming the fix."""
+
+
+def family_of(identity: Any) -> tuple[str, int]:
+    """(family hash, seed offset) of a run identity (JSON text or dict)."""
+    data = json.loads(identity) if isinstance(identity, str) else dict(identity or {})
+    offset = int(data.pop("seed_offset", 0) or 0)
+    blob = json.dumps(data, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16], offset
+
+
+def with_families(runs: "pd.DataFrame") -> "pd.DataFrame":
+    pairs = [family_of(i) for i in runs["identity"]]
+    return runs.assign(family=[p[0] for p in pairs], repeat=[p[1] for p in pairs])
+
+
+def current_runs(runs: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
+    """The runs of each cell's newest family (all its repeats), and notes naming the others."""
+    if runs.empty:
+        return runs, []
+    runs = with_families(runs).sort_values("last_started_at", kind="stable")
+    newest = runs.groupby(_CELL, sort=False).tail(1)[[*_CELL, "family"]]
+    keep = runs.merge(newest, on=[*_CELL, "family"], how="inner")["run_id"]
+    kept = set(keep)
+    notes = [f"superseded run {r.run_id} ({r.variant} on {r.suite}/{r.split}) is not shown"
+             for r in runs.itertuples() if r.run_id not in kept]
+    return runs[runs["run_id"].isin(kept)], notes
+
+
+@dataclass
+class Selection:
+    frame: "pd.DataFrame"
+    runs: "pd.DataFrame"
+    notes: list[str]
+    stores: list[str]
+
+
+def _resolve_picks(runs: "pd.DataFrame", picks: Sequence[str]) -> dict[tuple[str, str, str], str]:
+    """cell -> picked family, from run ids or unique prefixes."""
+    out: dict[tuple[str, str, str], str] = {}
+    ids = sorted(set(runs["run_id"]))
+    for pick in picks:
+        matches = [r for r in ids if r.startswith(pick)]
+        if len(matches) != 1:
+            raise SelectionError(f"--run {pick}: {'matches no run' if not matches else 'matches several runs'} "
+                                 f"(runs: {', '.join(r[:12] for r in ids)})")
+        row = runs[runs["run_id"] == matches[0]].iloc[0]
+        cell = (row["variant"], row["suite"], row["split"])
+        if cell in out and out[cell] != row["family"]:
+            raise SelectionError(f"--run picks two different runs for {cell[0]} on {cell[1]}/{cell[2]}")
+        out[cell] = row["family"]
+    return out
+
+
+def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
+    """The shown records of the stores at ``paths``, with columns ``repeat`` and ``store``."""
+    import pandas as pd
+
+    from harness.store import ResultStore
+
+    opened = []
+    try:
+        for path in paths:
+            opened.append((str(path), ResultStore(path, readonly=True)))
+        all_runs = []
+        for path, store in opened:
+            runs = store.runs()
+            if not runs.empty:
+                all_runs.append(with_families(runs).assign(store=path))
+        if not all_runs:
+            return Selection(opened[0][1].frame([]).assign(repeat=[], store=[]), pd.DataFrame(), [],
+                             [p for p, _ in opened])
+        runs = pd.concat(all_runs, ignore_index=True)
+        chosen = _resolve_picks(runs, picks)
+        notes: list[str] = []
+        current: dict[tuple[str, str, str], dict[str, str]] = {}  # cell -> store -> family
+        for path, group in runs.groupby("store", sort=False):
+            kept, store_notes = current_runs(group.drop(columns=["family", "repeat"]))
+            for r in kept.itertuples():
+                current.setdefault((r.variant, r.suite, r.split), {})[path] = r.family
+            notes += [n for n in store_notes if not any(pick in n for pick in picks)]
+        families = {}
+        for cell, by_store in current.items():
+            if cell in chosen:
+                families[cell] = chosen[cell]
+                continue
+            distinct = sorted(set(by_store.values()))
+            if len(distinct) > 1:
+                example = {fam: next(r for r in runs.itertuples() if r.family == fam and
+                                     (r.variant, r.suite, r.split) == cell).run_id for fam in distinct}
+                where = "; ".join(f"{p}: run {example[f]}" for p, f in by_store.items())
+                raise SelectionError(
+                    f"{cell[0]} on {cell[1]}/{cell[2]} was run with different identities ({where}): "
+                    f"keep one with --run {example[distinct[0]]} (or the other's id)")
+            families[cell] = distinct[0]
+        keep = runs[[families.get((r.variant, r.suite, r.split)) == r.family for r in runs.itertuples()]]
+        frames = []
+        provenance: dict[str, Any] = {}
+        for path, store in opened:
+            ids = sorted(set(keep.loc[keep["store"] == path, "run_id"]))
+            if ids:
+                frames.append(store.frame(ids).assign(store=path))
+            for run_id in ids:  # the latest session's provenance (git commit, versions, resolved config)
+                sessions = store.provenance(run_id)
+                provenance.setdefault(run_id, sessions[-1] if sessions else {})
+    finally:
+        for _, store in opened:
+            store.close()
+    df = pd.concat(frames, ignore_index=True) if frames else opened[0][1].frame([]).assign(store=[])
+    # The same run in two stores counts once: a completed row over an error row, else the first store's.
+    key = ["run_id", "suite", "split", "episode_id", "seed"]
+    df = df.assign(_err=df["error_kind"].notna()).sort_values("_err", kind="stable")
+    df = df.drop_duplicates(key, keep="first").drop(columns="_err").sort_values(key, kind="stable")
+    repeat = dict(zip(keep["run_id"], keep["repeat"]))
+    df = df.assign(repeat=df["run_id"].map(repeat).astype(int)).reset_index(drop=True)
+    shown = keep.groupby("run_id", sort=False).agg(
+        {**{c: "first" for c in keep.columns if c not in ("run_id", "store")}, "store": list}).reset_index()
+    shown["provenance"] = shown["run_id"].map(provenance)
+    return Selection(df, shown, notes, [p for p, _ in opened])

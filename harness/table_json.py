@@ -1,0 +1,95 @@
+"""``harness table --format json``: a transfer table as data.
+
+Every cell carries its value, the episodes behind it (``n``), its interval,
+its Δ vs the baseline with the paired interval, p-value and pairs (with
+``--stats`` or an experiment), and the runs behind the row: their identities
+and the provenance of their latest session (in the spirit of lm-evaluation-
+harness's results file). Rates are fractions in [0, 1], as in the tables'
+data; the printed tables show them as percentages. NaN is ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from harness.metrics import wilson_interval
+
+#: Layout version of the JSON document.
+TABLE_JSON_VERSION = 1
+
+
+def _num(value: Any) -> Any:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def to_json(table: pd.DataFrame, selection: Any) -> str:
+    """The JSON document of ``table``, built from ``selection`` (:class:`harness.results.Selection`)."""
+    from harness import tables
+
+    layout: dict[str, list[str]] = table.attrs.get("layout", {})
+    names = {label: name for label, name in table.attrs.get("labels", {}).items()}
+    df = selection.frame
+    cells_of = {**layout, tables.AVG: [g for gs in layout.values() for g in gs]}
+    group = df["suite"].astype(str) + "/" + df["split"].astype(str)
+    rows = []
+    for row in table.index:
+        variant = names.get(row, row)
+        mine = df[df["variant"].astype(str) == str(variant)]
+        mine_group = group[mine.index]
+        cells: dict[str, Any] = {}
+        for col, metric in table.columns:
+            if metric.startswith(tables.DELTA) or ":" in metric:
+                continue
+            body: dict[str, Any] = {"value": _num(table.at[row, (col, metric)])}
+            in_cell = mine[mine_group.isin(cells_of.get(col, [])).to_numpy()]
+            body["n"] = int(len(in_cell))
+            body["interval"] = None
+            if f"{metric}:lo" in {m for g, m in table.columns if g == col}:
+                body["interval"] = [_num(table.at[row, (col, f"{metric}:lo")]), _num(table.at[row, (col, f"{metric}:hi")])]
+                body["sd"] = _num(table.at[row, (col, f"{metric}:sd")]) if (col, f"{metric}:sd") in table.columns else None
+                body["repeats"] = _num(table.at[row, (col, f"{metric}:k")]) if (col, f"{metric}:k") in table.columns else None
+            elif metric == "sr" and len(in_cell) and len(cells_of.get(col, [])) == 1:
+                ok = int((in_cell["success"].astype(bool) & in_cell["error_kind"].isna()).sum())
+                body["interval"] = [_num(x) for x in wilson_interval(ok, len(in_cell))]
+                body["interval_kind"] = "wilson95"
+            delta = (col, tables.DELTA + metric)
+            if delta in table.columns:
+                body["delta"] = _num(table.at[row, delta])
+                lo, hi = (col, delta[1] + ":lo"), (col, delta[1] + ":hi")
+                if lo in table.columns:
+                    body["delta_interval"] = [_num(table.at[row, lo]), _num(table.at[row, hi])]
+                    body["delta_interval_kind"] = "paired_bootstrap95"
+                if (col, delta[1] + ":p") in table.columns:
+                    body["p"] = _num(table.at[row, (col, delta[1] + ":p")])
+                if (col, delta[1] + ":n") in table.columns:
+                    body["pairs"] = _num(table.at[row, (col, delta[1] + ":n")])
+            cells.setdefault(col, {})[metric] = body
+        run_ids = sorted(set(mine["run_id"]))
+        paper = str(row).endswith(" (paper)")  # a row the paper reports, not measured here
+        rows.append({"row": str(row), "variant": None if paper else str(variant), "measured": not paper,
+                     "cells": cells, "runs": run_ids})
+    runs = []
+    for r in selection.runs.itertuples() if len(selection.runs) else []:
+        runs.append({"run_id": r.run_id, "variant": r.variant, "suite": r.suite, "split": r.split,
+                     "repeat": int(r.repeat), "stores": list(r.store), "identity": json.loads(r.identity),
+                     "spec": json.loads(r.spec), "provenance": r.provenance})
+    doc = {
+        "table_json_version": TABLE_JSON_VERSION,
+        "kind": table.attrs.get("kind", "transfer"),
+        "title": table.attrs.get("title"),
+        "baseline": table.attrs.get("baseline"),
+        "metrics": table.attrs.get("metrics"),
+        "columns": {col: cells for col, cells in layout.items()},
+        "rows": rows,
+        "notes": tables._notes(table),
+        "stores": list(selection.stores),
+        "runs": runs,
+    }
+    return json.dumps(doc, indent=2, sort_keys=False, default=str, allow_nan=False) + "\n"
