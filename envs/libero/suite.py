@@ -134,7 +134,7 @@ class LiberoSuite:
             "randomization_retry": "one more sampler copy per retry (LIBERO reloads the model)",
         }
         if self.lerobot_batch is not None:
-            facts["lerobot_batch_size"] = self.lerobot_batch
+            facts["lerobot_sub_envs"] = self.lerobot_batch  # resolved (null: LeRobot's rule here)
         return facts
 
     def episodes(self, split: str) -> list[EpisodeSpec]:

@@ -68,7 +68,7 @@ def test_sampler_copies_follow_lerobots_sub_envs():
     assert [P.lerobot_auto_batch_size(50, c) for c in (1, 2, 16, 128)] == [1, 1, 11, 50]
     assert P.lerobot_auto_batch_size(50, 100) == 50 and P.lerobot_auto_batch_size(80, 128) == 64
     s = LiberoSuite(protocol="lerobot", lerobot_batch_size=2)
-    assert s.protocol(SPLIT)["lerobot_batch_size"] == 2
+    assert s.protocol(SPLIT)["lerobot_sub_envs"] == 2
     assert s.protocol(SPLIT) != LiberoSuite(protocol="lerobot", lerobot_batch_size=1).protocol(SPLIT)
     from harness.params import ParamError
 
