@@ -64,6 +64,9 @@ class Suite(Protocol):
 
     def splits(self) -> Sequence[str]: ...
 
+    # Optional: ``unavailable(split) -> str | None``, why a split the suite knows cannot run in this
+    # installation (e.g. its data files are not shipped); ``harness run`` refuses with that line.
+
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         """The episodes of a split, in a fixed order. Raises ``KeyError`` for an unknown split."""
         ...

@@ -20,6 +20,8 @@ from harness.plugins import AgentPlugin
 #: The websocket protocols of the ``remote`` client (equal to policies.protocols.PROTOCOLS;
 #: repeated here so that listing plugins imports no numpy; a test keeps them equal).
 PROTOCOLS = ("openpi", "starvla")
+#: StarVLA's reply forms (equal to policies.protocols.STARVLA_REPLY_FORMS).
+STARVLA_REPLY_FORMS = ("normalized", "unnormalized")
 #: How StarVLA's normalised actions map back (equal to policies.protocols.NORM_MODES).
 NORM_MODES = ("min_max", "q99")
 #: Torch dtypes a VLA backbone loads in.
@@ -116,6 +118,11 @@ class StarVLAParams:
     max_batch: Optional[int] = param(None, ge=1, results=False, help="most examples per request (null: the batch)")
     send_state: bool = param(False, help="add the 8-value state to each example (StarVLA's LIBERO client sends "
                                          "none)")
+    reply_form: Optional[str] = param(None, choices=STARVLA_REPLY_FORMS,
+                                      help="normalized (data.normalized_actions, un-normalised here) or unnormalized "
+                                           "(data.actions: StarVLA's model server v3, resized with PIL bilinear); "
+                                           "null: detected from the server's metadata (the form used is in the "
+                                           "identity)")
 
 
 class RemoteDeclaration(Composite):

@@ -49,6 +49,17 @@ STARVLA_SAMPLING = {"do_sample": False, "use_ddim": True, "num_ddim_steps": 10}
 STARVLA_STATS_FILE = "dataset_statistics.json"
 NORM_MODES = ("min_max", "q99")
 
+#: The two StarVLA reply forms: ``normalized`` (``data.normalized_actions`` in [-1, 1], un-normalised
+#: by the client with the checkpoint's statistics) and ``unnormalized`` (``data.actions``, un-normalised
+#: by the server: StarVLA's "model server v3", starVLA/starVLA 8904c0684e3f3f9781682febea4c6aeaede85df6).
+STARVLA_REPLY_FORMS = ("normalized", "unnormalized")
+#: What a v3 server announces at handshake (deployment/model_server/policy_wrapper.py:139-147 at
+#: 0ed0aad2c83f587714f6167ef60cf7218b786590: ``action_chunk_size``, ``available_unnorm_keys``, ...).
+STARVLA_V3_METADATA = ("action_chunk_size", "available_unnorm_keys")
+#: Current StarVLA's LIBERO client resizes each image with PIL's bilinear filter to 224 x 224
+#: (examples/simBenchmarks/LIBERO/eval_files/model2libero_interface.py:115-128 at 0ed0aad2).
+STARVLA_V3_RESIZE_METHOD = "PIL.BILINEAR"
+
 #: LIBERO's no-op action (gripper -1 = open).
 LIBERO_DUMMY_ACTION = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
 ACTION_DIM = 7
@@ -88,6 +99,22 @@ def resize_area(image: np.ndarray, size: int) -> tuple[np.ndarray, str]:
         from PIL import Image
 
         return np.asarray(Image.fromarray(img).resize((size, size), resample=Image.BOX)), "PIL.BOX"
+
+
+def resize_bilinear(image: np.ndarray, size: int) -> np.ndarray:
+    """``size`` x ``size`` with PIL's bilinear filter (no padding), left as is when already that size."""
+    from PIL import Image
+
+    img = np.ascontiguousarray(image, dtype=np.uint8)
+    if img.shape[:2] == (size, size):
+        return img
+    return np.asarray(Image.fromarray(img).resize((size, size), resample=Image.BILINEAR))
+
+
+def starvla_reply_form(metadata: Mapping[str, Any]) -> str:
+    """The reply form a StarVLA server speaks, from its handshake metadata (v3 announces its chunk
+    size and normalisation keys because it un-normalises itself)."""
+    return "unnormalized" if all(k in metadata for k in STARVLA_V3_METADATA) else "normalized"
 
 
 def resize_method() -> str:
@@ -140,6 +167,14 @@ def starvla_example(obs: Mapping[str, Any], instruction: str, resize: int | None
     if send_state:
         example["state"] = np.asarray(obs[OBS_STATE], dtype=np.float32).reshape(-1)
     return example
+
+
+def starvla_v3_request(examples: Sequence[Mapping[str, Any]], unnorm_key: str | None,
+                       sampling: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The request of current StarVLA's LIBERO client (model2libero_interface.py:130-138 at 0ed0aad2):
+    ``examples``, ``unnorm_key`` and the sampling fields; no ``type`` (the server's default is infer,
+    deployment/model_server/tools/websocket_policy_server.py:98)."""
+    return {"examples": list(examples), "unnorm_key": unnorm_key, **dict(sampling or STARVLA_SAMPLING)}
 
 
 def starvla_request(examples: Sequence[Mapping[str, Any]], sampling: Mapping[str, Any] | None = None,

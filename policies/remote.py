@@ -18,6 +18,15 @@ and the reply into a LIBERO action chunk ``[chunk, 7]``.
   defaults to the whole chunk (StarVLA's LIBERO client). StarVLA's LIBERO
   client sends no proprioception; ``send_state=true`` adds ``"state"`` (8
   values) to each example for models that read it.
+* StarVLA's "model server v3" (starVLA/starVLA 8904c06 on) un-normalises on
+  the server: it announces ``action_chunk_size`` and ``available_unnorm_keys``
+  at handshake, takes ``{"examples", "unnorm_key", "do_sample", "use_ddim",
+  "num_ddim_steps"}`` and replies ``data.actions [B, chunk, 7]`` (1 = open
+  gripper). ``reply_form`` (null: detected from that metadata) picks the form;
+  with ``unnormalized`` no statistics are read, images are resized with PIL's
+  bilinear filter as current StarVLA's LIBERO client does, the gripper is
+  mapped as its ``_binarize_gripper_open`` (``1 - 2 * (v > 0.5)``), and the
+  whole announced chunk is executed (``step % action_chunk_size``).
 
 Transport failures (refused connection, dropped socket, receive timeout)
 reconnect with exponential backoff and resend; when the server stays down
@@ -113,7 +122,17 @@ class RemotePolicy:
             replan_steps = P.OPENPI_REPLAN_STEPS
         self.replan_steps = int(replan_steps) if replan_steps else None
         self.stats: P.ActionStats | None = None
-        if protocol == P.STARVLA:
+        #: StarVLA: the reply form in use (the parameter, else what the server's metadata says).
+        self.reply_form = (starvla.reply_form or P.starvla_reply_form(self.metadata)) if protocol == P.STARVLA else None
+        self.unnorm_key = starvla.unnorm_key
+        if self.reply_form == "unnormalized":
+            if starvla.stats_path:
+                raise ValueError("reply_form=unnormalized: the server un-normalises (StarVLA model server v3), "
+                                 "so stats_path would be unused; drop it or set reply_form=normalized")
+            chunk = self.metadata.get("action_chunk_size")
+            if self.replan_steps is None and isinstance(chunk, (int, np.integer)) and chunk > 0:
+                self.replan_steps = int(chunk)  # its client runs step % action_chunk_size
+        elif protocol == P.STARVLA:
             if starvla.stats_path:
                 self.stats = P.load_action_stats(starvla.stats_path, starvla.unnorm_key)
             elif isinstance(self.metadata.get("action_stats"), Mapping):
@@ -140,8 +159,10 @@ class RemotePolicy:
         if isinstance(served, Mapping):  # readable copy of what harness serve-policy serves
             ident["served"] = P._jsonable(served)
         if self.protocol == P.STARVLA:
-            ident.update(resize_method=P.resize_method(),
-                         unnorm_key=self.stats.key if self.stats else None,
+            v3 = self.reply_form == "unnormalized"
+            ident.update(reply_form=self.reply_form,
+                         resize_method=P.STARVLA_V3_RESIZE_METHOD if v3 else P.resize_method(),
+                         unnorm_key=self.unnorm_key if v3 else (self.stats.key if self.stats else None),
                          action_stats=self.stats.digest() if self.stats else None)
         return ident
 
@@ -163,6 +184,11 @@ class RemotePolicy:
         step = self.max_batch or len(requests)
         for i in range(0, len(requests), step):
             group = requests[i:i + step]
+            if self.reply_form == "unnormalized":
+                examples = [self._v3_example(r) for r in group]
+                (reply,) = self._exchange([P.starvla_v3_request(examples, self.unnorm_key, self.sampling)])
+                chunks.extend(self._starvla_v3_chunks(reply, len(group)))
+                continue
             msg = P.starvla_request([P.starvla_example(r.observation, _instruction(r), self.resize, self.send_state)
                                      for r in group],
                                     self.sampling, request_id=f"{time.time_ns()}")
@@ -181,6 +207,17 @@ class RemotePolicy:
     def __del__(self) -> None:  # pragma: no cover - best effort
         self.close()
 
+    def _v3_example(self, r: AgentRequest) -> dict[str, Any]:
+        obs = r.observation
+        images = [np.asarray(obs[P.OBS_IMAGE]), np.asarray(obs[P.OBS_WRIST])]
+        if self.resize:
+            images = [P.resize_bilinear(im, self.resize) for im in images]
+        example: dict[str, Any] = {"image": [np.ascontiguousarray(im, dtype=np.uint8) for im in images],
+                                   "lang": _instruction(r)}
+        if self.send_state:
+            example["state"] = np.asarray(obs[P.OBS_STATE], dtype=np.float32).reshape(-1)
+        return example
+
     # --- replies ------------------------------------------------------------------
     def _openpi_chunk(self, reply: Any) -> np.ndarray:
         if not isinstance(reply, Mapping) or P.OPENPI_ACTIONS not in reply:
@@ -196,8 +233,8 @@ class RemotePolicy:
             raise RuntimeError(f"policy server error: {message or 'unspecified'}")
         data = reply.get("data") or {}
         if "normalized_actions" not in data:
-            raise ValueError("StarVLA reply without data.normalized_actions (servers that un-normalise themselves "
-                             "and reply with data.actions are not supported by protocol=starvla)")
+            raise ValueError("StarVLA reply without data.normalized_actions (a server that un-normalises itself, "
+                             "StarVLA's model server v3, replies data.actions: set reply_form=unnormalized)")
         norm = np.asarray(data["normalized_actions"], dtype=np.float64)
         if norm.ndim == 2:
             norm = norm[None]
@@ -205,6 +242,25 @@ class RemotePolicy:
             raise ValueError(f"StarVLA reply: normalized_actions of shape {norm.shape}, expected [{n}, chunk, 7]")
         assert self.stats is not None
         actions = P.unnormalize(norm, self.stats, self.norm_mode)
+        actions[..., P.ACTION_DIM - 1] = P.gripper_to_libero(actions[..., P.ACTION_DIM - 1])
+        return [a.astype(np.float32) for a in actions]
+
+    def _starvla_v3_chunks(self, reply: Any, n: int) -> list[np.ndarray]:
+        """``data.actions`` [B, chunk, 7] as the server un-normalised them; the gripper column (1 open,
+        0 close) mapped to LIBERO's -1 open / +1 close as StarVLA's eval_libero.py does."""
+        if not isinstance(reply, Mapping):
+            raise ValueError(f"StarVLA reply is a {type(reply).__name__}, not a dict")
+        if not reply.get("ok", reply.get("status") == "ok") or reply.get("status", "ok") != "ok":
+            err = reply.get("error")
+            message = err.get("message") if isinstance(err, Mapping) else err
+            raise RuntimeError(f"policy server error: {message or 'unspecified'}")
+        data = reply.get("data") or {}
+        if "actions" not in data:
+            raise ValueError(f"StarVLA v3 reply without data.actions (keys: {sorted(map(str, data))[:8]}); "
+                             "a server replying data.normalized_actions needs reply_form=normalized")
+        actions = np.array(data["actions"], dtype=np.float64)
+        if actions.ndim != 3 or actions.shape[0] != n or actions.shape[2] != P.ACTION_DIM:
+            raise ValueError(f"StarVLA reply: actions of shape {actions.shape}, expected [{n}, chunk, 7]")
         actions[..., P.ACTION_DIM - 1] = P.gripper_to_libero(actions[..., P.ACTION_DIM - 1])
         return [a.astype(np.float32) for a in actions]
 

@@ -105,6 +105,9 @@ def validate_action(action: Any) -> np.ndarray:
 #: numpy's global-generator state before each reset, per (provider, split, task, seed):
 #: shared by every env of this process (the draws depend only on the task's model).
 _RNG_TABLES: dict[tuple[str, str, int, int], list[tuple]] = {}
+#: Beside each table entry i: the ``RandomizationError`` retries of the loop's resets before trial i
+#: (each one left a sampler copy more in the stock loop's env for every later trial).
+_RETRY_TABLES: dict[tuple[str, str, int, int], list[int]] = {}
 
 
 def _same_rng_state(a: tuple, b: tuple) -> bool:
@@ -125,6 +128,8 @@ class BuiltEnv:
     props: tuple = ()
     #: Copies of ``props`` the next reset runs (set before every reset, applied after each model load).
     rounds: int = 2
+    #: Model loads since the current reset began (a second one is a ``RandomizationError`` retry).
+    loads: int = 0
 
 
 def set_property_rounds(built: BuiltEnv) -> None:
@@ -319,12 +324,22 @@ class LiberoEnv(SuiteEnv):
 
     @staticmethod
     def _hook_load_model(built: BuiltEnv) -> None:
-        """After every model load (a hard reset's), the property samplers of ``built.rounds`` loads."""
+        """After every model load (a hard reset's), the property samplers of ``built.rounds`` loads.
+
+        LIBERO's ``ControlEnv.reset`` retries robosuite's hard reset on
+        ``RandomizationError`` (libero envs/env_wrapper.py:90-101), and each retry
+        loads the model again (robosuite 1.4.0 environments/base.py:247-258,
+        ``_load_model`` before ``_initialize_sim`` and ``_reset_internal``), which
+        appends one more copy of the samplers: so a second load within one reset
+        draws from one copy more, as in the stock loop."""
         inner = built.env.env
         original = inner._load_model
 
         def load_model():
             original()
+            if built.loads:
+                built.rounds += 1
+            built.loads += 1
             set_property_rounds(built)
 
         inner._load_model = load_model
@@ -409,16 +424,40 @@ class LiberoEnv(SuiteEnv):
                 inner._reset_internal()
                 break
             except RandomizationError:
+                # LIBERO's retry reloads the model, which appends one more sampler copy
+                # (see _hook_load_model): the next attempt draws from one copy more
+                self._built.rounds += 1
+                self._built.loads += 1
+                set_property_rounds(self._built)
                 continue
 
-    def _replay_reset_draws(self, trial: int) -> None:
-        """Consume exactly the global-generator draws of trial ``trial``'s ``reset()`` without rebuilding the model."""
-        self._built.rounds = P.property_rounds(self.suite.fixture_rng, trial)
+    def _rounds(self, trial: int, carried: int = 0) -> int:
+        """Sampler copies of trial ``trial``'s reset in its loop (``carried``: earlier resets' retries)."""
+        return P.property_rounds(self.suite.fixture_rng, trial, self.suite.lerobot_batch) + carried
+
+    def _begin_reset(self, rounds: int) -> None:
+        self._built.rounds, self._built.loads = rounds, 0
         set_property_rounds(self._built)
+
+    def _retries(self) -> int:
+        """``RandomizationError`` retries of the reset just done (each one reloaded the model)."""
+        return max(self._built.loads - 1, 0)
+
+    def _replay_reset_draws(self, trial: int, carried: int = 0) -> int:
+        """Consume exactly the global-generator draws of trial ``trial``'s ``reset()`` without rebuilding
+        the model; returns its retries."""
+        self._begin_reset(self._rounds(trial, carried))
+        self._built.loads = 1  # the reset's own load
         self._redraw()
         self.replayed_resets += 1
+        return self._retries()
 
-    def _seed_fixture_rng(self, split: str, task: int, trial: int, seed: int) -> list[tuple] | None:
+    def _seed_fixture_rng(self, split: str, task: int, trial: int, seed: int) -> tuple[list, list] | None:
+        """Put numpy's generator in trial ``trial``'s state; under ``sequence`` also return the
+        (generator states, carried retries) tables of the loop's resets.
+
+        Under the other modes a retry is carried within the trial only: a retry in an earlier trial
+        of the same loop env (LeRobot's sub-env) would add a copy there that is not reproduced."""
         mode = self.suite.fixture_rng
         if mode == "per_trial":
             np.random.seed(int(np.random.SeedSequence([seed, task, trial]).generate_state(1)[0]))
@@ -426,16 +465,20 @@ class LiberoEnv(SuiteEnv):
         if mode in ("seed_plus_trial", "same_each_trial"):
             np.random.seed(seed)  # the episode's seed is already seed + i under seed_plus_trial
             return None
-        table = _RNG_TABLES.setdefault((self.provider.name, split, task, seed), [])
+        key = (self.provider.name, split, task, seed)
+        table = _RNG_TABLES.setdefault(key, [])
+        carried = _RETRY_TABLES.setdefault(key, [])
         if not table:
             np.random.seed(seed)  # the standard loop's env.seed(seed), once per task
             table.append(np.random.get_state())
+            carried.append(0)
         while len(table) <= trial:
             np.random.set_state(table[-1])
-            self._replay_reset_draws(len(table) - 1)
+            retries = self._replay_reset_draws(len(table) - 1, carried[-1])
             table.append(np.random.get_state())
+            carried.append(carried[-1] + retries)
         np.random.set_state(table[trial])
-        return table
+        return table, carried
 
     # -- Gymnasium API --------------------------------------------------
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
@@ -460,25 +503,29 @@ class LiberoEnv(SuiteEnv):
             raise IndexError(f"{spec.episode_id}: init state {trial} does not exist ({len(inits)} in the file)")
 
         env = self._ensure_env(spec.split, task)
-        table = self._seed_fixture_rng(spec.split, task, trial, seed)
+        tables = self._seed_fixture_rng(spec.split, task, trial, seed)
         self._set_cameras(False)  # the reset's own observation and the wait steps need no images
         self._make_current()  # the hard reset frees the old render context's GL objects
-        self._built.rounds = P.property_rounds(self.suite.fixture_rng, trial)
+        self._begin_reset(self._rounds(trial, tables[1][trial] if tables else 0))
         if self._built.fresh:
-            set_property_rounds(self._built)
+            self._built.loads = 1  # the construction's load stands for the reset's own
             self._fresh_reset()
             self.fresh_resets += 1
         else:
             env.reset()
             self.hard_resets += 1
         self._built.fresh = False
-        if table is not None:
+        #: RandomizationError retries of this trial's reset (one more sampler copy each).
+        self.last_reset_retries = self._retries()
+        if tables is not None:
+            table, carried = tables
             after = np.random.get_state()
             if len(table) > trial + 1:
                 if not _same_rng_state(after, table[trial + 1]):
                     raise RuntimeError(f"{spec.episode_id}: fixture placement diverged from the standard loop's sequence")
             else:
                 table.append(after)
+                carried.append(carried[trial] + self.last_reset_retries)
         if self.suite.fast_render:
             import mujoco
 

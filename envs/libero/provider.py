@@ -62,9 +62,27 @@ class Provider:
         return os.path.join(self.get_libero_path("init_states"), task.problem_folder, task.init_states_file)
 
     def has_task_files(self, split: str, task_name: str) -> bool:
+        return not self.missing_task_files(split, task_name)
+
+    def missing_task_files(self, split: str, task_name: str) -> list[str]:
+        """The task's BDDL and init-state files (relative to their folders) that are not installed."""
         init = os.path.join(self.get_libero_path("init_states"), split, task_name + ".pruned_init")
         bddl = os.path.join(self.get_libero_path("bddl_files"), split, task_name + ".bddl")
-        return os.path.exists(bddl) and (os.path.exists(init + ".npz") or os.path.exists(init))
+        out = [] if os.path.exists(bddl) else [f"bddl_files/{split}/{task_name}.bddl"]
+        if not (os.path.exists(init + ".npz") or os.path.exists(init)):
+            out.append(f"init_files/{split}/{task_name}.pruned_init")
+        return out
+
+    def bddl_language(self, task: Any) -> str:
+        """The BDDL file's own ``(:language ...)`` as LIBERO's env reads it: what
+        ``env.language_instruction`` holds (``env_wrapper.py`` takes it from
+        ``bddl_utils.get_problem_info``, which lower-cases the tokens and joins them with spaces)."""
+        path = self.bddl_path(task)
+        if path not in _LANGUAGE:
+            from libero.libero.envs.bddl_utils import get_problem_info
+
+            _LANGUAGE[path] = str(get_problem_info(path)["language_instruction"])
+        return _LANGUAGE[path]
 
     def init_states(self, task: Any) -> np.ndarray:
         """The task's fixed initial states, (N, D) float64 flattened MuJoCo states."""
@@ -78,6 +96,10 @@ class Provider:
         from libero.libero.envs import OffScreenRenderEnv
 
         return OffScreenRenderEnv
+
+
+#: BDDL path -> its ``(:language ...)`` (the files are read once per process).
+_LANGUAGE: dict[str, str] = {}
 
 
 def load_pickled_init_states(path: str) -> np.ndarray:

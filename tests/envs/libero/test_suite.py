@@ -94,7 +94,11 @@ def test_protocol_constants_and_presets():
         assert identity(v) != identity(std)
     # video mode and task subsets do not change results
     assert identity(LiberoSuite(video="all", tasks=[0], trials=2)) == identity(std)
-    with pytest.raises(ValueError, match="protocol must be one of 'standard', 'lifelong', 'openvla', 'lerobot', got 'standrad'"):
+    # standard is the openpi preset's former name: it parses to openpi, one run identity
+    assert LiberoSuite(protocol="standard").params.protocol == "openpi"
+    assert identity(LiberoSuite(protocol="standard")) == identity(LiberoSuite(protocol="openpi")) == identity(std)
+    with pytest.raises(ValueError, match="protocol must be one of 'openpi', 'lifelong', 'openvla', 'libero_pro', "
+                                         "'lerobot', 'standard', got 'standrad'"):
         LiberoSuite(protocol="standrad")
     with pytest.raises(ValueError):
         LiberoSuite(video="some")
