@@ -305,8 +305,11 @@ class Runner:
         self._call_cost: tuple[float, int] = (0.0, 0)
         if artifacts_dir is None and store is not None:
             artifacts_dir = store.path.parent / "artifacts"
-        #: Per-episode files of this run (videos) go under <artifacts>/<run_id>/.
-        self.artifacts_dir = str(Path(artifacts_dir) / self.run_id) if artifacts_dir is not None else None
+        #: Per-episode files of this run (videos) go under <artifacts>/<run_id>/, an absolute
+        #: path (a worker process or a Ray actor may run in another working directory).
+        self.artifacts_dir = str((Path(artifacts_dir) / self.run_id).resolve()) if artifacts_dir is not None else None
+        #: The store's folder: artifact paths in records are relative to it (see _artifact_paths).
+        self._store_dir = store.path.parent.resolve() if store is not None else None
         #: The frames each agent call saw (harness/artifacts.py), beside the store.
         self._frames = FrameStore(store.path.parent, spec.record_images) if store is not None else None
         self._replan = getattr(agent, "replan_steps", None)
@@ -685,6 +688,26 @@ class Runner:
                 entry["images"] = images
         return entry
 
+    def _artifact_paths(self, artifacts: Mapping[str, Any]) -> dict[str, Any]:
+        """An env's artifact paths as the record keeps them: relative to the store's folder
+        (POSIX separators) when the file lies inside it, so the store and its files move
+        together and a report finds them whatever the working directory was; other paths
+        (outside the store, or no store) stay as the env gave them, made absolute."""
+        out: dict[str, Any] = {}
+        for name, value in artifacts.items():
+            if not isinstance(value, (str, Path)):
+                out[name] = value
+                continue
+            path = Path(value)
+            if not path.is_absolute():  # relative to this process's working directory
+                path = Path.cwd() / path
+            path = path.resolve()
+            if self._store_dir is not None and path.is_relative_to(self._store_dir):
+                out[name] = path.relative_to(self._store_dir).as_posix()
+            else:
+                out[name] = str(path)
+        return out
+
     def _fault(self, executor: Any, slot: int, live: _Live, tr: Transition,
                pending: deque[_Live], free: list[int], summary: RunSummary) -> None:
         kind, message = tr.error  # type: ignore[misc]
@@ -711,7 +734,7 @@ class Runner:
             # analyses and episode browsers read. Numeric action chunks are not kept.
             extra["history"] = [[a, f] for a, f in history]
         if info.get(INFO_ARTIFACTS):
-            extra["artifacts"] = dict(info[INFO_ARTIFACTS])
+            extra["artifacts"] = self._artifact_paths(info[INFO_ARTIFACTS])
         if spec.metadata.get("pddl_params"):  # the task's target/receptacle, for failure analysis
             extra["task"] = dict(spec.metadata["pddl_params"])
         if spec.instruction:  # shown by the report's episode browser

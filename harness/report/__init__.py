@@ -72,12 +72,25 @@ CHUNK = 50
 PAGE = 100
 
 
-def _artifact_link(path: Any, report_dir: Path, store_dir: Path) -> str:
-    """A relative link from the report folder to a store artifact (absolute or store-relative path)."""
+def _artifact_file(path: Any, store_dir: Path) -> Path:
+    """Where a recorded artifact lies: an absolute path as it is; a relative one is
+    relative to the store's folder (how runs record them). Stores written before that
+    kept paths relative to the run's working directory (``out/artifacts/...``): when
+    the store-relative file does not exist, the tail from an ``artifacts`` folder is
+    tried against the store's folder, then the path against this working directory."""
     p = Path(str(path))
-    if not p.is_absolute():
-        p = store_dir / p
-    return Path(os.path.relpath(p, report_dir)).as_posix()
+    if p.is_absolute():
+        return p
+    candidates = [store_dir / p]
+    candidates += [store_dir.joinpath(*p.parts[i:]) for i, part in enumerate(p.parts) if part == "artifacts" and i]
+    candidates.append(Path.cwd() / p)
+    return next((c for c in candidates if c.exists()), candidates[0])
+
+
+def _artifact_link(path: Any, report_dir: Path, store_dir: Path) -> str:
+    """A relative link from the report folder to a store artifact (see :func:`_artifact_file`)."""
+    return Path(os.path.relpath(os.path.abspath(_artifact_file(path, store_dir)),
+                                os.path.abspath(report_dir))).as_posix()
 
 
 def _messages(prompt: Any) -> list[dict[str, Any]] | None:

@@ -445,13 +445,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
                         Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report_overview.png")
         states = {}
         for e in browser.eval("window.report.eps.filter(e => e.video).map(e => [e.id, e.episode])"):
-            states[e[1].split("/")[1]] = browser.eval(f"""(async () => {{ const d = await window.report.show({e[0]});
-                const v = d.querySelector('video'); v.muted = true;
-                const r = await new Promise(res => {{ v.addEventListener('loadeddata', () => res('loaded'));
-                  v.addEventListener('error', () => res('error')); setTimeout(() => res('timeout'), 10000); v.load(); }});
-                let played = false; if (r === 'loaded') {{ await v.play(); await new Promise(s => setTimeout(s, 300));
-                  played = v.currentTime > 0; v.pause(); }}
-                return {{result: r, readyState: v.readyState, duration: v.duration, played}}; }})()""")
+            states[e[1].split("/")[1]] = _play_video(browser, e[0])
         if not videos:
             pytest.skip("PyAV not installed (the libero extra): no video to play")
         h264 = states["h264"]
@@ -459,6 +453,84 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
         assert abs(h264["duration"] - 40 / 20) < 0.1
         if "mp4v" in states:
             assert states["mp4v"]["result"] == "error" and states["mp4v"]["readyState"] == 0, states["mp4v"]
+
+
+def _play_video(browser: Browser, episode: int) -> dict:
+    """Open an episode in the page, load its <video> and play it for 0.3 s: how it went."""
+    return browser.eval(f"""(async () => {{ const d = await window.report.show({episode});
+        const v = d.querySelector('video'); v.muted = true;
+        const r = await new Promise(res => {{ v.addEventListener('loadeddata', () => res('loaded'));
+          v.addEventListener('error', () => res('error')); setTimeout(() => res('timeout'), 10000); v.load(); }});
+        let played = false; if (r === 'loaded') {{ await v.play(); await new Promise(s => setTimeout(s, 300));
+          played = v.currentTime > 0; v.pause(); }}
+        return {{result: r, readyState: v.readyState, duration: v.duration, played, src: v.getAttribute('src')}}; }})()""")
+
+
+def _require_libero() -> None:
+    import importlib
+
+    try:
+        importlib.import_module("libero.libero")
+        importlib.import_module("av")
+    except ImportError as exc:
+        reason = f"LIBERO or PyAV not installed (the libero extra): {exc}"
+        if os.environ.get("REQUIRE_LIBERO") == "1":
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+
+@pytest.mark.slow  # 15-25 s: a LIBERO scene loads, renders 5 steps and encodes them
+@pytest.mark.ci
+def test_libero_video_plays_from_a_store_made_with_a_relative_out(tmp_path):
+    """Repro: with ``out=vid`` (every example in the docs) the record kept the video as
+    ``vid/artifacts/...`` (relative to the working directory), the report linked
+    ``../vid/artifacts/...`` and the browser found nothing. Now the record keeps it
+    relative to the store's folder; the report's <video> loads and plays."""
+    import subprocess
+    import sys
+
+    _require_libero()
+    _browser_or_skip()  # before the work, not after it
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial",
+                          "policy=zero", "limit=1", "suite.params.max_steps=5", "suite.params.video=all",
+                          "out=vid", "progress=false"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (extra,) = [json.loads(e) for (e,) in sqlite3.connect(work / "vid" / "results.sqlite").execute(
+        "SELECT extra FROM episodes")]
+    video = extra["artifacts"]["video"]
+    assert video.startswith("artifacts/") and video.endswith(".mp4"), video  # relative to the store's folder
+    assert (work / "vid" / video).is_file()
+    report = subprocess.run([sys.executable, "-m", "harness.cli", "report", "vid"], cwd=work, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    with _chromium(tmp_path) as browser:
+        _open(browser, work / "vid" / "report" / "index.html")
+        state = _play_video(browser, 0)
+        assert browser.console_errors() == []
+    assert state["src"] == "../" + video
+    assert state["result"] == "loaded" and state["readyState"] >= 2 and state["played"], state
+
+
+def test_video_links_of_stores_written_before_store_relative_paths(tmp_path, monkeypatch):
+    """A store written before artifact paths were kept relative to it holds
+    ``<out>/artifacts/...`` (relative to the run's working directory): the report still
+    links the file, from the store's folder, whatever the working directory is now."""
+    import pandas as pd
+
+    from harness.report import _episode_payload
+
+    store_dir = tmp_path / "vid"
+    (store_dir / "artifacts" / "r1" / "videos").mkdir(parents=True)
+    (store_dir / "artifacts" / "r1" / "videos" / "e.mp4").write_bytes(b"")
+    rows = [dict(run_id="r1", variant="base", suite="libero", split="spatial", episode_id=f"t0/{i}", seed=0,
+                 success=False, steps=5, extra={"artifacts": {"video": path}}) for i, path in enumerate(
+        ["vid/artifacts/r1/videos/e.mp4", "artifacts/r1/videos/e.mp4", "elsewhere/artifacts/r1/videos/e.mp4"])]
+    monkeypatch.chdir(tmp_path / "vid")  # not the run's working directory
+    _, details = _episode_payload(pd.DataFrame(rows), ["x"] * 3, {}, {}, store_dir / "report", store_dir)
+    assert [d["video"] for d in details] == ["../artifacts/r1/videos/e.mp4"] * 3
 
 
 def _big_store(out: Path, n: int) -> None:
