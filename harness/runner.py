@@ -290,6 +290,7 @@ class Runner:
         provenance: dict[str, Any] | None = None,
         on_start: Callable[[int, int], None] | None = None,
         on_record: Callable[[EpisodeRecord], None] | None = None,
+        on_call: Callable[[str, int, int | None], None] | None = None,
         artifacts_dir: str | Path | None = None,
         keep_records: bool | None = None,
     ):
@@ -299,6 +300,10 @@ class Runner:
         self.env_factory = env_factory or suite.make_env
         self.provenance = provenance or {}
         self.on_start, self.on_record = on_start, on_record
+        #: Told of every agent call: ("started", requests, None) before it and ("finished",
+        #: requests, output tokens or None) after it (also a call that raised, or one
+        #: abandoned at a timeout); from the agent-call threads. It sees, it changes nothing.
+        self.on_call = on_call
         self.identity = run_identity(spec, suite, agent)
         self.run_id = run_id_of(self.identity)
         self._writer: Any = None
@@ -627,7 +632,7 @@ class Runner:
         if by_deadline and limit == 0:  # a deadline already passed: no call to abandon
             return self._timed_out(lives)
         try:
-            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
+            plans = self._act(requests, limit)
         except AgentTimeout as exc:
             return self._timed_out(lives) if by_deadline else [exc] * len(requests)
         except _AGENT_ERRORS:
@@ -635,7 +640,7 @@ class Runner:
             for live, r in zip(lives, requests):
                 limit, by_deadline = self._call_limit([live])
                 try:
-                    plans.append(_one(_call_with_timeout(lambda r=r: self.agent.act([r]), limit)))
+                    plans.append(_one(self._act([r], limit)))
                 except AgentTimeout as exc:
                     plans += self._timed_out([live]) if by_deadline else [exc]
                 except _AGENT_ERRORS as exc:  # noqa: BLE001 - an error record
@@ -646,6 +651,18 @@ class Runner:
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
         return [_checked(p) for p in plans]
+
+    def _act(self, requests: list[AgentRequest], limit: float | None) -> Any:
+        """One agent call within ``limit`` seconds, told to ``on_call`` as it starts and ends."""
+        if self.on_call is None:
+            return _call_with_timeout(lambda: self.agent.act(requests), limit)
+        self.on_call("started", len(requests), None)
+        plans = None
+        try:
+            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
+            return plans
+        finally:
+            self.on_call("finished", len(requests), _output_tokens(plans))
 
     def _call_limit(self, lives: Sequence[_Live]) -> tuple[float | None, bool]:
         """How long the next agent call may take: ``agent_timeout_s`` or, when sooner, the
@@ -893,6 +910,17 @@ def _agent_error(exc: BaseException) -> BaseException:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _output_tokens(plans: Any) -> int | None:
+    """The output tokens a call's replies report (``raw_output.usage``, as model backends
+    give them), summed; None when no reply reports any."""
+    total = None
+    for plan in plans if isinstance(plans, (list, tuple)) else ():
+        usage = getattr(getattr(plan, "raw_output", None), "usage", None) if isinstance(plan, AgentReply) else None
+        if isinstance(usage, Mapping) and usage.get("output_tokens") is not None:
+            total = (total or 0) + int(usage["output_tokens"])
+    return total
 
 
 def _one(plans: Any) -> Any:
