@@ -750,6 +750,10 @@ class Runner:
             # Text actions (skills, ids) and their feedback: the evidence failure
             # analyses and episode browsers read. Numeric action chunks are not kept.
             extra["history"] = [[a, f] for a, f in history]
+        elif history and len(history) <= _MAX_KEPT_HISTORY:
+            actions = _rounded_actions(a for a, _ in history)
+            if actions is not None:  # a policy's continuous actions, per step, for the episode browser
+                extra["actions"] = actions
         if info.get(INFO_ARTIFACTS):
             extra["artifacts"] = self._artifact_paths(info[INFO_ARTIFACTS])
         if spec.metadata.get("pddl_params"):  # the task's target/receptacle, for failure analysis
@@ -910,6 +914,28 @@ def _agent_error(exc: BaseException) -> BaseException:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+#: Decimals the executed continuous actions keep in a record (``extra["actions"]``).
+ACTION_DECIMALS = 3
+
+
+def _rounded_actions(actions: Iterator[Any]) -> list[list[float]] | None:
+    """Each executed action as a flat list of numbers rounded to :data:`ACTION_DECIMALS`
+    (a policy's 7-D end-effector delta and gripper, say): compact evidence for the episode
+    browser; None when an action is not a finite numeric vector."""
+    import numpy as np
+
+    out = []
+    for action in actions:
+        try:
+            arr = np.asarray(action, dtype=float).ravel()
+        except (TypeError, ValueError):
+            return None
+        if not arr.size or not np.isfinite(arr).all():
+            return None
+        out.append([round(float(x), ACTION_DECIMALS) + 0.0 for x in arr])
+    return out
 
 
 def _output_tokens(plans: Any) -> int | None:
