@@ -22,9 +22,11 @@ class EpisodeEnv(Protocol):
 
     * ``"render"`` (bool, default True): False when the agent never reads
       images (``Agent.reads_images``); the env may then skip rendering.
-    * ``"artifacts_dir"`` (str | None): a folder for this run's per-episode
-      files (videos); the env names files by the episode key so nothing is
-      overwritten, and reports them in ``info["artifacts"]`` (name -> path).
+    * ``"artifacts_dir"`` (str | None): an absolute folder for this run's
+      per-episode files (videos); the env names files by the episode key so
+      nothing is overwritten, and reports them in ``info["artifacts"]``
+      (name -> path). The record keeps each path relative to the store's
+      folder when the file lies inside it.
 
     ``info`` carries the documented keys of :mod:`harness.types` (``INFO_*``).
     An invalid action (unknown string, an :class:`InvalidOutput`) is *not* an

@@ -290,6 +290,7 @@ class Runner:
         provenance: dict[str, Any] | None = None,
         on_start: Callable[[int, int], None] | None = None,
         on_record: Callable[[EpisodeRecord], None] | None = None,
+        on_call: Callable[[str, int, int | None], None] | None = None,
         artifacts_dir: str | Path | None = None,
         keep_records: bool | None = None,
     ):
@@ -299,14 +300,21 @@ class Runner:
         self.env_factory = env_factory or suite.make_env
         self.provenance = provenance or {}
         self.on_start, self.on_record = on_start, on_record
+        #: Told of every agent call: ("started", requests, None) before it and ("finished",
+        #: requests, output tokens or None) after it (also a call that raised, or one
+        #: abandoned at a timeout); from the agent-call threads. It sees, it changes nothing.
+        self.on_call = on_call
         self.identity = run_identity(spec, suite, agent)
         self.run_id = run_id_of(self.identity)
         self._writer: Any = None
         self._call_cost: tuple[float, int] = (0.0, 0)
         if artifacts_dir is None and store is not None:
             artifacts_dir = store.path.parent / "artifacts"
-        #: Per-episode files of this run (videos) go under <artifacts>/<run_id>/.
-        self.artifacts_dir = str(Path(artifacts_dir) / self.run_id) if artifacts_dir is not None else None
+        #: Per-episode files of this run (videos) go under <artifacts>/<run_id>/, an absolute
+        #: path (a worker process or a Ray actor may run in another working directory).
+        self.artifacts_dir = str((Path(artifacts_dir) / self.run_id).resolve()) if artifacts_dir is not None else None
+        #: The store's folder: artifact paths in records are relative to it (see _artifact_paths).
+        self._store_dir = store.path.parent.resolve() if store is not None else None
         #: The frames each agent call saw (harness/artifacts.py), beside the store.
         self._frames = FrameStore(store.path.parent, spec.record_images) if store is not None else None
         self._replan = getattr(agent, "replan_steps", None)
@@ -624,7 +632,7 @@ class Runner:
         if by_deadline and limit == 0:  # a deadline already passed: no call to abandon
             return self._timed_out(lives)
         try:
-            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
+            plans = self._act(requests, limit)
         except AgentTimeout as exc:
             return self._timed_out(lives) if by_deadline else [exc] * len(requests)
         except _AGENT_ERRORS:
@@ -632,7 +640,7 @@ class Runner:
             for live, r in zip(lives, requests):
                 limit, by_deadline = self._call_limit([live])
                 try:
-                    plans.append(_one(_call_with_timeout(lambda r=r: self.agent.act([r]), limit)))
+                    plans.append(_one(self._act([r], limit)))
                 except AgentTimeout as exc:
                     plans += self._timed_out([live]) if by_deadline else [exc]
                 except _AGENT_ERRORS as exc:  # noqa: BLE001 - an error record
@@ -643,6 +651,18 @@ class Runner:
             error = TypeError(f"{_CONTRACT}: got {got} for {len(requests)} requests")
             return [error] * len(requests)
         return [_checked(p) for p in plans]
+
+    def _act(self, requests: list[AgentRequest], limit: float | None) -> Any:
+        """One agent call within ``limit`` seconds, told to ``on_call`` as it starts and ends."""
+        if self.on_call is None:
+            return _call_with_timeout(lambda: self.agent.act(requests), limit)
+        self.on_call("started", len(requests), None)
+        plans = None
+        try:
+            plans = _call_with_timeout(lambda: self.agent.act(requests), limit)
+            return plans
+        finally:
+            self.on_call("finished", len(requests), _output_tokens(plans))
 
     def _call_limit(self, lives: Sequence[_Live]) -> tuple[float | None, bool]:
         """How long the next agent call may take: ``agent_timeout_s`` or, when sooner, the
@@ -685,6 +705,26 @@ class Runner:
                 entry["images"] = images
         return entry
 
+    def _artifact_paths(self, artifacts: Mapping[str, Any]) -> dict[str, Any]:
+        """An env's artifact paths as the record keeps them: relative to the store's folder
+        (POSIX separators) when the file lies inside it, so the store and its files move
+        together and a report finds them whatever the working directory was; other paths
+        (outside the store, or no store) stay as the env gave them, made absolute."""
+        out: dict[str, Any] = {}
+        for name, value in artifacts.items():
+            if not isinstance(value, (str, Path)):
+                out[name] = value
+                continue
+            path = Path(value)
+            if not path.is_absolute():  # relative to this process's working directory
+                path = Path.cwd() / path
+            path = path.resolve()
+            if self._store_dir is not None and path.is_relative_to(self._store_dir):
+                out[name] = path.relative_to(self._store_dir).as_posix()
+            else:
+                out[name] = str(path)
+        return out
+
     def _fault(self, executor: Any, slot: int, live: _Live, tr: Transition,
                pending: deque[_Live], free: list[int], summary: RunSummary) -> None:
         kind, message = tr.error  # type: ignore[misc]
@@ -710,8 +750,12 @@ class Runner:
             # Text actions (skills, ids) and their feedback: the evidence failure
             # analyses and episode browsers read. Numeric action chunks are not kept.
             extra["history"] = [[a, f] for a, f in history]
+        elif history and len(history) <= _MAX_KEPT_HISTORY:
+            actions = _rounded_actions(a for a, _ in history)
+            if actions is not None:  # a policy's continuous actions, per step, for the episode browser
+                extra["actions"] = actions
         if info.get(INFO_ARTIFACTS):
-            extra["artifacts"] = dict(info[INFO_ARTIFACTS])
+            extra["artifacts"] = self._artifact_paths(info[INFO_ARTIFACTS])
         if spec.metadata.get("pddl_params"):  # the task's target/receptacle, for failure analysis
             extra["task"] = dict(spec.metadata["pddl_params"])
         if spec.instruction:  # shown by the report's episode browser
@@ -870,6 +914,39 @@ def _agent_error(exc: BaseException) -> BaseException:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+#: Decimals the executed continuous actions keep in a record (``extra["actions"]``).
+ACTION_DECIMALS = 3
+
+
+def _rounded_actions(actions: Iterator[Any]) -> list[list[float]] | None:
+    """Each executed action as a flat list of numbers rounded to :data:`ACTION_DECIMALS`
+    (a policy's 7-D end-effector delta and gripper, say): compact evidence for the episode
+    browser; None when an action is not a finite numeric vector."""
+    import numpy as np
+
+    out = []
+    for action in actions:
+        try:
+            arr = np.asarray(action, dtype=float).ravel()
+        except (TypeError, ValueError):
+            return None
+        if not arr.size or not np.isfinite(arr).all():
+            return None
+        out.append([round(float(x), ACTION_DECIMALS) + 0.0 for x in arr])
+    return out
+
+
+def _output_tokens(plans: Any) -> int | None:
+    """The output tokens a call's replies report (``raw_output.usage``, as model backends
+    give them), summed; None when no reply reports any."""
+    total = None
+    for plan in plans if isinstance(plans, (list, tuple)) else ():
+        usage = getattr(getattr(plan, "raw_output", None), "usage", None) if isinstance(plan, AgentReply) else None
+        if isinstance(usage, Mapping) and usage.get("output_tokens") is not None:
+            total = (total or 0) + int(usage["output_tokens"])
+    return total
 
 
 def _one(plans: Any) -> Any:

@@ -30,7 +30,7 @@ INFO_ACTION_OK = "action_ok"  #: bool - the last action succeeded; False makes t
 INFO_FEEDBACK = "feedback"  #: str - text feedback on the last action (shown to planners)
 INFO_TERMINATION = "termination"  #: str | None - why the episode ended (e.g. "success", "max_steps", "max_invalid")
 INFO_PRIVILEGED = "privileged_state"  #: only when reset with options={"privileged": True}: a picklable true state for oracle agents
-INFO_ARTIFACTS = "artifacts"  #: dict name -> path of files the env wrote for this episode (videos); kept in the record's extra
+INFO_ARTIFACTS = "artifacts"  #: dict name -> path of files the env wrote for this episode (videos); kept in the record's extra, relative to the store's folder
 
 #: Termination reason the runner records when an agent returns no action at all.
 TERMINATION_EMPTY_PLAN = "empty_plan"

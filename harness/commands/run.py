@@ -261,7 +261,7 @@ def _run_one(job: _Job) -> int:
 
     try:
         runner = Runner(spec, suite, agent, store, env_factory=env_factory, provenance=prov,
-                        on_start=bar.start, on_record=on_record, keep_records=False)
+                        on_start=bar.start, on_record=on_record, on_call=bar.call, keep_records=False)
     except ValueError as exc:
         store.close()
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {one_line(exc)}") from None
@@ -291,7 +291,10 @@ class _Progress:
     """Progress of one job: a rich bar on a terminal; without one (CI, nohup, a cluster job's
     log) a plain line at a bounded rate -- every ``interval_s`` (30 s) even while nothing
     finishes, and when a batch of episodes finishes but at most every ``min_gap_s`` (5 s) --
-    with done/total, SR so far, errors and ETA."""
+    with done/total, SR so far, errors and ETA. Once the agent is called, both also show the
+    agent calls done and in flight and, when the agent reports token counts (model backends),
+    the output tokens per second since the first call started: a long model run shows that
+    it works before its first episode ends (the first call's start prints a line)."""
 
     def __init__(self, label: str, enabled: bool, *, batch: int = 8, interval_s: float = 30.0,
                  min_gap_s: float = 5.0, stream: Any = None):
@@ -308,6 +311,9 @@ class _Progress:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self.calls_started = self.calls_done = 0
+        self._first_call: float | None = None
+        self.output_tokens: int | None = None  # None until a call reports its tokens
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
@@ -316,7 +322,7 @@ class _Progress:
             self._progress = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("SR {task.fields[sr]}"), TextColumn("err {task.fields[err]}"),
-                TimeRemainingColumn(), transient=False,
+                TimeRemainingColumn(), TextColumn("{task.fields[calls]}"), transient=False,
             )
             self._progress.__enter__()
         return self
@@ -332,7 +338,8 @@ class _Progress:
         self.total, self.skipped = total, skipped
         self._t0 = self._last = time.monotonic()
         if self._progress is not None:
-            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err=0)
+            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err=0,
+                                                 calls=self.calls_text())
         if self.lines and total > skipped:
             self._ticker = threading.Thread(target=self._tick, name="harness-progress", daemon=True)
             self._ticker.start()
@@ -348,6 +355,38 @@ class _Progress:
                 and time.monotonic() - self._last >= self.min_gap_s:
             self.print_line()
 
+    def call(self, event: str, requests: int, output_tokens: int | None) -> None:
+        """The runner's ``on_call``: an agent call ``started`` or ``finished`` (from its threads)."""
+        now = time.monotonic()
+        with self._lock:
+            if event == "started":
+                self.calls_started += 1
+                first = self._first_call is None
+                if first:
+                    self._first_call = now
+            else:
+                self.calls_done += 1
+                first = False
+                if output_tokens is not None:
+                    self.output_tokens = (self.output_tokens or 0) + int(output_tokens)
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, calls=self.calls_text())
+        elif self.lines and first:
+            self.print_line()
+
+    def calls_text(self) -> str:
+        """'agent calls 12 done, 2 in flight, 35.1 output tok/s' ('' before the first call; the
+        rate only when the agent reports tokens)."""
+        now = time.monotonic()
+        with self._lock:
+            if not self.calls_started:
+                return ""
+            tokens, done, started, first = self.output_tokens, self.calls_done, self.calls_started, self._first_call
+        text = f"agent calls {done} done, {started - done} in flight"
+        if tokens is not None:
+            text += f", {tokens / max(1e-3, now - (first or now)):.1f} output tok/s"
+        return text
+
     def _tick(self) -> None:
         while not self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - self._last))):
             if time.monotonic() - self._last >= self.interval_s:
@@ -361,8 +400,10 @@ class _Progress:
         left = self.total - done
         eta = _duration(elapsed / n * left) if n else "?"
         sr = f"{100 * ok / n:.1f}%" if n else "-"
+        calls = self.calls_text()
         return (f"progress: {self.label} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%), "
-                f"SR {sr} of {n} run, {errors} errors, elapsed {_duration(elapsed)}, ETA {eta}")
+                f"SR {sr} of {n} run, {errors} errors, elapsed {_duration(elapsed)}, ETA {eta}"
+                + (f"; {calls}" if calls else ""))
 
     def print_line(self) -> None:
         self._last = time.monotonic()

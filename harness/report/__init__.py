@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from harness.report.page import CSS, SCRIPT
+from harness.report.page import render_page
 
 #: Statistical power of the power line (conventional 80 %).
 POWER = 0.80
@@ -72,12 +72,25 @@ CHUNK = 50
 PAGE = 100
 
 
-def _artifact_link(path: Any, report_dir: Path, store_dir: Path) -> str:
-    """A relative link from the report folder to a store artifact (absolute or store-relative path)."""
+def _artifact_file(path: Any, store_dir: Path) -> Path:
+    """Where a recorded artifact lies: an absolute path as it is; a relative one is
+    relative to the store's folder (how runs record them). Stores written before that
+    kept paths relative to the run's working directory (``out/artifacts/...``): when
+    the store-relative file does not exist, the tail from an ``artifacts`` folder is
+    tried against the store's folder, then the path against this working directory."""
     p = Path(str(path))
-    if not p.is_absolute():
-        p = store_dir / p
-    return Path(os.path.relpath(p, report_dir)).as_posix()
+    if p.is_absolute():
+        return p
+    candidates = [store_dir / p]
+    candidates += [store_dir.joinpath(*p.parts[i:]) for i, part in enumerate(p.parts) if part == "artifacts" and i]
+    candidates.append(Path.cwd() / p)
+    return next((c for c in candidates if c.exists()), candidates[0])
+
+
+def _artifact_link(path: Any, report_dir: Path, store_dir: Path) -> str:
+    """A relative link from the report folder to a store artifact (see :func:`_artifact_file`)."""
+    return Path(os.path.relpath(os.path.abspath(_artifact_file(path, store_dir)),
+                                os.path.abspath(report_dir))).as_posix()
 
 
 def _messages(prompt: Any) -> list[dict[str, Any]] | None:
@@ -161,8 +174,21 @@ def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple
             "id": eid, "instruction": extra.get("instruction") or instructions.get(key[1:4]) or "",
             "error_message": _text(rec.get("error_message")), "history": extra.get("history") or [],
             "calls": calls, "video": video, "task": extra.get("task") or None,
+            "actions": extra.get("actions") or [],
         })
     return summaries, details
+
+
+def _search_index(details: Sequence[Mapping[str, Any]]) -> dict[str, list]:
+    """What the browser's search reads besides the list's fields: each episode's
+    instruction, each distinct text once (variants, trials and seeds of one task share it);
+    ``of[id]`` is the position of episode ``id``'s text (-1: none)."""
+    texts: dict[str, int] = {}
+    of = []
+    for d in details:
+        text = d.get("instruction") or ""
+        of.append(texts.setdefault(text, len(texts)) if text else -1)
+    return {"texts": list(texts), "of": of}
 
 
 def _text(value: Any) -> str:
@@ -430,38 +456,20 @@ def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: s
         _write_atomic(chunk_dir / f"episodes-{k // CHUNK}.js",  # a new folder, unreferenced until the page is
                       f"window.__reportChunk({k // CHUNK}, {_json_for_html(part)});\n", sync=False)
     fields = list(summaries[0]) if summaries else []
+    run_list = list(dict.fromkeys(e["run"] for e in summaries))
+    run_pos = {r: i for i, r in enumerate(run_list)}
+    for e in summaries:  # the 16-character run id once, not on each row
+        e["run"] = run_pos[e["run"]]
     payload = {"baseline": baseline, "variants": variants, "chunk": CHUNK, "page": PAGE, "data": f"data/{build}",
+               "runs": run_list,
                # column-wise: the field names once, one row of values per episode (half the bytes of objects)
                "fields": fields, "rows": [[e[f] for f in fields] for e in summaries]}
-    sections.append(
-        '<section id="browser"><h2>Episodes</h2><div id="filters" class="filters"></div>'
-        '<p id="count" class="notes"></p><div class="pager" id="pager"></div>'
-        '<div class="browser"><ul id="episode-list"></ul>'
-        '<div id="episode-detail" class="detail"><p class="notes">Select an episode.</p></div></div></section>')
-    sections.append(
-        '<section id="paired"><h2>Paired view: episodes where variants disagree</h2>'
-        '<div id="pair-controls" class="filters"></div><p id="pair-count" class="notes"></p>'
-        '<div class="pager" id="pair-pager"></div><div id="pair-list"></div></section>')
-    sections.append(provenance_section(runs[runs["run_id"].isin(run_ids)], provenance))
-
-    note_html = "".join(f"<li>{_esc(n)}</li>" for n in notes)
     title = title or f"Transfer report: {store_path.parent.name}"
-    doc = (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{_esc(title)}</title>"
-        f"<style>{CSS}</style></head><body><header><h1>{_esc(title)}</h1>"
-        f'<p class="notes">Store <code>{_esc(store_path)}</code> · {len(df)} episodes · variants '
-        f'{_esc(", ".join(variants))} · baseline {_esc(baseline)} · generated '
-        f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}</p>'
-        '<nav><a href="#transfer">table</a> <a href="#charts">charts</a> <a href="#power">power</a> '
-        '<a href="#task-types">task types</a> <a href="#failures">failures</a> '
-        + ('<a href="#cost">cost</a> ' if cost else "")
-        + '<a href="#browser">episodes</a> <a href="#paired">paired</a> <a href="#runs">runs</a></nav>'
-        + (f'<ul class="notes">{note_html}</ul>' if note_html else "")
-        + "</header><main>" + "".join(sections) + "</main>"
-        + '<script type="application/json" id="report-data">' + _json_for_html(payload) + "</script>"
-        + f"<script>{SCRIPT}</script></body></html>\n"
-    )
+    doc = render_page(
+        title=title, store=str(store_path), episodes=len(df), variants=variants, baseline=baseline,
+        generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), has_cost=bool(cost), notes=list(notes),
+        sections=sections, runs=provenance_section(runs[runs["run_id"].isin(run_ids)], provenance),
+        data_json=_json_for_html(payload), search_json=_json_for_html(_search_index(details)))
     _write_atomic(dest_path, doc)
     for old in data_dir.iterdir():  # earlier builds, now that no page refers to them
         if old.is_dir() and old.name != build:

@@ -293,4 +293,6 @@ def test_artifacts_go_under_the_run_and_into_the_record(suite, tmp_path):
         runner.run()
         (rec,) = store.records()
     video = rec.extra["artifacts"]["video"]
-    assert video.startswith(str(tmp_path / "artifacts" / runner.run_id)) and open(video).read() == "frames"
+    # Kept relative to the store's folder (the store and its files move together).
+    assert video.startswith(f"artifacts/{runner.run_id}/") and (tmp_path / video).read_text() == "frames"
+    assert str((tmp_path / video).resolve()).startswith(str((tmp_path / "artifacts" / runner.run_id).resolve()))

@@ -87,13 +87,16 @@ def _chromium(tmp_path: Path):
         browser.close()
 
 
-def _open(browser: Browser, page: Path) -> float:
-    """Navigate to the page and wait until its script has drawn it; returns the seconds that took."""
+def _open(browser: Browser, page: Path, fragment: str = "") -> float:
+    """Navigate to the page (a fresh load, with ``fragment`` in its URL when given) and wait
+    until its script has drawn it; returns the seconds that took."""
     import time
 
+    if fragment:  # from another document: a load, not a same-document fragment change
+        browser.send("Page.navigate", url="about:blank")
     browser.events.clear()
     t0 = time.monotonic()
-    browser.send("Page.navigate", url=page.resolve().as_uri())
+    browser.send("Page.navigate", url=page.resolve().as_uri() + fragment)
     ready = browser.eval("""new Promise((resolve) => { const t = () => { const r = document.body &&
         document.body.getAttribute('data-ready'); if (r) resolve(r); else setTimeout(t, 5); }; t(); })""")
     elapsed = time.monotonic() - t0
@@ -205,6 +208,61 @@ def test_report_in_headless_chromium(store_dir, tmp_path):
         if os.environ.get("REPORT_SCREENSHOT_DIR"):  # keep the artefact where CI or a user asks
             shutil.copy(shot, Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report.png")
         print(f"screenshot: {shot}")
+
+
+def test_episodes_have_links_search_and_labels_with_their_suite(store_dir, tmp_path):
+    """Repro: the list read "cfg_sft · seen/003" (no suite), no episode had a link, and
+    nothing searched. Now each label names the suite, ``#episode=<link>`` opens an episode
+    on load and on a fragment change (a click on its link), and the search finds
+    episodes by id and by instruction text."""
+    _browser_or_skip()  # before the work, not after it
+    assert main(["report", str(store_dir)]) == 0
+    page = store_dir / "report" / "index.html"
+    eps = _episodes(page)
+    with _chromium(tmp_path) as browser:
+        _open(browser, page)
+        labels = browser.eval("[...document.querySelectorAll('#episode-list li a.ep-link')].map(a => a.textContent)")
+        assert len(labels) == 3 * LIMIT and all(re.fullmatch(r"\w+ · eb_alfred/seen/\d{3}", t) for t in labels), labels
+        # A link opens its episode when the page loads, even one the filters hid before.
+        target = next(e for e in eps if e["variant"] == "favor_sft" and e["episode"] == "seen/005")
+        link = browser.eval(f"window.report.eps[{target['id']}].link")
+        assert link == "favor_sft:eb_alfred:seen:seen/005:" + str(target["seed"])
+        _open(browser, page, "#episode=" + link)
+        opened = browser.eval("""[document.querySelector('#episode-detail .episode').dataset.id,
+            document.querySelector('#episode-detail h3').textContent, document.querySelector('#episode-list li.sel').dataset.id]""")
+        assert opened[0] == opened[2] == str(target["id"]) and "favor_sft · eb_alfred/seen/005" in opened[1], opened
+        assert target["instruction"] in browser.eval("document.getElementById('episode-detail').textContent")
+        # A click on another episode's link changes the fragment, and the change opens it.
+        other = next(e for e in eps if e["variant"] == "cfg_sft" and e["episode"] == "seen/002")
+        clicked = browser.eval(f"""(async () => {{ const a = document.querySelector('#episode-list li[data-id="{other['id']}"] a');
+            const changed = new Promise(r => window.addEventListener('hashchange', r, {{once: true}})); a.click(); await changed;
+            await new Promise(r => setTimeout(r, 200));
+            return [location.hash, document.querySelector('#episode-detail .episode').dataset.id]; }})()""")
+        assert clicked == ["#episode=" + f"cfg_sft:eb_alfred:seen:seen/002:{other['seed']}", str(other["id"])], clicked
+        # A hidden episode: the filters make way for the link.
+        hidden = browser.eval(f"""(async () => {{ const s = document.getElementById('filter-variant'); s.value = 'base';
+            s.dispatchEvent(new Event('change'));
+            const changed = new Promise(r => window.addEventListener('hashchange', r, {{once: true}}));
+            location.hash = 'episode=' + window.report.eps[{target['id']}].link; await changed;
+            await new Promise(r => setTimeout(r, 200));
+            return [s.value, document.querySelector('#episode-detail .episode').dataset.id]; }})()""")
+        assert hidden == ["", str(target["id"])], hidden
+        # Search by instruction text: the episodes with that instruction, nothing else.
+        words = target["instruction"].split()
+        query = " ".join(words[-3:]).lower()
+        want = sorted(e["id"] for e in eps if query in e["instruction"].lower())
+        assert 0 < len(want) < len(eps)
+        search = """(async (q) => { const s = document.getElementById('search'); s.value = q; s.dispatchEvent(new Event('input'));
+            await new Promise(r => setTimeout(r, 400));
+            return [...document.querySelectorAll('#episode-list li')].map(li => +li.dataset.id).sort((a, b) => a - b); })"""
+        assert browser.eval(f"{search}({json.dumps(query.upper())})") == want
+        # ... and by episode id (all variants' runs of it), then cleared: everything again.
+        assert browser.eval(f"{search}('seen/005')") == sorted(e["id"] for e in eps if e["episode"] == "seen/005")
+        assert len(browser.eval(f"{search}('')")) == 3 * LIMIT
+        # An unknown link says so.
+        _open(browser, page, "#episode=nope:eb_alfred:seen:seen/999:0")
+        assert "No episode nope:eb_alfred:seen:seen/999:0" in browser.eval("document.getElementById('episode-detail').textContent")
+        assert browser.console_errors() == []
 
 
 def test_video_artifacts_are_linked_relative_to_the_report(tmp_path):
@@ -445,13 +503,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
                         Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report_overview.png")
         states = {}
         for e in browser.eval("window.report.eps.filter(e => e.video).map(e => [e.id, e.episode])"):
-            states[e[1].split("/")[1]] = browser.eval(f"""(async () => {{ const d = await window.report.show({e[0]});
-                const v = d.querySelector('video'); v.muted = true;
-                const r = await new Promise(res => {{ v.addEventListener('loadeddata', () => res('loaded'));
-                  v.addEventListener('error', () => res('error')); setTimeout(() => res('timeout'), 10000); v.load(); }});
-                let played = false; if (r === 'loaded') {{ await v.play(); await new Promise(s => setTimeout(s, 300));
-                  played = v.currentTime > 0; v.pause(); }}
-                return {{result: r, readyState: v.readyState, duration: v.duration, played}}; }})()""")
+            states[e[1].split("/")[1]] = _play_video(browser, e[0])
         if not videos:
             pytest.skip("PyAV not installed (the libero extra): no video to play")
         h264 = states["h264"]
@@ -459,6 +511,89 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
         assert abs(h264["duration"] - 40 / 20) < 0.1
         if "mp4v" in states:
             assert states["mp4v"]["result"] == "error" and states["mp4v"]["readyState"] == 0, states["mp4v"]
+
+
+def _play_video(browser: Browser, episode: int) -> dict:
+    """Open an episode in the page, load its <video> and play it for 0.3 s: how it went."""
+    return browser.eval(f"""(async () => {{ const d = await window.report.show({episode});
+        const v = d.querySelector('video'); v.muted = true;
+        const r = await new Promise(res => {{ v.addEventListener('loadeddata', () => res('loaded'));
+          v.addEventListener('error', () => res('error')); setTimeout(() => res('timeout'), 10000); v.load(); }});
+        let played = false; if (r === 'loaded') {{ await v.play(); await new Promise(s => setTimeout(s, 300));
+          played = v.currentTime > 0; v.pause(); }}
+        return {{result: r, readyState: v.readyState, duration: v.duration, played, src: v.getAttribute('src')}}; }})()""")
+
+
+def _require_libero() -> None:
+    import importlib
+
+    try:
+        importlib.import_module("libero.libero")
+        importlib.import_module("av")
+    except ImportError as exc:
+        reason = f"LIBERO or PyAV not installed (the libero extra): {exc}"
+        if os.environ.get("REQUIRE_LIBERO") == "1":
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+
+@pytest.mark.slow  # 15-25 s: a LIBERO scene loads, renders 5 steps and encodes them
+@pytest.mark.ci
+def test_libero_video_plays_from_a_store_made_with_a_relative_out(tmp_path):
+    """Repro: with ``out=vid`` (every example in the docs) the record kept the video as
+    ``vid/artifacts/...`` (relative to the working directory), the report linked
+    ``../vid/artifacts/...`` and the browser found nothing. Now the record keeps it
+    relative to the store's folder; the report's <video> loads and plays."""
+    import subprocess
+    import sys
+
+    _require_libero()
+    _browser_or_skip()  # before the work, not after it
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial",
+                          "policy=zero", "limit=1", "suite.params.max_steps=5", "suite.params.video=all",
+                          "out=vid", "progress=false"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (extra,) = [json.loads(e) for (e,) in sqlite3.connect(work / "vid" / "results.sqlite").execute(
+        "SELECT extra FROM episodes")]
+    video = extra["artifacts"]["video"]
+    assert video.startswith("artifacts/") and video.endswith(".mp4"), video  # relative to the store's folder
+    # The executed actions, per step (LIBERO's 7-D end-effector delta and gripper), rounded.
+    assert len(extra["actions"]) == 5 and all(len(a) == 7 for a in extra["actions"]), extra.get("actions")
+    assert (work / "vid" / video).is_file()
+    report = subprocess.run([sys.executable, "-m", "harness.cli", "report", "vid"], cwd=work, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    with _chromium(tmp_path) as browser:
+        _open(browser, work / "vid" / "report" / "index.html")
+        state = _play_video(browser, 0)
+        rows = browser.eval("[...document.querySelectorAll('#episode-detail table.actions tbody tr')].map(r => "
+                            "r.querySelector('td.vec').textContent.trim().split(/ +/).map(Number))")
+        assert browser.console_errors() == []
+    assert rows == extra["actions"]  # the detail shows each step's action
+    assert state["src"] == "../" + video
+    assert state["result"] == "loaded" and state["readyState"] >= 2 and state["played"], state
+
+
+def test_video_links_of_stores_written_before_store_relative_paths(tmp_path, monkeypatch):
+    """A store written before artifact paths were kept relative to it holds
+    ``<out>/artifacts/...`` (relative to the run's working directory): the report still
+    links the file, from the store's folder, whatever the working directory is now."""
+    import pandas as pd
+
+    from harness.report import _episode_payload
+
+    store_dir = tmp_path / "vid"
+    (store_dir / "artifacts" / "r1" / "videos").mkdir(parents=True)
+    (store_dir / "artifacts" / "r1" / "videos" / "e.mp4").write_bytes(b"")
+    rows = [dict(run_id="r1", variant="base", suite="libero", split="spatial", episode_id=f"t0/{i}", seed=0,
+                 success=False, steps=5, extra={"artifacts": {"video": path}}) for i, path in enumerate(
+        ["vid/artifacts/r1/videos/e.mp4", "artifacts/r1/videos/e.mp4", "elsewhere/artifacts/r1/videos/e.mp4"])]
+    monkeypatch.chdir(tmp_path / "vid")  # not the run's working directory
+    _, details = _episode_payload(pd.DataFrame(rows), ["x"] * 3, {}, {}, store_dir / "report", store_dir)
+    assert [d["video"] for d in details] == ["../artifacts/r1/videos/e.mp4"] * 3
 
 
 def _big_store(out: Path, n: int) -> None:
