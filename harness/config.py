@@ -291,7 +291,12 @@ def _check_values(cfg: DictConfig) -> None:
 
 
 def _plain(node: Any) -> dict[str, Any]:
-    return dict(OmegaConf.to_container(node, resolve=True) or {}) if node is not None else {}
+    """A node's values; a required field nobody gave (``???``) is left out, so its declaration
+    names it as required."""
+    if node is None:
+        return {}
+    values = OmegaConf.to_container(node, resolve=True, throw_on_missing=False) or {}
+    return {k: v for k, v in dict(values).items() if v != "???"}
 
 
 def to_run_spec(cfg: DictConfig) -> RunSpec:
