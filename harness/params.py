@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import types
 import typing
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
@@ -563,8 +564,7 @@ def _value_text(value: Any) -> str:
 
 
 def _is_optional(tp: Any) -> bool:
-    return typing.get_origin(tp) in (Union, getattr(__import__("types"), "UnionType", Union)) and \
-        type(None) in typing.get_args(tp)
+    return typing.get_origin(tp) in (Union, types.UnionType) and type(None) in typing.get_args(tp)
 
 
 def _strip_optional(tp: Any) -> Any:
@@ -611,10 +611,8 @@ def _node_type(tp: Any, loose: bool = False) -> Any:
     optional = _is_optional(tp) or loose
     base = _strip_optional(tp)
     origin = typing.get_origin(base)
-    if base in (int, float, str) and not loose:
+    if base in (int, float, str):
         node: Any = base
-    elif base in (int, float, str):
-        node = base
     elif origin in (list, tuple):
         args = typing.get_args(base)
         inner = args[0] if args and args[0] in (int, float, str) else Any
