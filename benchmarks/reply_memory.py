@@ -16,7 +16,8 @@ runs in a subprocess, twice: with the default limit (1,000,000 characters) and w
 the limit out of the way (10^12: the whole body is read and kept, as before the limit
 existed). Prints the subprocess's peak resident memory (``ru_maxrss`` of that child,
 from ``os.wait4``), the store's size on disk (``results.sqlite`` and its ``-wal``),
-the raw output kept per call and the wall time. It is a benchmark, run by hand, not a
+the raw output kept per call, the calls flagged ``output_truncated``, the record's planner
+output errors and the wall time. It is a benchmark, run by hand, not a
 timed test.
 """
 
@@ -134,11 +135,12 @@ def episode(port: int, out: Path, limit: int) -> dict[str, Any]:
     size = sum(p.stat().st_size for p in out.glob("results.sqlite*"))
     con = sqlite3.connect(db)
     rows = con.execute("SELECT length(raw_output), meta FROM transcripts ORDER BY call").fetchall()
-    extra = json.loads(con.execute("SELECT extra FROM episodes").fetchone()[0] or "{}")
+    extra_text, output_errors = con.execute("SELECT extra, planner_output_errors FROM episodes").fetchone()
+    extra = json.loads(extra_text or "{}")
     con.close()
     return {"rss_mb": usage.ru_maxrss / 1024, "store_mb": size / MB, "wall_s": wall,
             "kept": [r[0] for r in rows], "truncated": sum('"output_truncated": true' in (r[1] or "") for r in rows),
-            "outputs_truncated": extra.get("outputs_truncated", 0)}
+            "outputs_truncated": extra.get("outputs_truncated", 0), "output_errors": output_errors}
 
 
 def main() -> int:
@@ -152,8 +154,8 @@ def main() -> int:
     proc.start()
     port = parent.recv()
     print("| reply per call | max_reply_chars | peak RSS of the run | store | kept per call (chars) "
-          "| calls flagged | wall |")
-    print("|---|---|---|---|---|---|---|")
+          "| calls flagged | output errors | wall |")
+    print("|---|---|---|---|---|---|---|---|")
     try:
         for size in args.sizes_mb:
             for limit in ([1_000_000] if args.no_unlimited else [1_000_000, UNLIMITED]):
@@ -163,7 +165,7 @@ def main() -> int:
                 kept = ", ".join(f"{k:,}" for k in r["kept"])
                 name = f"{limit:,}" if limit != UNLIMITED else "10^12 (no limit)"
                 print(f"| {size} MB | {name} | {r['rss_mb']:.0f} MB | {r['store_mb']:.2f} MB | {kept} "
-                      f"| {r['truncated']} (record: {r['outputs_truncated']}) | {r['wall_s']:.1f} s |", flush=True)
+                      f"| {r['truncated']} (record: {r['outputs_truncated']}) | {r['output_errors']} | {r['wall_s']:.1f} s |", flush=True)
     finally:
         proc.kill()
     return 0
