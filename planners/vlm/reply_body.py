@@ -12,7 +12,7 @@ What a cut body becomes: the prefix of the message's text that arrived (at most
 ``max_chars`` characters), flagged ``truncated``; the token counts are then unknown (they
 come after the text). The suite's parser reads the prefix like any reply, so a plan whose
 first entries arrived is still parsed where the parser recovers entries from a truncated
-output (EB-ALFRED's does) and is an output error where it cannot. A body cut before any
+output, and is an output error where it cannot. A body cut before any
 message text arrived (no ``choices[0].message.content`` in its first bytes) raises
 :class:`ReplyTooLarge`: that call is an agent error, there is no reply text to keep.
 """
