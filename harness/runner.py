@@ -699,6 +699,9 @@ class Runner:
         usage = getattr(reply.raw_output, "usage", None)
         if isinstance(usage, Mapping):
             entry.update({k: int(v) for k, v in usage.items() if k in ("prompt_tokens", "output_tokens")})
+        if getattr(reply.raw_output, "output_truncated", False) is True:
+            # The backend kept only a prefix of the model's reply (openai: max_reply_chars).
+            entry["output_truncated"] = True
         if self._frames is not None and self._frames.enabled:
             images = self._frames.save_observation(live.observation)
             if images:
@@ -760,6 +763,9 @@ class Runner:
             extra["task"] = dict(spec.metadata["pddl_params"])
         if spec.instruction:  # shown by the report's episode browser
             extra["instruction"] = spec.instruction
+        cut = sum(1 for t in live.transcript if t.get("output_truncated"))
+        if cut:  # replies the backend kept only a prefix of (their transcript entries say which)
+            extra["outputs_truncated"] = cut
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,

@@ -27,6 +27,9 @@ RANDOM = AgentPlugin(
 AUTO_FLAG = ("auto", "true", "false")
 #: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
 DEFAULT_MAX_NEW_TOKENS = 2048
+#: The ``openai`` backend keeps at most this many characters of a reply: far above any real
+#: answer (2,048 tokens decode to at most 131,072 characters, harness.prompting.max_output_chars).
+DEFAULT_MAX_REPLY_CHARS = 1_000_000
 
 
 def _known_backend(name: str) -> str:
@@ -83,7 +86,12 @@ def _threads(value: Any) -> Any:
 
 @dataclass
 class HFParams:
-    """The ``hf`` backend (planners/vlm/backends.py): the model in this process."""
+    """The ``hf`` backend (planners/vlm/backends.py): the model in this process.
+
+    No ``max_reply_chars`` here: a reply generated in process is at most ``max_new_tokens``
+    tokens, so its length (at most 64 characters a token, harness.prompting) and the memory
+    it takes are bounded by decoding itself; nothing arrives that could be larger.
+    """
 
     adapter: Optional[str] = param(
         None, results=False, example="other-adapter",
@@ -126,6 +134,11 @@ class OpenAIParams:
         None, results=False, example="other-checkpoint",
         help="local folder of the served weights: its hash is in the run identity (the model name alone does not "
              "say which weights a server holds)")
+    max_reply_chars: int = param(
+        DEFAULT_MAX_REPLY_CHARS, ge=1, le=10**12,
+        help="most characters kept of a reply; the body is read only that far (at most 12 bytes a character, "
+             "plus 64 KiB), so memory stays bounded. A longer reply keeps its first max_reply_chars characters, "
+             "marked output_truncated in the transcript; the parser reads the prefix")
 
     def __post_init__(self) -> None:
         if not self.base_url:

@@ -10,7 +10,9 @@ lmdeploy, ``transformers serve``). Up to ``max_concurrency`` requests in
 flight; retries with exponential backoff on 429 / 5xx / connection errors and
 the per-request timeout are the ``openai`` client's own (``max_retries``,
 ``timeout``). A server that stays down raises out of ``generate``: the runner
-records the episodes it served as agent errors, and a rerun resumes them.
+records the episodes it served as agent errors, and a rerun resumes them. A reply
+is read with a size limit and kept up to ``max_reply_chars`` characters, the cut
+flagged (``Generation.output_truncated``; planners/vlm/reply_body.py).
 
 Both take the output JSON schema of the suite's prompt with ``generate(...,
 schema=...)`` when ``json_schema`` is on: ``hf`` constrains decoding to it with
@@ -39,8 +41,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
-from planners.plugin import DEFAULT_MAX_NEW_TOKENS, HFParams, OpenAIParams
+from planners.plugin import DEFAULT_MAX_NEW_TOKENS, DEFAULT_MAX_REPLY_CHARS, HFParams, OpenAIParams
 from planners.vlm.identity import checkpoint_identity
+from planners.vlm.reply_body import read_reply
 
 Messages = list[dict[str, Any]]
 
@@ -52,9 +55,14 @@ class Generation(str):
     string operation on it gives a plain ``str``."""
 
     usage: dict[str, int]
+    #: True when the backend kept only a prefix of what the model sent (``max_reply_chars``);
+    #: the runner marks the call's transcript entry ``output_truncated``.
+    output_truncated: bool = False
 
-    def __new__(cls, text: str, prompt_tokens: int | None = None, output_tokens: int | None = None) -> "Generation":
+    def __new__(cls, text: str, prompt_tokens: int | None = None, output_tokens: int | None = None,
+                output_truncated: bool = False) -> "Generation":
         obj = super().__new__(cls, text)
+        obj.output_truncated = bool(output_truncated)
         # A count the server left out, or sent as NaN / Infinity / text, is unknown: left out of
         # ``usage`` (the transcript's cost columns stay empty), never an error that loses the text.
         obj.usage = {k: c for k, c in (("prompt_tokens", _token_count(prompt_tokens)),
@@ -314,10 +322,12 @@ class OpenAIBackend:
     def __init__(self, model: str, *, base_url: str, api_key_env: str = "OPENAI_API_KEY",
                  max_concurrency: int = 8, request_timeout_s: float = 120.0, max_retries: int = 3,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, json_schema: bool = False,
-                 served_checkpoint: str | None = None, hash_weights: bool = False) -> None:
+                 served_checkpoint: str | None = None, hash_weights: bool = False,
+                 max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS) -> None:
         from openai import OpenAI
 
         self.model, self.base_url = model, base_url
+        self.max_reply_chars = int(max_reply_chars)
         self.max_new_tokens, self.json_schema = int(max_new_tokens), bool(json_schema)
         self.max_concurrency = int(max_concurrency)
         # A local server needs no key; the client insists on a non-empty one.
@@ -354,13 +364,16 @@ class OpenAIBackend:
             kwargs["response_format"] = {
                 "type": "json_schema", "json_schema": {"name": "embodied_planning", "schema": dict(schema)},
             }
-        resp = self.client.chat.completions.create(
+        # The body as a stream of chunks (the client's own streaming read: same request, same
+        # retries and timeouts), read up to a size limit (planners/vlm/reply_body.py): a server
+        # answering hundreds of MB costs about max_reply_chars bytes, not the whole body.
+        with self.client.chat.completions.with_streaming_response.create(
             model=self.model, messages=to_openai_messages(messages), temperature=0.0,
             max_tokens=self.max_new_tokens, **kwargs,
-        )
-        usage = getattr(resp, "usage", None)
-        return Generation(resp.choices[0].message.content or "", getattr(usage, "prompt_tokens", None),
-                          getattr(usage, "completion_tokens", None))
+        ) as response:
+            reply = read_reply(response.iter_bytes(), self.max_reply_chars)
+        return Generation(reply.text, reply.prompt_tokens, reply.completion_tokens,
+                          output_truncated=reply.truncated)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -382,7 +395,8 @@ def make_openai(model: str, params: OpenAIParams, *, max_new_tokens: int, json_s
     return OpenAIBackend(model, base_url=params.base_url or "", api_key_env=params.api_key_env,
                          max_concurrency=params.max_concurrency, request_timeout_s=params.request_timeout_s,
                          max_retries=params.max_retries, max_new_tokens=max_new_tokens, json_schema=json_schema,
-                         served_checkpoint=params.served_checkpoint, hash_weights=hash_weights)
+                         served_checkpoint=params.served_checkpoint, hash_weights=hash_weights,
+                         max_reply_chars=params.max_reply_chars)
 
 
 def to_openai_messages(messages: Messages) -> list[dict[str, Any]]:
