@@ -591,7 +591,7 @@ def schema_node(declaration: Any, *, name: str | None = None) -> type:
         seen: dict[str, Any] = {}
         for group in groups:
             for f in fields_of(group.params):
-                seen.setdefault(f.name, (f.name, _node_type(f.type, loose=True), field(default=None)))
+                seen.setdefault(f.name, (f.name, _node_type(f, loose=True), field(default=None)))
         return dataclasses.make_dataclass("UnionParamsNode", head + list(seen.values()))
     specs = list(head)
     for f in fields_of(declaration):
@@ -600,14 +600,17 @@ def schema_node(declaration: Any, *, name: str | None = None) -> type:
             continue
         default = f.default
         if isinstance(default, (list, dict, tuple)):
-            specs.append((f.name, _node_type(f.type), field(default_factory=lambda d=default: list(d)
+            specs.append((f.name, _node_type(f), field(default_factory=lambda d=default: list(d)
                                                              if isinstance(d, (list, tuple)) else dict(d))))
         else:
-            specs.append((f.name, _node_type(f.type), field(default=default)))
+            specs.append((f.name, _node_type(f), field(default=default)))
     return dataclasses.make_dataclass(f"{declaration.__name__}Node", specs)
 
 
-def _node_type(tp: Any, loose: bool = False) -> Any:
+def _node_type(f: Field, loose: bool = False) -> Any:
+    tp = f.type
+    if f.rule.choices is not None and {"true", "false"} & set(map(str, f.rule.choices)):
+        return Any  # auto / true / false: OmegaConf would turn a given false into the string 'False'
     optional = _is_optional(tp) or loose
     base = _strip_optional(tp)
     origin = typing.get_origin(base)
