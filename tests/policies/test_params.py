@@ -12,13 +12,14 @@ import pytest
 import yaml
 
 from harness.catalog import POLICIES
+from harness.config import CONFIG_DIR
 from harness.params import ParamError, describe, fields_of, identity_of, parse
 from policies import plugin
 from policies import protocols as P
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: Where a declaration's default knowingly differs from configs/policy/<name>.yaml.
+#: Where a declaration's default knowingly differs from harness/configs/policy/<name>.yaml.
 KNOWN = {
     ("replay", "path"): "required (the YAML wrote null and the constructor refused it)",
     ("replay", "demo"): "the string '0' (the YAML's 0: an index or a key, one type)",
@@ -31,7 +32,7 @@ def _defaults(name: str) -> dict:
 
 @pytest.mark.parametrize("name", ["zero", "replay", "remote", "vla", "lerobot"])
 def test_defaults_equal_the_policy_configs(name):
-    path = REPO / "configs" / "policy" / f"{name}.yaml"
+    path = CONFIG_DIR / "policy" / f"{name}.yaml"
     if not path.is_file():
         pytest.skip("the configs are generated from the declarations")
     declared = {f.name: f for g in _groups(name) for f in fields_of(g)}
