@@ -5,15 +5,17 @@ its ``observation_space`` / ``action_space`` with the builders below; :func:`reg
 registers one id per suite, so that::
 
     import gymnasium as gym
-    import envs.gym_registration  # registers the ids (gymnasium 1.x has no plugin hook)
     env = gym.make("embodied_transfer/EBAlfred-v0", split="unseen")   # also Alfred, Libero, EBManipulation
     obs, info = env.reset(seed=0)              # an episode of the split, drawn with env.np_random
     obs, reward, terminated, truncated, info = env.step(obs["actions"][0])
 
-or, without the import, ``gym.make("envs.gym_registration:embodied_transfer/EBAlfred-v0")``
+with no project import after a wheel install (:mod:`envs.gym_plugin`: Gymnasium 1.x has no
+plugin hook, so the wheel ships a start-up hook that registers the ids when ``gymnasium`` is
+imported). In a source checkout or an editable install, ``import envs.gym_registration`` first,
+or name the module in the id: ``gym.make("envs.gym_registration:embodied_transfer/EBAlfred-v0")``
 (gymnasium imports the module named before the colon). Importing any suite's env module
 registers them too. Keyword arguments are the split and the suite's parameters
-(``data_dir=...``, as in ``configs/suite/*.yaml``) and ``render_mode="rgb_array"``. The
+(``data_dir=...``, as listed by ``harness list SUITE``) and ``render_mode="rgb_array"``. The
 harness's runner uses the same env classes and always passes the episode:
 ``reset(seed=spec.seed, options={"episode": spec, ...})``.
 
@@ -39,21 +41,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-#: The id prefix of every env registered here.
-NAMESPACE = "embodied_transfer"
-
-#: gymnasium id -> (suite registry key, default split, default suite parameters). Default splits
-#: need no downloaded data (EB-ALFRED's and ALFRED's generated splits) or ship with the suite's
-#: extra. LIBERO: a gymnasium user resets episodes in any order, so fixtures are placed per
-#: (seed, task, init) (``fixture_rng=per_trial``) instead of reproducing the standard loop's
-#: sequence, which only holds when a task's inits run in order (pass ``fixture_rng="sequence"``
-#: to ``gymnasium.make`` to get it).
-GYM_IDS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    f"{NAMESPACE}/EBAlfred-v0": ("eb_alfred", "seen", {}),
-    f"{NAMESPACE}/Alfred-v0": ("alfred", "seen", {}),
-    f"{NAMESPACE}/Libero-v0": ("libero", "libero_spatial", {"fixture_rng": "per_trial"}),
-    f"{NAMESPACE}/EBManipulation-v0": ("eb_manipulation", "base", {}),
-}
+from envs.gym_plugin import GYM_IDS, NAMESPACE, register as _register_ids  # noqa: F401 (re-exported)
 
 _CHARSET = string.ascii_letters + string.digits + " ,.'-_()"
 
@@ -202,9 +190,7 @@ def make_suite_env(suite: str, split: str | None = None, render_mode: str | None
 
 def register_envs() -> None:
     """Register every suite under :data:`NAMESPACE` (idempotent; runs on import of this module)."""
-    for env_id, (suite, _split, params) in GYM_IDS.items():
-        if env_id not in gymnasium.registry:
-            gymnasium.register(env_id, entry_point=f"{__name__}:make_suite_env", kwargs={"suite": suite, **params})
+    _register_ids(gymnasium.registry, gymnasium.register)
 
 
 register_envs()

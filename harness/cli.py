@@ -34,6 +34,10 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the `harness` process itself: third-party warnings go to the run's log
+        from harness import console
+
+        console.install()
     status = _main(argv)
     if argv is None:  # the `harness` process itself (not a caller inside Python)
         _exit_cleanly_if_agent_calls_linger(status)

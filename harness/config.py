@@ -1,4 +1,4 @@
-"""Hydra at the edge: compose ``configs/`` with overrides, check the result
+"""Hydra at the edge: compose ``harness/configs/`` with overrides, check the result
 against a typed schema, and turn it into a :class:`RunSpec`.
 
 Only the CLI calls this module; the runner sees dataclasses, never Hydra.
@@ -15,7 +15,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from harness.types import RunSpec
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+#: The config tree ships inside the package (package data), so every kind of install finds it.
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 
 class ConfigError(ValueError):
@@ -59,7 +60,7 @@ class RunConfig:
 def register_schemas() -> None:
     """One ConfigStore node per registered plugin (``suite/eb_alfred``, ``planner/vlm``,
     ``policy/zero``, ``executor/ray``...), generated from its declaration: the config
-    groups' choices and defaults. A YAML file of the same name in ``configs/<group>/``
+    groups' choices and defaults. A YAML file of the same name in ``harness/configs/<group>/``
     takes its place (a user's own preset)."""
     from hydra.core.config_store import ConfigStore
 
@@ -119,7 +120,7 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
 
 
 def compose(overrides: list[str]) -> DictConfig:
-    """Compose ``configs/config.yaml`` with overrides over the plugins' schema nodes, and
+    """Compose ``harness/configs/config.yaml`` with overrides over the plugins' schema nodes, and
     check the values strictly (:func:`to_run_spec` checks the plugins' parameters)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir

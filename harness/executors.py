@@ -11,6 +11,7 @@ whichever executor runs it.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import pickle
 import queue
 import signal
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from harness import console
 from harness.allocator import keep_freed_heap
 from harness.interfaces import AgentContractError, EpisodeEnv, InvalidOutput
 from harness.types import INFO_ACTION_OK, INFO_FEEDBACK
@@ -249,6 +251,8 @@ def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
     # a worker never prints a traceback of its own for them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if os.environ.get(console.LOG_ENV):  # the parent routes third-party warnings to the run's log
+        console.install_from_env()
     keep_freed_heap()
     envs: dict[int, EpisodeEnv] = {}  # this worker's envs, by index (envs_per_worker of them)
     try:

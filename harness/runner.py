@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from harness import console
 from harness.allocator import keep_freed_heap
 from harness.artifacts import FrameStore
 from harness.executors import EnvFactory, Transition, make_executor
@@ -332,6 +333,9 @@ class Runner:
         if self.store is not None:
             self.store.begin_run(self.run_id, self.spec, self.identity, self.provenance)
             done = self.store.completed_keys(self.run_id)
+            # Third-party warnings of this run (harness.console, when the CLI routes them).
+            if getattr(self.store, "path", None) is not None:
+                console.log_to(console.run_log_path(self.store.path, self.run_id))
         total, todo_count, todo = plan_episodes(self.suite, self.spec, done)
         keep = self.keep_records if self.keep_records is not None else todo_count <= KEEP_RECORDS_UP_TO
         summary = RunSummary(self.run_id, total=total, skipped=total - todo_count,
