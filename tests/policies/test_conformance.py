@@ -41,6 +41,7 @@ def test_vla_conforms(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 def test_replay_conforms(tmp_path):
     demo = tmp_path / "demo.npz"
     rng = np.random.default_rng(0)
