@@ -337,7 +337,7 @@ class OpenVLAPolicy:
             keys = [known] if known else [suite, f"{suite}_no_noops"]
         for key in keys:
             raw, reply = self._post({"image": image, "instruction": instruction, "unnorm_key": key})
-            if reply != "error":
+            if not _is_error(reply):
                 with self._lock:
                     self._unnorm[_suite_name(split)] = key
                 return raw, reply
@@ -368,9 +368,14 @@ class OpenVLAPolicy:
             raise ConnectionError(f"deploy server {self.url} unreachable after {p.retries} attempts "
                                   f"({type(last).__name__}: {last}); start the repository's vla-scripts/deploy.py")
         reply = loads(raw)
-        if self.protocol == OPENVLA_OFT and reply == "error":
+        if self.protocol == OPENVLA_OFT and _is_error(reply):
             raise RuntimeError("OpenVLA-OFT deploy server error (deploy.py answers 'error' and logs the traceback)")
         return raw, reply
+
+
+def _is_error(reply: Any) -> bool:
+    """deploy.py's failure answer: the JSON string ``"error"``."""
+    return isinstance(reply, str) and reply == "error"
 
 
 def _actions(reply: Any, what: str) -> np.ndarray:

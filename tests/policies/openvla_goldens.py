@@ -85,6 +85,7 @@ def main(frames_path: str, openvla: str, oft: str, out: str) -> None:
     while f"agentview_{i}" in frames:
         av, wr = frames[f"agentview_{i}"], frames[f"wrist_{i}"]
         result[f"in_agentview_{i}"], result[f"in_wrist_{i}"] = av, wr
+        result[f"in_state_{i}"] = frames[f"state_{i}"]  # the suite's state of the same observation
         # the suite's frames are rotated already; the scripts rotate the raw ones
         raw = {"agentview_image": np.ascontiguousarray(av[::-1, ::-1]),
                "robot0_eye_in_hand_image": np.ascontiguousarray(wr[::-1, ::-1]),
