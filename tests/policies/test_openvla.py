@@ -248,3 +248,26 @@ def test_oft_server_drives_a_libero_episode_through_harness_run(tmp_path):
     assert [len(json_numpy.loads(c["raw_output"])) for c in calls] == [8, 8]
     ident = json.loads(run["identity"])
     assert ident["agent_identity"]["protocol"] == "openvla_oft" and ident["agent_identity"]["num_open_loop_steps"] == 8
+
+
+@pytest.mark.slow
+def test_openvla_server_drives_a_libero_episode_through_harness_run(tmp_path):
+    """libero_spatial task 0, 3 steps, one action per query; the checkpoint has only the
+    ``_no_noops`` statistics, so the first query is tried with the suite's name first."""
+    pytest.importorskip("libero")
+    with DeployServer(tmp_path, "openvla") as server:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+        res = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial", "policy=openvla",
+             "suite.params.protocol=openvla", f"policy.params.url={server.url}", "suite.params.tasks=[0]",
+             "suite.params.trials=1", "suite.params.max_steps=3", f"out={tmp_path}", "progress=false"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        sent = server.requests()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.row_factory = sqlite3.Row
+    (ep,) = con.execute("select * from episodes").fetchall()
+    assert ep["error_kind"] is None, ep["error_message"]
+    assert ep["steps"] == 3 and ep["agent_calls"] == 3
+    assert [m["unnorm_key"] for m in sent] == ["libero_spatial"] + ["libero_spatial_no_noops"] * 3
+    assert all(m["image"].shape == (224, 224, 3) and set(m) == {"image", "instruction", "unnorm_key"} for m in sent)
