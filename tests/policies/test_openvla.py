@@ -130,9 +130,11 @@ class DeployServer:
 
     def __init__(self, tmp_path: Path, mode: str, *extra: str):
         self.port, self.log = _free_port(), tmp_path / f"{mode}_requests.jsonl"
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("openvla_ref_server.py")),
-                                      "--mode", mode, "--port", str(self.port), "--log", str(self.log), *extra],
-                                     cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.output = tmp_path / f"{mode}_server.out"
+        with open(self.output, "wb") as out:  # a file, not a pipe: a chatty server never blocks
+            self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("openvla_ref_server.py")),
+                                          "--mode", mode, "--port", str(self.port), "--log", str(self.log), *extra],
+                                         cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -141,8 +143,9 @@ class DeployServer:
                 return
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(self.proc.stdout.read().decode()[-2000:])
+                    raise RuntimeError(self.output.read_text()[-2000:])
                 time.sleep(0.1)
+        self.proc.kill()
         raise TimeoutError("deploy server did not start")
 
     def requests(self) -> list:
