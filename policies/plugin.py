@@ -24,6 +24,8 @@ PROTOCOLS = ("openpi", "starvla")
 STARVLA_REPLY_FORMS = ("normalized", "unnormalized")
 #: How StarVLA's normalised actions map back (equal to policies.protocols.NORM_MODES).
 NORM_MODES = ("min_max", "q99")
+#: The REST deploy protocols of the ``openvla`` client (equal to policies.openvla's names).
+OPENVLA_PROTOCOLS = ("openvla", "openvla_oft")
 #: Torch dtypes a VLA backbone loads in.
 DTYPES = ("float32", "bfloat16", "float16")
 #: Where the default policy server listens (loopback: nothing outside this machine reaches it).
@@ -50,6 +52,21 @@ def ws_url(value: str) -> str:
         ok = False
     if not ok:
         raise ValueError("must be a ws:// or wss:// URL such as ws://127.0.0.1:8000 (or host:port)")
+    return text
+
+
+def http_url(value: str) -> str:
+    """A REST server's address as an http:// or https:// URL; ``host:port`` alone means ``http://host:port``."""
+    text = value.strip()
+    if "://" not in text and re.fullmatch(r"[^\s/:]+:\d+", text):
+        text = f"http://{text}"
+    try:
+        parts = urlsplit(text)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or 0 < parts.port < 65536)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError("must be an http:// or https:// URL such as http://127.0.0.1:8777 (or host:port)")
     return text
 
 
@@ -148,6 +165,45 @@ class RemoteDeclaration(Composite):
 
 
 @dataclass
+class OpenVLAParams:
+    protocol: str = param("openvla", choices=OPENVLA_PROTOCOLS,
+                          help="openvla (openvla/openvla's deploy.py: one action per query, the client crops) or "
+                               "openvla_oft (moojink/openvla-oft's deploy.py: both cameras + state, an action chunk)")
+    url: Optional[str] = param(None, check=http_url, results=False, example="http://127.0.0.1:8777",
+                               help="the deploy server (its /act is appended); null: 127.0.0.1 on the script's "
+                                    "default port (8000 openvla, 8777 openvla_oft)")
+    checkpoint_id: Optional[str] = param(None, example="openvla-7b-oft-finetuned-libero-spatial",
+                                         help="names the checkpoint served (the deploy servers report nothing; "
+                                              "in the identity)")
+    center_crop: Optional[bool] = param(None, help="openvla: centre-crop 0.9 of the area before sending (for "
+                                                   "checkpoints trained with image augmentation); null: true, the "
+                                                   "eval script's default. openvla_oft: the server's flag, refused")
+    unnorm_key: Optional[str] = param(None, example="libero_spatial_no_noops",
+                                      help="openvla: the dataset statistics the server un-normalises with; null: "
+                                           "the task suite's name, else <name>_no_noops (the eval script's rule). "
+                                           "openvla_oft: the server's flag, refused")
+    num_open_loop_steps: Optional[int] = param(None, ge=1,
+                                               help="openvla_oft: actions of each chunk executed before the next "
+                                                    "query (the eval script's deque: the last N of a longer "
+                                                    "chunk); null: 8. openvla: one action per query, refused")
+    max_concurrent_calls: int = param(1, ge=1, le=64, results=False,
+                                      help="queries in flight at once (one observation each)")
+    timeout_s: float = param(120.0, gt=0, results=False, help="seconds to wait for a reply")
+    retries: int = param(5, ge=1, results=False, help="attempts per query on refused connections, timeouts, HTTP 5xx")
+    backoff_s: float = param(0.5, ge=0, results=False, help="first wait between attempts (doubles each time)")
+    max_backoff_s: float = param(8.0, ge=0, results=False, help="longest wait between attempts")
+
+    def __post_init__(self) -> None:
+        if self.protocol == "openvla_oft":
+            for name in ("center_crop", "unnorm_key"):
+                if getattr(self, name) is not None:
+                    raise ParamError(name, "with protocol=openvla_oft it is the deploy server's setting (start "
+                                           f"vla-scripts/deploy.py with --{name} ...), not the client's")
+        elif self.num_open_loop_steps is not None:
+            raise ParamError("num_open_loop_steps", "protocol=openvla answers one action per query")
+
+
+@dataclass
 class VLAParams:
     checkpoint: str = param(results=False, help="folder with vla_config.json (layout: policies/vla.py); the hashes of its "
                                  "config, head, backbone and adapter are in the identity, not its location")
@@ -204,6 +260,9 @@ REPLAY = AgentPlugin(name="replay", kind="policy", target="policies.replay:Repla
 REMOTE = AgentPlugin(name="remote", kind="policy", target="policies.remote:RemotePolicy", extra="policies",
                      params=RemoteDeclaration(),
                      summary="a policy server over websockets (protocol=openpi | starvla)")
+OPENVLA = AgentPlugin(name="openvla", kind="policy", target="policies.openvla:OpenVLAPolicy", extra="policies",
+                      params=OpenVLAParams,
+                      summary="OpenVLA / OpenVLA-OFT deploy server over REST (protocol=openvla | openvla_oft)")
 VLA = AgentPlugin(name="vla", kind="policy", target="policies.vla:VLAPolicy", extra="models", params=VLAParams,
                   summary="in-process minimal VLA: HF VLM backbone (+LoRA) + action-chunk head")
 LEROBOT = AgentPlugin(name="lerobot", kind="policy", target="policies.lerobot_policy:LeRobotPolicy",

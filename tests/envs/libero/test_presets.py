@@ -40,6 +40,23 @@ def test_openvla_differs_from_standard_only_in_its_fixture_seed():
     assert {k for k in p if p[k] != std[k]} == {"seed"}
 
 
+def test_openvla_preset_is_also_openvla_ofts_loop():
+    """moojink/openvla-oft 213c5ff8d6e9673885d7e4dd6f2ce73b5d8a45db keeps OpenVLA's loop:
+    experiments/robot/libero/libero_utils.py :20 ``task.language``, :24 ``env.seed(0)``, :28-30 dummy
+    ``[0, 0, 0, 0, 0, 0, -1]``, :36 and :43 ``img[::-1, ::-1]`` on both cameras; run_libero_eval.py
+    :63-69 TASK_MAX_STEPS 220/280/300/520/400, :113 ``num_steps_wait = 10``, :114 50 trials, :116
+    ``env_img_res = 256``, :316-321 the wait steps reassign ``obs`` (the policy's first observation is
+    the last wait step's). So ``protocol=openvla`` is the suite preset for OFT checkpoints too; its
+    own client steps (both cameras, state, the 8-step open loop) are the ``openvla`` policy's."""
+    p = P.preset("openvla")
+    assert p["instruction"] == "task.language" and (p["seed"], p["fixture_rng"]) == (0, "sequence")
+    assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and p["rotate_180"] is True
+    assert p["cameras"] == ["agentview", "robot0_eye_in_hand"]
+    assert [p["max_steps"][s] for s in SPLITS] == [220, 280, 300, 520, 400]
+    assert (p["num_steps_wait"], p["trials"], p["camera_size"]) == (10, 50, 256)
+    assert p["first_observation"] == "after_wait"
+
+
 def test_lerobot_is_lerobot_0_6_1s_env():
     """huggingface/lerobot tag v0.6.1 (7e241bd630a3719a56157a497ce5d08f244784f1):
     src/lerobot/envs/configs.py:333-334 ``observation_height = observation_width = 360``;
