@@ -168,15 +168,15 @@ class EBManipulationEnv(SuiteEnv):
         from envs.eb_manipulation import render as R
         if self._renderer is None:
             self._renderer = R.SceneRenderer(self.world.model, self.image_size)
-        pos = dict(object_entries(self.world))
-        order = object_coordinates(list(pos.items()))[1]
-        return self._renderer.front(self.world, [pos[n] for n in order] if self.annotate else None, annotate=self.annotate)
+        order = object_coordinates(object_entries(self.world))[1]
+        return self._renderer.front(self.world, order if self.annotate else None, annotate=self.annotate)
 
     # --- rules ------------------------------------------------------------------------------
     def _execute(self, act: list[int]) -> tuple[float, bool, str]:
         world = self.world
         pose = G.action_to_pose(act)
-        res = world.move_to(pose.position, pose.rotation)
+        rot = pose.rotation @ S.TIP_TO_SITE  # the action names the original's tip frame
+        res = world.move_to(pose.position, rot)
         if not res.ok:
             return -1.0, False, res.reason
         world.set_gripper(pose.gripper_open)
@@ -186,7 +186,7 @@ class EBManipulationEnv(SuiteEnv):
                 success = False  # the original: a closed gripper scores 0 and does not end
             else:
                 lifted = pose.position + np.array([0.0, 0.0, STACK_RELEASE_LIFT])
-                if world.move_to(lifted, pose.rotation).ok:
+                if world.move_to(lifted, rot).ok:
                     success = self._check()
                 else:
                     success = False
@@ -226,9 +226,7 @@ class EBManipulationEnv(SuiteEnv):
             from envs.eb_manipulation import render as R
             if self._renderer is None:
                 self._renderer = R.SceneRenderer(self.world.model, self.image_size)
-            pos = dict(entries)
-            obs["image"] = self._renderer.front(self.world, [pos[n] for n in order] if self.annotate else None,
-                                                annotate=self.annotate)
+            obs["image"] = self._renderer.front(self.world, order if self.annotate else None, annotate=self.annotate)
             if self.wrist:
                 obs["wrist_image"] = self._renderer.wrist(self.world)
         return obs

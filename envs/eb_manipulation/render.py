@@ -10,6 +10,13 @@ based on the table's position"); the twin projects the grid's origin (bins X = 0
 table top) into its own camera, which lands at the same place of the table. Boxes come from
 projecting each object's centre and size (ground truth), not from a detector, so they are never
 missing or misnumbered.
+
+Each box is sized to its object as the original's detector box is
+(``eb_man_utils.py:204-237``: the detected box around the object, widened 1.2 times about its
+centre, drawn 1 px wide, its number 20 px right of and 10 px above the box's top-left corner):
+the twin takes the pixel extent of the object's visible surface in a segmentation render of the
+same camera (the box a perfect detector would give). An object the front camera does not see gets
+no box, and keeps its number in the dictionary.
 """
 
 from __future__ import annotations
@@ -26,7 +33,10 @@ from envs.eb_manipulation import sim as S
 AXIS_LEN_FRAC = 30 / 500
 #: The origin dot's radius (px at 500) and the "(0, 0)" label's offset below it (the original's 3 and 16).
 ORIGIN_DOT_PX, ORIGIN_LABEL_DY_PX = 3, 16
-BOX_HALF_M = 0.045
+#: The original widens each detected box 1.2 times about its centre (``increase_bbox(..., 1.2)``).
+BOX_SCALE = 1.2
+#: The number's offset from the box's top-left corner (px at 500), the original's (+20, -10).
+LABEL_DX_PX, LABEL_DY_PX = 20, -10
 
 
 class SceneRenderer:
@@ -37,7 +47,7 @@ class SceneRenderer:
         self._cam = model.camera("front").id
         self._opt = mujoco.MjvOption()
         self._opt.sitegroup[:] = 0  # robosuite's marker sites (grip-site cylinder) are not drawn
-        self._opt.geomgroup[S.DIRT_GEOM_GROUP] = 0  # the dirt spots are invisible (renderable=False)  # the dirt spots are invisible (renderable=False)
+        self._opt.geomgroup[S.DIRT_GEOM_GROUP] = 0  # the dirt spots are invisible (renderable=False)
 
     def close(self) -> None:
         self._r.close()
@@ -52,7 +62,31 @@ class SceneRenderer:
         w = self.size / 2 - f * v[:, 1] / -v[:, 2]
         return np.stack([u, w], axis=1)
 
-    def front(self, world: S.PandaTable, centres: Sequence[np.ndarray] | None, annotate: bool = True) -> np.ndarray:
+    def boxes(self, world: S.PandaTable, names: Sequence[str]) -> list[tuple[float, float, float, float] | None]:
+        """Per object (in ``names`` order): its box (u0, v0, u1, v1) in pixels, the extent of its
+        visible pixels widened :data:`BOX_SCALE` times about the centre, or None when unseen."""
+        if not names:
+            return []
+        self._r.update_scene(world.data, camera=self._cam, scene_option=self._opt)
+        self._r.enable_segmentation_rendering()
+        try:
+            seg = self._r.render()
+        finally:
+            self._r.disable_segmentation_rendering()
+        m = self.model
+        geom_body = np.where(seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM), m.geom_bodyid[np.clip(seg[..., 0], 0, m.ngeom - 1)], -1)
+        out: list[tuple[float, float, float, float] | None] = []
+        for name in names:
+            vs, us = np.nonzero(geom_body == m.body(name).id)
+            if not len(us):
+                out.append(None)
+                continue
+            cu, cv = (us.min() + us.max() + 1) / 2, (vs.min() + vs.max() + 1) / 2
+            hu, hv = (us.max() + 1 - us.min()) / 2 * BOX_SCALE, (vs.max() + 1 - vs.min()) / 2 * BOX_SCALE
+            out.append((cu - hu, cv - hv, cu + hu, cv + hv))
+        return out
+
+    def front(self, world: S.PandaTable, names: Sequence[str] | None, annotate: bool = True) -> np.ndarray:
         self._r.update_scene(world.data, camera=self._cam, scene_option=self._opt)
         img = self._r.render().copy()
         if not annotate:
@@ -61,13 +95,13 @@ class SceneRenderer:
 
         im = Image.fromarray(img)
         draw = ImageDraw.Draw(im)
-        for i, p in enumerate(centres or []):
-            corners = np.array([p + np.array([dx, dy, dz]) for dx in (-BOX_HALF_M, BOX_HALF_M)
-                                for dy in (-BOX_HALF_M, BOX_HALF_M) for dz in (-0.02, 0.03)])
-            uv = self._project(world.data, corners)
-            (u0, v0), (u1, v1) = uv.min(axis=0), uv.max(axis=0)
-            draw.rectangle([u0, v0, u1, v1], outline=(255, 0, 0), width=2)
-            draw.text((u0 + 2, v0 + 1), str(i + 1), fill=(255, 0, 0))
+        k = self.size / 500
+        for i, box in enumerate(self.boxes(world, names or [])):
+            if box is None:
+                continue
+            u0, v0, u1, v1 = box
+            draw.rectangle([u0, v0, u1, v1], outline=(255, 0, 0), width=1)
+            draw.text((u0 + LABEL_DX_PX * k, v0 + LABEL_DY_PX * k - 4), str(i + 1), fill=(255, 0, 0))
         # the grid's origin (bins X = 0, Y = 0 on the table) with the three axis arrows
         o = np.array([S.SCENE_X_MIN, S.SCENE_Y_MIN, S.TABLE_Z])
         uv = self._project(world.data, np.array([o, o + [0.1, 0, 0], o + [0, 0.1, 0], o + [0, 0, 0.1]]))

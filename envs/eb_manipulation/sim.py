@@ -29,14 +29,33 @@ from envs.eb_manipulation.plugin import MAX_IMAGE_SIZE  # noqa: E402  (the large
 #: Table top height (m). The original's objects on the table show Z bins 17-18 (EmbodiedBench
 #: in-context examples), i.e. a table top near 0.75 m; RLBench's table top is 0.752 m.
 TABLE_Z = 0.752
+#: The box the workspace check widens (the twin's earlier table; kept so the rules stay as they were).
 TABLE_CENTER_X = 0.2
 TABLE_SIZE = (0.9, 1.0)  # x, y extent (m)
-ROBOT_BASE = (-0.32, 0.0, TABLE_Z)
+#: The drawn (and colliding) table top: larger than the workspace box, as the original's front
+#: frames show the wooden top from behind the robot's base to past the image's lower edge and
+#: past both image sides (the pixel rays of the fitted camera below, on the table plane).
+VISUAL_TABLE_CENTER_X, VISUAL_TABLE_SIZE = 0.1, (1.3, 1.3)
+#: The robot's base, 5 cm nearer the table's middle than the twin's earlier -0.32 m: EmbodiedBench's
+#: own example plans put the gripper, pointing down, at x bin 83 (0.535 m), which the Panda's arm
+#: (shoulder to wrist 0.72 m, wrist offset 0.088 m) reaches from -0.27 m or nearer, and at x bin 29
+#: (-0.005 m) close to the base, which -0.26 m no longer reaches; the camera fitted to the
+#: original's frames puts the base's foot at -0.32 +- 0.06 m.
+ROBOT_BASE = (-0.27, 0.0, TABLE_Z)
 #: The coordinate grid's origin in x / y (EmbodiedBench ``SCENE_BOUNDS[:2]``; marked in the overlay).
 SCENE_X_MIN, SCENE_Y_MIN = -0.3, -0.5
 #: The original's workspace check: the table's box widened 0.2 m in x/y, z in [table-0.04, table+1.0].
 WORKSPACE_MARGIN = 0.2
 WORKSPACE_Z = (-0.04, 1.0)
+#: The original's tool frame (PyRep's Panda tip) closes the fingers along its *y* axis; the twin's
+#: grip site (robosuite) closes them along its x axis. A rotation the grammar decodes is the tip's,
+#: so the grip site is sent to ``R @ TIP_TO_SITE``. Evidence: NVlabs/M2T2 (commit 734a525,
+#: m2t2/rlbench_utils.py ``gripper_pose_from_rlbench``) turns an RLBench tip pose into its own
+#: gripper frame by a +90 degree turn about the approach axis, and that frame's fingers sit on
+#: its x axis (m2t2/meshcat_utils.py ``load_grasp_points``, fingers at x = +-0.053 m).
+TIP_TO_SITE = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+#: Half a turn about the approach (z) axis.
+HALF_TURN_Z = np.diag([-1.0, -1.0, 1.0])
 #: Standard Panda "ready" joint configuration (gripper pointing down, ~0.5 m above the table).
 HOME_Q = np.array([0.0, -0.6, 0.0, -2.3, 0.0, 1.7, math.pi / 4])
 
@@ -52,6 +71,11 @@ GRIPPER_STEPS = 175  # steps to let the fingers close / open
 SETTLE_STEPS = 150  # settling after an open (the original settles 10 of its 50 ms steps)
 #: Upper bound of simulator steps one grammar action can take (motion + gripper + settle).
 MAX_STEPS_PER_ACTION = int(MAX_MOVE_S / TIMESTEP) + HOLD_STEPS + GRIPPER_STEPS + SETTLE_STEPS
+#: Further IK starts after the current and the ready posture: the ready posture with the last
+#: joint turned +-90 and 180 degrees. From the two first starts alone damped least squares stalls
+#: on the last joint's limit for a band of top-down yaws (about 40 degrees wide) that another
+#: wrist turn reaches.
+IK_WRIST_SEEDS = tuple(np.array([*HOME_Q[:6], HOME_Q[6] + d]) for d in (-math.pi / 2, math.pi / 2, -math.pi))
 IK_POS_TOL = 0.004
 IK_ROT_TOL = 0.03
 GOAL_POS_TOL = 0.006  # a reached motion: tracking error under 6 mm ...
@@ -138,36 +162,128 @@ def base_xml() -> str:
     return world.get_xml()
 
 
+#: The front camera, fitted to EmbodiedBench's own example frames (the 14 numbered boxes of the
+#: pick and stack examples in ``evaluator/config/visual_icl_examples/eb_manipulation``, each
+#: matched with its object's bins in ``evaluator/config/eb_manipulation_example.py``; a pinhole
+#: camera by least squares, 6.3 px rms at 500 px): beyond the table's far side from the robot,
+#: 1.62 m high, looking back at it 24 degrees down, 36.6 degrees vertical field of view. World +y
+#: is image-right and +x comes toward the viewer, as in the original's front view.
+FRONT_CAMERA_POS = (1.50, 0.0, 1.62)
+FRONT_CAMERA_PITCH_DEG = 23.9
+FRONT_CAMERA_FOVY = 36.6
+#: Scene colours (sRGB 0..1), tuned so that the rendered table and wall regions match the
+#: original's frames (benchmarks/eb_manipulation_frames.py measures both).
+WOOD_RGB = (0.72, 0.53, 0.41)
+WALL_RGB = (0.0, 0.27, 0.32)
+FLOOR_RGB = (0.80, 0.81, 0.77)
+TEXTURE_SIDE = 256
+#: The key light: from behind the robot and to its left, high; it casts the shadows.
+KEY_LIGHT_DIR = (0.35, -0.3, -1.0)
+
+
+def _wood_texture(side: int = TEXTURE_SIDE) -> np.ndarray:
+    """A procedural wood grain (rows = grain along the table's x): ring bands with noise."""
+    rng = np.random.default_rng(7)
+    v = np.linspace(0.0, 1.0, side, endpoint=False)
+    xx, yy = np.meshgrid(v, v)
+    warp = sum(rng.uniform(0.01, 0.03) * np.sin(2 * np.pi * (k * xx + rng.uniform())) for k in (1, 2, 3))
+    rings = 0.5 + 0.5 * np.sin(2 * np.pi * (14 * (yy + warp)) + 3 * np.sin(2 * np.pi * 2 * xx))
+    fine = rng.normal(0.0, 1.0, (side, 1)).repeat(side, axis=1)
+    shade = 0.86 + 0.10 * rings + 0.025 * fine
+    rgb = np.clip(np.array(WOOD_RGB)[None, None, :] * shade[..., None] * 255, 0, 255)
+    return rgb.astype(np.uint8)
+
+
+def _hex_texture(side: int = TEXTURE_SIDE) -> np.ndarray:
+    """A dark teal wall with a faint hexagon grid (the original's wall pattern)."""
+    v = np.arange(side) / side * 4.0
+    xx, yy = np.meshgrid(v, v)
+    # distance to the nearest hexagon centre on a pointy-top lattice, as an outline mask
+    q = xx * 2 / math.sqrt(3)
+    r = yy - xx / math.sqrt(3)
+    frac = np.stack([q - np.round(q), r - np.round(r), -(q - np.round(q)) - (r - np.round(r))])
+    edge = np.abs(frac).max(axis=0) > 0.42
+    rgb = np.array(WALL_RGB)[None, None, :] * np.where(edge, 1.35, 1.0)[..., None]
+    return np.clip(rgb * 255, 0, 255).astype(np.uint8)
+
+
+def _add_texture(spec, name: str, rgb: np.ndarray):
+    tex = spec.add_texture(name=name, type=mujoco.mjtTexture.mjTEXTURE_2D, width=rgb.shape[1], height=rgb.shape[0],
+                           nchannel=3)
+    tex.data = rgb.tobytes()
+    return tex
+
+
 def _base_spec() -> "mujoco.MjSpec":
     spec = mujoco.MjSpec.from_string(base_xml())
     spec.visual.global_.offwidth = MAX_IMAGE_SIZE
     spec.visual.global_.offheight = MAX_IMAGE_SIZE
-    # Front camera: beyond the table's far edge looking back at the robot, so world +y is
-    # image-right and +x comes toward the viewer (the original's front view orientation).
-    eye, look = np.array([1.0, 0.0, 1.32]), np.array([0.1, 0.0, 0.8])
-    z = (eye - look) / np.linalg.norm(eye - look)
-    x = np.array([0.0, 1.0, 0.0])
-    y = np.cross(z, x)
     # robosuite's collision geoms (group 0, drawn green) stay invisible: its visual meshes show the robot
     for g in spec.geoms:
         if g.name.startswith(("robot0_", "gripper0_")) and g.group == 0 and (g.contype or g.conaffinity):
             g.rgba = [0.0, 0.0, 0.0, 0.0]
             g.group = HIDDEN_COLLISION_GROUP  # not seen by cameras nor by the visibility rays
-    # plain colours instead of the arena's image textures: uploading them made every new
-    # renderer (one per episode, the model changes) ~3x slower to create
-    plain = {"floorplane": [0.55, 0.5, 0.45, 1], "table_ceramic": [0.93, 0.93, 0.91, 1],
-             "table_legs_metal": [0.5, 0.5, 0.52, 1], "walls_mat": [0.78, 0.78, 0.78, 1],
-             "table_mat": [0.93, 0.93, 0.91, 1]}
+    # the arena's image textures are dropped (uploading them made every new renderer, one per
+    # episode, ~3x slower to create); two small procedural ones take their place
     for mat in spec.materials:
         if any(mat.textures):
             mat.textures = [""] * len(mat.textures)
-            mat.rgba = plain.get(mat.name, [0.8, 0.8, 0.8, 1])
     for tex in list(spec.textures):
         if tex.file:
             spec.delete(tex)
+    _add_texture(spec, "wood", _wood_texture())
+    _add_texture(spec, "hexwall", _hex_texture())
+    looks = {"table_ceramic": ("wood", (1.0, 1.0), [1, 1, 1, 1]), "table_mat": ("wood", (1.0, 1.0), [1, 1, 1, 1]),
+             "walls_mat": ("hexwall", (3.0, 3.0), [1, 1, 1, 1]), "floorplane": ("", (1, 1), [*FLOOR_RGB, 1]),
+             "table_legs_metal": ("", (1, 1), [0.5, 0.5, 0.52, 1])}
+    for mat in spec.materials:
+        if mat.name in looks:
+            tex, rep, rgba = looks[mat.name]
+            textures = [""] * len(mat.textures)
+            textures[int(mujoco.mjtTextureRole.mjTEXROLE_RGB)] = tex
+            mat.textures = textures
+            mat.texrepeat = list(rep)
+            mat.texuniform = False
+            mat.rgba = rgba
+            mat.specular, mat.shininess, mat.reflectance = 0.1, 0.1, 0.0
+    # the table: larger than the workspace box (see VISUAL_TABLE_SIZE), the rear wall nearer
+    hx, hy = VISUAL_TABLE_SIZE[0] / 2, VISUAL_TABLE_SIZE[1] / 2
+    for g in spec.geoms:
+        if g.name in ("table_collision", "table_visual"):
+            g.size = [hx, hy, g.size[2]]
+        elif g.name.startswith("table_leg"):
+            g.pos = [math.copysign(hx - 0.1, g.pos[0]), math.copysign(hy - 0.1, g.pos[1]), g.pos[2]]
+    spec.body("table").pos = [VISUAL_TABLE_CENTER_X, 0.0, spec.body("table").pos[2]]
+    for g in list(spec.geoms):  # walls no camera of the twin sees: out (a smaller shadow map area)
+        if g.name in ("wall_leftcorner_visual", "wall_rightcorner_visual", "wall_left_visual", "wall_right_visual",
+                      "wall_front_visual"):
+            spec.delete(g)
+    for g in spec.geoms:
+        if g.name == "wall_rear_visual":  # nearer, and only as high as the camera sees (no shadow on the table)
+            g.pos = [-1.1, 0.0, 0.8]
+            g.size = [g.size[0], g.size[1], 0.8] if g.size[2] > 0.5 else g.size
+            g.size = [g.size[0], 0.8, g.size[2]] if g.size[1] > 0.5 else g.size
+    # lights: a soft ambient headlight and one shadow-casting key light
+    spec.visual.headlight.ambient = [0.38, 0.38, 0.38]
+    spec.visual.headlight.diffuse = [0.12, 0.12, 0.12]
+    spec.visual.headlight.specular = [0.0, 0.0, 0.0]
+    spec.visual.quality.shadowsize = 4096
+    spec.visual.map.shadowscale = 0.35
+    for light in spec.lights:
+        light.castshadow = False
+        light.diffuse = [0.0, 0.0, 0.0]
+    d = np.array(KEY_LIGHT_DIR) / np.linalg.norm(KEY_LIGHT_DIR)
+    spec.worldbody.add_light(name="key", type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, pos=list(-2.5 * d + [0, 0, 0.8]),
+                             dir=list(d), castshadow=True, diffuse=[0.5, 0.5, 0.48], specular=[0.1, 0.1, 0.1],
+                             ambient=[0.0, 0.0, 0.0])
+    # the front camera (FRONT_CAMERA_*): its -z looks along the view, +x is image-right (world +y)
+    pitch = math.radians(FRONT_CAMERA_PITCH_DEG)
+    z = np.array([math.cos(pitch), 0.0, math.sin(pitch)])  # from the scene toward the camera
+    x = np.array([0.0, 1.0, 0.0])
+    y = np.cross(z, x)
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, np.stack([x, y, z], axis=1).reshape(-1))
-    spec.worldbody.add_camera(name="front", pos=eye, quat=quat, fovy=45.0)
+    spec.worldbody.add_camera(name="front", pos=list(FRONT_CAMERA_POS), quat=quat, fovy=FRONT_CAMERA_FOVY)
     spec.option.enableflags |= mujoco.mjtEnableBit.mjENBL_MULTICCD  # several contacts per convex pair
     return spec
 
@@ -502,8 +618,15 @@ class PandaTable:
         if not self.in_workspace(pos):
             return MoveResult(False, "The target position is outside the robot's workspace", 0)
         q_now = self.data.qpos[self.arm_qpos].copy()
+        # The two fingers are alike: a pose and the same pose turned half a turn about the approach
+        # axis grasp alike. The IK's rotation error does not tell them apart, so the move aims at
+        # the one nearer the hand's present rotation, for the solve and the interpolation alike.
+        flipped = rot @ HALF_TURN_Z
+        r_now = self.ee_pose()[1]
+        if np.trace(r_now.T @ flipped) > np.trace(r_now.T @ rot):
+            rot = flipped
         best = None
-        for seed in (q_now, HOME_Q):
+        for seed in (q_now, HOME_Q, *IK_WRIST_SEEDS):
             q, ep, er = self.ik(pos, rot, seed)
             if ep < IK_POS_TOL and er < IK_ROT_TOL:
                 best = q
@@ -680,7 +803,7 @@ def _axis_angle_matrix(rel: np.ndarray, s: float) -> np.ndarray:
 
 
 def top_down_rotation(finger_yaw: float) -> np.ndarray:
-    """The gripper rotation pointing straight down with the fingers closing along world yaw
-    ``finger_yaw`` (radians). For the twin's tool frame (robosuite's grip site: z = approach,
-    x = finger axis), this is extrinsic xyz Euler (180 deg, 0, finger_yaw)."""
-    return euler_xyz_to_matrix(math.pi, 0.0, finger_yaw)
+    """The *action's* rotation (the original's tip frame) pointing straight down with the fingers
+    closing along world yaw ``finger_yaw`` (radians): the tip's y axis is the finger axis
+    (:data:`TIP_TO_SITE`), so this is extrinsic xyz Euler (180 deg, 0, finger_yaw + 90 deg)."""
+    return euler_xyz_to_matrix(math.pi, 0.0, finger_yaw + math.pi / 2)

@@ -95,3 +95,71 @@ def test_only_visible_objects_enter_the_coordinates():
     assert len(obs["object_coordinates"]) == len(names) - 1
     assert names[0] not in world.visible_surface_centroids(names)
     env.close()
+
+
+def test_boxes_are_sized_to_each_objects_image(gl):
+    """eb_man_utils.py:204-237: each number's box is the detector's box around the object,
+    widened 1.2 times about its centre. The twin's box is 1.2 times the extent of the object's
+    pixels in a segmentation render: a container's box is larger than a small shape's, each box
+    holds all of its object's pixels, and an object moved out of the camera's view has none."""
+    import mujoco
+
+    spec = next(e for e in E.episodes("base") if e.metadata["task_class"] == "pick")
+    world = S.PandaTable(spec.metadata["scene"])
+    r = R.SceneRenderer(world.model, 500)
+    names = [o["name"] for o in spec.metadata["scene"]["objects"]]
+    kinds = {o["name"]: o["kind"] for o in spec.metadata["scene"]["objects"]}
+    boxes = dict(zip(names, r.boxes(world, names)))
+    assert all(b is not None for b in boxes.values())
+    area = {n: (b[2] - b[0]) * (b[3] - b[1]) for n, b in boxes.items()}
+    smallest_container = min(area[n] for n in names if kinds[n] == "container")
+    largest_shape = max(area[n] for n in names if kinds[n] == "shape")
+    assert smallest_container > largest_shape
+    assert len({round(a) for a in area.values()}) > 1  # not one fixed size
+    r._r.update_scene(world.data, camera=r._cam, scene_option=r._opt)
+    r._r.enable_segmentation_rendering()
+    seg = r._r.render()
+    r._r.disable_segmentation_rendering()
+    for n, (u0, v0, u1, v1) in boxes.items():
+        body = world.model.body(n).id
+        mask = (seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM)) & (world.model.geom_bodyid[np.clip(seg[..., 0], 0, None)] == body)
+        vs, us = np.nonzero(mask)
+        assert u0 <= us.min() and us.max() < u1 and v0 <= vs.min() and vs.max() < v1
+        w, h = us.max() + 1 - us.min(), vs.max() + 1 - vs.min()
+        assert abs((u1 - u0) - R.BOX_SCALE * w) < 1e-6 and abs((v1 - v0) - R.BOX_SCALE * h) < 1e-6
+    shape = next(n for n in names if kinds[n] == "shape")
+    jnt = world.model.joint(f"{shape}_joint").id
+    world.data.qpos[world.model.jnt_qposadr[jnt]:world.model.jnt_qposadr[jnt] + 3] = [0.2, 3.0, 0.1]  # far out of view
+    mujoco.mj_forward(world.model, world.data)
+    assert r.boxes(world, [shape]) == [None]
+    r.close()
+
+
+def test_scene_colours_look_like_the_originals_frames(gl):
+    """The table is wood-coloured (red over green over blue, not the earlier near-white) and the
+    wall dark teal; with EMBODIEDBENCH_DIR set, the twin's first pick frame's table and wall means
+    lie within 20 and 5 RGB units of the means over the original's example frames
+    (benchmarks/eb_manipulation_frames.py prints the numbers)."""
+    import os
+    from pathlib import Path
+
+    from envs.eb_manipulation import frames as F
+
+    spec = next(e for e in E.episodes("base") if e.metadata["task_class"] == "pick")
+    env = EBManipulationEnv(render=True, image_size=500)
+    obs, _ = env.reset(options={"episode": spec})
+    env.close()
+    s = F.stats(obs["image"])
+    r_, g_, b_ = s["table_mean"]
+    assert r_ > g_ + 20 > b_ + 40 and r_ < 235
+    wr, wg, wb = s["wall_mean"]
+    assert wb > wr + 20 and wg > wr + 20 and max(s["wall_mean"]) < 90
+    root = os.environ.get("EMBODIEDBENCH_DIR")
+    if not root:
+        pytest.skip("EMBODIEDBENCH_DIR not set: compared with the original's frames only with a checkout")
+    orig = [F.stats(img) for img in F.original_frames(Path(root)).values()]
+    assert orig
+    ref_t = np.mean([o["table_mean"] for o in orig], axis=0)
+    ref_w = np.mean([o["wall_mean"] for o in orig], axis=0)
+    assert np.linalg.norm(np.subtract(s["table_mean"], ref_t)) < 20
+    assert np.linalg.norm(np.subtract(s["wall_mean"], ref_w)) < 5

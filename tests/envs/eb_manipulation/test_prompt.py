@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,13 +49,23 @@ def test_prompt_structure():
 
 
 def test_shipped_examples_are_ours_and_parse():
+    """Our examples in the original's counts and form (evaluator/config/eb_manipulation_example.py
+    under configs/eb-man.yaml's ``n_shots: 4``; planner/manip_planner.py:46 takes the first
+    ``n_shot``): pick 2, stack 4, place 4, wipe 4 all asking for the horizontal area; the answer
+    has the original examples' three keys (no ``language_plan``)."""
     ex = P.load_examples()
-    assert set(ex) == {"pick", "stack", "place", "wipe"} and all(len(v) == 4 for v in ex.values())
+    assert set(ex) == {"pick", "stack", "place", "wipe"}
+    assert {k: len(v) for k, v in ex.items()} == {"pick": 2, "stack": 4, "place": 4, "wipe": 4}
     for cls, items in ex.items():
         for item in items:
-            answer = item.split("Answer: ", 1)[1]
+            head, answer = item.split("\nOutput: ", 1)
+            assert head.startswith("Instruction: ") and "\nObjects: {" in head
+            assert list(json.loads(answer)) == ["visual_state_description", "reasoning_and_reflection",
+                                                "executable_plan"]
             actions = P.parse_actions(answer.strip())
             assert actions and all(len(a) == 7 for a in actions)
+            if cls == "wipe":
+                assert "horizontal" in head.split("\n", 1)[0]
 
 
 def test_examples_in_the_original_file_layout_are_read_without_executing(tmp_path):
