@@ -40,34 +40,30 @@ def _device(value: str) -> str:
     return value
 
 
-def ws_url(value: str) -> str:
-    """A policy server's address as a ws:// or wss:// URL; ``host:port`` alone means ``ws://host:port``."""
+def _server_url(value: str, schemes: tuple[str, str], example: str) -> str:
+    """``value`` as a URL of one of ``schemes``; ``host:port`` alone gets the first scheme."""
     text = value.strip()
     if "://" not in text and re.fullmatch(r"[^\s/:]+:\d+", text):
-        text = f"ws://{text}"
+        text = f"{schemes[0]}://{text}"
     try:
         parts = urlsplit(text)
-        ok = parts.scheme in ("ws", "wss") and bool(parts.hostname) and (parts.port is None or 0 < parts.port < 65536)
+        ok = parts.scheme in schemes and bool(parts.hostname) and (parts.port is None or 0 < parts.port < 65536)
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError("must be a ws:// or wss:// URL such as ws://127.0.0.1:8000 (or host:port)")
+        article = "an" if schemes[0][0] in "aeiouh" else "a"
+        raise ValueError(f"must be {article} {schemes[0]}:// or {schemes[1]}:// URL such as {example} (or host:port)")
     return text
+
+
+def ws_url(value: str) -> str:
+    """A policy server's address as a ws:// or wss:// URL; ``host:port`` alone means ``ws://host:port``."""
+    return _server_url(value, ("ws", "wss"), "ws://127.0.0.1:8000")
 
 
 def http_url(value: str) -> str:
     """A REST server's address as an http:// or https:// URL; ``host:port`` alone means ``http://host:port``."""
-    text = value.strip()
-    if "://" not in text and re.fullmatch(r"[^\s/:]+:\d+", text):
-        text = f"http://{text}"
-    try:
-        parts = urlsplit(text)
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or 0 < parts.port < 65536)
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError("must be an http:// or https:// URL such as http://127.0.0.1:8777 (or host:port)")
-    return text
+    return _server_url(value, ("http", "https"), "http://127.0.0.1:8777")
 
 
 @dataclass
