@@ -124,7 +124,8 @@ def _print_plan(prepared: list[_Job]) -> None:
         n = len(job.suite.episodes(spec.split))
         n = min(n, spec.limit) if spec.limit is not None else n
         total += n
-        print(f"{spec.variant}\t{spec.suite}\t{spec.split}\t{n} episodes\tseed={spec.seed}\tout={job.cfg.out}")
+        repeat = f"\trepeat={spec.repeat}" if spec.repeat else ""
+        print(f"{spec.variant}\t{spec.suite}\t{spec.split}\t{n} episodes\tseed={spec.seed}{repeat}\tout={job.cfg.out}")
     print(f"{len(prepared)} runs, {total} episodes (dry run: nothing was run or written)", file=sys.stderr)
 
 
