@@ -258,9 +258,19 @@ def two_stage_bootstrap(repeats: Sequence[Sequence[np.ndarray]], weights: Sequen
             if n == 0:
                 raise ValueError("two_stage_bootstrap: a repeat has no episodes in one of the cells")
             # stage 2: an independent episode resample for every (resample, copy) slot
-            stat = fn(_resample_sums(rng, matrix, resamples * k), n).reshape(resamples, k)
+            stat = fn(_multinomial_sums(rng, matrix, resamples * k), n).reshape(resamples, k)
             out += weight * np.where(mask, stat, 0.0).sum(axis=1) / k
     return out
+
+
+def _multinomial_sums(rng: np.random.Generator, matrix: np.ndarray, resamples: int) -> np.ndarray:
+    """Column sums of ``resamples`` bootstrap resamples of ``matrix``'s rows, drawn as multinomial
+    counts over its distinct rows: n draws with replacement hit each distinct row a
+    Multinomial(n, frequency / n) number of times, so this has the law of index draws at the
+    cost of the few distinct rows (success, goal conditions) rather than n per resample."""
+    n = matrix.shape[0]
+    rows, counts = np.unique(matrix, axis=0, return_counts=True)
+    return rng.multinomial(n, counts / n, size=resamples) @ rows
 
 
 def repeat_interval(repeats: Sequence[Sequence[np.ndarray]], weights: Sequence[float], metric: str,

@@ -20,6 +20,10 @@ Display conventions
   (row, group) with errors, episodes and error kinds).
 * Delta columns have metric names starting with "Δ"; the baseline row has no
   delta (NaN, printed "–").
+* Repeats (runs of a cell that differ only in trial seed or repeat index):
+  where some cell has several, each SR / GC value column gets ``:sd``, ``:k``,
+  ``:lo``, ``:hi`` beside it (sd over repeats, repeats, two-stage bootstrap
+  interval), printed "50.0 ±3.2 (r=3)" and, with statistics, in a footnote.
 """
 
 from __future__ import annotations

@@ -150,3 +150,17 @@ def test_run_with_repeat_index_is_a_new_run_shown_as_a_repeat(tmp_path, capsys):
     assert "(r=2)" in capsys.readouterr().out
     assert main(["run", *common, "repeat=-1"]) == 2
     assert "repeat must be between 0 and" in capsys.readouterr().err
+
+
+def test_multinomial_episode_stage_has_the_law_of_index_draws():
+    """The episode stage draws multinomial counts over distinct rows: the resampled sum of
+    successes (3 of 10 solved) has mean n p = 3 and variance n p (1 - p) = 2.1, as index draws.
+    Mutation caught: the counts applied to the distinct rows in another order."""
+    from harness.stats import _multinomial_sums
+
+    ok = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0], bool)
+    m = value_matrix(ok, ok * 2, np.full(10, 9))  # two distinct rows, 3 and 7 times
+    sums = _multinomial_sums(np.random.default_rng(0), m, 40_000)
+    assert sums[:, 0].mean() == pytest.approx(3.0, abs=0.03) and sums[:, 0].var() == pytest.approx(2.1, rel=0.03)
+    assert sums[:, 2].min() == sums[:, 2].max() == 90  # each resample has n = 10 episodes
+    assert np.array_equal(sums[:, 1], 2 * sums[:, 0])  # the rows' columns stay together
