@@ -42,6 +42,8 @@ class RunConfig:
     policy: Any = None
     variant: Any = MISSING
     executor: Any = MISSING
+    #: When set (``tracker=wandb``), the experiment tracker the run logs to (no result changes).
+    tracker: Any = None
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     #: null: the suite's declared default split.
     split: Optional[str] = None
@@ -74,7 +76,7 @@ def register_schemas() -> None:
                 continue
             plugins = [p for p in registry.entries() if p.name == name]
             decls = [p.params for p in plugins if p.params is not None]
-            if group == "executor":
+            if group in ("executor", "tracker"):
                 node: Any = schema_node(decls[0] if decls else NoParams, name=name)
                 cs.store(group=group, name=name, node=node)
                 continue
