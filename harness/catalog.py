@@ -1,7 +1,7 @@
 """The registries of every plugin found (:func:`harness.plugins.discover`), filled on first use.
 
-``SUITES``, ``PLANNERS``, ``POLICIES``, ``EXECUTORS`` and ``BACKENDS`` (the ``vlm``
-planner's model backends). Nothing here imports a simulator or a model: the entry
+``SUITES``, ``PLANNERS``, ``POLICIES``, ``EXECUTORS``, ``BACKENDS`` (the ``vlm``
+planner's model backends) and ``TRACKERS`` (experiment trackers). Nothing here imports a simulator or a model: the entry
 points name light plugin objects whose factories are imported only when built.
 """
 
@@ -36,9 +36,10 @@ PLANNERS = Registry("planner", fill=_fill("agent", "planner"))
 POLICIES = Registry("policy", "policies", fill=_fill("agent", "policy"))
 EXECUTORS = Registry("executor", fill=_fill("executor"))
 BACKENDS = Registry("model backend", fill=_fill("backend"))
+TRACKERS = Registry("tracker", fill=_fill("tracker"))
 
-#: Registry by config group (``suite=``, ``planner=``, ``policy=``, ``executor=``).
-BY_GROUP = {"suite": SUITES, "planner": PLANNERS, "policy": POLICIES, "executor": EXECUTORS}
+#: Registry by config group (``suite=``, ``planner=``, ``policy=``, ``executor=``, ``tracker=``).
+BY_GROUP = {"suite": SUITES, "planner": PLANNERS, "policy": POLICIES, "executor": EXECUTORS, "tracker": TRACKERS}
 
 
 class Collected(Mapping):

@@ -43,10 +43,13 @@ class RunConfig:
     policy: Any = None
     variant: Any = MISSING
     executor: Any = MISSING
+    #: When set (``tracker=wandb``), the experiment tracker the run logs to (no result changes).
+    tracker: Any = None
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     #: null: the suite's declared default split.
     split: Optional[str] = None
     seed: int = 0
+    repeat: int = 0
     limit: Optional[int] = None
     out: str = "outputs"
     episode_timeout_s: Optional[float] = None
@@ -74,7 +77,7 @@ def register_schemas() -> None:
                 continue
             plugins = [p for p in registry.entries() if p.name == name]
             decls = [p.params for p in plugins if p.params is not None]
-            if group == "executor":
+            if group in ("executor", "tracker"):
                 node: Any = schema_node(decls[0] if decls else NoParams, name=name)
                 cs.store(group=group, name=name, node=node)
                 continue
@@ -281,6 +284,8 @@ def _check_values(cfg: DictConfig) -> None:
         raise ConfigError(f"limit must be >= 0, got {cfg.limit}")
     if not 0 <= cfg.seed <= MAX_SEED:
         raise ConfigError(f"seed must be between 0 and {MAX_SEED} (it offsets every episode's seed), got {cfg.seed}")
+    if not 0 <= cfg.repeat <= MAX_SEED:
+        raise ConfigError(f"repeat must be between 0 and {MAX_SEED} (a repeat index: 0, 1, 2, ...), got {cfg.repeat}")
     if not str(cfg.out).strip():
         raise ConfigError("out must name an output directory (e.g. out=runs/exp1), got an empty value")
     positive_or_null("episode_timeout_s", cfg.episode_timeout_s)
@@ -363,6 +368,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         suite_params=suite_params,
         agent_params=agent_params,
         seed=cfg.seed,
+        repeat=cfg.repeat,
         limit=cfg.limit,
         executor=cfg.executor.name,
         num_workers=int(executor_params.get("num_workers", 1)),

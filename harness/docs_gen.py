@@ -42,7 +42,7 @@ This page is generated: after adding or changing a declaration, regenerate it wi
 
 #: Section title per registry, in page order.
 SECTIONS = (("suite", "Suites"), ("planner", "Planners"), ("policy", "Policies"),
-            ("executor", "Executors"), ("backend", "Model backends"))
+            ("executor", "Executors"), ("backend", "Model backends"), ("tracker", "Experiment trackers"))
 
 
 def _is_own(plugin: Any) -> bool:
@@ -69,9 +69,10 @@ def table(declaration: Any) -> list[str]:
 
 
 def _registries() -> dict[str, Any]:
-    from harness.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES
+    from harness.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS
 
-    return {"suite": SUITES, "planner": PLANNERS, "policy": POLICIES, "executor": EXECUTORS, "backend": BACKENDS}
+    return {"suite": SUITES, "planner": PLANNERS, "policy": POLICIES, "executor": EXECUTORS, "backend": BACKENDS,
+            "tracker": TRACKERS}
 
 
 def page(include_third_party: bool = False) -> str:

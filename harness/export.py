@@ -1,6 +1,6 @@
 """Episode records as data: one row per episode (the :class:`~harness.types.EpisodeRecord`
-fields, ``extra`` as a JSON object, plus ``repeat`` (the run's trial seed offset) and
-``store``), as JSON Lines or Parquet (pandas: ``pd.read_json(path, lines=True)`` /
+fields, ``extra`` as a JSON object, plus ``repeat`` (the run's trial seed offset),
+``repeat_index`` (its declared repeat index) and ``store``), as JSON Lines or Parquet (pandas: ``pd.read_json(path, lines=True)`` /
 ``pd.read_parquet(path)``)."""
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ def all_runs(paths: Sequence[str]) -> pd.DataFrame:
         with ResultStore(path, readonly=True) as store:
             runs = store.runs()
             df = store.frame()
-        repeat = dict(zip(runs["run_id"], with_families(runs)["repeat"])) if len(runs) else {}
-        frames.append(df.assign(repeat=df["run_id"].map(repeat).fillna(0).astype(int), store=str(path)))
+        fam = with_families(runs) if len(runs) else None
+        repeat = dict(zip(fam["run_id"], fam["repeat"])) if fam is not None else {}
+        index = dict(zip(fam["run_id"], fam["repeat_index"])) if fam is not None else {}
+        frames.append(df.assign(repeat=df["run_id"].map(repeat).fillna(0).astype(int),
+                                repeat_index=df["run_id"].map(index).fillna(0).astype(int), store=str(path)))
     df = pd.concat(frames, ignore_index=True)
     return df.drop_duplicates(["run_id", "suite", "split", "episode_id", "seed"], keep="first").reset_index(drop=True)
 

@@ -36,6 +36,7 @@ GROUPS = {
     "agent": "embodied_transfer.agents",
     "executor": "embodied_transfer.executors",
     "backend": "embodied_transfer.model_backends",
+    "tracker": "embodied_transfer.trackers",
 }
 
 #: This project's distribution name (its plugins come from its pyproject.toml in a checkout).
@@ -112,6 +113,16 @@ class ExecutorPlugin(Plugin):
 @dataclass(frozen=True)
 class BackendPlugin(Plugin):
     """A model backend (``hf``, ``openai``) of the ``vlm`` planner: knows no suite."""
+
+
+@dataclass(frozen=True)
+class TrackerPlugin(Plugin):
+    """An experiment tracker (``tracker=NAME``): receives a run's metrics as its episodes finish
+    and the invocation's table and report as artifacts (:class:`harness.trackers.Tracker`).
+    It changes no result: never part of a run identity."""
+
+    #: Top-level modules its extra installs, for one-line "install the extra" errors.
+    modules: tuple[str, ...] = ()
 
 
 @dataclass

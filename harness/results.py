@@ -3,8 +3,10 @@
 * **Supersession** (per store, as ``ResultStore.latest_frame``): for each
   (variant, suite, split) the newest run's *family* is shown and older
   families are named in a note. A family is a run identity without its trial
-  seed (``seed_offset``): runs that differ only in ``seed=`` are **repeats** of
-  one cell, all shown (column ``repeat``: the seed offset), not superseded.
+  seed (``seed_offset``) and its declared repeat index (``repeat``): runs that
+  differ only in ``seed=`` or ``repeat=`` are **repeats** of one cell, all shown
+  (columns ``repeat``: the seed offset, ``repeat_index``: the repeat index), not
+  superseded; tables give their spread (harness.tables, harness.stats).
 * **Several stores**: a run (same identity, hence same run id) found in two
   stores counts once, its episodes de-duplicated by key. Two stores whose
   current families differ for the same variant, suite and split are refused
@@ -29,17 +31,20 @@ class SelectionError(ValueError):
     """Runs that cannot be shown together; ``str()`` is one line naming the fix."""
 
 
-def family_of(identity: Any) -> tuple[str, int]:
-    """(family hash, seed offset) of a run identity (JSON text or dict)."""
+def family_of(identity: Any) -> tuple[str, int, int]:
+    """(family hash, seed offset, repeat index) of a run identity (JSON text or dict)."""
     data = json.loads(identity) if isinstance(identity, str) else dict(identity or {})
     offset = int(data.pop("seed_offset", 0) or 0)
+    index = int(data.pop("repeat", 0) or 0)
     blob = json.dumps(data, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16], offset
+    return hashlib.sha256(blob).hexdigest()[:16], offset, index
 
 
 def with_families(runs: "pd.DataFrame") -> "pd.DataFrame":
-    pairs = [family_of(i) for i in runs["identity"]]
-    return runs.assign(family=[p[0] for p in pairs], repeat=[p[1] for p in pairs])
+    """``runs`` with ``family``, ``repeat`` (seed offset) and ``repeat_index`` (declared repeat)."""
+    triples = [family_of(i) for i in runs["identity"]]
+    return runs.assign(family=[t[0] for t in triples], repeat=[t[1] for t in triples],
+                       repeat_index=[t[2] for t in triples])
 
 
 def current_runs(runs: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
@@ -81,7 +86,7 @@ def _resolve_picks(runs: "pd.DataFrame", picks: Sequence[str]) -> dict[tuple[str
 
 
 def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
-    """The shown records of the stores at ``paths``, with columns ``repeat`` and ``store``."""
+    """The shown records of the stores at ``paths``, with columns ``repeat``, ``repeat_index`` and ``store``."""
     import pandas as pd
 
     from harness.store import ResultStore
@@ -96,14 +101,14 @@ def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
             if not runs.empty:
                 all_runs.append(with_families(runs).assign(store=path))
         if not all_runs:
-            return Selection(opened[0][1].frame([]).assign(repeat=[], store=[]), pd.DataFrame(), [],
+            return Selection(opened[0][1].frame([]).assign(repeat=[], repeat_index=[], store=[]), pd.DataFrame(), [],
                              [p for p, _ in opened])
         runs = pd.concat(all_runs, ignore_index=True)
         chosen = _resolve_picks(runs, picks)
         notes: list[str] = []
         current: dict[tuple[str, str, str], dict[str, str]] = {}  # cell -> store -> family
         for path, group in runs.groupby("store", sort=False):
-            kept, store_notes = current_runs(group.drop(columns=["family", "repeat"]))
+            kept, store_notes = current_runs(group.drop(columns=["family", "repeat", "repeat_index"]))
             for r in kept.itertuples():
                 current.setdefault((r.variant, r.suite, r.split), {})[path] = r.family
             notes += [n for n in store_notes if not any(pick in n for pick in picks)]
@@ -140,7 +145,9 @@ def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
     df = df.assign(_err=df["error_kind"].notna()).sort_values("_err", kind="stable")
     df = df.drop_duplicates(key, keep="first").drop(columns="_err").sort_values(key, kind="stable")
     repeat = dict(zip(keep["run_id"], keep["repeat"]))
-    df = df.assign(repeat=df["run_id"].map(repeat).astype(int)).reset_index(drop=True)
+    index = dict(zip(keep["run_id"], keep["repeat_index"]))
+    df = df.assign(repeat=df["run_id"].map(repeat).astype(int),
+                   repeat_index=df["run_id"].map(index).astype(int)).reset_index(drop=True)
     shown = keep.groupby("run_id", sort=False).agg(
         {**{c: "first" for c in keep.columns if c not in ("run_id", "store")}, "store": list}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)

@@ -80,6 +80,10 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         # rows would otherwise pool with the unshifted run's in one table row). Added only
         # when set, so the run ids of unshifted runs (every existing store) stay as they were.
         identity["seed_offset"] = spec.seed
+    if spec.repeat:
+        # The same episodes and seeds once more (an agent that samples): a run of its own, which
+        # tables show as a repeat of the cell beside the others (harness.results.family_of).
+        identity["repeat"] = spec.repeat
     # Credentials (an agent naming a URL with userinfo, a key) change no result: never hashed or stored.
     return redact(identity)
 

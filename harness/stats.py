@@ -16,6 +16,12 @@ both variants rather than at two independent proportions.
 A column of a table can average several cells (a suite's subsets); its
 statistic is then the weighted mean of the cells' statistics, and the
 bootstrap resamples every cell independently, as the design is stratified.
+
+* :func:`two_stage_bootstrap` / :func:`repeat_interval` — when a cell was run
+  several times (repeats), intervals resample the repeats first and the
+  episodes within each drawn repeat second, so they account for both; a paired
+  Δ over several repeats uses it too (repeats paired by their trial seed and
+  repeat index). The McNemar test pools every repeat's pairs.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ class PairedCell:
     s_b: np.ndarray
     ts_b: np.ndarray
     weight: float = 1.0
+    #: Each pair's repeat (a label; the same on both sides, as pairs share episode, seed and
+    #: repeat index); None: one repeat.
+    repeat: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -133,6 +142,8 @@ class PairedResult:
     hi: float
     p: float  # McNemar (sr only; NaN for other metrics)
     pairs: int
+    #: Repeats the interval resamples (two-stage bootstrap when more than one).
+    repeats: int = 1
 
 
 def paired_delta(cells: Sequence[PairedCell], metric: str, resamples: int = BOOTSTRAP_RESAMPLES,
@@ -151,9 +162,13 @@ def paired_delta(cells: Sequence[PairedCell], metric: str, resamples: int = BOOT
     weights = weights / weights.sum()
     matrices = [_pair_matrix(c) for c in cells]
     point = float(sum(w * fn(m.sum(axis=0)[None, :], c.n)[0] for w, c, m in zip(weights, cells, matrices)))
-    boot = np.zeros(resamples)
-    for w, c, sums in zip(weights, cells, _bootstrap_sums(matrices, resamples, seed)):
-        boot += w * fn(sums, c.n)
+    groups = _repeat_groups(cells, matrices)
+    if len(groups) > 1:
+        boot = two_stage_bootstrap(groups, weights, fn, resamples, seed)
+    else:
+        boot = np.zeros(resamples)
+        for w, c, sums in zip(weights, cells, _bootstrap_sums(matrices, resamples, seed)):
+            boot += w * fn(sums, c.n)
     if math.isnan(point) or np.isnan(boot).all():
         lo = hi = math.nan
     else:
@@ -163,4 +178,122 @@ def paired_delta(cells: Sequence[PairedCell], metric: str, resamples: int = BOOT
         b = int(sum(np.sum(c.success_v & ~c.success_b) for c in cells))
         cc = int(sum(np.sum(~c.success_v & c.success_b) for c in cells))
         p = mcnemar_exact(b, cc)
-    return PairedResult(point, lo, hi, p, pairs)
+    return PairedResult(point, lo, hi, p, pairs, max(1, len(groups)))
+
+
+def _repeat_groups(cells: Sequence[PairedCell], matrices: list[np.ndarray]) -> list[list[np.ndarray]]:
+    """Per repeat found in every cell, its pairs' matrix in each cell (in cell order); [] for
+    one repeat. A repeat missing from some cell of the column is left out of the interval
+    (its pairs still count in Δ and p)."""
+    labels = [np.asarray(c.repeat, dtype=object) if c.repeat is not None else np.zeros(c.n, dtype=object)
+              for c in cells]
+    common = set.intersection(*(set(lab.tolist()) for lab in labels)) if labels else set()
+    if len(common) <= 1:
+        return []
+    return [[m[lab == key] for m, lab in zip(matrices, labels)] for key in sorted(common, key=str)]
+
+
+# --- Repeats: a two-stage bootstrap ---------------------------------------------------
+#
+# A cell run several times (repeats: runs that differ only in the trial seed or in a
+# declared repeat index) has two sources of variation: which episodes were drawn, and
+# the run-to-run spread of the agent or the simulator. Resampling the pooled episodes
+# as if they were independent ignores the second. The two-stage (hierarchical)
+# bootstrap resamples both levels (A. C. Davison & D. V. Hinkley, "Bootstrap Methods
+# and their Application", 1997, sec. 3.8, resampling in both stages): in each resample,
+# draw K repeats with replacement from the K observed, then, for every drawn copy
+# independently, resample that repeat's episodes with replacement within each cell,
+# recompute the statistic of each copy and average over the K copies. With one repeat
+# it is the ordinary (stratified) episode bootstrap.
+
+#: Columns of a repeat's value matrix: success, goal conditions satisfied, goal conditions total.
+_OK, _S, _TS = range(3)
+
+#: metric name -> a cell's value from column sums (rows x 3) over n episodes.
+_VALUES: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
+    "sr": lambda t, n: t[:, _OK] / n,
+    "gc": lambda t, n: _ratio(t[:, _S], t[:, _TS]),
+}
+REPEAT_METRICS = tuple(_VALUES)
+
+
+@dataclass(frozen=True)
+class RepeatResult:
+    """A value over repeats: the mean of the per-repeat values, their sd (ddof 1; NaN for
+    one repeat), the two-stage bootstrap 95 % interval and the number of repeats."""
+
+    mean: float
+    sd: float
+    lo: float
+    hi: float
+    repeats: int
+
+
+def value_matrix(success: np.ndarray, s: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The (episodes x 3) matrix :func:`repeat_interval` takes, for one repeat in one cell."""
+    return np.column_stack([np.asarray(success, dtype=float), np.asarray(s, dtype=float),
+                            np.asarray(ts, dtype=float)]).reshape(-1, 3)
+
+
+def two_stage_bootstrap(repeats: Sequence[Sequence[np.ndarray]], weights: Sequence[float],
+                        fn: Callable[[np.ndarray, int], np.ndarray], resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> np.ndarray:
+    """``resamples`` draws of the weighted statistic ``fn`` (cell value from column sums)
+    averaged over repeats, each draw resampling repeats, then episodes within each drawn
+    copy and cell. ``repeats[j][c]`` is repeat j's matrix in cell c; every repeat must
+    have every cell. Deterministic for a seed: the repeat draws come first, then each
+    (repeat, cell)'s episode draws in order, from one generator."""
+    k = len(repeats)
+    if k == 0:
+        return np.full(resamples, np.nan)
+    w = np.asarray(weights, dtype=float)
+    w = w / w.sum()
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(0, k, size=(resamples, k))  # stage 1: which repeat fills each copy
+    out = np.zeros(resamples)
+    for j, cells in enumerate(repeats):
+        mask = drawn == j
+        for weight, matrix in zip(w, cells):
+            n = matrix.shape[0]
+            if n == 0:
+                raise ValueError("two_stage_bootstrap: a repeat has no episodes in one of the cells")
+            # stage 2: an independent episode resample for every (resample, copy) slot
+            stat = fn(_multinomial_sums(rng, matrix, resamples * k), n).reshape(resamples, k)
+            out += weight * np.where(mask, stat, 0.0).sum(axis=1) / k
+    return out
+
+
+def _multinomial_sums(rng: np.random.Generator, matrix: np.ndarray, resamples: int) -> np.ndarray:
+    """Column sums of ``resamples`` bootstrap resamples of ``matrix``'s rows, drawn as multinomial
+    counts over its distinct rows: n draws with replacement hit each distinct row a
+    Multinomial(n, frequency / n) number of times, so this has the law of index draws at the
+    cost of the few distinct rows (success, goal conditions) rather than n per resample."""
+    n = matrix.shape[0]
+    rows, counts = np.unique(matrix, axis=0, return_counts=True)
+    return rng.multinomial(n, counts / n, size=resamples) @ rows
+
+
+def repeat_interval(repeats: Sequence[Sequence[np.ndarray]], weights: Sequence[float], metric: str,
+                    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> RepeatResult:
+    """Mean, sd and two-stage bootstrap 95 % interval of ``metric`` over repeats.
+
+    ``repeats[j][c]``: repeat j's :func:`value_matrix` in cell c (a column's cells,
+    weighted by ``weights``); a repeat's value is the weighted mean of its cells' values.
+    """
+    if metric not in _VALUES:
+        raise ValueError(f"repeat statistics exist for {', '.join(REPEAT_METRICS)}, not {metric!r}")
+    fn = _VALUES[metric]
+    if not repeats:
+        return RepeatResult(math.nan, math.nan, math.nan, math.nan, 0)
+    w = np.asarray(weights, dtype=float)
+    w = w / w.sum()
+    per_repeat = np.array([sum(wc * fn(m.sum(axis=0)[None, :], m.shape[0])[0] for wc, m in zip(w, cells))
+                           for cells in repeats], dtype=float)
+    mean = float(np.mean(per_repeat))
+    sd = float(np.std(per_repeat, ddof=1)) if len(repeats) > 1 else math.nan
+    boot = two_stage_bootstrap(repeats, w, fn, resamples, seed)
+    if math.isnan(mean) or np.isnan(boot).all():
+        lo = hi = math.nan
+    else:
+        lo, hi = (float(x) for x in np.nanpercentile(boot, [2.5, 97.5]))
+    return RepeatResult(mean, sd, lo, hi, len(repeats))

@@ -1,6 +1,9 @@
 """``harness table --format json``: a transfer table as data.
 
-Every cell carries its value, the episodes behind it (``n``), its interval,
+Every cell carries its value, the episodes behind it (``n``), its interval
+(Wilson for a one-split SR; with repeats, the two-stage bootstrap over repeats
+and episodes, beside ``sd``, the spread of the per-repeat values, and
+``repeats``),
 its Δ vs the baseline with the paired interval, p-value and pairs (with
 ``--stats`` or an experiment), and the runs behind the row: their identities
 and the provenance of their latest session (in the spirit of lm-evaluation-
@@ -55,6 +58,9 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
                 body["interval"] = [_num(table.at[row, (col, f"{metric}:lo")]), _num(table.at[row, (col, f"{metric}:hi")])]
                 body["sd"] = _num(table.at[row, (col, f"{metric}:sd")]) if (col, f"{metric}:sd") in table.columns else None
                 body["repeats"] = _num(table.at[row, (col, f"{metric}:k")]) if (col, f"{metric}:k") in table.columns else None
+                if body["repeats"] is not None:
+                    body["repeats"] = int(body["repeats"])
+                body["interval_kind"] = "two_stage_bootstrap95"
             elif metric == "sr" and len(in_cell) and len(cells_of.get(col, [])) == 1:
                 ok = int((in_cell["success"].astype(bool) & in_cell["error_kind"].isna()).sum())
                 body["interval"] = [_num(x) for x in wilson_interval(ok, len(in_cell))]
@@ -78,7 +84,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
     runs = []
     for r in selection.runs.itertuples() if len(selection.runs) else []:
         runs.append({"run_id": r.run_id, "variant": r.variant, "suite": r.suite, "split": r.split,
-                     "repeat": int(r.repeat), "stores": list(r.store), "identity": json.loads(r.identity),
+                     "repeat": int(r.repeat), "repeat_index": int(getattr(r, "repeat_index", 0)), "stores": list(r.store), "identity": json.loads(r.identity),
                      "spec": json.loads(r.spec), "provenance": r.provenance})
     doc = {
         "table_json_version": TABLE_JSON_VERSION,

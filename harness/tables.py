@@ -20,6 +20,10 @@ Display conventions
   (row, group) with errors, episodes and error kinds).
 * Delta columns have metric names starting with "Δ"; the baseline row has no
   delta (NaN, printed "–").
+* Repeats (runs of a cell that differ only in trial seed or repeat index):
+  where some cell has several, each SR / GC value column gets ``:sd``, ``:k``,
+  ``:lo``, ``:hi`` beside it (sd over repeats, repeats, two-stage bootstrap
+  interval), printed "50.0 ±3.2 (r=3)" and, with statistics, in a footnote.
 """
 
 from __future__ import annotations
@@ -33,7 +37,15 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics import RATE_COLUMNS, summarize
-from harness.stats import BOOTSTRAP_RESAMPLES, PAIRED_METRICS, PairedCell, paired_delta
+from harness.stats import (
+    BOOTSTRAP_RESAMPLES,
+    PAIRED_METRICS,
+    REPEAT_METRICS,
+    PairedCell,
+    paired_delta,
+    repeat_interval,
+    value_matrix,
+)
 
 #: Prefix of delta metric names in table columns.
 DELTA = "Δ"
@@ -306,6 +318,9 @@ def transfer_table(
                     for suffix, series in paired.items():
                         table_columns[(col, DELTA + metric + suffix)] = series
 
+    repeats = has_repeats(df)
+    if repeats:
+        table_columns = _with_repeat_columns(table_columns, df, variants, layout, averaged, values)
     table = pd.DataFrame(table_columns, index=pd.Index(variants, name="variant"))
     table.columns = pd.MultiIndex.from_tuples(list(table_columns), names=["group", "metric"])
     column_of = {g: col for col, groups in layout.items() for g in groups}
@@ -329,9 +344,82 @@ def transfer_table(
             "stats_in_notes": bool(stats and stats_in_notes),
             "layout": {col: list(groups) for col, groups in layout.items()},
             "metrics": list(metrics),
+            "repeats": repeats,
         }
     )
     return relabel(table, labels) if labels else table
+
+
+#: Columns a record's repeat is told by: the run's trial seed offset and its declared repeat
+#: index (harness.results adds both; a frame without them is one repeat).
+REPEAT_KEYS = ("repeat", "repeat_index")
+
+
+def repeat_labels(df: pd.DataFrame) -> pd.Series:
+    """Each record's repeat, as a label ('seed+1/r0'): runs of one cell that differ only in
+    their trial seed or their declared repeat index."""
+    parts = [df[c].fillna(0).astype(int).astype(str) if c in df.columns else pd.Series("0", index=df.index)
+             for c in REPEAT_KEYS]
+    return "seed+" + parts[0] + "/r" + parts[1]
+
+
+def _pair_keys(df: pd.DataFrame) -> list[str]:
+    """What pairs a variant's episode with the baseline's: episode id and seed, and the
+    declared repeat index where there is one (repeats with one seed differ only by it)."""
+    return ["episode_id", "seed", *(["repeat_index"] if "repeat_index" in df.columns else [])]
+
+
+def has_repeats(df: pd.DataFrame) -> bool:
+    """Whether some variant ran some suite/split more than once (repeats)."""
+    if not len(df) or not any(c in df.columns for c in REPEAT_KEYS):
+        return False
+    frame = pd.DataFrame({"v": df["variant"].astype(str).to_numpy(), "g": _split_labels(df).to_numpy(),
+                          "r": repeat_labels(df).to_numpy()})
+    return bool((frame.groupby(["v", "g"])["r"].nunique() > 1).any())
+
+
+def _with_repeat_columns(table_columns: dict, df: pd.DataFrame, variants: list[str],
+                         layout: dict[str, list[str]], averaged: dict[str, list[str]],
+                         values: dict) -> dict:
+    """``table_columns`` with, after each SR / GC value column, its spread over repeats:
+    ``:sd`` (sd of the per-repeat values), ``:k`` (repeats), ``:lo`` / ``:hi`` (two-stage
+    bootstrap 95 % interval over repeats and their episodes; harness.stats)."""
+    frame = df.assign(_group=_split_labels(df).to_numpy(), _repeat=repeat_labels(df).to_numpy(),
+                      _error=_error_mask(df), _variant=df["variant"].astype(str).to_numpy())
+    matrices: dict[tuple[str, str, str], np.ndarray] = {}
+    for (variant, group, rep), cell in frame.groupby(["_variant", "_group", "_repeat"], sort=True):
+        err = cell["_error"].to_numpy(dtype=bool)
+        success = cell["success"].astype(bool).to_numpy() & ~err
+        s = np.where(err, 0, pd.to_numeric(cell["gc_satisfied"]).to_numpy(dtype=float))
+        ts = pd.to_numeric(cell["gc_total"]).to_numpy(dtype=float)
+        matrices[(variant, group, rep)] = value_matrix(success, s, ts)
+    out: dict = {}
+    for (col, metric), series in table_columns.items():
+        out[(col, metric)] = series
+        if metric not in REPEAT_METRICS:
+            continue
+        if col == AVG:
+            weights = _cell_weights({c: layout[c] for c in averaged[metric]}, AVG)
+        else:
+            weights = _cell_weights(layout, col)
+        stats = {":sd": [], ":k": [], ":lo": [], ":hi": []}
+        for variant in variants:
+            reps = [set(r for v, g, r in matrices if v == variant and g == group) for group in weights]
+            common = sorted(set.intersection(*reps)) if reps else []
+            defined = not math.isnan(values[(col, metric)].get(variant, math.nan))
+            if not defined or not common:
+                for column in stats.values():
+                    column.append(np.nan)
+                continue
+            result = repeat_interval([[matrices[(variant, g, r)] for g in weights] for r in common],
+                                     list(weights.values()), metric)
+            stats[":sd"].append(result.sd)
+            stats[":k"].append(float(result.repeats))
+            stats[":lo"].append(result.lo)
+            stats[":hi"].append(result.hi)
+        for suffix, column in stats.items():
+            out[(col, metric + suffix)] = pd.Series(column, index=variants, dtype=float)
+    return out
 
 
 def relabel(table: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
@@ -385,7 +473,8 @@ def _episode_set_mismatches(df: pd.DataFrame, variants: list[str], baseline: str
     id and seed), summed over the column's suite/split cells (``avg``: all).
     """
     keys = df.assign(_group=_split_labels(df).to_numpy(), _variant=df["variant"].astype(str).to_numpy())
-    sets = {(v, g): set(zip(cell["episode_id"], cell["seed"])) for (v, g), cell in keys.groupby(["_variant", "_group"])}
+    pair = _pair_keys(df)
+    sets = {(v, g): set(zip(*(cell[k] for k in pair))) for (v, g), cell in keys.groupby(["_variant", "_group"])}
     out = []
     columns = {**layout, AVG: [g for gs in layout.values() for g in gs]}
     for variant in variants:
@@ -414,7 +503,8 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
     """Each variant's paired Δ vs the baseline (key ``""``), its ``:lo``, ``:hi``
     (for SR ``:p``) and ``:n``, the number of episode pairs it is computed on."""
     labels = _split_labels(df)
-    frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df))
+    frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df), _repeat=repeat_labels(df).to_numpy())
+    keys = _pair_keys(df)
     base = frame[frame["variant"].astype(str) == baseline]
     out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {}) | {":n": []}
     for variant in variants:
@@ -427,7 +517,7 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
         for group, weight in weights.items():
             a = mine[mine["_group"] == group]
             b = base[base["_group"] == group]
-            pairs = a.merge(b, on=["episode_id", "seed"], suffixes=("_v", "_b"))
+            pairs = a.merge(b, on=keys, suffixes=("_v", "_b"))
             cells.append(_paired_cell(pairs, weight))
         result = paired_delta(cells, metric)
         out[""].append(result.delta)
@@ -450,7 +540,8 @@ def _paired_cell(pairs: pd.DataFrame, weight: float) -> PairedCell:
 
     sv, s_v, ts_v = side("_v")
     sb, s_b, ts_b = side("_b")
-    return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight)
+    repeat = pairs["_repeat_v"].to_numpy(dtype=object) if "_repeat_v" in pairs.columns else None
+    return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight, repeat)
 
 
 def _error_mask(df: pd.DataFrame) -> np.ndarray:
@@ -568,6 +659,43 @@ def _stats_suffix(table: pd.DataFrame, row: Any, group: str, metric: str) -> str
     return text
 
 
+def _repeat_suffix(table: pd.DataFrame, row: Any, group: str, metric: str) -> str:
+    """' ±3.2 (r=3)' for a value cell of a table with repeats: the sd over repeats and their count."""
+    k_col = (group, metric + ":k")
+    if k_col not in table.columns:
+        return ""
+    k = table.at[row, k_col]
+    if k is None or math.isnan(k):
+        return ""
+    sd = table.at[row, (group, metric + ":sd")]
+    spread = "" if math.isnan(sd) else f" ±{format_value(sd)}"
+    return f"{spread} (r={int(k)})"
+
+
+def _repeat_notes(table: pd.DataFrame) -> list[str]:
+    """The repeats convention, and with statistics each value's two-stage interval."""
+    if not table.attrs.get("repeats"):
+        return []
+    notes = ["r: repeats of the cell (runs that differ only in their trial seed or repeat index); the value pools "
+             "every repeat's episodes (the mean over repeats when they ran the same episodes); ±: sd of the "
+             "per-repeat values."]
+    if not (table.attrs.get("stats") or table.attrs.get("stats_in_notes")):
+        return notes
+    notes[0] += (f" [lo, hi]: 95 % two-stage bootstrap interval ({BOOTSTRAP_RESAMPLES} resamples, seed 0: repeats "
+                 "drawn with replacement, then each drawn repeat's episodes within each suite/split).")
+    for row in table.index:
+        for group, metric in _shown_columns(table):
+            if _is_delta(metric) or (group, metric + ":lo") not in table.columns:
+                continue
+            lo, hi = table.at[row, (group, metric + ":lo")], table.at[row, (group, metric + ":hi")]
+            if math.isnan(lo) or math.isnan(hi):
+                continue
+            value = format_metric(table.at[row, (group, metric)], metric)
+            notes.append(f"{row}, {group}: {_metric_label(metric)} {value}{_repeat_suffix(table, row, group, metric)} "
+                         f"[{format_value(lo)}, {format_value(hi)}].")
+    return notes
+
+
 def format_metric(value: float, metric: str) -> str:
     """A cell of ``metric`` (or its Δ): a cost metric as a plain number, a rate as a percentage."""
     base = metric[len(DELTA):] if _is_delta(metric) else metric
@@ -609,7 +737,7 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
         cells = []
         for group, metric in columns:
             value = table.at[row, (group, metric)]
-            if metric.endswith(":p") or metric.endswith(":n"):
+            if metric.endswith(":p") or metric.endswith(":n") or metric.endswith(":k"):
                 if merge_stats and metric.endswith(":p"):
                     cells.append(format_p(value) or missing)
                 else:  # CSV stays numeric
@@ -618,6 +746,8 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
             text = format_metric(value, metric) or missing
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
+            if merge_stats and not _is_delta(metric) and text != missing:
+                text += _repeat_suffix(table, row, group, metric)
             if (row, group) in differs and _is_delta(metric) and text != missing and dagger:
                 text += DIFFERENT
             if merge_stats and _is_delta(metric) and text != missing and not table.attrs.get("stats_in_notes"):
@@ -641,9 +771,11 @@ def _notes(table: pd.DataFrame) -> list[str]:
     if table.attrs.get("stats"):
         notes.append(
             f"{DELTA} (with its [lo, hi], the paired bootstrap 95 % interval) over the episodes both variants ran "
-            f"({BOOTSTRAP_RESAMPLES} resamples within each suite/split, seed 0); "
-            "p: two-sided exact McNemar test on per-episode success."
+            f"({BOOTSTRAP_RESAMPLES} resamples within each suite/split, seed 0"
+            + ("; over several repeats, repeats first, then pairs within each" if table.attrs.get("repeats") else "")
+            + "); p: two-sided exact McNemar test on per-episode success."
         )
+    notes.extend(_repeat_notes(table))
     if table.attrs.get("stats_in_notes"):
         notes.extend(_stats_notes(table))
     delta_groups = {g for g, m in table.columns if _is_delta(m)}

@@ -124,6 +124,10 @@ class RunSpec:
     suite_params: Mapping[str, Any] = field(default_factory=dict)
     agent_params: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
+    #: Declared repeat index: 0, or K > 0 to run the same cell again with the same episodes and
+    #: seeds (an agent that samples, temperature > 0). A separate run (its own run id), shown
+    #: as a repeat of the cell, not as a newer run superseding it (harness.results).
+    repeat: int = 0
     limit: int | None = None
     executor: str = "local"
     num_workers: int = 1

@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, found
+    from harness.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS, found
     from harness.plugins import warn_problems
 
     warn_problems(found())
@@ -26,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
         return _one(args.name)
     from harness.config import CONFIG_DIR
 
-    for registry in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS):
+    for registry in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS, TRACKERS):
         print(f"{registry.plural}:")
         for entry in registry.entries():
             owner = getattr(entry, "suite", None)
@@ -42,11 +42,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _one(name: str) -> int:
-    from harness.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES
+    from harness.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS
 
     suite, _, agent = name.partition(".") if "." in name else (None, "", name)
     hits = []
-    for registry in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS):
+    for registry in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS, TRACKERS):
         for entry in registry.entries():
             owner = getattr(entry, "suite", None)
             if entry.name == agent and (suite is None or owner == suite):
@@ -54,7 +54,7 @@ def _one(name: str) -> int:
     if not hits:
         import difflib
 
-        names = sorted({e.name for r in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS) for e in r.entries()})
+        names = sorted({e.name for r in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS, TRACKERS) for e in r.entries()})
         close = difflib.get_close_matches(agent, names, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"no plugin called {name!r}{hint} (`harness list` names them)")

@@ -10,10 +10,13 @@ from harness.commands.common import UsageError, one_line
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="write a static HTML report of an output directory (reads the store only)")
-    p.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
+    p = sub.add_parser("report", help="write a static HTML report of output directories (reads the stores only)")
+    p.add_argument("outdir", nargs="+", help="output directory of `harness run` (or its results.sqlite); "
+                   "several are read as one store, as by `harness table`")
     p.add_argument("--dest", default=None, help="report file or folder (default: OUTDIR/report/index.html)")
     p.add_argument("--baseline", default=None, help="variant for Δ and the paired view (default: 'base' or the first)")
+    p.add_argument("--run", action="append", default=[], metavar="RUN_ID",
+                   help="show this run (id or prefix) for its variant, suite and split, over any other")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -21,7 +24,9 @@ def main(args: argparse.Namespace) -> int:
     from harness.store import StoreError
 
     try:
-        path = build_report(args.outdir, dest=args.dest, baseline=args.baseline)
+        outdir = args.outdir[0] if len(args.outdir) == 1 else args.outdir
+        path = build_report(outdir, dest=args.dest, baseline=args.baseline,
+                            picks=[p.strip() for v in args.run for p in v.split(",") if p.strip()])
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:

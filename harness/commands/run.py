@@ -64,6 +64,10 @@ class _Job:
     label: str
     #: "[2/6] " in a sweep: printed with the label once the job's agent is built.
     position: str = ""
+    #: tracker=NAME: (name, its checked parameters); None without one.
+    tracker: Any = None
+    #: The experiment's name with +experiment= (the tracker runs' group).
+    experiment: str | None = None
 
 
 def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_run: bool = False) -> int:
@@ -109,11 +113,120 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
     if dry_run:
         _print_plan(prepared)
         return 0
+    experiment = _experiment_name(overrides)
+    trackers = _build_trackers(prepared)
     failed = 0
-    for i, job in enumerate(prepared):
-        job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
-        failed += _run_one(job) != 0
+    try:
+        for i, job in enumerate(prepared):
+            job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
+            job.experiment = experiment
+            failed += _run_one(job, trackers.get(_tracker_key(job))) != 0
+        _log_outputs(prepared, trackers, experiment)
+    finally:
+        _close_trackers(trackers)
     return 1 if failed else 0
+
+
+def _close_trackers(trackers: dict[Any, Any]) -> None:
+    from harness.trackers import RunLogger
+
+    for tracker in trackers.values():
+        RunLogger(tracker, type(tracker).__name__)._guard("closing", tracker.close)
+
+
+def _experiment_name(overrides: list[str]) -> str | None:
+    from pathlib import Path
+
+    from harness import experiments
+
+    name = experiments.split_overrides(overrides)[0]
+    return None if name is None else (Path(name).stem if name.endswith((".yaml", ".yml")) or "/" in name else name)
+
+
+def _tracker_key(job: _Job) -> Any:
+    import json
+
+    return None if job.tracker is None else json.dumps(job.tracker, sort_keys=True, default=str)
+
+
+def _check_tracker(cfg: Any) -> Any:
+    """tracker=NAME: (name, its parameters checked against the declaration); None without one."""
+    from harness.catalog import TRACKERS
+    from harness.params import NoParams, ParamError, parse, values_of
+    from harness.registry import MissingDependencyError, UnknownPluginError
+
+    node = cfg.get("tracker")
+    if node is None:
+        return None
+    from omegaconf import OmegaConf
+
+    values = dict(OmegaConf.to_container(node, resolve=True) or {})
+    name = values.pop("name", None)
+    try:
+        plugin = TRACKERS.entry(name)
+        parsed = parse(plugin.params or NoParams, values)
+    except (UnknownPluginError, MissingDependencyError) as exc:
+        raise UsageError(str(exc)) from None
+    except ParamError as exc:
+        raise UsageError(exc.of(f"tracker {name}") if exc.unknown else str(exc.at("tracker."))) from None
+    return name, values_of(parsed)
+
+
+def _build_trackers(prepared: list[_Job]) -> dict[Any, Any]:
+    """One tracker object per distinct tracker setting of the jobs (a missing extra: one line, nothing run)."""
+    from harness.catalog import TRACKERS
+    from harness.registry import MissingDependencyError
+
+    out: dict[Any, Any] = {}
+    for job in prepared:
+        key = _tracker_key(job)
+        if key is None or key in out:
+            continue
+        name, params = job.tracker
+        try:
+            out[key] = TRACKERS.build(name, **params)
+        except MissingDependencyError as exc:
+            raise UsageError(str(exc)) from None
+        except (TypeError, ValueError, OSError) as exc:
+            raise UsageError(f"tracker {name}: {one_line(exc)}") from None
+    return out
+
+
+def _log_outputs(prepared: list[_Job], trackers: dict[Any, Any], experiment: str | None) -> None:
+    """After the last job: each output directory's table (Markdown, JSON) and report, to its trackers."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from harness.cli import main as cli
+    from harness.trackers import RunLogger
+
+    done: set[tuple[Any, str]] = set()
+    for job in prepared:
+        key = _tracker_key(job)
+        out = str(job.cfg.out)
+        if key is None or (key, out) in done:
+            continue
+        done.add((key, out))
+        folder = Path(out) / "tracker"
+        folder.mkdir(parents=True, exist_ok=True)
+        files = {}
+        for fmt, suffix in (("markdown", "md"), ("json", "json")):
+            argv = ["table", out, "--format", fmt] + (["--experiment", experiment] if experiment else [])
+            text, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
+                rc = cli(argv)
+            if rc == 0:
+                (folder / f"table.{suffix}").write_text(text.getvalue(), encoding="utf-8")
+                files[f"table.{suffix}"] = folder / f"table.{suffix}"
+        folders = {}
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            rc = cli(["report", out])
+        if rc == 0:
+            folders["report"] = Path(out) / "report"
+        logger = RunLogger(trackers[key], job.tracker[0])
+        logger._guard("logging the table and report", trackers[key].log_outputs, name=f"table {Path(out).name}",
+                      files=files, folders=folders, out=Path(out), group=experiment or Path(out).name)
 
 
 def _print_plan(prepared: list[_Job]) -> None:
@@ -124,7 +237,8 @@ def _print_plan(prepared: list[_Job]) -> None:
         n = len(job.suite.episodes(spec.split))
         n = min(n, spec.limit) if spec.limit is not None else n
         total += n
-        print(f"{spec.variant}\t{spec.suite}\t{spec.split}\t{n} episodes\tseed={spec.seed}\tout={job.cfg.out}")
+        repeat = f"\trepeat={spec.repeat}" if spec.repeat else ""
+        print(f"{spec.variant}\t{spec.suite}\t{spec.split}\t{n} episodes\tseed={spec.seed}{repeat}\tout={job.cfg.out}")
     print(f"{len(prepared)} runs, {total} episodes (dry run: nothing was run or written)", file=sys.stderr)
 
 
@@ -202,7 +316,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     except (IndexError, KeyError) as exc:  # e.g. suite.params.tasks=[99] on a 10-task suite
         raise UsageError(f"bad parameters for suite {spec.suite}: {type(exc).__name__}: {one_line(exc)} "
                          f"({json.dumps(dict(spec.suite_params), default=str)})") from None
-    return _Job(cfg, spec, suite, label)
+    return _Job(cfg, spec, suite, label, tracker=_check_tracker(cfg))
 
 
 def _setup_executor(plugin: Any, spec: Any) -> None:
@@ -218,7 +332,7 @@ def _setup_executor(plugin: Any, spec: Any) -> None:
         raise UsageError(one_line(exc)) from None
 
 
-def _run_one(job: _Job) -> int:
+def _run_one(job: _Job, tracker: Any = None) -> int:
     from omegaconf import OmegaConf
 
     from harness import provenance
@@ -256,12 +370,26 @@ def _run_one(job: _Job) -> int:
     bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress,
                     batch=spec.batch_size if in_process else spec.num_workers * spec.envs_per_worker)
 
+    from pathlib import Path
+
+    from harness.trackers import RunLogger, run_config
+
+    logger = RunLogger(tracker, job.tracker[0] if job.tracker else "")
+
     def on_record(record: Any) -> None:
         bar.update(record)
+        logger.episode(record)
+
+    def on_start(total: int, skipped: int) -> None:
+        bar.start(total, skipped)
+        repeat = f" r{spec.repeat}" if spec.repeat else ""
+        logger.start(name=f"{spec.variant} {spec.suite}/{spec.split} seed {spec.seed}{repeat}", run_id=runner.run_id,
+                     config=run_config(spec, runner.identity), out=Path(cfg.out),
+                     group=job.experiment or Path(str(cfg.out)).name, skipped=skipped)
 
     try:
         runner = Runner(spec, suite, agent, store, env_factory=env_factory, provenance=prov,
-                        on_start=bar.start, on_record=on_record, on_call=bar.call, keep_records=False)
+                        on_start=on_start, on_record=on_record, on_call=bar.call, keep_records=False)
     except ValueError as exc:
         store.close()
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {one_line(exc)}") from None
@@ -271,6 +399,7 @@ def _run_one(job: _Job) -> int:
         with bar:
             summary = runner.run()
         stored, successes, errors = store.run_counts(summary.run_id)  # resumed episodes included
+        logger.end(stored, successes, errors)
     except StoreError as exc:
         raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
     finally:

@@ -143,11 +143,16 @@ def _call_payload(t: Mapping[str, Any], report_dir: Path, store_dir: Path) -> di
 
 def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple, list[dict]],
                      instructions: Mapping[tuple, str], report_dir: Path,
-                     store_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                     store_dir: Path | Mapping[str, Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(summaries, details): one light summary per episode (the page) and one
-    detail each (the chunk files), in the same order; ``id`` is the position."""
+    detail each (the chunk files), in the same order; ``id`` is the position.
+    ``store_dir``: the folder artifact paths are relative to, or one per value of
+    the records' ``store`` column (several stores read as one)."""
     summaries, details = [], []
+    dirs = store_dir if isinstance(store_dir, Mapping) else None
     for rec, cls in zip(df.to_dict("records"), classes):
+        if dirs is not None:
+            store_dir = dirs[rec["store"]]
         key = (rec["run_id"], rec["suite"], rec["split"], rec["episode_id"], int(rec["seed"]))
         extra = rec.get("extra") or {}
         artifacts = extra.get("artifacts") or {}
@@ -353,31 +358,57 @@ def _failure_table_html(table: Any) -> str:
 
 
 # --- build -------------------------------------------------------------------------
-def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: str | None = None,
-                 title: str | None = None) -> Path:
-    """Write the report of the store in ``outdir``; returns the HTML file's path.
+def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | None = None,
+                 baseline: str | None = None, title: str | None = None, picks: Sequence[str] = ()) -> Path:
+    """Write the report of the store in ``outdir`` (or of several stores read as one, as
+    ``harness table A B``: :func:`harness.results.load`); returns the HTML file's path
+    (default: under the first store's folder).
 
     ``baseline``: the variant Δ columns and the paired view compare against
-    (default: ``base`` if present, else the first variant in run order).
-    Raises :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
+    (default: ``base`` if present, else the first variant in run order). ``picks``:
+    run ids (or prefixes) chosen where stores disagree. Raises
+    :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
     """
-    from harness import failures, tables
+    import pandas as pd
+
+    from harness import failures, results, tables
     from harness.metrics import summarize
     from harness.store import ResultStore
 
-    with ResultStore(outdir, readonly=True) as store:
-        df, notes = store.latest_frame()
-        if df.empty:
-            raise ValueError(f"the store in {outdir} holds no episodes yet")
-        run_ids = sorted(set(df["run_id"]))
-        transcripts: dict[tuple, list[dict]] = {}
-        for t in store.transcripts(run_ids):
-            transcripts.setdefault((t["run_id"], t["suite"], t["split"], t["episode_id"], int(t["seed"])), []).append(t)
-        tasks = failures.tasks_from_suites(store, df)
-        instructions = _instructions_from_suites(store, df)
-        store_path = store.path
-        runs = store.runs()
-        provenance = {run_id: store.provenance(run_id) for run_id in run_ids}
+    paths = [str(outdir)] if isinstance(outdir, (str, Path)) else [str(p) for p in dict.fromkeys(outdir)]
+    selection = results.load(paths, picks)  # SelectionError is a ValueError: one line
+    df, notes = selection.frame, selection.notes
+    if df.empty:
+        raise ValueError(f"the store in {' and '.join(paths)} holds no episodes yet")
+    run_ids = sorted(set(df["run_id"]))
+    transcripts: dict[tuple, list[dict]] = {}
+    tasks: dict = {}
+    instructions: dict = {}
+    store_dirs: dict[str, Path] = {}
+    store_files: dict[str, Path] = {}
+    all_runs = []
+    provenance: dict[str, list[dict]] = {}
+    for path in paths:
+        mine = df[df["store"] == path]
+        with ResultStore(path, readonly=True) as store:
+            store_dirs[path] = store.path.parent
+            store_files[path] = store.path
+            if mine.empty:
+                continue
+            ids = sorted(set(mine["run_id"]))
+            for t in store.transcripts(ids):
+                key = (t["run_id"], t["suite"], t["split"], t["episode_id"], int(t["seed"]))
+                if key not in transcripts or transcripts[key][0].get("_store") == path:
+                    transcripts.setdefault(key, []).append({**t, "_store": path})
+            tasks.update(failures.tasks_from_suites(store, mine))
+            instructions.update(_instructions_from_suites(store, mine))
+            all_runs.append(store.runs())
+            for run_id in ids:
+                provenance.setdefault(run_id, store.provenance(run_id))
+    for calls in transcripts.values():
+        for t in calls:
+            t.pop("_store", None)
+    runs = pd.concat(all_runs, ignore_index=True).drop_duplicates("run_id", keep="first")
     classes = failures.classify_frame(df, tasks)
 
     variants_all = list(dict.fromkeys(df["variant"].astype(str)))
@@ -386,7 +417,7 @@ def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: s
     if baseline not in variants_all:
         raise ValueError(f"baseline {baseline!r} is not a variant of this store (variants: {', '.join(variants_all)})")
     variants = tables.ordered_variants(df, baseline, None)
-    dest_path = Path(dest) if dest is not None else store_path.parent / "report" / "index.html"
+    dest_path = Path(dest) if dest is not None else store_dirs[paths[0]] / "report" / "index.html"
     if dest_path.suffix.lower() not in (".html", ".htm"):
         dest_path = dest_path / "index.html"
     report_dir = dest_path.parent
@@ -440,7 +471,7 @@ def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: s
                     + _failure_table_html(ftable) + "</section>")
 
     # Cost of the agent calls (tokens, latency) per variant.
-    summaries, details = _episode_payload(df, classes, transcripts, instructions, report_dir, store_path.parent)
+    summaries, details = _episode_payload(df, classes, transcripts, instructions, report_dir, store_dirs)
     cost = cost_section(df, transcripts)
     if cost:
         sections.append(cost)
@@ -464,9 +495,9 @@ def build_report(outdir: str | Path, dest: str | Path | None = None, baseline: s
                "runs": run_list,
                # column-wise: the field names once, one row of values per episode (half the bytes of objects)
                "fields": fields, "rows": [[e[f] for f in fields] for e in summaries]}
-    title = title or f"Transfer report: {store_path.parent.name}"
+    title = title or f"Transfer report: {', '.join(d.name for d in store_dirs.values())}"
     doc = render_page(
-        title=title, store=str(store_path), episodes=len(df), variants=variants, baseline=baseline,
+        title=title, store=" + ".join(str(f) for f in store_files.values()), episodes=len(df), variants=variants, baseline=baseline,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), has_cost=bool(cost), notes=list(notes),
         sections=sections, runs=provenance_section(runs[runs["run_id"].isin(run_ids)], provenance),
         data_json=_json_for_html(payload), search_json=_json_for_html(_search_index(details)))

@@ -80,6 +80,7 @@ def test_run_id_is_stable() -> None:
 @pytest.mark.parametrize("case", [
     "agent_identity_checkpoint", "agent_identity_prompt", "suite_version", "suite_protocol_constant",
     "suite_protocol_of_this_split_only", "suite_name", "split", "variant", "agent_name", "seed_offset",
+    "repeat_index",
 ])
 def test_each_ingredient_changes_the_run_id(case: str) -> None:
     changed = {
@@ -95,6 +96,7 @@ def test_each_ingredient_changes_the_run_id(case: str) -> None:
         "variant": lambda: rid(replace(BASE, variant="favor_sft")),
         "agent_name": lambda: rid(replace(BASE, agent="other"), agent=IdAgent(name="other")),
         "seed_offset": lambda: rid(replace(BASE, seed=1)),
+        "repeat_index": lambda: rid(replace(BASE, repeat=1)),
     }[case]
     assert changed() != rid(), case
 
@@ -139,6 +141,7 @@ def test_seed_zero_keeps_the_run_ids_of_existing_stores() -> None:
     had before the offset was an ingredient. Mutation caught: always adding the key."""
     assert "seed_offset" not in run_identity(BASE, IdSuite(), IdAgent())
     assert rid(replace(BASE, seed=0)) == rid()
+    assert "repeat" not in run_identity(BASE, IdSuite(), IdAgent())  # nor the repeat index
 
 
 def test_identity_is_json_order_independent() -> None:

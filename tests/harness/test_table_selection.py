@@ -89,7 +89,7 @@ def write_store(path: Path, records: list[EpisodeRecord], identity: dict | None 
             first = next(r for r in records if r.run_id == run_id)
             ident = {"variant": first.variant, "suite": first.suite, "split": first.split, **(identity or {})}
             store.begin_run(run_id, RunSpec(suite=first.suite, split=first.split, agent="a", variant=first.variant),
-                            ident, {"git": "test"})
+                            ident, {"git": {"commit": "0" * 40, "dirty": False}})
             store.add_many([r for r in records if r.run_id == run_id])
 
 

@@ -659,3 +659,32 @@ def test_page_load_time_at_10000_episodes(tmp_path):
     assert rows == 100 and opened == 2  # one page of the list; the opened episode's two calls
     assert page_mb < 2.5 and heavy_mb > 10 * page_mb  # the heavy parts are not on the page
     assert load_s < 5.0 and open_s < 2.0
+
+
+def test_report_reads_several_stores_as_one(tmp_path, capsys):
+    """`harness report A B`: base run in store a, the SFT variants in b (and base copied into b
+    too): one page, the copied run's episodes once (3 variants x 8 = 24, not 32), both stores
+    named; a different identity for the same cell in a third store is refused in one line, and
+    --run picks it. The same store-reading rules as `harness table A B`."""
+    from harness.types import EpisodeRecord
+    from tests.harness.test_table_selection import two_suites, write_store
+
+    recs = two_suites()
+    write_store(tmp_path / "a", [r for r in recs if r.variant == "base"])
+    write_store(tmp_path / "b", [r for r in recs if r.variant != "base"])
+    write_store(tmp_path / "b", [r for r in recs if r.variant == "base"])
+    dest = tmp_path / "page" / "index.html"
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--dest", str(dest)]) == 0
+    page = dest.read_text(encoding="utf-8")
+    assert " · 24 episodes · variants base, cfg_sft, favor_sft" in page
+    assert f"{tmp_path / 'a' / 'results.sqlite'} + {tmp_path / 'b' / 'results.sqlite'}" in page
+    other = [EpisodeRecord("base-s1-new", "base", "s1", "a", f"e{i}", 0, success=True, gc_satisfied=1, gc_total=1)
+             for i in range(4)]
+    write_store(tmp_path / "c", other, identity={"checkpoint": "new"})
+    capsys.readouterr()
+    dest2 = tmp_path / "page2" / "index.html"
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "c"), "--dest", str(dest2)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "was run with different identities" in err and not dest2.exists()
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "c"), "--run", "base-s1-n", "--dest", str(dest2)]) == 0
+    assert " · 8 episodes · variants base" in dest2.read_text(encoding="utf-8")  # the picked run + base on s2
