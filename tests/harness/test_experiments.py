@@ -170,3 +170,48 @@ def test_builtin_table4_end_to_end_with_stand_ins(tmp_path, capsys):
     assert [line.split(" | ")[0] for line in lines[2:8]] == [
         "| Base", "| FAVOR-SFT", "| CFG-SFT", "| Base (paper)", "| FAVOR-SFT (paper)", "| CFG-SFT (paper)"]
     assert lines[7] == "| CFG-SFT (paper) | 9.7 | +5.0 | 15.3 | +5.7 |"
+
+
+from tests.planners.conftest import tiny_ckpts  # noqa: E402,F401 - the session fixture (skips without `models`)
+
+
+@pytest.mark.slow
+def test_table4_with_tiny_checkpoints(tiny_ckpts, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """Table 4 as a user runs it, with real (tiny, random-weight) checkpoints: the base VLM and two
+    LoRA adapters on it, found through $BASE_MODEL / $FAVOR_SFT_ADAPTER / $CFG_SFT_ADAPTER, all 33
+    runs at limit=1 (about 2.5 minutes on 2 cores: short prompts, 8 new tokens), then the table:
+    rows in the declared order with their labels, each cell the mean over the suite's subsets of
+    what the store holds, the three variants told apart by their checkpoint hashes."""
+    import sqlite3
+
+    pytest.importorskip("robosuite", reason="EB-Manipulation's twin needs the `eb_manipulation` extra")
+    monkeypatch.setenv("BASE_MODEL", str(tiny_ckpts["base"]))
+    monkeypatch.setenv("FAVOR_SFT_ADAPTER", str(tiny_ckpts["favor"]))
+    monkeypatch.setenv("CFG_SFT_ADAPTER", str(tiny_ckpts["cfg"]))
+    out = tmp_path / "t4"
+    small = ["planner.params.max_new_tokens=8", "planner.params.num_examples=0", "planner.params.image_size=112",
+             "planner.params.manipulation_shots=0"]
+    assert _run("run", "+experiment=cfg_bench_table4", "limit=1", *small, f"out={out}", "progress=false") == 0
+    with sqlite3.connect(out / "results.sqlite") as db:
+        runs = db.execute("SELECT variant, suite, identity FROM runs").fetchall()
+        cells = db.execute("SELECT variant, suite, split, AVG(success AND error_kind IS NULL), COUNT(*) "
+                           "FROM episodes GROUP BY variant, suite, split").fetchall()
+    assert len(runs) == 33 and len(cells) == 33 and all(n == 1 for *_, n in cells)
+    hashes = {v: json.dumps(json.loads(i)["agent_identity"], sort_keys=True) for v, s, i in runs}
+    assert len(set(hashes.values())) == 3  # base, base + favor adapter, base + cfg adapter
+    expected = {}
+    for variant in ("base", "favor_sft", "cfg_sft"):
+        for suite, k in (("eb_alfred", 6), ("eb_manipulation", 5)):
+            values = [sr for v, s, _, sr, _ in cells if v == variant and s == suite]
+            assert len(values) == k
+            expected[(variant, suite)] = 100 * sum(values) / k
+    capsys.readouterr()
+    assert _run("table", str(out), "--experiment", "cfg_bench_table4") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| variant | EB-ALFRED Avg SR | EB-ALFRED Avg ΔSR | EB-Manipulation Avg SR | EB-Manipulation Avg ΔSR |"
+    for line, (variant, label) in zip(lines[2:5], (("base", "Base"), ("favor_sft", "FAVOR-SFT"), ("cfg_sft", "CFG-SFT"))):
+        cols = [c.strip() for c in line.strip("|").split("|")]
+        assert cols[0] == label
+        assert cols[1].rstrip("†") == f"{expected[(variant, 'eb_alfred')]:.1f}"
+        assert cols[3].rstrip("†") == f"{expected[(variant, 'eb_manipulation')]:.1f}"
+    assert lines[5] == ""
