@@ -225,13 +225,7 @@ class RemotePolicy:
         return _as_chunk(reply[P.OPENPI_ACTIONS])
 
     def _starvla_chunks(self, reply: Any, n: int) -> list[np.ndarray]:
-        if not isinstance(reply, Mapping):
-            raise ValueError(f"StarVLA reply is a {type(reply).__name__}, not a dict")
-        if not reply.get("ok", reply.get("status") == "ok") or reply.get("status", "ok") != "ok":
-            err = reply.get("error")
-            message = err.get("message") if isinstance(err, Mapping) else err
-            raise RuntimeError(f"policy server error: {message or 'unspecified'}")
-        data = reply.get("data") or {}
+        data = _starvla_data(reply)
         if "normalized_actions" not in data:
             raise ValueError("StarVLA reply without data.normalized_actions (a server that un-normalises itself, "
                              "StarVLA's model server v3, replies data.actions: set reply_form=unnormalized)")
@@ -248,13 +242,7 @@ class RemotePolicy:
     def _starvla_v3_chunks(self, reply: Any, n: int) -> list[np.ndarray]:
         """``data.actions`` [B, chunk, 7] as the server un-normalised them; the gripper column (1 open,
         0 close) mapped to LIBERO's -1 open / +1 close as StarVLA's eval_libero.py does."""
-        if not isinstance(reply, Mapping):
-            raise ValueError(f"StarVLA reply is a {type(reply).__name__}, not a dict")
-        if not reply.get("ok", reply.get("status") == "ok") or reply.get("status", "ok") != "ok":
-            err = reply.get("error")
-            message = err.get("message") if isinstance(err, Mapping) else err
-            raise RuntimeError(f"policy server error: {message or 'unspecified'}")
-        data = reply.get("data") or {}
+        data = _starvla_data(reply)
         if "actions" not in data:
             raise ValueError(f"StarVLA v3 reply without data.actions (keys: {sorted(map(str, data))[:8]}); "
                              "a server replying data.normalized_actions needs reply_form=normalized")
@@ -344,3 +332,14 @@ def _as_chunk(actions: Any) -> np.ndarray:
     if a.ndim != 2 or a.shape[0] == 0:
         raise ValueError(f"policy server returned actions of shape {a.shape}, expected [chunk, 7]")
     return a.astype(np.float32)
+
+
+def _starvla_data(reply: Any) -> Mapping[str, Any]:
+    """A StarVLA reply's ``data``, after its envelope says the call succeeded (either reply form)."""
+    if not isinstance(reply, Mapping):
+        raise ValueError(f"StarVLA reply is a {type(reply).__name__}, not a dict")
+    if not reply.get("ok", reply.get("status") == "ok") or reply.get("status", "ok") != "ok":
+        err = reply.get("error")
+        message = err.get("message") if isinstance(err, Mapping) else err
+        raise RuntimeError(f"policy server error: {message or 'unspecified'}")
+    return reply.get("data") or {}
