@@ -107,13 +107,20 @@ def test_bad_invocation_is_one_line_exit_2_nothing_written(tmp_path, command, ar
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "something was written in the working folder"
 
 
-def test_quoted_false_for_a_bool_is_false(tmp_path):
+@pytest.mark.parametrize("args, key", [
+    pytest.param([*LIBERO, "policy=zero", "suite.params.fast_render='false'"], "fast_render", id="libero fast_render"),
+    pytest.param(["suite=eb_alfred", "planner=oracle", "suite.params.render='false'"], "render", id="eb_alfred render"),
+])
+def test_quoted_false_for_a_bool_is_false(tmp_path, args, key):
     """``suite.params.fast_render='false'`` (a string for a bool) is False in the run, as the
     stored run identity shows (``limit=0``: the suite is built, no episode runs)."""
+    if args[0] == "suite=libero":
+        from tests.envs.libero.conftest import require_libero
+
+        require_libero()
     out = tmp_path / "out"
-    res = _cli("run", [*LIBERO, "policy=zero", "suite.params.fast_render='false'", "limit=0", f"out={out}",
-                       "progress=false"], cwd=tmp_path)
+    res = _cli("run", [*args, "limit=0", f"out={out}", "progress=false"], cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     with sqlite3.connect(out / "results.sqlite") as db:
         (identity,), = db.execute("SELECT identity FROM runs").fetchall()
-    assert json.loads(identity)["suite_params"]["fast_render"] is False
+    assert json.loads(identity)["suite_params"][key] is False
