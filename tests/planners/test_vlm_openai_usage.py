@@ -10,7 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from planners.vlm.backends import OpenAIBackend
+pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
+
+from planners.vlm.backends import OpenAIBackend  # noqa: E402
 from tests.helpers import chat_completion
 
 

@@ -120,6 +120,9 @@ STEPS = 4
 def test_v3_server_drives_a_libero_pro_episode_through_harness_run(tmp_path):
     """A real LIBERO-PRO episode (libero_goal_lan task 0): the server receives, and the store keeps,
     the BDDL's own reworded instruction."""
+    from tests.envs.libero.conftest import require_libero
+
+    require_libero()
     with StarVLAV3Server() as server:
         env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
         res = subprocess.run(
