@@ -65,3 +65,20 @@ def send_json(handler, payload: object) -> None:
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def require_example_plugin() -> None:
+    """Skip (fail under ``REQUIRE_EXAMPLE_PLUGIN=1``, as .ci/run sets) unless the example plugin
+    package (examples/plugin_suite) is installed: its suite ``example`` is registered only then."""
+    import importlib.metadata
+    import os
+
+    import pytest
+
+    try:
+        importlib.metadata.distribution("embodied-transfer-example-suite")
+    except importlib.metadata.PackageNotFoundError:
+        reason = "the example plugin is not installed (pip install -e examples/plugin_suite)"
+        if os.environ.get("REQUIRE_EXAMPLE_PLUGIN") == "1":
+            pytest.fail(f"{reason}; REQUIRE_EXAMPLE_PLUGIN=1", pytrace=False)
+        pytest.skip(reason)

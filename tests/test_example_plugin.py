@@ -17,19 +17,14 @@ import pytest
 
 from harness.store import ResultStore
 from tests.conftest import REPO_ROOT
+from tests.helpers import require_example_plugin
 
 DISTRIBUTION = "embodied-transfer-example-suite"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def installed() -> None:
-    try:
-        importlib.metadata.distribution(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        reason = "the example plugin is not installed (pip install -e examples/plugin_suite)"
-        if os.environ.get("REQUIRE_EXAMPLE_PLUGIN") == "1":
-            pytest.fail(f"{reason}; REQUIRE_EXAMPLE_PLUGIN=1", pytrace=False)
-        pytest.skip(reason)
+    require_example_plugin()
 
 
 def test_the_entry_points_register_the_suite_and_its_oracle():

@@ -301,6 +301,9 @@ def test_contract_check_catches_a_missing_info_key(monkeypatch):
 
 def test_schedule_check_catches_records_that_depend_on_the_batch(monkeypatch):
     """The mutation: an agent whose plan depends on how many requests share its call."""
+    from tests.helpers import require_example_plugin
+
+    require_example_plugin()  # registered: its declared default split (test)
     S = _example()
     from example_suite.agents import ExampleOracle
 

@@ -41,6 +41,9 @@ experiment:
 
 @pytest.fixture
 def mini(tmp_path: Path) -> Path:
+    from tests.helpers import require_example_plugin
+
+    require_example_plugin()  # the mini experiment's second suite
     path = tmp_path / "mini.yaml"
     path.write_text(MINI)
     return path
@@ -128,7 +131,7 @@ def test_builtin_experiments_declare_their_tables():
     assert [c.label for c in t5.columns] == ["seen", "unseen"] and t5.metrics == ("sr", "gc")
 
 
-def test_builtin_table4_with_stand_ins_dry_run(tmp_path, capsys):
+def test_builtin_table4_with_stand_ins_dry_run(tmp_path, capsys, data_dir):
     """The built-in Table 4 with reference agents standing in for the checkpoints."""
     stand_in = ["experiment.variants.base.overrides=[planner=random]",
                 "experiment.variants.favor_sft.overrides=[planner=oracle]",

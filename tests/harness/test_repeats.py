@@ -135,6 +135,9 @@ def test_declared_repeat_index_pairs_repeat_with_repeat(tmp_path, capsys):
 def test_run_with_repeat_index_is_a_new_run_shown_as_a_repeat(tmp_path, capsys):
     """`harness run ... repeat=1` with the same seeds: another run id (not resumed into repeat 0),
     the table's cell counts both (r=2), and the identity's other ingredients are unchanged."""
+    from tests.helpers import require_example_plugin
+
+    require_example_plugin()
     out = tmp_path / "o"
     common = ["suite=example", "split=test", "planner=random", "limit=3", f"out={out}", "progress=false"]
     assert main(["run", *common]) == 0

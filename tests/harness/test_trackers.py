@@ -17,6 +17,14 @@ import pytest
 
 from harness.cli import main
 
+
+@pytest.fixture(autouse=True)
+def _example_plugin():
+    from tests.helpers import require_example_plugin
+
+    require_example_plugin()
+
+
 RUN = ["suite=example", "limit=4", "progress=false"]
 
 
