@@ -8,7 +8,6 @@ Skips when the package is not installed (``pip install -e examples/plugin_suite`
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import subprocess
 import sys
