@@ -55,6 +55,7 @@ from typing import Any, Sequence
 
 from envs.eb_alfred.plugin import PARSERS
 from harness.prompting import CHARS_PER_TOKEN_BOUND, max_output_chars  # noqa: F401 (part of this module's API)
+from planners.vlm.family import reply_cleanup
 
 #: The modes (declared with the suite's prompt settings, envs/eb_alfred/plugin.py).
 PARSER_MODES = PARSERS
@@ -127,9 +128,8 @@ def parse_plan(text: Any, actions: Sequence[str], mode: str = "embodiedbench",
         return ParseResult(error=f"parser failure: {type(exc).__name__}: {str(exc)[:200]}")
 
 
-def remote_replacements(text: str) -> str:
-    """EmbodiedBench's clean-up of some remote models' replies (planner/remote_model.py:285-287)."""
-    return text.replace("'", '"').replace('"s ', "'s ").replace("```json", "").replace("```", "")
+#: EmbodiedBench's clean-up of some remote families' replies: one definition for every suite.
+remote_replacements = reply_cleanup
 
 
 # --- embodiedbench -----------------------------------------------------------

@@ -25,48 +25,18 @@ enters the planner identity.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 from pathlib import Path
 from typing import Any, Sequence
+
+from planners.vlm.checkout import State, methods, string_constant
 
 SYSTEM_PROMPTS = "embodiedbench/evaluator/config/system_prompts.py"
 EXAMPLES = "embodiedbench/evaluator/config/alfred_examples.json"
 LONG_HORIZON_EXAMPLES = "embodiedbench/evaluator/config/alfred_long_horizon_examples.json"
 PLANNER_UTILS = "embodiedbench/planner/planner_utils.py"
 VLM_PLANNER = "embodiedbench/planner/vlm_planner.py"
-
-
-def _string_constant(path: Path, name: str) -> str:
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            value = ast.literal_eval(node.value)
-            if isinstance(value, str):
-                return value
-    raise ValueError(f"{path}: no string assignment {name} = '...'")
-
-
-def _methods(path: Path, cls_name: str, names: Sequence[str]) -> tuple[dict[str, Any], str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
-    if cls is None:
-        raise ValueError(f"{path}: no class {cls_name}")
-    found = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in names}
-    missing = [n for n in names if n not in found]
-    if missing:
-        raise ValueError(f"{path}: {cls_name} has no {', '.join(missing)}")
-    namespace: dict[str, Any] = {}
-    nodes = [found[n] for n in names]
-    exec(compile(ast.Module(body=nodes, type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102
-    return {n: namespace[n] for n in names}, "\n".join(ast.unparse(n) for n in nodes)
-
-
-class _State:
-    """The attributes of EmbodiedBench's VLMPlanner that its prompt methods read."""
-
-    def __init__(self, **kw: Any) -> None:
-        self.__dict__.update(kw)
 
 
 class EmbodiedBenchPrompt:
@@ -80,11 +50,11 @@ class EmbodiedBenchPrompt:
         if missing:
             raise FileNotFoundError(f"embodiedbench_dir {self.root} is not an EmbodiedBench checkout: "
                                     f"missing {', '.join(missing)}")
-        self.system_prompt = _string_constant(paths[SYSTEM_PROMPTS], "alfred_system_prompt")
-        self.template = _string_constant(paths[PLANNER_UTILS], "template")
+        self.system_prompt = string_constant(paths[SYSTEM_PROMPTS], "alfred_system_prompt")
+        self.template = string_constant(paths[PLANNER_UTILS], "template")
         self.examples = self._examples(paths[EXAMPLES])
         self.long_horizon_examples = self._examples(paths[LONG_HORIZON_EXAMPLES])
-        self._fns, source = _methods(paths[VLM_PLANNER], "VLMPlanner",
+        self._fns, source = methods(paths[VLM_PLANNER], "VLMPlanner",
                                      ("get_availabel_action_prompt", "process_prompt"))
         blob = json.dumps([self.system_prompt, self.template, self.examples, self.long_horizon_examples, source],
                           ensure_ascii=False).encode()
@@ -102,7 +72,7 @@ class EmbodiedBenchPrompt:
              long_horizon: bool, options: Any) -> str:
         """The user text of one call: ``process_prompt`` (+ ``template`` where the family gets it);
         ``feedback``: (action id, env feedback) of each executed action, oldest first."""
-        state = _State(system_prompt=self.system_prompt, n_shot=options.num_examples,
+        state = State(system_prompt=self.system_prompt, n_shot=options.num_examples,
                        examples=self.long_horizon_examples if long_horizon else self.examples,
                        actions=list(actions), chat_history=False, language_only=False,
                        use_feedback=bool(options.feedback))

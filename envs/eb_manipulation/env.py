@@ -129,7 +129,7 @@ class EBManipulationEnv(SuiteEnv):
         if isinstance(action, InvalidOutput):
             self._invalid += 1
             action_ok = False
-            self._feedback = self._format_feedback(f"invalid ({action.reason})", 0.0)
+            self._feedback = self._format_feedback(action.reason, 0.0)
         else:
             try:
                 act = G.validate_action(action)
@@ -140,14 +140,14 @@ class EBManipulationEnv(SuiteEnv):
                 self._invalid += 1
                 reward = -1.0
                 action_ok = False
-                self._feedback = self._format_feedback(f"invalid ({e})", reward)
+                self._feedback = self._format_feedback(str(e), reward)
             else:
                 reward, motion_ok, reason = self._execute(act)
                 if not motion_ok:
                     self._invalid += 1
                     if self.replan_on_failure:
                         action_ok = False
-                self._feedback = self._format_feedback("valid" if motion_ok else f"invalid ({reason})", reward)
+                self._feedback = self._format_feedback(None if motion_ok else reason, reward)
         terminated = truncated = False
         if self._success:
             terminated, self._termination = True, TERM_SUCCESS
@@ -206,10 +206,16 @@ class EBManipulationEnv(SuiteEnv):
             return world.spots_left() <= S.DIRT_SUCCESS_MAX_LEFT
         raise ValueError(cls)
 
-    def _format_feedback(self, verdict: str, reward: float) -> str:
-        # The original's feedback content (task, steps done, valid/invalid + reason, reward) in our words.
-        return (f"Task: {self._spec.instruction} Steps executed so far: {self._steps}. "
-                f"The last action was {verdict}. Reward: {reward:g}.")
+    def _format_feedback(self, failure: str | None, reward: float) -> str:
+        """The step's feedback: the original's facts in its order and format, in our words
+        (EBManEnv.py:237-252): the instruction lower-cased as given, the steps executed so far
+        (this one included, :170), ``valid. `` or ``invalid. <reason>.`` (no space after that
+        full stop, as there), then the step's reward as Python prints the original's: ``-1``
+        after a failed action (the int its handler sets, :195-198), else a float (``0.0``, ``1.0``)."""
+        verdict = "valid. " if failure is None else f"invalid. {failure}."
+        shown = "-1" if failure is not None and reward == -1 else repr(float(reward))
+        return (f"The task under way is to {self._spec.instruction.lower()} Steps executed so far: {self._steps}. "
+                f"The last action was {verdict}The reward now is {shown}.")
 
     # --- observation ---------------------------------------------------------------------------
     def _observe(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from harness.fetch import Dataset
-from harness.params import NoParams, param
+from harness.params import NoParams, ParamError, param
 from harness.plugins import AgentPlugin, SuitePlugin
 
 #: The original's image size, and the largest the twin renders (envs/eb_manipulation/sim.py).
@@ -32,21 +32,48 @@ class EBManipulationParams:
 ON_BAD_OUTPUT = ("random", "invalid")
 
 
+#: ``ours`` (our wording and examples) or ``embodiedbench`` (the original's, read from a checkout).
+PROMPT_SOURCES = ("ours", "embodiedbench")
+#: auto: the model family's choice (planners/vlm/family.py).
+AUTO_FLAG = ("auto", "true", "false")
+
+
 @dataclass
 class EBManipulationPromptParams:
     """The settings of EB-Manipulation's prompt and parser for a VLM planner (envs/eb_manipulation/prompt.py)."""
 
+    prompt_source: str = param(
+        "ours", choices=PROMPT_SOURCES,
+        help="ours, or embodiedbench: the original's prompt text and in-context examples read from "
+             "embodiedbench_dir (envs/eb_manipulation/prompt_embodiedbench.py)")
+    embodiedbench_dir: Optional[str] = param(
+        None, kind="dir", results=False,
+        help="an EmbodiedBench checkout (prompt_source=embodiedbench); null: $EMBODIEDBENCH_DIR; the hash of "
+             "what is read from it is in the run identity, not the path")
     manipulation_examples: Optional[str] = param(
         None, kind="file", results=False,
         help="our examples (null) or a file in their JSON layout or EmbodiedBench's "
              "evaluator/config/eb_manipulation_example.py (read, never executed); the hash of the examples is "
              "in the run identity, not the path")
+    output_template: Optional[str] = param(
+        "auto", choices=AUTO_FLAG,
+        help="append the output JSON layout to the prompt; auto (or null): by model family, as the original "
+             "(claude, InternVL, Qwen2-VL-72B-Instruct only); true: every model (the twin's earlier default)")
+    reply_cleanup: Optional[str] = param(
+        "auto", choices=AUTO_FLAG,
+        help="the original's quote and code-fence replacements on the reply before parsing; auto (or null): by "
+             "model family (its remote Qwen2-VL-72B, Llama-3.2-90B and InternVL2.5)")
     manipulation_shots: int = param(4, ge=0, le=100, help="in-context examples of the episode's task class")
     on_bad_output: str = param("random", choices=ON_BAD_OUTPUT,
                                help="random (EmbodiedBench: a seeded random action, executed and kept in the "
                                     "history) or invalid (an invalid action, no env step)")
     image_size: Optional[int] = param(IMAGE_SIZE, ge=1, le=MAX_IMAGE_SIZE,
                                       help="side of the square image sent (the original's 500); null: as rendered")
+
+    def __post_init__(self) -> None:
+        if self.prompt_source == "embodiedbench" and self.manipulation_examples:
+            raise ParamError("manipulation_examples", "must be null with prompt_source=embodiedbench (it reads the "
+                                                      "checkout's examples)")
 
 
 SUITE = SuitePlugin(

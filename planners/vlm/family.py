@@ -10,10 +10,17 @@ substring of the model name:
   :260-288), Llama-3.2-11B (:233-257) and Fireworks' 90b-vision-instruct (:213-231).
   Not claude (:123-135) nor InternVL2.5 (the line is commented out, :307-313).
 - **Its output template appended to the prompt**: names containing ``claude``,
-  ``InternVL`` or ``Qwen2-VL-72B-Instruct`` (planner/vlm_planner.py:185-187), local or not.
-- **Three text replacements on the reply** (the ``embodiedbench_remote`` parser mode):
-  remote Qwen2-VL-72B-Instruct, meta-llama/Llama-3.2-90B-Vision-Instruct and
-  InternVL2_5-8B/38B/78B (remote_model.py:76-91 dispatch, :285-287, :317-319).
+  ``InternVL`` or ``Qwen2-VL-72B-Instruct`` (case-sensitive substrings of the configured
+  model name), local or not, on every suite: EB-ALFRED planner/vlm_planner.py:185-187,
+  EB-Manipulation planner/manip_planner.py:360-362 (visual ICL) and :372-374.
+- **Three text replacements on the reply** (:func:`reply_cleanup`; EB-ALFRED's
+  ``embodiedbench_remote`` parser mode, EB-Manipulation's ``reply_cleanup``): remote
+  Qwen2-VL-72B-Instruct, meta-llama/Llama-3.2-90B-Vision-Instruct and InternVL2_5-8B/38B/78B
+  (remote_model.py:76-91 dispatch, :285-287, :317-319), whatever the suite (the model call
+  applies them before any suite's parser sees the text).
+
+Every suite's prompt adapter takes these rules from here (``ModelFacts.auto``, filled by
+planners/vlm/planner.py from :func:`family_defaults`) and :func:`reply_cleanup` from here.
 
 Here the ``hf`` backend plays EmbodiedBench's local models and the ``openai``
 backend its remote ones. A remote name EmbodiedBench does not know
@@ -26,7 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: vlm_planner.py:186 ``if 'claude' in ... or 'InternVL' in ... or 'Qwen2-VL-72B-Instruct' in ...``.
+#: vlm_planner.py:186 and manip_planner.py:360, :372 ``if 'claude' in self.model_name or 'InternVL' in
+#: self.model_name or 'Qwen2-VL-72B-Instruct' in self.model_name`` (Python ``in``: case-sensitive substring).
 TEMPLATE_FAMILIES = ("claude", "InternVL", "Qwen2-VL-72B-Instruct")
 #: Remote families served without a response_format (remote_model.py:123-135, :307-313).
 NO_SCHEMA_REMOTE = ("claude", "InternVL")
@@ -45,7 +53,25 @@ _REPLACING = {"Qwen2-VL-72B-Instruct", "meta-llama/Llama-3.2-90B-Vision-Instruct
 class FamilyDefaults:
     json_schema: bool
     output_template: bool
+    #: EB-ALFRED's parser mode: ``embodiedbench_remote`` where :attr:`reply_cleanup` holds.
     parser: str
+
+    @property
+    def reply_cleanup(self) -> bool:
+        """The model call applies :func:`reply_cleanup` to the reply (remote_model.py:285-287, :317-319)."""
+        return self.parser == "embodiedbench_remote"
+
+    def auto(self) -> dict[str, object]:
+        """The values a prompt adapter's ``auto`` settings take (``ModelFacts.auto``)."""
+        return {"parser": self.parser, "output_template": self.output_template, "reply_cleanup": self.reply_cleanup}
+
+
+def reply_cleanup(text: str) -> str:
+    """EmbodiedBench's clean-up of some remote families' replies (remote_model.py:285-287 in
+    ``_call_qwen72b``, the same three lines at :317-319 in ``_call_intern38b``), in its order:
+    every ``'`` becomes ``"``, then ``"s `` becomes ``'s ``, then the ````json`` and ````` fence
+    markers are removed."""
+    return text.replace("'", '"').replace('"s ', "'s ").replace("```json", "").replace("```", "")
 
 
 def family_defaults(model: str, backend: str) -> FamilyDefaults:

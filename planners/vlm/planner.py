@@ -61,7 +61,7 @@ class VLMPlanner:
         self.json_schema = family.json_schema if own.json_schema in (None, "auto") else own.json_schema == "true"
         model = ModelFacts(name=own.model, max_new_tokens=own.max_new_tokens,
                            max_output_chars=max_output_chars(own.max_new_tokens),
-                           auto={"parser": family.parser, "output_template": family.output_template})
+                           auto=family.auto())
         # The prompt first: its files are read (and refused) before any weights load.
         self.adapter = load_target(plugin, "suite", plugin.prompt)(prompt_params, model)
         backend = BACKENDS.entry(own.backend)
