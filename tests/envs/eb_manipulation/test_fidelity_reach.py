@@ -1,7 +1,7 @@
 """Which gripper poses the twin reaches, against EmbodiedBench (paper-release commit
 b24793607b7c5f1f236dad6d9c3f3c94d0bd4b04): its tool frame convention and its own example plans
 (``embodiedbench/evaluator/config/eb_manipulation_example.py``, read from a checkout named by
-``EMBODIEDBENCH_DIR``)."""
+``EMBODIEDBENCH_DIR`` by the reader ``prompt_source=embodiedbench`` puts into the prompt)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ from envs.eb_manipulation import episodes as E
 from envs.eb_manipulation import grammar as G
 from envs.eb_manipulation import sim as S
 from envs.eb_manipulation.env import INFO_MOTION_OK, EBManipulationEnv
-from envs.eb_manipulation.prompt import load_examples
+from envs.eb_manipulation.prompt_embodiedbench import EXAMPLES, read_examples
 
 pytestmark = pytest.mark.ci
 
-EXAMPLES = "embodiedbench/evaluator/config/eb_manipulation_example.py"
 
 
 def _env(family: str = "pick_cube_shape"):
@@ -77,10 +76,11 @@ def _checkout() -> Path:
 
 
 def example_plans(path: Path) -> list[tuple[str, list[list[int]]]]:
-    """(task class, actions) of every example plan of the original's vlm example lists; a
-    plan string the original wrote with a stray bracket is read action by action."""
+    """(task class, actions) of every example plan of the original's main-setting examples (the
+    lists ``prompt_source=embodiedbench`` takes its shots from, all of them); a plan string the
+    original wrote with a stray bracket is read action by action."""
     plans = []
-    for cls, examples in load_examples(path).items():
+    for cls, examples in read_examples(path).items():
         for text in examples:
             plan = re.search(r'"executable_plan": "(.*)"', text).group(1)
             acts = [[int(v) for v in a.split(",")] for a in re.findall(r"\[(\d+(?:, *\d+){6})\]", plan)]

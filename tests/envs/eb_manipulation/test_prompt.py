@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,14 +15,18 @@ GOLDEN = Path(__file__).parent / "testdata" / "eb_manipulation_prompt.txt"
 
 INSTRUCTION = "Pick up the star and place it into the cyan container."
 COORDS = "{'object 1': [40, 21, 17], 'object 2': [52, 48, 18], 'object 3': [35, 70, 17]}"
-HISTORY = [([40, 21, 26, 0, 60, 75, 1], "Task: Pick up the star and place it into the cyan container. Steps executed "
-            "so far: 1. The last action was valid. Reward: 0.")]
+HISTORY = [([40, 21, 26, 0, 60, 75, 1], "The task under way is to pick up the star and place it into the cyan "
+            "container. Steps executed so far: 1. The last action was valid. The reward now is 0.0."),
+           ((40, 21, 17, 0, 60, 75, 0), "The task under way is to pick up the star and place it into the cyan "
+            "container. Steps executed so far: 2. The last action was invalid. No inverse-kinematics solution "
+            "reaches the target pose.The reward now is -1.")]
+EXAMPLES = {"pick": ["Instruction: A\nObjects: {}\nAnswer: {}", "Instruction: B\nObjects: {}\nAnswer: {}"],
+            "stack": ["Instruction: C"]}
 
 
-def _prompt():
-    examples = {"pick": ["Instruction: A\nObjects: {}\nAnswer: {}", "Instruction: B\nObjects: {}\nAnswer: {}"],
-                "stack": ["Instruction: C"]}
-    return P.build_prompt_text(INSTRUCTION, COORDS, "pick", HISTORY, examples, n_shot=4)
+def _prompt(output_template: bool = True, history=HISTORY):
+    return P.build_prompt_text(INSTRUCTION, COORDS, "pick", history, EXAMPLES, n_shot=4,
+                               output_template=output_template)
 
 
 def test_prompt_text_matches_the_golden_file():
@@ -34,8 +39,7 @@ def test_prompt_structure():
     text = _prompt()
     order = [text.index(s) for s in ("[0, 100]", "ascending order of Y", '"red"', "Example 0: \nInstruction: A",
                                      "Example 1: \nInstruction: B", "Instruction: Pick up the star",
-                                     "Objects: {'object 1'", "Output gripper actions:", "Step 0: action [40, 21, 26",
-                                     "'executable_plan'")]
+                                     "Objects: {'object 1'", "Output gripper actions:", "'executable_plan'")]
     assert order == sorted(order)
     assert "Instruction: C" not in text  # only the episode's task class
     assert "[0, 120]" in text and "3 degrees" in text
@@ -46,6 +50,130 @@ def test_prompt_structure():
     assert msgs[0]["role"] == "user" and [c["type"] for c in msgs[0]["content"]] == ["text", "image"]
     assert msgs[0]["content"][1]["image"].size == (32, 32)
     assert [c["type"] for c in P.build_messages(INSTRUCTION, COORDS, "pick", [], {})[0]["content"]] == ["text"]
+
+
+def test_history_is_the_originals_pairs():
+    """EmbodiedBench b247936 planner/manip_planner.py:61-63 (``chat_history`` off, configs/eb-man.yaml
+    ``chat_history: 0``): after ``Output gripper actions: `` each ``[action, env feedback]`` pair
+    (``update_info``, :418-421) as Python writes the list, then ``", "``; nothing else."""
+    text = _prompt(output_template=False)
+    cue = "Output gripper actions: "
+    assert text[text.index(cue) + len(cue):] == (f"{[HISTORY[0][0], HISTORY[0][1]]}, "
+                                                 f"{[list(HISTORY[1][0]), HISTORY[1][1]]}, ")
+    assert _prompt(False, history=[]).endswith(cue)
+    import numpy as np
+
+    assert P.format_history([(np.array([1, 2, 3, 4, 5, 6, 1]), "fb")]) == "[[1, 2, 3, 4, 5, 6, 1], 'fb'], "
+    assert P.format_history([([np.int64(1), 2.0], "it's")]) == '[[1, 2.0], "it\'s"], '
+
+
+def test_history_matches_the_originals_process_prompt():
+    """The original's ``ManipPlanner.process_prompt`` (compiled from the checkout) on the same
+    history writes the same text after the cue, and our task block ends where its does."""
+    fn = _original_method("manip_planner.py", "process_prompt")
+    state = _types.SimpleNamespace(system_prompt="{}{}{}{}{}", examples={"pick": []}, n_shot=0, chat_history=False)
+    for history in (HISTORY, HISTORY[:1], []):
+        _, task = fn(state, INSTRUCTION, COORDS, "pick", prev_act_feedback=[[a, f] for a, f in P.history_pairs(history)])
+        ours = _prompt(output_template=False, history=history)
+        cue = "Output gripper actions: "
+        assert ours.split(cue, 1)[1] == task.split(cue, 1)[1]
+        assert task.startswith("\n## ") and ours[ours.index("## Your task"):].count(cue) == 1
+
+
+def _request(history=(), task_class: str = "pick"):
+    from harness.interfaces import AgentRequest
+    from harness.types import EpisodeSpec
+
+    spec = EpisodeSpec("eb_manipulation", "base", "pick_cube_shape/00", 0, INSTRUCTION, {"task_class": task_class})
+    return AgentRequest(spec, {"instruction": INSTRUCTION, "object_coordinates_text": COORDS, "image": None}, {},
+                        tuple(history))
+
+
+def _adapter(model: str, backend: str, **params):
+    from envs.eb_manipulation.plugin import EBManipulationPromptParams
+    from harness.interfaces import ModelFacts
+    from planners.vlm.family import family_defaults
+
+    facts = ModelFacts(model, 2048, 2048 * 64, auto=family_defaults(model, backend).auto())
+    return P.make_adapter(EBManipulationPromptParams(**params), facts)
+
+
+#: A reply the clean-up repairs: code fences and single quotes (json.loads fails on it as it is).
+FENCED = "```json\n{'executable_plan': [[1, 2, 3, 4, 5, 6, 1]], 'language_plan': 'grasp the robot's star'}\n```"
+
+
+@pytest.mark.parametrize("model,backend,template,cleanup", [
+    # manip_planner.py:372-374: the format text for names containing claude, InternVL or
+    # Qwen2-VL-72B-Instruct (Python ``in``: a case-sensitive substring), local or remote.
+    ("claude-3-5-sonnet-20241022", "openai", True, False),   # remote_model.py:70-71: _call_claude, no clean-up
+    ("OpenGVLab/InternVL2_5-38B", "openai", True, True),     # :88-89 -> _call_intern38b, clean-up :317-319
+    ("OpenGVLab/InternVL2_5-8B", "openai", True, True),      # :86-87
+    ("OpenGVLab/InternVL2_5-78B", "openai", True, True),     # :90-91
+    ("OpenGVLab/InternVL2_5-8B", "hf", True, False),         # local (:67-68 _call_local): no clean-up
+    ("Qwen/Qwen2-VL-72B-Instruct", "openai", True, True),    # :78-79 -> _call_qwen72b, clean-up :285-287
+    ("Qwen/Qwen2-VL-72B-Instruct", "hf", True, False),
+    ("meta-llama/Llama-3.2-90B-Vision-Instruct", "openai", False, True),  # :82-83 -> _call_qwen72b
+    ("accounts/fireworks/models/llama-v3p2-90b-vision-instruct", "openai", False, False),  # :84-85 _call_llama90
+    ("meta-llama/Llama-3.2-11B-Vision-Instruct", "openai", False, False),  # :80-81
+    ("Qwen/Qwen2-VL-7B-Instruct", "openai", False, False),   # :76-77
+    ("gpt-4o", "openai", False, False),                      # :74-75
+    ("gemini-1.5-pro", "openai", False, False),              # :72-73
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "hf", False, False),     # none of the names
+    ("Qwen/Qwen2-VL-72B", "openai", False, False),           # the substring needs -Instruct
+    ("opengvlab/internvl2_5-38b", "openai", False, False),   # case-sensitive: no match
+    ("claude-OpenGVLab/InternVL2_5-38B", "openai", True, False),  # claude is dispatched first (:70)
+])
+def test_format_text_and_reply_cleanup_follow_the_model_family(model, backend, template, cleanup):
+    adapter = _adapter(model, backend)
+    conv = adapter.messages(_request())
+    text = conv[0]["content"][0]["text"]
+    assert (P.FORMAT_TEXT in text) is template
+    if template:  # manip_planner.py:373-374: a blank line after the task block, then the layout
+        assert text.endswith("Output gripper actions: \n\n" + P.FORMAT_TEXT)
+    else:
+        assert text.endswith("Output gripper actions: ")
+    reply = adapter.reply(_request(), FENCED, conv)
+    assert (reply.output_error is None) is cleanup, reply.output_error
+    if cleanup:
+        assert reply.actions == [ACT]
+    assert reply.raw_output == FENCED  # the record keeps the model's own text
+    assert dict(adapter.identity())["output_template"] is template
+    assert dict(adapter.identity())["reply_cleanup"] is cleanup
+
+
+def test_format_text_and_cleanup_overrides():
+    """``output_template=true`` keeps the twin's earlier rule (the layout for every model)."""
+    assert P.FORMAT_TEXT in _adapter("gpt-4o", "openai", output_template="true").messages(_request())[0][
+        "content"][0]["text"]
+    assert P.FORMAT_TEXT not in _adapter("claude-3", "openai", output_template="false").messages(_request())[0][
+        "content"][0]["text"]
+    assert _adapter("OpenGVLab/InternVL2_5-38B", "openai", reply_cleanup="false").reply(
+        _request(), FENCED, []).output_error
+    assert _adapter("gpt-4o", "openai", reply_cleanup="true").reply(_request(), FENCED, []).actions == [ACT]
+
+
+def test_the_planner_hands_the_family_rules_to_this_suite():
+    """planners/vlm/planner.py fills ``ModelFacts.auto`` from planners/vlm/family.py for every suite."""
+    pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
+    from planners.vlm.planner import VLMPlanner
+
+    for model, expected in (("OpenGVLab/InternVL2_5-78B", (True, True)), ("Qwen/Qwen2.5-VL-7B-Instruct", (False, False)),
+                            ("meta-llama/Llama-3.2-90B-Vision-Instruct", (False, True))):
+        planner = VLMPlanner(suite="eb_manipulation", backend="openai", model=model, base_url="http://127.0.0.1:9/v1",
+                             max_retries=0)
+        assert (planner.adapter.output_template, planner.adapter.reply_cleanup) == expected
+
+
+def test_reply_cleanup_is_the_originals_and_eb_alfreds():
+    """remote_model.py:285-287 (= :317-319), in its order; EB-ALFRED's remote parser mode is the same
+    function (one definition, planners/vlm/family.py)."""
+    from envs.eb_alfred import parse as alfred_parse
+    from planners.vlm.family import reply_cleanup
+
+    assert reply_cleanup(FENCED) == ('\n{"executable_plan": [[1, 2, 3, 4, 5, 6, 1]], '
+                                     '"language_plan": "grasp the robot\'s star"}\n')
+    assert reply_cleanup("a'b 'c'") == 'a"b "c"' and reply_cleanup("```py x```") == "py x"
+    assert alfred_parse.remote_replacements is reply_cleanup
 
 
 def test_shipped_examples_are_ours_and_parse():
@@ -200,6 +328,21 @@ def _compiled_original():
     return ns["json_to_action"]
 
 
+def _original_method(filename: str, name: str):
+    """``ManipPlanner.<name>`` compiled alone from ``$EMBODIEDBENCH_DIR/embodiedbench/planner/<filename>``
+    with the constants it reads; skipped without a checkout."""
+    root = _os.environ.get("EMBODIEDBENCH_DIR")
+    src = Path(root or "/nonexistent") / "embodiedbench" / "planner" / filename
+    if not src.is_file():
+        pytest.skip("set EMBODIEDBENCH_DIR to an EmbodiedBench checkout to compare with the original")
+    tree = _ast.parse(src.read_text())
+    fn = next(n for c in tree.body if isinstance(c, _ast.ClassDef) for n in c.body
+              if isinstance(n, _ast.FunctionDef) and n.name == name)
+    ns = {"VOXEL_SIZE": 100, "ROTATION_RESOLUTION": 3}
+    exec(compile(_ast.Module([fn], []), str(src), "exec"), ns)  # noqa: S102 - the original's function
+    return ns[name]
+
+
 def _original_json_to_action():
     """EmbodiedBench's ``ManipPlanner.json_to_action`` itself, compiled from its source file
     (``$EMBODIEDBENCH_DIR/embodiedbench/planner/manip_planner.py``, commit b247936) with only
@@ -276,3 +419,113 @@ def test_output_cap_and_overflowing_integers():
     assert not is_non_finite(act)
     with pytest.raises(ActionFormatError, match="out of range"):
         validate_action(act)  # an invalid action in the env, not an OverflowError
+
+
+# --- prompt_source=embodiedbench ---------------------------------------------------------------
+from envs.eb_manipulation import prompt_embodiedbench as EBP  # noqa: E402
+
+FIXTURE_MANIP_PLANNER = '''
+import cv2
+class ManipPlanner():
+    def process_prompt(self, user_instruction, avg_obj_coord, task_variation, prev_act_feedback=[]):
+        ex = "|".join(self.examples[task_variation][:self.n_shot])
+        general = self.system_prompt.format(VOXEL_SIZE, ROTATION_RESOLUTION, ex)
+        task = f" TASK[{user_instruction.rstrip('.')}] IN[{avg_obj_coord}] OUT:"
+        for pair in prev_act_feedback:
+            task += f"{pair};"
+        return general, task
+'''
+
+
+def write_manip_checkout(root: Path, system: str = "SYS[{} {}] EX[{}]", examples: str | None = None) -> Path:
+    """A checkout in EmbodiedBench's layout (b247936) holding texts and a prompt method of our own."""
+    cfg, planner = root / "embodiedbench/evaluator/config", root / "embodiedbench/planner"
+    env = root / "embodiedbench/envs/eb_manipulation"
+    for d in (cfg, planner, env):
+        d.mkdir(parents=True, exist_ok=True)
+    (cfg / "system_prompts.py").write_text(f"x = 'y'\neb_manipulation_system_prompt = {system!r}\n")
+    (cfg / "eb_manipulation_example.py").write_text(examples if examples is not None else (
+        "p = ['P0', 'P1', 'P2']\ns = ['S0']\nq = ['Q0']\nw = ['W0', 'W1']\nother = ['O']\n"
+        "vlm_examples_baseline = {'pick': p, 'stack': s, 'place': q, 'wipe': w}\n"
+        "vlm_examples_ablation = {'pick': other, 'stack': other, 'place': other, 'wipe': other}\n"))
+    (planner / "planner_utils.py").write_text("template_lang_manip = 'no'\ntemplate_manip = 'LAYOUT\\n'\n")
+    (planner / "manip_planner.py").write_text(FIXTURE_MANIP_PLANNER)
+    (env / "eb_man_utils.py").write_text("import numpy as np\nROTATION_RESOLUTION = 3\nVOXEL_SIZE = 100\n")
+    return root
+
+
+def test_prompt_source_embodiedbench_reads_the_checkout(tmp_path):
+    root = write_manip_checkout(tmp_path / "eb")
+    adapter = _adapter("gpt-4o", "openai", prompt_source="embodiedbench", embodiedbench_dir=str(root),
+                       manipulation_shots=2)
+    hist = [([1, 2, 3, 4, 5, 6, 1], "fb")]
+    text = adapter.messages(_request(hist))[0]["content"][0]["text"]
+    assert text == f"SYS[100 3] EX[P0|P1] TASK[{INSTRUCTION[:-1]}] IN[{COORDS}] OUT:[[1, 2, 3, 4, 5, 6, 1], 'fb'];"
+    assert adapter.examples["pick"] == ["P0", "P1", "P2"]  # vlm_examples_baseline, not the ablation lists
+    claude = _adapter("claude-3", "openai", prompt_source="embodiedbench", embodiedbench_dir=str(root))
+    assert claude.messages(_request())[0]["content"][0]["text"].endswith("OUT:\n\nLAYOUT\n")  # :372-374
+    other = _adapter("gpt-4o", "openai", prompt_source="embodiedbench",
+                     embodiedbench_dir=str(write_manip_checkout(tmp_path / "eb2", "S2 {} {} {}")))
+    assert other.identity()["checkout_sha256"] != adapter.identity()["checkout_sha256"]
+    assert adapter.identity()["source"] == "embodiedbench"
+
+
+def test_prompt_source_embodiedbench_errors_are_one_line(tmp_path, monkeypatch):
+    from envs.eb_manipulation.plugin import EBManipulationPromptParams
+    from harness.params import ParamError
+
+    monkeypatch.delenv("EMBODIEDBENCH_DIR", raising=False)
+    errors = []
+    for kw, exc, match in (
+            ({}, ValueError, "needs embodiedbench_dir=<your EmbodiedBench checkout> or \\$EMBODIEDBENCH_DIR"),
+            ({"embodiedbench_dir": str(tmp_path)}, FileNotFoundError, "not an EmbodiedBench checkout: missing")):
+        with pytest.raises(exc, match=match) as e:
+            _adapter("gpt-4o", "openai", prompt_source="embodiedbench", **kw)
+        errors.append(str(e.value))
+    monkeypatch.setenv("EMBODIEDBENCH_DIR", str(write_manip_checkout(tmp_path / "env")))
+    assert _adapter("gpt-4o", "openai", prompt_source="embodiedbench").source is not None  # the variable serves
+    for i, (examples, match) in enumerate((
+            ("x = 1\n", "no EB-Manipulation examples"),
+            ("vlm_examples_baseline = {'pick': ['a'], 'stack': ['b'], 'place': ['c']}\n", "has no wipe"),
+            ("vlm_examples_baseline = {'pick': [1]}\n", "not a list of strings"),
+            ("vlm_examples_baseline = {'pick': \n", "not Python"))):
+        root = write_manip_checkout(tmp_path / f"bad{i}", examples=examples)
+        with pytest.raises(ValueError, match=match) as e:
+            _adapter("gpt-4o", "openai", prompt_source="embodiedbench", embodiedbench_dir=str(root))
+        errors.append(str(e.value))
+    with pytest.raises(ParamError, match="manipulation_examples must be null") as e:
+        EBManipulationPromptParams(prompt_source="embodiedbench", manipulation_examples="x.json")
+    errors.append(str(e.value))
+    assert all("\n" not in m for m in errors), errors
+
+
+def _real_checkout() -> Path:
+    root = _os.environ.get("EMBODIEDBENCH_DIR")
+    if not root or not all((Path(root) / r).is_file() for r in EBP.REQUIRED):
+        pytest.skip("set EMBODIEDBENCH_DIR to an EmbodiedBench checkout (b247936) to read the original's prompt")
+    return Path(root)
+
+
+def test_prompt_source_embodiedbench_holds_the_originals_examples_in_form_and_count():
+    """On a real checkout: per task class the prompt holds the first ``n_shots: 4`` (configs/eb-man.yaml)
+    of ``vlm_examples_baseline`` (evaluator/eb_manipulation_evaluator.py:36-38) verbatim, each as
+    ``Example i: \\n<text>`` joined by newlines (manip_planner.py:46), and no other example: pick 2,
+    stack 4, place 4, wipe 4 of its 8. The file is run here, in the test, to know its lists
+    independently of the project's reader."""
+    root = _real_checkout()
+    ns: dict = {}
+    exec((root / EBP.EXAMPLES).read_text(), ns)  # noqa: S102 - the original's literals, in the test only
+    original = ns["vlm_examples_baseline"]
+    system = EBP.EmbodiedBenchManipulationPrompt(root).system_prompt
+    counts = {}
+    for cls in ("pick", "stack", "place", "wipe"):
+        text = _adapter("gpt-4o", "openai", prompt_source="embodiedbench", embodiedbench_dir=str(root)).messages(
+            _request(task_class=cls))[0]["content"][0]["text"]
+        shots = original[cls][:4]
+        assert "\n".join(f"Example {i}: \n{x}" for i, x in enumerate(shots)) in text
+        counts[cls] = len(re.findall(r"^Example \d+: $", text, flags=re.M))
+        assert text.startswith(system[:system.index("{}")].format())
+        assert f"Human Instruction: {INSTRUCTION}\nInput: {COORDS}\nOutput gripper actions: " in text
+        assert P.FORMAT_TEXT not in text and "The output json format should be" not in text  # gpt: no layout
+    assert counts == {"pick": 2, "stack": 4, "place": 4, "wipe": 4}
+    assert {k: len(v) for k, v in original.items()} == {"pick": 2, "stack": 4, "place": 4, "wipe": 8}
