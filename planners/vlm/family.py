@@ -11,10 +11,10 @@ substring of the model name:
   Not claude (:123-135) nor InternVL2.5 (the line is commented out, :307-313).
 - **Its output template appended to the prompt**: names containing ``claude``,
   ``InternVL`` or ``Qwen2-VL-72B-Instruct`` (case-sensitive substrings of the configured
-  model name), local or not, on every suite: EB-ALFRED planner/vlm_planner.py:185-187,
-  EB-Manipulation planner/manip_planner.py:360-362 (visual ICL) and :372-374.
-- **Three text replacements on the reply** (:func:`reply_cleanup`; EB-ALFRED's
-  ``embodiedbench_remote`` parser mode, EB-Manipulation's ``reply_cleanup``): remote
+  model name), local or not, in both of its planners: planner/vlm_planner.py:185-187 and
+  planner/manip_planner.py:360-362 (visual ICL), :372-374.
+- **Three text replacements on the reply** (:func:`reply_cleanup`; a suite's
+  ``embodiedbench_remote`` parser mode or ``reply_cleanup`` setting): remote
   Qwen2-VL-72B-Instruct, meta-llama/Llama-3.2-90B-Vision-Instruct and InternVL2_5-8B/38B/78B
   (remote_model.py:76-91 dispatch, :285-287, :317-319), whatever the suite (the model call
   applies them before any suite's parser sees the text).
@@ -53,7 +53,7 @@ _REPLACING = {"Qwen2-VL-72B-Instruct", "meta-llama/Llama-3.2-90B-Vision-Instruct
 class FamilyDefaults:
     json_schema: bool
     output_template: bool
-    #: EB-ALFRED's parser mode: ``embodiedbench_remote`` where :attr:`reply_cleanup` holds.
+    #: The parser mode of the suites that name one: ``embodiedbench_remote`` where :attr:`reply_cleanup` holds.
     parser: str
 
     @property

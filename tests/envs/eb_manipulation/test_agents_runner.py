@@ -123,8 +123,9 @@ def test_text_planner_path_prompt_parse_env():
     assert rec.success and rec.planner_output_errors == 1
     assert rec.agent_calls >= 3  # garbage, pick-up plan, release plan
     # the garbage became the original's random action (gripper open), executed and in the history
-    assert "Step 0: action" not in agent.prompts[0] and "Step 0: action" in agent.prompts[1]
-    assert agent.prompts[1].split("Step 0: action ", 1)[1].split("]", 1)[0].endswith(", 1")
+    cue = "Output gripper actions: "
+    assert agent.prompts[0].endswith(cue) and agent.prompts[1].split(cue, 1)[1].startswith("[[")
+    assert agent.prompts[1].split(cue, 1)[1].split("]", 1)[0].endswith(", 1")
     assert "Objects: {'object 1': [" in agent.prompts[0]
 
 

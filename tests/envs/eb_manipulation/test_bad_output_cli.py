@@ -49,7 +49,10 @@ def test_garbage_model_executes_15_random_actions_by_default(tiny_base: Path, tm
     assert len(transcripts) == 15 and all(t["output_error"] for t in transcripts)
     prompts = [json.loads(t["prompt"])[0]["content"][0]["text"] for t in transcripts]
     assert len(set(prompts)) == 15  # each random action entered the history: the next prompt differs
-    assert "Step 13: action [" in prompts[-1]
+    # the 14 earlier [action, feedback] pairs after the cue (manip_planner.py:62-63)
+    history = prompts[-1].split("Output gripper actions: ", 1)[1]
+    assert history.startswith("[[") and history.endswith("], ") and "Steps executed so far: 14." in history
+    assert "Steps executed so far: 15." not in history
 
 
 @pytest.mark.slow
