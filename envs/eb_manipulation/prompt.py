@@ -43,8 +43,8 @@ import hashlib
 import json
 import math
 import random
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from envs.eb_manipulation.grammar import ROTATION_BINS, ROTATION_RESOLUTION, VOXEL_SIZE
