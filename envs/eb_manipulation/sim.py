@@ -111,8 +111,20 @@ AREA_RADIUS = 0.08  # outer radius of a round / star wipe area
 DIRT_SPOTS = 50  # EmbodiedBench ``DIRT_POINTS``
 DIRT_GEOM_GROUP = 5  # a geom group no camera of the twin draws
 DIRT_SUCCESS_MAX_LEFT = 25  # success when at most half remain (LengthCondition(spots, 50 * 0.5))
-SPONGE_REACH = 0.012  # a spot is wiped when within the sponge footprint widened by this (m) ...
-SPONGE_LIFT = 0.02  # ... while the sponge's bottom is at most this high above the table
+#: The sponge's dirt sensor: a volume fixed in the sponge's frame (the original's proximity sensor
+#: is a child of the sponge model, EmbodiedBench b247936 vlm/tasks/wipe_table.py:108-111, so it
+#: moves and turns with the sponge), under its bottom face: the face widened by SPONGE_REACH on
+#: each side, from SPONGE_SENSOR_TOP above the face (contact sinks a spot slightly into it) to
+#: SPONGE_LIFT below it. A spot is wiped while inside it and the face looks down at the table
+#: (its outward normal within SPONGE_FACE_TILT_DEG of straight down): a sponge lying on a side or
+#: upside down senses sideways or upward, not the table it tumbles over. (The sensor's own shape
+#: is CoppeliaSim model data the twin cannot read; these numbers are the twin's.)
+SPONGE_REACH = 0.012
+SPONGE_LIFT = 0.02
+SPONGE_SENSOR_TOP = 0.002
+SPONGE_FACE_TILT_DEG = 45.0
+#: Height of the dirt spots' centres (m): on the table, under a resting sponge's bottom face.
+SPOT_Z = TABLE_Z + 0.0013
 STACK_XY_TOL = 0.03  # stacked cube within 3 cm of the bottom cube's start (the twin's own volume)
 STACK_Z_TOL = 0.015
 
@@ -469,7 +481,7 @@ class PandaTable:
             spec.add_equality(type=mujoco.mjtEq.mjEQ_WELD, objtype=mujoco.mjtObj.mjOBJ_BODY, name=f"attach_{name}",
                               name1="gripper0_eef", name2=name, active=False)
         spots = layout.get("spots") or []
-        spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, TABLE_Z + 0.0013])
+        spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, SPOT_Z])
         for i, (sx, sy) in enumerate(spots):
             # invisible to every camera, as the original's ``renderable=False`` spots
             # (EmbodiedBench b247936 vlm/tasks/wipe_table.py:167-171, 180-184): geom group
@@ -501,6 +513,7 @@ class PandaTable:
         self._M = np.zeros((m.nv, m.nv))
         self.spot_ids = np.array([m.geom(f"spot{i}").id for i in range(len(spots))], dtype=int)
         self.spot_xy = np.array(spots, dtype=float).reshape(-1, 2)
+        self.spot_xyz = np.column_stack([self.spot_xy, np.full(len(self.spot_xy), SPOT_Z)])
         self.spot_alive = np.ones(len(spots), dtype=bool)
         self.sensor_geom = m.geom("grasp_sensor").id
         self.eef_body = m.body("gripper0_eef").id
@@ -557,15 +570,16 @@ class PandaTable:
         self.sim_steps += n
 
     def _wipe(self) -> None:
+        """Remove the spots inside the sponge's sensor volume (see :data:`SPONGE_REACH`)."""
         body = self.data.body(self.sponge)
         p, r = body.xpos, body.xmat.reshape(3, 3)
-        # bottom of the sponge: lowest corner height
-        half = np.array(SPONGE_SIZE) / 2
-        bottom = p[2] - float(np.abs(r[2]) @ half)
-        if bottom - TABLE_Z > SPONGE_LIFT:
+        if r[2, 2] < math.cos(math.radians(SPONGE_FACE_TILT_DEG)):  # the bottom face (-z) does not look down
             return
-        local = (self.spot_xy - p[:2]) @ r[:2, :2]  # spot offsets in the sponge's x/y axes
-        hit = (np.abs(local[:, 0]) <= half[0] + SPONGE_REACH) & (np.abs(local[:, 1]) <= half[1] + SPONGE_REACH)
+        half = np.array(SPONGE_SIZE) / 2
+        local = (self.spot_xyz - p) @ r  # spot offsets in the sponge's frame
+        depth = local[:, 2] + half[2]  # above (+) / below (-) the sponge's bottom face
+        hit = ((np.abs(local[:, 0]) <= half[0] + SPONGE_REACH) & (np.abs(local[:, 1]) <= half[1] + SPONGE_REACH)
+               & (depth <= SPONGE_SENSOR_TOP) & (depth >= -SPONGE_LIFT))
         new = hit & self.spot_alive
         if new.any():
             self.spot_alive &= ~new

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -131,6 +132,48 @@ def test_wipe_success_check():
         _teleport(w, "sponge", [xy[0], xy[1], S.TABLE_Z + S.SPONGE_SIZE[2] / 2 + 0.001], settle=5)
     assert w.spots_left() <= S.DIRT_SUCCESS_MAX_LEFT
     env.close()
+
+
+def _pose_sponge(world: S.PandaTable, xy, quat, settle: int = 5) -> None:
+    """Put the sponge at ``xy`` turned by ``quat`` (w, x, y, z), resting on the table."""
+    m, d = world.model, world.data
+    adr = m.jnt_qposadr[m.joint("sponge_joint").id]
+    dadr = m.jnt_dofadr[m.joint("sponge_joint").id]
+    rot = np.zeros(9)
+    unit = np.array(quat, dtype=float) / np.linalg.norm(quat)
+    mujoco.mju_quat2Mat(rot, unit)
+    half = np.array(S.SPONGE_SIZE) / 2
+    lowest = float(np.abs(rot.reshape(3, 3)[2]) @ half)  # the centre's height above its lowest corner
+    d.qpos[adr:adr + 3] = [xy[0], xy[1], S.TABLE_Z + lowest + 0.001]
+    d.qpos[adr + 3:adr + 7] = unit
+    d.qvel[dadr:dadr + 6] = 0.0
+    world._run(settle)
+
+
+def test_wipe_sensor_turns_with_the_sponge():
+    """The dirt sensor is fixed under the sponge's bottom face (the original's sensor is a child
+    of the sponge model) and senses through that face only: upside down or on a side, dragged
+    along the whole area, the sponge wipes nothing; upright, the same drag wipes the area."""
+    s2 = math.sqrt(0.5)
+    for quat, wipes in (((0.0, 1.0, 0.0, 0.0), False),  # upside down (half a turn about x)
+                        ((s2, s2, 0.0, 0.0), False),  # on its long side (a quarter turn about x)
+                        ((s2, 0.0, s2, 0.0), False),  # on its short side (a quarter turn about y)
+                        ((1.0, 0.0, 0.0, 0.0), True)):  # upright
+        env, spec, _, _ = _env("wipe_table_direction", 0)
+        w, t = env.world, spec.metadata["scene"]["target"]
+        area = w.objects[t["area"]]
+        axis = np.array([math.cos(area["yaw"]), math.sin(area["yaw"])])
+        c, s = math.cos(area["yaw"] / 2), math.sin(area["yaw"] / 2)
+        yaw_q = np.array([c, 0.0, 0.0, s])
+        turned = np.zeros(4)
+        mujoco.mju_mulQuat(turned, yaw_q, np.array(quat))  # the turn, then the area's yaw
+        for u in np.linspace(-0.15, 0.15, 25):
+            _pose_sponge(w, np.array(area["pos"]) + u * axis, turned)
+        if wipes:
+            assert w.spots_left() <= S.DIRT_SUCCESS_MAX_LEFT, quat
+        else:
+            assert w.spots_left() == 50, (quat, w.spots_left())
+        env.close()
 
 
 def test_oracle_solves_one_episode_per_family():
