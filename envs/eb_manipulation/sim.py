@@ -13,7 +13,7 @@ import functools
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -80,6 +80,9 @@ IK_POS_TOL = 0.004
 IK_ROT_TOL = 0.03
 GOAL_POS_TOL = 0.006  # a reached motion: tracking error under 6 mm ...
 GOAL_ROT_TOL = 0.05  # ... and ~3 degrees
+#: Simulator steps between the goal checks along an arm motion: 50 ms, the original's simulation
+#: step (CoppeliaSim's default), after each of which it checks (amsolver/task_environment.py:217-230).
+PATH_CHECK_STEPS = 25
 
 # --- Objects ---------------------------------------------------------------------------------
 #: EmbodiedBench's 20 seen colours (``amsolver/const.py``, from RLBench): name -> RGB.
@@ -445,6 +448,8 @@ class MoveResult:
     ok: bool
     reason: str = ""
     sim_steps: int = 0
+    #: ``watch`` (see :meth:`PandaTable.move_to`) held at one of its checks along the arm's path
+    goal_on_path: bool = False
 
 
 class PandaTable:
@@ -626,8 +631,13 @@ class PandaTable:
                 and TABLE_Z + WORKSPACE_Z[0] <= pos[2] <= TABLE_Z + WORKSPACE_Z[1])
 
     # --- one grammar action -------------------------------------------------------------------
-    def move_to(self, pos: np.ndarray, rot: np.ndarray) -> MoveResult:
-        """Move the gripper to (pos, rot) through the joint controller, bounded in steps."""
+    def move_to(self, pos: np.ndarray, rot: np.ndarray, watch: Callable[[], bool] | None = None) -> MoveResult:
+        """Move the gripper to (pos, rot) through the joint controller, bounded in steps.
+
+        ``watch`` (a goal check) is called every :data:`PATH_CHECK_STEPS` simulator steps of the
+        motion and once at its end; :attr:`MoveResult.goal_on_path` says whether it ever held. The
+        original checks its task's success after every simulation step of the arm's path
+        (EmbodiedBench b247936 amsolver/task_environment.py:217-230)."""
         start = self.sim_steps
         if not self.in_workspace(pos):
             return MoveResult(False, "The target position is outside the robot's workspace", 0)
@@ -655,6 +665,13 @@ class PandaTable:
         ticks = max(1, int(round(duration / (5 * TIMESTEP))))
         q_ref = self.q_ref.copy()
         cartesian = True
+        seen = [False, self.sim_steps]  # goal held so far, simulator step of the last check
+
+        def run(n: int) -> None:
+            self._run(n)
+            if watch is not None and not seen[0] and self.sim_steps - seen[1] >= PATH_CHECK_STEPS:
+                seen[1] = self.sim_steps
+                seen[0] = bool(watch())
         for k in range(1, ticks + 1):
             s = k / ticks
             s = s * s * s * (10 - 15 * s + 6 * s * s)  # minimum jerk
@@ -671,18 +688,20 @@ class PandaTable:
                 frac = (k - k_from + 1) / (ticks - k_from + 1)
                 q_ref = q_from + frac * (best - q_from)
             self.q_ref = q_ref
-            self._run(5)
+            run(5)
         # converge at the goal (refine IK from where the interpolation ended)
         q_goal, ep, er = self.ik(pos, rot, self.q_ref)
         if not (ep < IK_POS_TOL and er < IK_ROT_TOL):
             q_goal = best
         self.q_ref = q_goal
         for _ in range(HOLD_STEPS // 10):
-            self._run(10)
+            run(10)
             p, r = self.ee_pose()
             if np.linalg.norm(p - pos) < GOAL_POS_TOL * 0.5 and np.linalg.norm(self.data.qvel[self.arm_dofs]) < 0.05:
                 break
-        return MoveResult(True, "", self.sim_steps - start)
+        if watch is not None and not seen[0]:
+            seen[0] = bool(watch())  # the path's last state
+        return MoveResult(True, "", self.sim_steps - start, goal_on_path=seen[0])
 
     def sensed(self) -> list[str]:
         """Graspable objects any of whose geoms overlaps the gripper's sensor volume."""

@@ -176,6 +176,40 @@ def test_wipe_sensor_turns_with_the_sponge():
         env.close()
 
 
+def test_reward_when_the_goal_held_along_the_path():
+    """The original's reward is 1 when the success condition held after any simulation step of
+    the arm's path (amsolver/task_environment.py:217-230, 423-430), while the episode ends only
+    when it holds at the end (EBManEnv.py:210-213). Carried across the bottom object at its
+    stacked height, the top object passes through the stack's success volume: reward 1, no
+    success, the episode goes on."""
+    from envs.eb_manipulation import grammar as G
+
+    env, spec, obs, info = _env("stack_cubes_color", 0)
+    w, t = env.world, spec.metadata["scene"]["target"]
+    for a in oracle_plan(info[INFO_PRIVILEGED]):  # pick the top object up
+        obs, r, term, trunc, info = env.step(a)
+    st = info[INFO_PRIVILEGED]
+    assert not st["gripper_open"] and r == 0.0
+    offset = np.array(st["objects"][t["top"]]["xyz"]) - np.array(st["ee_position"])
+    start = w.start_positions[t["bottom"]]
+    stacked_z = start[2] + _half(w, t["bottom"]) + _half(w, t["top"])
+    rot = S.top_down_rotation(st["ee_finger_yaw"] % math.pi)
+    plan = []
+    for dy in (-0.1, 0.1):  # beside the bottom object, then past it on the other side
+        a = G.pose_to_action(start - offset + [0.0, dy, 0.0], rot, False)
+        # the Z bin that carries the top object's centre 5-14 mm above its stacked height
+        # (within the 15 mm tolerance, clear of the bottom object)
+        a[2] = next(z for z in range(100) if G.bin_to_position([0, 0, z])[2] + offset[2] - stacked_z >= 0.005)
+        plan.append(a)
+    obs, r, term, trunc, info = env.step(plan[0])
+    assert r == 0.0 and not term
+    obs, r, term, trunc, info = env.step(plan[1])
+    assert r == 1.0 and not term and not info["success"]
+    assert "Reward: 1" in info["feedback"]
+    assert not w.stacked(t["top"], t["bottom"]) and w.gripper_open is False
+    env.close()
+
+
 def test_oracle_solves_one_episode_per_family():
     for family in E.BASE_FAMILIES:
         env, spec, obs, info = _env(family, 2)
