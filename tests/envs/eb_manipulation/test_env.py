@@ -121,15 +121,15 @@ def test_wipe_success_check():
         xy = np.array(area["pos"]) + u * axis
         _teleport(w, "sponge", [xy[0], xy[1], S.TABLE_Z + 0.1], settle=1)
     assert w.spots_left() == 50
-    # on the table at a third of the area: some spots go, not enough
+    # upright, its long side across the area (as the oracle holds it), over a third of the
+    # area: some spots go, not enough
+    across = [math.cos(area["yaw"] / 2), 0.0, 0.0, math.sin(area["yaw"] / 2)]
     for u in np.linspace(-0.15, -0.07, 5):
-        xy = np.array(area["pos"]) + u * axis
-        _teleport(w, "sponge", [xy[0], xy[1], S.TABLE_Z + S.SPONGE_SIZE[2] / 2 + 0.001], settle=5)
+        _pose_sponge(w, np.array(area["pos"]) + u * axis, across)
     assert 25 < w.spots_left() < 50
     # along the whole area: at most 25 left
     for u in np.linspace(-0.07, 0.15, 12):
-        xy = np.array(area["pos"]) + u * axis
-        _teleport(w, "sponge", [xy[0], xy[1], S.TABLE_Z + S.SPONGE_SIZE[2] / 2 + 0.001], settle=5)
+        _pose_sponge(w, np.array(area["pos"]) + u * axis, across)
     assert w.spots_left() <= S.DIRT_SUCCESS_MAX_LEFT
     env.close()
 
