@@ -578,6 +578,11 @@ class PandaTable:
         """Remove the spots inside the sponge's sensor volume (see :data:`SPONGE_REACH`)."""
         body = self.data.body(self.sponge)
         p, r = body.xpos, body.xmat.reshape(3, 3)
+        if self.sponge in self.attached:
+            # held: where the hand's weld holds it. The original parents a grasped object to the
+            # gripper (rigid); the twin's weld is soft and lets a sponge dragged on the table
+            # twist in the fingers, which would turn its sensor away.
+            p, r = self._welded_pose(self.sponge)
         if r[2, 2] < math.cos(math.radians(SPONGE_FACE_TILT_DEG)):  # the bottom face (-z) does not look down
             return
         half = np.array(SPONGE_SIZE) / 2
@@ -725,6 +730,15 @@ class PandaTable:
         m.eq_data[eq, 10] = 1.0
         d.eq_active[eq] = 1
         self.attached.append(name)
+
+    def _welded_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The pose the weld of :meth:`attach` holds ``name`` at (the hand's pose times the weld's)."""
+        m, d = self.model, self.data
+        eq = self.attach_eq[name]
+        p1, r1 = d.xpos[self.eef_body], d.xmat[self.eef_body].reshape(3, 3)
+        rel = np.zeros(9)
+        mujoco.mju_quat2Mat(rel, m.eq_data[eq, 6:10])
+        return p1 + r1 @ m.eq_data[eq, 3:6], r1 @ rel.reshape(3, 3)
 
     def release(self) -> None:
         for name in self.attached:
