@@ -23,7 +23,11 @@ Rules (EmbodiedBench ``EBManEnv.py`` / ``eb_manipulation_evaluator.py``; the ref
   object's centre inside the container's / sorter's inner volume; stack: both objects within
   3 cm of the bottom one's start (the top one resting on the bottom one), the step's gripper
   open, and still so after the same pose is repeated 3 cm higher (not a counted step); wipe:
-  at most 25 of the 50 dirt spots left. Reward 1 on success, 0 otherwise, -1 on a failed motion.
+  at most 25 of the 50 dirt spots left. Reward 1 on success, and also when the same condition
+  held at one of the checks along the arm's motion (every 50 ms, as the original checks after
+  each simulation step of the path) though not at the end (the episode then goes on); 0
+  otherwise; -1 on a failed motion. A stack whose goal holds at the end keeps the original's
+  release rule (a closed gripper or a failed 3 cm check scores 0).
 * The episode ends on success (terminated, "success") or after 15 steps (truncated, "max_steps").
 
 Goal conditions: the suite has none (``gc_satisfied = gc_total = 0``), as the original.
@@ -176,12 +180,17 @@ class EBManipulationEnv(SuiteEnv):
         world = self.world
         pose = G.action_to_pose(act)
         rot = pose.rotation @ S.TIP_TO_SITE  # the action names the original's tip frame
-        res = world.move_to(pose.position, rot)
+        res = world.move_to(pose.position, rot, watch=self._check)
         if not res.ok:
             return -1.0, False, res.reason
         world.set_gripper(pose.gripper_open)
         success = self._check()
+        # the original's reward is 1 when the goal held along the arm's path or holds at the end
+        # (amsolver/task_environment.py:217-230, 423-430); the episode ends only when it holds at
+        # the end (EBManEnv.py:210-213: task_success = terminate and reward == 1)
+        reward = 1.0 if (success or res.goal_on_path) else 0.0
         if success and world.layout["task_class"] == "stack":
+            # EBManEnv.py:175-192, taken only when the goal holds at the end
             if not pose.gripper_open:
                 success = False  # the original: a closed gripper scores 0 and does not end
             else:
@@ -190,8 +199,9 @@ class EBManipulationEnv(SuiteEnv):
                     success = self._check()
                 else:
                     success = False
+            reward = 1.0 if success else 0.0
         self._success = bool(success)
-        return (1.0 if success else 0.0), True, ""
+        return reward, True, ""
 
     def _check(self) -> bool:
         world, layout = self.world, self.world.layout

@@ -25,7 +25,8 @@ from harness.types import EpisodeSpec
 
 SUITE_NAME = "eb_manipulation"
 #: Bumped whenever any generated scene or instruction of the fixed set changes.
-EVAL_SET_VERSION = "2"  # 2: object counts, stack shapes, wipe areas and dirt as the original
+EVAL_SET_VERSION = "3"  # 3: the spawn region widened to the original's example scenes' extent
+# 2: object counts, stack shapes, wipe areas and dirt as the original
 GENERATOR_SEED = 0
 
 BASE_FAMILIES = ("pick_cube_shape", "stack_cubes_color", "place_into_shape_sorter_color", "wipe_table_direction")
@@ -55,9 +56,18 @@ DIRECTIONS = ("horizontal", "vertical")
 AREA_SHAPES = ("rectangle", "round", "star")
 RELATIONS = ("left", "right", "front", "rear")
 
-#: Spawn region of object centres (m): reachable top-down by the Panda at ROBOT_BASE.
-SPAWN_X = (-0.02, 0.32)
-SPAWN_Y = (-0.28, 0.28)
+#: Spawn region of object centres (m): the extent of the objects in EmbodiedBench's own example
+#: scenes (evaluator/config/eb_manipulation_example.py: X bins 27-84, Y bins 11-86; the original
+#: samples its scenes over its table's ``workspace`` shape, vlm/tasks/wipe_table.py:24, :134-141),
+#: cut to the ring around the robot's base that the twin's Panda reaches pointing down
+#: (SPAWN_REACH; the original likewise redraws a scene its planner finds no path in,
+#: vlm/tasks/wipe_table.py:49-80).
+SPAWN_X = (-0.03, 0.55)
+SPAWN_Y = (-0.39, 0.39)
+#: Distance of an object's centre from the robot's base axis (m): the IK reaches every top-down
+#: yaw from 1.5 to 16 cm above the table between 0.28 and 0.80 m (the near end with some wrist
+#: turns only below 0.28 m); the far bound leaves room for grasp offsets and approach poses.
+SPAWN_REACH = (0.26, 0.76)
 
 
 def relation(a_xy: Sequence[float], b_xy: Sequence[float]) -> str:
@@ -74,6 +84,11 @@ def _extreme(direction: str, xy: Sequence[float]) -> float:
     return {"front": xy[0], "rear": -xy[0], "left": xy[1], "right": -xy[1]}[direction]
 
 
+def reachable(x: float, y: float) -> bool:
+    """Is a point of the table within the ring :data:`SPAWN_REACH` around the robot's base?"""
+    return SPAWN_REACH[0] <= math.hypot(x - S.ROBOT_BASE[0], y - S.ROBOT_BASE[1]) <= SPAWN_REACH[1]
+
+
 class _NoRoom(Exception):
     """The sampled objects so far leave no room for the next one: resample the scene."""
 
@@ -86,6 +101,8 @@ class _Placer:
     def place(self, radius: float, x=SPAWN_X, y=SPAWN_Y, gap: float = 0.02) -> tuple[float, float]:
         for _ in range(2000):
             px, py = self.rng.uniform(x[0] + radius * 0.3, x[1] - radius * 0.3), self.rng.uniform(y[0] + radius * 0.3, y[1] - radius * 0.3)
+            if not reachable(px, py):
+                continue
             if all(math.hypot(px - qx, py - qy) >= radius + qr + gap for qx, qy, qr in self.placed):
                 self.placed.append((px, py, radius))
                 return round(px, 4), round(py, 4)
@@ -180,7 +197,8 @@ def _scene_stack(index: int, rng: random.Random, relative: bool) -> dict[str, An
 
 def _scene_place(index: int, rng: random.Random, relative: bool) -> dict[str, Any]:
     placer = _Placer(rng)
-    sorter_xy = placer.place(0.19, x=(0.05, 0.25), gap=0.0)  # room for the hand beside it
+    # room for the hand beside it; X bins 40-70 in the original's examples (its sorter's centre)
+    sorter_xy = placer.place(0.19, x=(0.05, 0.42), gap=0.0)
     sorter = {"name": "sorter", "kind": "sorter", "pos": list(sorter_xy), "yaw": round(rng.uniform(-0.2, 0.2), 4)}
     shape = rng.choice(PLACE_SHAPES)
     if not relative:
@@ -251,11 +269,16 @@ def _scene_wipe(index: int, rng: random.Random, relative: bool) -> dict[str, Any
             yaw = _area_yaw(d, rng) if shape == "rectangle" else round(rng.uniform(-math.pi, math.pi), 4)
             ex = abs(math.cos(yaw)) * half_len + width / 2 - 0.005
             ey = abs(math.sin(yaw)) * half_len + width / 2 - 0.005
-            x = (SPAWN_X[0] - 0.02 + ex, SPAWN_X[1] + 0.03 - ex)
-            y = (SPAWN_Y[0] - 0.04 + ey, SPAWN_Y[1] + 0.04 - ey)
+            x = (SPAWN_X[0] + ex, SPAWN_X[1] - ex)
+            y = (SPAWN_Y[0] + ey, SPAWN_Y[1] - ey)
             if x[0] >= x[1] or y[0] >= y[1]:
                 continue
             cx, cy = rng.uniform(*x), rng.uniform(*y)
+            # the sponge's path: along the area's axis, 1 cm past its ends (a round / star area:
+            # through its centre across the dirt's half radius)
+            reach = (half_len if shape == "rectangle" else S.AREA_RADIUS / 2) + 0.01
+            if not all(reachable(cx + t * math.cos(yaw), cy + t * math.sin(yaw)) for t in (-reach, 0.0, reach)):
+                continue
             ok = all(math.hypot(cx + t * math.cos(yaw) - qx, cy + t * math.sin(yaw) - qy) >= qr + width / 2 + 0.03
                      for t in (-half_len, -half_len / 2, 0, half_len / 2, half_len) for qx, qy, qr in placer.placed)
             if ok:

@@ -13,7 +13,7 @@ import functools
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -80,6 +80,9 @@ IK_POS_TOL = 0.004
 IK_ROT_TOL = 0.03
 GOAL_POS_TOL = 0.006  # a reached motion: tracking error under 6 mm ...
 GOAL_ROT_TOL = 0.05  # ... and ~3 degrees
+#: Simulator steps between the goal checks along an arm motion: 50 ms, the original's simulation
+#: step (CoppeliaSim's default), after each of which it checks (amsolver/task_environment.py:217-230).
+PATH_CHECK_STEPS = 25
 
 # --- Objects ---------------------------------------------------------------------------------
 #: EmbodiedBench's 20 seen colours (``amsolver/const.py``, from RLBench): name -> RGB.
@@ -111,8 +114,20 @@ AREA_RADIUS = 0.08  # outer radius of a round / star wipe area
 DIRT_SPOTS = 50  # EmbodiedBench ``DIRT_POINTS``
 DIRT_GEOM_GROUP = 5  # a geom group no camera of the twin draws
 DIRT_SUCCESS_MAX_LEFT = 25  # success when at most half remain (LengthCondition(spots, 50 * 0.5))
-SPONGE_REACH = 0.012  # a spot is wiped when within the sponge footprint widened by this (m) ...
-SPONGE_LIFT = 0.02  # ... while the sponge's bottom is at most this high above the table
+#: The sponge's dirt sensor: a volume fixed in the sponge's frame (the original's proximity sensor
+#: is a child of the sponge model, EmbodiedBench b247936 vlm/tasks/wipe_table.py:108-111, so it
+#: moves and turns with the sponge), under its bottom face: the face widened by SPONGE_REACH on
+#: each side, from SPONGE_SENSOR_TOP above the face (contact sinks a spot slightly into it) to
+#: SPONGE_LIFT below it. A spot is wiped while inside it and the face looks down at the table
+#: (its outward normal within SPONGE_FACE_TILT_DEG of straight down): a sponge lying on a side or
+#: upside down senses sideways or upward, not the table it tumbles over. (The sensor's own shape
+#: is CoppeliaSim model data the twin cannot read; these numbers are the twin's.)
+SPONGE_REACH = 0.012
+SPONGE_LIFT = 0.02
+SPONGE_SENSOR_TOP = 0.002
+SPONGE_FACE_TILT_DEG = 45.0
+#: Height of the dirt spots' centres (m): on the table, under a resting sponge's bottom face.
+SPOT_Z = TABLE_Z + 0.0013
 STACK_XY_TOL = 0.03  # stacked cube within 3 cm of the bottom cube's start (the twin's own volume)
 STACK_Z_TOL = 0.015
 
@@ -433,6 +448,8 @@ class MoveResult:
     ok: bool
     reason: str = ""
     sim_steps: int = 0
+    #: ``watch`` (see :meth:`PandaTable.move_to`) held at one of its checks along the arm's path
+    goal_on_path: bool = False
 
 
 class PandaTable:
@@ -469,7 +486,7 @@ class PandaTable:
             spec.add_equality(type=mujoco.mjtEq.mjEQ_WELD, objtype=mujoco.mjtObj.mjOBJ_BODY, name=f"attach_{name}",
                               name1="gripper0_eef", name2=name, active=False)
         spots = layout.get("spots") or []
-        spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, TABLE_Z + 0.0013])
+        spot_body = spec.worldbody.add_body(name="dirt", pos=[0, 0, SPOT_Z])
         for i, (sx, sy) in enumerate(spots):
             # invisible to every camera, as the original's ``renderable=False`` spots
             # (EmbodiedBench b247936 vlm/tasks/wipe_table.py:167-171, 180-184): geom group
@@ -501,6 +518,7 @@ class PandaTable:
         self._M = np.zeros((m.nv, m.nv))
         self.spot_ids = np.array([m.geom(f"spot{i}").id for i in range(len(spots))], dtype=int)
         self.spot_xy = np.array(spots, dtype=float).reshape(-1, 2)
+        self.spot_xyz = np.column_stack([self.spot_xy, np.full(len(self.spot_xy), SPOT_Z)])
         self.spot_alive = np.ones(len(spots), dtype=bool)
         self.sensor_geom = m.geom("grasp_sensor").id
         self.eef_body = m.body("gripper0_eef").id
@@ -557,15 +575,21 @@ class PandaTable:
         self.sim_steps += n
 
     def _wipe(self) -> None:
+        """Remove the spots inside the sponge's sensor volume (see :data:`SPONGE_REACH`)."""
         body = self.data.body(self.sponge)
         p, r = body.xpos, body.xmat.reshape(3, 3)
-        # bottom of the sponge: lowest corner height
-        half = np.array(SPONGE_SIZE) / 2
-        bottom = p[2] - float(np.abs(r[2]) @ half)
-        if bottom - TABLE_Z > SPONGE_LIFT:
+        if self.sponge in self.attached:
+            # held: where the hand's weld holds it. The original parents a grasped object to the
+            # gripper (rigid); the twin's weld is soft and lets a sponge dragged on the table
+            # twist in the fingers, which would turn its sensor away.
+            p, r = self._welded_pose(self.sponge)
+        if r[2, 2] < math.cos(math.radians(SPONGE_FACE_TILT_DEG)):  # the bottom face (-z) does not look down
             return
-        local = (self.spot_xy - p[:2]) @ r[:2, :2]  # spot offsets in the sponge's x/y axes
-        hit = (np.abs(local[:, 0]) <= half[0] + SPONGE_REACH) & (np.abs(local[:, 1]) <= half[1] + SPONGE_REACH)
+        half = np.array(SPONGE_SIZE) / 2
+        local = (self.spot_xyz - p) @ r  # spot offsets in the sponge's frame
+        depth = local[:, 2] + half[2]  # above (+) / below (-) the sponge's bottom face
+        hit = ((np.abs(local[:, 0]) <= half[0] + SPONGE_REACH) & (np.abs(local[:, 1]) <= half[1] + SPONGE_REACH)
+               & (depth <= SPONGE_SENSOR_TOP) & (depth >= -SPONGE_LIFT))
         new = hit & self.spot_alive
         if new.any():
             self.spot_alive &= ~new
@@ -612,8 +636,13 @@ class PandaTable:
                 and TABLE_Z + WORKSPACE_Z[0] <= pos[2] <= TABLE_Z + WORKSPACE_Z[1])
 
     # --- one grammar action -------------------------------------------------------------------
-    def move_to(self, pos: np.ndarray, rot: np.ndarray) -> MoveResult:
-        """Move the gripper to (pos, rot) through the joint controller, bounded in steps."""
+    def move_to(self, pos: np.ndarray, rot: np.ndarray, watch: Callable[[], bool] | None = None) -> MoveResult:
+        """Move the gripper to (pos, rot) through the joint controller, bounded in steps.
+
+        ``watch`` (a goal check) is called every :data:`PATH_CHECK_STEPS` simulator steps of the
+        motion and once at its end; :attr:`MoveResult.goal_on_path` says whether it ever held. The
+        original checks its task's success after every simulation step of the arm's path
+        (EmbodiedBench b247936 amsolver/task_environment.py:217-230)."""
         start = self.sim_steps
         if not self.in_workspace(pos):
             return MoveResult(False, "The target position is outside the robot's workspace", 0)
@@ -641,6 +670,13 @@ class PandaTable:
         ticks = max(1, int(round(duration / (5 * TIMESTEP))))
         q_ref = self.q_ref.copy()
         cartesian = True
+        seen = [False, self.sim_steps]  # goal held so far, simulator step of the last check
+
+        def run(n: int) -> None:
+            self._run(n)
+            if watch is not None and not seen[0] and self.sim_steps - seen[1] >= PATH_CHECK_STEPS:
+                seen[1] = self.sim_steps
+                seen[0] = bool(watch())
         for k in range(1, ticks + 1):
             s = k / ticks
             s = s * s * s * (10 - 15 * s + 6 * s * s)  # minimum jerk
@@ -657,18 +693,20 @@ class PandaTable:
                 frac = (k - k_from + 1) / (ticks - k_from + 1)
                 q_ref = q_from + frac * (best - q_from)
             self.q_ref = q_ref
-            self._run(5)
+            run(5)
         # converge at the goal (refine IK from where the interpolation ended)
         q_goal, ep, er = self.ik(pos, rot, self.q_ref)
         if not (ep < IK_POS_TOL and er < IK_ROT_TOL):
             q_goal = best
         self.q_ref = q_goal
         for _ in range(HOLD_STEPS // 10):
-            self._run(10)
+            run(10)
             p, r = self.ee_pose()
             if np.linalg.norm(p - pos) < GOAL_POS_TOL * 0.5 and np.linalg.norm(self.data.qvel[self.arm_dofs]) < 0.05:
                 break
-        return MoveResult(True, "", self.sim_steps - start)
+        if watch is not None and not seen[0]:
+            seen[0] = bool(watch())  # the path's last state
+        return MoveResult(True, "", self.sim_steps - start, goal_on_path=seen[0])
 
     def sensed(self) -> list[str]:
         """Graspable objects any of whose geoms overlaps the gripper's sensor volume."""
@@ -692,6 +730,15 @@ class PandaTable:
         m.eq_data[eq, 10] = 1.0
         d.eq_active[eq] = 1
         self.attached.append(name)
+
+    def _welded_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The pose the weld of :meth:`attach` holds ``name`` at (the hand's pose times the weld's)."""
+        m, d = self.model, self.data
+        eq = self.attach_eq[name]
+        p1, r1 = d.xpos[self.eef_body], d.xmat[self.eef_body].reshape(3, 3)
+        rel = np.zeros(9)
+        mujoco.mju_quat2Mat(rel, m.eq_data[eq, 6:10])
+        return p1 + r1 @ m.eq_data[eq, 3:6], r1 @ rel.reshape(3, 3)
 
     def release(self) -> None:
         for name in self.attached:

@@ -13,7 +13,8 @@ from harness.params import parse
 from harness.types import EpisodeSpec
 
 #: Bumped whenever the twin's rules, physics, scenes or scoring change.
-SUITE_VERSION = "3.0.0"  # 3: the original's look (camera, table, wall, shadows), boxes sized to objects, tip frame, base at -0.27 m
+SUITE_VERSION = "4.0.0"  # 4: the sponge's sensor turns with it (bottom face only), reward along the path, the original's spawn extent
+# 3: the original's look (camera, table, wall, shadows), boxes sized to objects, tip frame, base at -0.27 m
 # 2: attach-on-close, invisible dirt, origin mark, malformed actions go on, scenes
 
 

@@ -2,6 +2,11 @@
 
     python -m envs.eb_manipulation.sweeps oracle [--dz 2] [--dyaw 15] [--subsets base spatial]
     python -m envs.eb_manipulation.sweeps random [--subsets ...]
+    python -m envs.eb_manipulation.sweeps spread [--subsets base spatial]   # object bins at the start
+
+``spread`` prints the X / Y bins of every object in the first observation's coordinate dictionary
+over the scenes, beside the same over the distinct scenes of EmbodiedBench's own examples
+(``evaluator/config/eb_manipulation_example.py``) when ``EMBODIEDBENCH_DIR`` names a checkout.
 
 ``--dz`` raises every Z bin of the oracle's actions, ``--dyaw`` turns every yaw bin (15 bins =
 45 degrees): how forgiving the grasp rule is to pose errors. common_sense, complex and visual
@@ -12,6 +17,10 @@ equal base's; ``--subsets base spatial`` covers the 96 distinct scenes.
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import statistics
+from pathlib import Path
 from typing import Iterable, Sequence
 
 from envs.eb_manipulation import episodes as E
@@ -74,14 +83,61 @@ def random_sweep(subsets: Iterable[str], seed: int = 0) -> tuple[int, int, list[
     return ok, total, won
 
 
+def scene_bins(subsets: Iterable[str]) -> list[list[int]]:
+    """The [X, Y, Z] bins of every object the first observation lists, over the distinct scenes."""
+    out, seen = [], set()
+    for subset in subsets:
+        for spec in E.episodes(subset):
+            if spec.metadata["scene_id"] in seen:
+                continue
+            seen.add(spec.metadata["scene_id"])
+            env = EBManipulationEnv(render=False)
+            obs, _ = env.reset(seed=spec.seed, options={"episode": spec})
+            out.extend(obs["object_coordinates"].values())
+            env.close()
+    return out
+
+
+_COORD = re.compile(r"'object \d+': \[(\d+), (\d+), (\d+)\]")
+
+
+def original_example_bins(root: str | os.PathLike) -> list[list[int]]:
+    """The [X, Y, Z] bins of the objects of each distinct scene in EmbodiedBench's examples
+    (the same dictionary appears at every step of an example: counted once)."""
+    from envs.eb_manipulation.prompt import load_examples
+
+    path = Path(root) / "embodiedbench" / "evaluator" / "config" / "eb_manipulation_example.py"
+    out, seen = [], set()
+    for texts in load_examples(path).values():
+        for text in texts:
+            for line in text.splitlines():
+                scene = tuple(tuple(int(v) for v in m) for m in _COORD.findall(line))
+                if scene and scene not in seen:
+                    seen.add(scene)
+                    out.extend(list(b) for b in scene)
+    return out
+
+
+def spread_line(name: str, bins: Sequence[Sequence[int]]) -> str:
+    xs, ys = [b[0] for b in bins], [b[1] for b in bins]
+    return (f"{name}: {len(bins)} objects; X {min(xs)}-{max(xs)} mean {statistics.mean(xs):.1f} "
+            f"sd {statistics.pstdev(xs):.1f}; Y {min(ys)}-{max(ys)} mean {statistics.mean(ys):.1f} "
+            f"sd {statistics.pstdev(ys):.1f}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("agent", choices=("oracle", "random"))
+    p.add_argument("agent", choices=("oracle", "random", "spread"))
     p.add_argument("--dz", type=int, default=0)
     p.add_argument("--dyaw", type=int, default=0)
     p.add_argument("--subsets", nargs="+", default=list(E.SUBSETS), choices=E.SUBSETS)
     args = p.parse_args(argv)
-    if args.agent == "oracle":
+    if args.agent == "spread":
+        print(spread_line(f"twin ({' '.join(args.subsets)}, distinct scenes)", scene_bins(args.subsets)))
+        root = os.environ.get("EMBODIEDBENCH_DIR")
+        if root:
+            print(spread_line("EmbodiedBench examples (distinct scenes)", original_example_bins(root)))
+    elif args.agent == "oracle":
         ok, total, ids = oracle_sweep(args.subsets, args.dz, args.dyaw)
         print(f"oracle dz={args.dz} dyaw={args.dyaw}: {ok}/{total}; failed: {ids}")
     else:

@@ -149,8 +149,9 @@ def test_oracle_with_raised_or_turned_grasps_still_succeeds():
 
 
 @pytest.mark.slow
-def test_random_agent_almost_never_succeeds():
+def test_random_agent_never_succeeds():
+    """The seeded random agent solves none of the 228 episodes (a tumbling sponge wipes nothing)."""
     from envs.eb_manipulation.sweeps import random_sweep
 
     ok, total, won = random_sweep(E.SUBSETS)
-    assert total == 228 and ok <= 2, won
+    assert total == 228 and ok == 0, won

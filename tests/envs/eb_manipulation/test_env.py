@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -120,16 +121,92 @@ def test_wipe_success_check():
         xy = np.array(area["pos"]) + u * axis
         _teleport(w, "sponge", [xy[0], xy[1], S.TABLE_Z + 0.1], settle=1)
     assert w.spots_left() == 50
-    # on the table at a third of the area: some spots go, not enough
+    # upright, its long side across the area (as the oracle holds it), over a third of the
+    # area: some spots go, not enough
+    across = [math.cos(area["yaw"] / 2), 0.0, 0.0, math.sin(area["yaw"] / 2)]
     for u in np.linspace(-0.15, -0.07, 5):
-        xy = np.array(area["pos"]) + u * axis
-        _teleport(w, "sponge", [xy[0], xy[1], S.TABLE_Z + S.SPONGE_SIZE[2] / 2 + 0.001], settle=5)
+        _pose_sponge(w, np.array(area["pos"]) + u * axis, across)
     assert 25 < w.spots_left() < 50
     # along the whole area: at most 25 left
     for u in np.linspace(-0.07, 0.15, 12):
-        xy = np.array(area["pos"]) + u * axis
-        _teleport(w, "sponge", [xy[0], xy[1], S.TABLE_Z + S.SPONGE_SIZE[2] / 2 + 0.001], settle=5)
+        _pose_sponge(w, np.array(area["pos"]) + u * axis, across)
     assert w.spots_left() <= S.DIRT_SUCCESS_MAX_LEFT
+    env.close()
+
+
+def _pose_sponge(world: S.PandaTable, xy, quat, settle: int = 5) -> None:
+    """Put the sponge at ``xy`` turned by ``quat`` (w, x, y, z), resting on the table."""
+    m, d = world.model, world.data
+    adr = m.jnt_qposadr[m.joint("sponge_joint").id]
+    dadr = m.jnt_dofadr[m.joint("sponge_joint").id]
+    rot = np.zeros(9)
+    unit = np.array(quat, dtype=float) / np.linalg.norm(quat)
+    mujoco.mju_quat2Mat(rot, unit)
+    half = np.array(S.SPONGE_SIZE) / 2
+    lowest = float(np.abs(rot.reshape(3, 3)[2]) @ half)  # the centre's height above its lowest corner
+    d.qpos[adr:adr + 3] = [xy[0], xy[1], S.TABLE_Z + lowest + 0.001]
+    d.qpos[adr + 3:adr + 7] = unit
+    d.qvel[dadr:dadr + 6] = 0.0
+    world._run(settle)
+
+
+def test_wipe_sensor_turns_with_the_sponge():
+    """The dirt sensor is fixed under the sponge's bottom face (the original's sensor is a child
+    of the sponge model) and senses through that face only: upside down or on a side, dragged
+    along the whole area, the sponge wipes nothing; upright, the same drag wipes the area."""
+    s2 = math.sqrt(0.5)
+    for quat, wipes in (((0.0, 1.0, 0.0, 0.0), False),  # upside down (half a turn about x)
+                        ((s2, s2, 0.0, 0.0), False),  # on its long side (a quarter turn about x)
+                        ((s2, 0.0, s2, 0.0), False),  # on its short side (a quarter turn about y)
+                        ((1.0, 0.0, 0.0, 0.0), True)):  # upright
+        env, spec, _, _ = _env("wipe_table_direction", 0)
+        w, t = env.world, spec.metadata["scene"]["target"]
+        area = w.objects[t["area"]]
+        axis = np.array([math.cos(area["yaw"]), math.sin(area["yaw"])])
+        c, s = math.cos(area["yaw"] / 2), math.sin(area["yaw"] / 2)
+        yaw_q = np.array([c, 0.0, 0.0, s])
+        turned = np.zeros(4)
+        mujoco.mju_mulQuat(turned, yaw_q, np.array(quat))  # the turn, then the area's yaw
+        for u in np.linspace(-0.15, 0.15, 25):
+            _pose_sponge(w, np.array(area["pos"]) + u * axis, turned)
+        if wipes:
+            assert w.spots_left() <= S.DIRT_SUCCESS_MAX_LEFT, quat
+        else:
+            assert w.spots_left() == 50, (quat, w.spots_left())
+        env.close()
+
+
+def test_reward_when_the_goal_held_along_the_path():
+    """The original's reward is 1 when the success condition held after any simulation step of
+    the arm's path (amsolver/task_environment.py:217-230, 423-430), while the episode ends only
+    when it holds at the end (EBManEnv.py:210-213). Carried across the bottom object at its
+    stacked height, the top object passes through the stack's success volume: reward 1, no
+    success, the episode goes on."""
+    from envs.eb_manipulation import grammar as G
+
+    env, spec, obs, info = _env("stack_cubes_color", 0)
+    w, t = env.world, spec.metadata["scene"]["target"]
+    for a in oracle_plan(info[INFO_PRIVILEGED]):  # pick the top object up
+        obs, r, term, trunc, info = env.step(a)
+    st = info[INFO_PRIVILEGED]
+    assert not st["gripper_open"] and r == 0.0
+    offset = np.array(st["objects"][t["top"]]["xyz"]) - np.array(st["ee_position"])
+    start = w.start_positions[t["bottom"]]
+    stacked_z = start[2] + _half(w, t["bottom"]) + _half(w, t["top"])
+    rot = S.top_down_rotation(st["ee_finger_yaw"] % math.pi)
+    plan = []
+    for dy in (-0.1, 0.1):  # beside the bottom object, then past it on the other side
+        a = G.pose_to_action(start - offset + [0.0, dy, 0.0], rot, False)
+        # the Z bin that carries the top object's centre 5-14 mm above its stacked height
+        # (within the 15 mm tolerance, clear of the bottom object)
+        a[2] = next(z for z in range(100) if G.bin_to_position([0, 0, z])[2] + offset[2] - stacked_z >= 0.005)
+        plan.append(a)
+    obs, r, term, trunc, info = env.step(plan[0])
+    assert r == 0.0 and not term
+    obs, r, term, trunc, info = env.step(plan[1])
+    assert r == 1.0 and not term and not info["success"]
+    assert "Reward: 1" in info["feedback"]
+    assert not w.stacked(t["top"], t["bottom"]) and w.gripper_open is False
     env.close()
 
 

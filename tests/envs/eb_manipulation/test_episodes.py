@@ -6,6 +6,8 @@ import collections
 import json
 from pathlib import Path
 
+import numpy as np
+
 from envs.eb_manipulation import episodes as E
 from envs.eb_manipulation import sim as S
 
@@ -143,6 +145,66 @@ def test_relation_is_in_the_robot_frame():
     assert E.relation([-0.2, 0.0], [0.0, 0.0]) == "rear"
     assert E.relation([0.0, 0.2], [0.0, 0.0]) == "left"
     assert E.relation([0.0, -0.2], [0.0, 0.0]) == "right"
+
+
+def _distinct_scenes():
+    return {e.metadata["scene_id"]: e.metadata["scene"] for s in ("base", "spatial") for e in E.episodes(s)}
+
+
+def test_objects_spread_over_the_originals_region_within_reach():
+    """Object centres spread over the extent of EmbodiedBench's example scenes (X bins 27-84,
+    sd 14; Y bins 11-86, evaluator/config/eb_manipulation_example.py) as far as the twin's arm
+    reaches: every centre, and every wipe area's sponge path end, inside the reach ring."""
+    from envs.eb_manipulation import grammar as G
+
+    bins = []
+    for scene in _distinct_scenes().values():
+        for o in scene["objects"]:
+            x, y = o["pos"]
+            assert E.reachable(x, y), (scene["family"], o["name"], o["pos"])
+            assert E.SPAWN_X[0] <= x <= E.SPAWN_X[1] and E.SPAWN_Y[0] <= y <= E.SPAWN_Y[1]
+            bins.append(G.position_to_bin([x, y, S.TABLE_Z])[:2])
+            if o["kind"] == "area":
+                half = (S.AREA_SIZE[1] / 2 if o["shape"] == "rectangle" else S.AREA_RADIUS / 2) + 0.01
+                for t in (-half, half):
+                    assert E.reachable(x + t * np.cos(o["yaw"]), y + t * np.sin(o["yaw"]))
+    xs, ys = np.array(bins).T
+    assert xs.min() <= 30 and xs.max() >= 75 and xs.std() >= 12.0, (xs.min(), xs.max(), xs.std())
+    assert ys.min() <= 15 and ys.max() >= 82 and ys.std() >= 18.0, (ys.min(), ys.max(), ys.std())
+
+
+def test_far_objects_are_reached_pointing_down():
+    """The ring's far bound is the arm's: at every object centre farther than 0.6 m from the base
+    (the side the original's extent widened), the IK finds the hand pointing down (the action's
+    tip frame) at grasp and at approach height, at one of the object's grasp yaws (its own yaw or
+    a quarter turn on). The near bound is the earlier region's (the oracle's sweeps cover it)."""
+    scenes = _distinct_scenes()
+    world = S.PandaTable(next(iter(scenes.values())))
+    checked = 0
+    for scene in scenes.values():
+        for o in scene["objects"]:
+            x, y = o["pos"]
+            d = float(np.hypot(x - S.ROBOT_BASE[0], y - S.ROBOT_BASE[1]))
+            if d <= 0.6:
+                continue
+            checked += 1
+            for dz in (0.02, 0.11):
+                p = np.array([x, y, S.TABLE_Z + dz])
+                found = False
+                for yaw in (o["yaw"], o["yaw"] + np.pi / 2):
+                    rot = S.top_down_rotation(yaw) @ S.TIP_TO_SITE
+                    for r in (rot, rot @ S.HALF_TURN_Z):
+                        for seed in (S.HOME_Q, *S.IK_WRIST_SEEDS):
+                            _, ep, er = world.ik(p, r, seed)
+                            if ep < S.IK_POS_TOL and er < S.IK_ROT_TOL:
+                                found = True
+                                break
+                        if found:
+                            break
+                    if found:
+                        break
+                assert found, (scene["family"], o["name"], o["pos"], dz, round(d, 3))
+    assert checked >= 20
 
 
 def test_generation_is_deterministic_and_pinned():
