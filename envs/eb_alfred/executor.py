@@ -19,6 +19,9 @@ Behaviour follows EmbodiedBench ``embodiedbench/envs/eb_alfred/thor_connector.py
   rule becomes, on the engine: sliced pieces first once they exist, then
   objects in reach, then objects not inside a closed receptacle, then (for
   StoveBurner) empty ones, then engine-id order.
+- ``slice the X`` sends a bare ``SliceObject`` (``ThorConnector.slice``): no knife
+  in hand is needed, as AI2-THOR's own action needs none; ALFRED's knife check
+  sits in ``to_thor_api_exec``, which EmbodiedBench does not call.
 - A sliced object keeps its parent's name: ``Apple`` addresses ``AppleSliced``
   pieces; ``Sink`` / ``Bathtub`` address the SinkBasin / BathtubBasin.
 
@@ -275,5 +278,11 @@ class SkillExecutor:
         target = self.resolve(name, exact_instance=False, prop="sliceable")
         if target is None:
             return ActionResult(False, f"Cannot find {name} to slice")
-        res = self.engine.slice(target)
+        # A bare SliceObject, no knife needed (thor_connector.py:560-574; AI2-THOR's own
+        # rule, envs/household/engine.py). The thor backend's engine keeps its own slice
+        # (envs/thor/engine.py) until it takes the same parameter.
+        if isinstance(self.engine, HouseholdEngine):
+            res = self.engine.slice(target, knife_required=False)
+        else:
+            res = self.engine.slice(target)
         return res if res.ok else ActionResult(False, "Slice action failed")

@@ -31,7 +31,8 @@ from harness.types import EpisodeSpec
 #: 1.4.0: the default image (image=frame) shows only what a camera frame would: the
 #: receptacles in view from the trajectory's start pose, then what the agent faces, with no
 #: text (image=annotated keeps the labelled schematic); open/close failures name the type.
-SUITE_VERSION = "1.4.0"
+#: 1.5.0: ``slice the X`` needs no knife in hand (EmbodiedBench's bare SliceObject).
+SUITE_VERSION = "1.5.0"
 
 
 class BadEpisodesError(EpisodeDataError):

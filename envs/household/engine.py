@@ -14,10 +14,33 @@ an already closed fridge changes nothing, as in ALFRED.
 
 A Microwave cannot be turned on while open (AI2-THOR refuses ToggleObjectOn on
 an open microwave; ALFRED's and EB-ALFRED's gold plans always close it first).
-Slicing keeps the whole object in the state with ``is_sliced`` set, as
-AI2-THOR 2.x does, beside the new pieces; the whole keeps its
-cleaned/heated/cooled marks (ALFRED keeps object ids in those sets) but can no
-longer be reached, picked up or sliced (``Obj.inactive``).
+Slicing (AI2-THOR ``SliceObject``; sources as read for ai2thor 2.1.0, whose build
+thor-201909061227 ALFRED and EmbodiedBench run):
+
+- AI2-THOR's ``SliceObject`` action checks only that the target is visible, not
+  in the agent's hand, and has ``CanBeSliced`` (allenai/ai2thor
+  006ea978d1e5c9c90e66a1478c7a9024970d8e5e,
+  unity/Assets/Scripts/PhysicsRemoteFPSAgentController.cs ``SliceObject``): no
+  knife. The held-knife check is ALFRED's wrapper (askforalfred/alfred
+  f91f4c0c96c7a29f33d0557f86b0a21035379b3b env/thor_env.py:449-453,
+  ``to_thor_api_exec``), hence ``slice(..., knife_required=True)`` by default and
+  ``False`` for callers that send a bare ``SliceObject`` (EB-ALFRED).
+- The whole object stays in the metadata with ``isSliced`` set, beside the new
+  pieces: ``SliceObject.Slice()`` deactivates only the whole's child objects
+  (colliders, meshes), "so we can continue to report back isSliced meta info"
+  (allenai/ai2thor 00f4a767a196e561ea26a3cf6731518162d0bae6
+  unity/Assets/Scripts/SliceObject.cs:56-70; the same in every stored version,
+  the UniqueID-era ones included), and the object list is every active
+  ``SimObjPhysics`` (``generateObjectMetadata``, ``FindObjectsOfType``). ALFRED
+  reads that entry after a slice (env/reward.py:187-190,
+  gen/game_states/game_state_base.py:813-816).
+- The whole stays in its receptacle's ``receptacleObjectIds``: containment is
+  the receptacle trigger box's ``CurrentlyContains`` list, emptied only by
+  ``OnTriggerExit`` (unity/Assets/Scripts/Contains.cs), which Unity does not send
+  for a collider deactivated inside the trigger. It keeps its cleaned / heated /
+  cooled marks (ALFRED keeps object ids in those sets), so ALFRED's goal checks
+  (env/tasks.py, substring selection) still count it; it can no longer be seen,
+  reached, picked up or sliced (``Obj.inactive``).
 """
 
 from __future__ import annotations
@@ -203,17 +226,21 @@ class HouseholdEngine:
         """Turn off."""
         return self._toggle(obj_id, False)
 
-    def slice(self, obj_id: str) -> ActionResult:
-        """Slice a sliceable object in reach with a Knife/ButterKnife in hand. Its
-        ``<Type>Sliced`` pieces appear where it was (new ids, so they are not
-        cleaned/heated/cooled: ALFRED tracks those by object id); the whole stays
-        in the state with ``is_sliced`` set and its marks (AI2-THOR 2.x)."""
+    def slice(self, obj_id: str, knife_required: bool = True) -> ActionResult:
+        """Slice a sliceable object in reach (not the held one). ``knife_required``:
+        a Knife/ButterKnife must be in hand (ALFRED's wrapper); False is AI2-THOR's
+        own ``SliceObject``, which needs none. Its ``<Type>Sliced`` pieces appear
+        where it was (new ids, so they are not cleaned/heated/cooled: ALFRED tracks
+        those by object id); the whole stays in the state with ``is_sliced`` set,
+        its parent and its marks (module docstring)."""
         o, err = self._lookup(obj_id)
         if err:
             return err
         world = self.world
         held = world.holding
-        if held is None or world.objects[held].type not in KNIFE_TYPES:
+        if held == obj_id:
+            return ActionResult(False, f"{obj_id} is in your hand.")
+        if knife_required and (held is None or world.objects[held].type not in KNIFE_TYPES):
             return ActionResult(False, "You need to hold a Knife or ButterKnife to slice.")
         if not o.sliceable or o.type not in SLICED_TYPE:
             return ActionResult(False, f"{obj_id} cannot be sliced.")

@@ -131,3 +131,24 @@ def test_default_alfred_image_is_a_frame_without_text(monkeypatch) -> None:
     annotated = type(env)(image="annotated")
     obs2, _ = annotated.reset(options={"episode": suite.episodes("seen")[0]})
     assert not np.array_equal(obs2["image"], obs["image"])
+
+
+def test_alfred_keeps_its_knife_check_for_slicing(suite) -> None:
+    """ALFRED's eval path refuses SliceObject without a knife in hand (askforalfred/alfred
+    env/thor_env.py:449-453, ``to_thor_api_exec`` raises, ``va_interact`` reports a failed
+    action), although AI2-THOR's own SliceObject needs none: one API failure, nothing sliced."""
+    env = suite.make_env()
+    for ep in suite.episodes("unseen"):  # the first episode whose target can be sliced
+        env.reset(seed=ep.seed, options={"episode": ep})
+        target = ep.metadata["pddl_params"]["object_target"]
+        world = env.world
+        if any(o.type == target and o.sliceable for o in world.objects.values()):
+            break
+    else:
+        pytest.fail("no generated episode with a sliceable target")
+    assert world.holding is None
+    _, _, _, _, info = env.step(f"GotoLocation {target}")
+    assert info["action_ok"]
+    _, _, _, _, info = env.step(f"SliceObject {target}")
+    assert not info["action_ok"] and "Knife" in info["feedback"] and info["invalid_actions"] == 1
+    assert not any(o.is_sliced for o in world.objects.values())

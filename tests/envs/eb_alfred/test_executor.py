@@ -118,3 +118,30 @@ def test_open_close_failures_name_the_type_as_embodiedbench_does() -> None:
     ]
     for action, message in cases:
         assert _do(ex, action).message == message, action
+
+
+def test_slice_needs_no_knife_as_embodiedbench_sends_a_bare_slice_object() -> None:
+    """EmbodiedBench ``ThorConnector.slice`` (thor_connector.py:560-574) steps
+    ``SliceObject`` with the object id only; AI2-THOR 2.1.0's action needs no knife. Its cases:
+    a sliceable object found -> success with empty hands; an unknown name -> "Cannot find X to
+    slice"; a failing SliceObject -> "Slice action failed"."""
+    ex = _executor(TaskSpec("pick_heat_then_place_in_recep", "Apple", "CounterTop", object_sliced=True))
+    w = ex.world
+    apple = sorted(w.of_type("Apple"))[0]
+    parent = w.objects[apple].parent
+    if parent and w.objects[parent].openable:
+        w.objects[parent].is_open = True
+    assert w.holding is None
+    assert _do(ex, f"find a {ex.vocab.display_name(w, apple)}").ok
+    res = _do(ex, "slice the Apple")
+    assert res.ok and w.objects[apple].is_sliced and w.of_type("AppleSliced")
+    res = _do(ex, "slice the Spaceship")
+    assert not res.ok and res.message == "Cannot find Spaceship to slice"
+    # The held object cannot be sliced (AI2-THOR refuses it), reported as EmbodiedBench does.
+    ex = _executor(TaskSpec("pick_heat_then_place_in_recep", "Apple", "CounterTop", object_sliced=True))
+    w = ex.world
+    apple = sorted(w.of_type("Apple"))[0]
+    w.objects[apple].parent = None
+    w.holding = apple
+    res = _do(ex, "slice the Apple")
+    assert not res.ok and res.message == "Slice action failed" and not w.objects[apple].is_sliced

@@ -139,6 +139,47 @@ def test_slice_requires_knife_and_replaces_object(world_of):
     assert "has been sliced" in e.pickup("Apple_1").message
 
 
+def test_ai2thor_slice_needs_no_knife_but_not_the_held_object(world_of):
+    """AI2-THOR 2.1.0's own SliceObject (PhysicsRemoteFPSAgentController.cs ``SliceObject``)
+    checks visibility, "not in the agent's hand" and CanBeSliced, no knife: ``knife_required=False``.
+    ALFRED's wrapper adds the knife check (the default, previous test)."""
+    e = engine_of(world_of, ("Apple_1", "CounterTop_1"), ("Tomato_1", "CounterTop_1"), ("Egg_1", None),
+                  holding="Egg_1", at="CounterTop_1")
+    assert "Knife" in e.slice("Apple_1").message  # ALFRED's rule
+    assert e.slice("Apple_1", knife_required=False).ok  # holding an Egg, no knife
+    assert e.world.of_type("AppleSliced") and e.world.objects["Apple_1"].is_sliced
+    assert e.drop().ok
+    assert e.slice("Tomato_1", knife_required=False).ok  # empty hands
+    # The held object itself cannot be sliced (either rule).
+    e = engine_of(world_of, ("Apple_1", None), holding="Apple_1", at="CounterTop_1")
+    for knife_required in (True, False):
+        r = e.slice("Apple_1", knife_required=knife_required)
+        assert not r.ok and "in your hand" in r.message and not e.world.objects["Apple_1"].is_sliced
+
+
+def test_sliced_whole_stays_listed_in_its_receptacle_for_goal_checks(world_of):
+    """After SliceObject the whole object stays in AI2-THOR 2.1.0's metadata (only its
+    children are deactivated, SliceObject.cs ``Slice``) and in its receptacle's
+    receptacleObjectIds (the trigger box is not told of a deactivated collider): ALFRED's
+    substring selection (``Apple`` matches the whole and its pieces) still counts it in place."""
+    task = TaskSpec("pick_and_place_simple", "Apple", "Fridge")
+    e = engine_of(world_of, ("Apple_1", "Fridge_1"), ("Knife_1", None), holding="Knife_1", at="Fridge_1",
+                  task=task)
+    e.world.objects["Fridge_1"].is_open = True
+    assert goal_conditions_met(e.world, task) == (1, 1)
+    assert e.slice("Apple_1").ok
+    whole = e.world.objects["Apple_1"]
+    assert whole.is_sliced and whole.parent == "Fridge_1" and e.world.is_inside("Apple_1", "Fridge_1")
+    assert goal_conditions_met(e.world, task) == (1, 1)
+    # Pieces moved away leave the whole in place: still satisfied through the whole.
+    for piece in e.world.of_type("AppleSliced"):
+        e.world.objects[piece].parent = "CounterTop_1"
+    assert goal_conditions_met(e.world, task) == (1, 1)
+    # A sliced task counts pieces only ("AppleSliced" is not a substring of the whole's id).
+    sliced_task = TaskSpec("pick_and_place_simple", "Apple", "Fridge", object_sliced=True)
+    assert goal_conditions_met(e.world, sliced_task) == (1, 2)
+
+
 def test_heat_then_slice_keeps_the_heated_goal_condition(world_of):
     """Heating a non-sliced-task target and then slicing it keeps ALFRED's 'heated'
     condition (the whole's id stays in heated_objects), as in AI2-THOR 2.x."""
