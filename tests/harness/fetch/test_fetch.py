@@ -130,19 +130,19 @@ def test_fetch_eb_alfred_lays_out_the_real_listing_and_the_suite_reads_it(
 
     # Both servers gone: the suite reads the fetched folder with no data_dir and no network.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from envs.eb_alfred.protocol import OFFICIAL_SPLITS
     from envs.eb_alfred.suite import EBAlfredSuite
 
     suite = EBAlfredSuite()
     assert suite.data_dir == folder
-    assert {s: len(suite.episodes(s)) for s in ("base", "common_sense", "complex_instruction", "spatial",
-                                                "visual_appearance", "long_horizon")} == dict.fromkeys(
-        ("base", "common_sense", "complex_instruction", "spatial", "visual_appearance", "long_horizon"), 50)
+    assert {s: len(suite.episodes(s)) for s in OFFICIAL_SPLITS} == dict.fromkeys(OFFICIAL_SPLITS, 50)
     assert all(e.metadata["trajectory"].startswith("json_2.1.0/") for e in suite.episodes("base"))
     capsys.readouterr()
-    out = tmp_path / "runs"
-    assert main(["run", "suite=eb_alfred", "split=base", "planner=oracle", "limit=2", f"out={out}",
-                 "progress=false"]) == 0
-    assert "2/2 succeeded" in capsys.readouterr().err
+    run = ["run", "suite=eb_alfred", "split=base", "planner=oracle", f"out={tmp_path / 'runs'}", "progress=false"]
+    assert main([*run, "limit=2"]) == 0
+    assert "2 episodes run, 0 resumed; 2/2 succeeded" in capsys.readouterr().err
+    assert main(run) == 0  # the rest of the split: 50 episodes in all
+    assert "48 episodes run, 2 resumed" in (err := capsys.readouterr().err) and "50/50 done" in err, err
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
