@@ -284,6 +284,12 @@ def test_a_lock_of_the_first_layout_is_read(env, tmp_path, monkeypatch, capsys):
         "files": {"data/x.py": {"size": 2, "blob_sha1": blob}}}))
     assert main(["fetch", "eb_manipulation"]) == 0
     assert "nothing to fetch" in capsys.readouterr().err
+    # A lock of another repository (the dataset's declaration changed) is not this dataset's.
+    lock = json.loads((folder / LOCK_FILE).read_text())
+    lock["repo_id"] = "EmbodiedBench/EB-Manipulation"
+    (folder / LOCK_FILE).write_text(json.dumps(lock))
+    assert main(["fetch", "eb_manipulation"]) == 2
+    assert "cannot reach" in _one_line(capsys.readouterr().err)
 
 
 def test_hash_mismatch_is_refused_and_unreachable_hub_is_one_line(env, tmp_path, monkeypatch, capsys):
