@@ -102,7 +102,7 @@ _EXAMPLES = "embodiedbench/evaluator/config"
 #:
 #: - ``json_2.1.0/<task>/<trial>/pp/ann_<k>.json``: the hub dataset EmbodiedBench/EB-ALFRED,
 #:   whose top level *is* the trajectory folders (EmbodiedBench's later READMEs clone it and
-#:   move it to ``data/json_2.1.0``; at b247936 the same folder was still in its git tree);
+#:   move it to ``data/json_2.1.0``; at b247936 a folder of the same trials was in its git tree);
 #: - ``splits/``: ``splits.json`` (what the suite reads; EBAlfEnv.py:31) and the six per-subset
 #:   files, from EmbodiedBench's git repository at :data:`EMBODIEDBENCH_COMMIT`;
 #: - ``examples/``: its in-context example files (evaluator/eb_alfred_evaluator.py:13-14), for
