@@ -437,6 +437,9 @@ def fetch(name: str, *, revision: str | None = None, update: bool = False, endpo
     lock = _read_lock(lock_path, log)
     hub_lock = _source(lock, "hub")
     git_lock = _source(lock, "git")
+    if hub_lock and (hub_lock.get("repo_id"), hub_lock.get("dest") or "") != (ds.repo_id, ds.hub_dest):
+        log(f"{name}: the lock file names {hub_lock.get('repo_id')}, the dataset now {ds.repo_id}; fetching it")
+        hub_lock = None
 
     if (lock and hub_lock and not update and revision in (None, hub_lock.get("commit"))
             and (ds.git is None or _git_record_matches(git_lock, ds.git))):

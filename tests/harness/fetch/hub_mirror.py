@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
@@ -51,6 +52,9 @@ class HubMirror:
     def __init__(self, repos: list[MirrorRepo]):
         self.repos = {r.repo_id: r for r in repos}
         self.requests: list[str] = []
+        #: Open client connections, closed on exit: a pooled keep-alive connection must not
+        #: outlive the server (a later test's endpoint may get the same port).
+        self._connections: set = set()
         mirror = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -58,6 +62,14 @@ class HubMirror:
 
             def log_message(self, *args):
                 pass
+
+            def setup(self):
+                super().setup()
+                mirror._connections.add(self.connection)
+
+            def finish(self):
+                mirror._connections.discard(self.connection)
+                super().finish()
 
             def _json(self, obj, status=200):
                 body = json.dumps(obj).encode()
@@ -163,3 +175,8 @@ class HubMirror:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+        for conn in list(self._connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
