@@ -187,8 +187,7 @@ def inside(folder: Path, rel: str) -> Path:
 
 
 def verify(folder: Path, files: dict[str, dict[str, Any]], *, delete_bad: bool = False) -> list[str]:
-    """Problems of ``folder`` against the expected ``files`` (path -> size, sha256 | blob_sha1;
-    a size of None is not checked).
+    """Problems of ``folder`` against the expected ``files`` (path -> size, sha256 | blob_sha1).
 
     Every path is checked by :func:`inside` first: nothing outside ``folder`` is read or deleted.
     """
@@ -201,7 +200,7 @@ def verify(folder: Path, files: dict[str, dict[str, Any]], *, delete_bad: bool =
             problems.append(f"{rel}: missing")
             continue
         size = path.stat().st_size
-        if meta.get("size") is not None and size != meta["size"]:
+        if size != meta["size"]:
             problems.append(f"{rel}: {size} bytes, expected {meta['size']}")
         elif meta.get("sha256") and _sha256(path) != meta["sha256"]:
             problems.append(f"{rel}: SHA-256 differs from the source's")
