@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from harness.fetch import Dataset
+from harness.fetch import Dataset, GitFile, GitFiles
 from harness.params import ParamError, param
 from harness.plugins import AgentPlugin, SuitePlugin
 
@@ -92,14 +92,48 @@ class EBAlfredPromptParams:
                                                  "checkout's examples)")
 
 
+#: The EmbodiedBench commit the splits and in-context examples are pinned to.
+EMBODIEDBENCH_COMMIT = "b24793607b7c5f1f236dad6d9c3f3c94d0bd4b04"
+_SPLITS = "embodiedbench/envs/eb_alfred/data/splits"
+_EXAMPLES = "embodiedbench/evaluator/config"
+
+#: ``harness fetch eb_alfred`` lays out the data folder this suite reads (``data_dir``), as
+#: EmbodiedBench's own checkout holds it under ``embodiedbench/envs/eb_alfred/data/``:
+#:
+#: - ``json_2.1.0/<task>/<trial>/pp/ann_<k>.json``: the hub dataset EmbodiedBench/EB-ALFRED,
+#:   whose top level *is* the trajectory folders (EmbodiedBench's later READMEs clone it and
+#:   move it to ``data/json_2.1.0``; at b247936 a folder of the same trials was in its git tree);
+#: - ``splits/``: ``splits.json`` (what the suite reads; EBAlfEnv.py:31) and the six per-subset
+#:   files, from EmbodiedBench's git repository at :data:`EMBODIEDBENCH_COMMIT`;
+#: - ``examples/``: its in-context example files (evaluator/eb_alfred_evaluator.py:13-14), for
+#:   ``examples_dir=<data folder>/examples``.
+#:
+#: The blob hashes are ``git rev-parse b247936:<path>``; docs/fetch.md says what was checked.
+EB_ALFRED_DATASET = Dataset(
+    "eb_alfred", "EmbodiedBench/EB-ALFRED", hub_dest="json_2.1.0", required=("splits/splits.json",),
+    description="EB-ALFRED: trajectory files (hub), splits (6 subsets x 50) and in-context examples (EmbodiedBench "
+                "at a pinned commit); suite=eb_alfred",
+    git=GitFiles("EmbodiedBench/EmbodiedBench", EMBODIEDBENCH_COMMIT, checkout_env="EMBODIEDBENCH_DIR", files=(
+        GitFile(f"{_SPLITS}/splits.json", "04161b294095f5ef58c08b197d971393a0b9c301", "splits/splits.json"),
+        GitFile(f"{_SPLITS}/base.json", "df3a3df285c244f4f757d2c698c6a70499a72c63", "splits/base.json"),
+        GitFile(f"{_SPLITS}/common_sense.json", "d7ebf989fad46169b7d07cea29d0f1750227ac3b", "splits/common_sense.json"),
+        GitFile(f"{_SPLITS}/complex_instruction.json", "bef0bdc6d1e81de3513d9a4baf67019769246828",
+                "splits/complex_instruction.json"),
+        GitFile(f"{_SPLITS}/long_horizon.json", "aca5e3bca0bf927f3b95370e83a22f04e75c6a86", "splits/long_horizon.json"),
+        GitFile(f"{_SPLITS}/spatial.json", "61bbabb73517657cc5701807890527295f239122", "splits/spatial.json"),
+        GitFile(f"{_SPLITS}/visual_appearance.json", "a0b394862185c7353cce0d6efe787a81e33d7fdd",
+                "splits/visual_appearance.json"),
+        GitFile(f"{_EXAMPLES}/alfred_examples.json", "dfef5abb96fec437011def3d4d8c53e3be81b485",
+                "examples/alfred_examples.json"),
+        GitFile(f"{_EXAMPLES}/alfred_long_horizon_examples.json", "ed53e538e1fdb335f0297c7861185fab9ef5a34f",
+                "examples/alfred_long_horizon_examples.json"),
+    )))
+
 SUITE = SuitePlugin(
     name="eb_alfred", target="envs.eb_alfred.suite:EBAlfredSuite", params=EBAlfredParams, default_split="seen",
     failures="envs.eb_alfred.failures:RULES",
-    # The hub repository EmbodiedBench's README names ("Dataset" section). No commit is pinned
-    # here: the first fetch locks one (harness/fetch.py); --revision pins another.
-    datasets=(Dataset("eb_alfred", "EmbodiedBench/EB-ALFRED", required=("splits/splits.json",),
-                      description="EB-ALFRED: splits (6 subsets x 50), trajectory files, in-context examples; "
-                                  "suite=eb_alfred"),),
+    # No hub commit is pinned: the first fetch locks one (harness/fetch.py); --revision pins another.
+    datasets=(EB_ALFRED_DATASET,),
     packages=("ai2thor",),
     prompt="envs.eb_alfred.prompt:make_adapter", prompt_params=EBAlfredPromptParams,
     summary="EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)")

@@ -79,9 +79,15 @@ class EBManipulationPromptParams:
 SUITE = SuitePlugin(
     name="eb_manipulation", target="envs.eb_manipulation.suite:EBManipulationSuite", params=EBManipulationParams,
     default_split="base", extra="eb_manipulation", modules=("robosuite", "mujoco"), packages=("robosuite", "mujoco"),
-    # The hub repository EmbodiedBench's README names ("Dataset" section); the first fetch locks a commit.
-    datasets=(Dataset("eb_manipulation", "EmbodiedBench/EB-Manipulation",
-                      description="EB-Manipulation episodes (CoppeliaSim scenes, configs) for the coppelia backend"),),
+    # The hub dataset EmbodiedBench's README names at b247936 (README.md:199-200: clone it, move its
+    # data/ into envs/eb_manipulation/); only data/ is taken, kept at data/ (the first fetch locks a
+    # commit). The MuJoCo twin reads none of it: it is the input of envs.eb_manipulation.coppelia
+    # (official_episodes(<folder>/data, subset)), EmbodiedBench's own CoppeliaSim env.
+    datasets=(Dataset("eb_manipulation", "markyyds/eb_manipulation_dataset", allow_patterns=("data/*",),
+                      description="EB-Manipulation's original episodes (data/<subset>/eval/<task>/variation<V>/"
+                                  "episodes/episode<E>/: CoppeliaSim scenes, configs) for EmbodiedBench's CoppeliaSim "
+                                  "env (envs.eb_manipulation.coppelia); suite=eb_manipulation (the MuJoCo twin) "
+                                  "reads none of it"),),
     prompt="envs.eb_manipulation.prompt:make_adapter", prompt_params=EBManipulationPromptParams,
     summary="EmbodiedBench EB-Manipulation on a MuJoCo twin: 5 subsets, 228 episodes (backend: mujoco)")
 @dataclass

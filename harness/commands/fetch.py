@@ -1,4 +1,4 @@
-"""``harness fetch``: an official dataset from the model hub into the data cache."""
+"""``harness fetch``: an official dataset (model hub + pinned git files) into the data cache."""
 
 from __future__ import annotations
 
@@ -10,17 +10,21 @@ from harness.commands.common import UsageError
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("fetch", help="download an official dataset from the model hub into the data cache")
+    p = sub.add_parser("fetch", help="download an official dataset into the data cache, laid out as its suite "
+                                     "reads it (docs/fetch.md)")
     p.add_argument("dataset", help="a dataset a suite declares (`harness list` names them; harness/fetch.py)")
     p.add_argument("--revision", default=None, help="branch, tag or commit to fetch (default: the locked commit)")
     p.add_argument("--update", action="store_true", help="re-resolve the branch instead of the locked commit")
+    p.add_argument("--checkout", default=None, metavar="DIR",
+                   help="a local checkout of the git repository the dataset takes pinned files from, read instead "
+                        "of fetching them (offline; the declaration may name an environment variable for it too)")
 
 
 def main(args: argparse.Namespace) -> int:
     from harness.fetch import FetchError, fetch
 
     try:
-        fetch(args.dataset, revision=args.revision, update=args.update,
+        fetch(args.dataset, revision=args.revision, update=args.update, checkout=args.checkout,
               log=lambda line: print(line, file=sys.stderr))
     except FetchError as exc:
         raise UsageError(str(exc)) from None

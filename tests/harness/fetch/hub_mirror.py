@@ -4,8 +4,9 @@ downloads with ``X-Repo-Commit`` / ``ETag`` / ``X-Linked-Etag`` /
 ``X-Linked-Size`` headers and byte ranges), so ``huggingface_hub`` runs its real
 code path against it through its endpoint setting.
 
-Files at or above ``lfs_threshold`` bytes are served as LFS files (their listing
-carries a SHA-256), the others as plain git blobs (SHA-1 of ``blob <n>\\0`` + data).
+Files at or above ``lfs_threshold`` bytes, or named with one of ``lfs_suffixes``, are served
+as LFS files (their listing carries a SHA-256), the others as plain git blobs (SHA-1 of
+``blob <n>\\0`` + data).
 The commit id is derived from the content, so a changed file is a new commit.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ class MirrorRepo:
     repo_id: str
     root: Path
     lfs_threshold: int = 32768
+    lfs_suffixes: tuple[str, ...] = ()
     files: dict[str, dict] = field(default_factory=dict)
     commit: str = ""
     #: Paths whose bytes the server corrupts (tests of the hash check).
@@ -38,7 +41,7 @@ class MirrorRepo:
             data = path.read_bytes()
             blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
             meta = {"size": len(data), "oid": blob}
-            if len(data) >= self.lfs_threshold:
+            if len(data) >= self.lfs_threshold or rel.endswith(self.lfs_suffixes):
                 meta["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
             self.files[rel] = meta
             h.update(f"{rel}\0{blob}\n".encode())
@@ -49,6 +52,9 @@ class HubMirror:
     def __init__(self, repos: list[MirrorRepo]):
         self.repos = {r.repo_id: r for r in repos}
         self.requests: list[str] = []
+        #: Open client connections, closed on exit: a pooled keep-alive connection must not
+        #: outlive the server (a later test's endpoint may get the same port).
+        self._connections: set = set()
         mirror = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,6 +62,14 @@ class HubMirror:
 
             def log_message(self, *args):
                 pass
+
+            def setup(self):
+                super().setup()
+                mirror._connections.add(self.connection)
+
+            def finish(self):
+                mirror._connections.discard(self.connection)
+                super().finish()
 
             def _json(self, obj, status=200):
                 body = json.dumps(obj).encode()
@@ -161,3 +175,8 @@ class HubMirror:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+        for conn in list(self._connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
