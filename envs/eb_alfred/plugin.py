@@ -100,7 +100,7 @@ SUITE = SuitePlugin(
     datasets=(Dataset("eb_alfred", "EmbodiedBench/EB-ALFRED", required=("splits/splits.json",),
                       description="EB-ALFRED: splits (6 subsets x 50), trajectory files, in-context examples; "
                                   "suite=eb_alfred"),),
-    packages=("ai2thor",),
+    packages=("ai2thor", "scipy"),  # scipy: the thor backend's KD-tree of reachable positions (find)
     prompt="envs.eb_alfred.prompt:make_adapter", prompt_params=EBAlfredPromptParams,
     summary="EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)")
 
