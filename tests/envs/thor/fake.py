@@ -3,7 +3,8 @@
 It is **not** AI2-THOR: no renderer, no physics, no Unity process. It keeps a
 table of object metadata, answers ``reset`` / ``step`` calls from that table with
 the fields AI2-THOR 2.1.0's ``event.metadata`` has, and records every call in
-``calls`` as ``("reset", scene_name)`` / ``("step", action_dict)``. It serves two
+``calls`` as ``("reset", scene_name)`` / ``("step", action_dict)``, with the metadata it
+answered in ``events``. It serves two
 callers: our ``ThorSession`` (through a suite's ``controller_factory``) and
 EmbodiedBench's ``ThorEnv(Controller)``, which subclasses it when a test puts it
 in ``sys.modules["ai2thor.controller"]`` (so its own method names never clash
@@ -197,6 +198,8 @@ class FakeController:
             self.obstacles = obstacles
         self.crash_on, self.hang_on, self.hang_s = set(crash_on), set(hang_on), hang_s
         self.calls: list[tuple[str, Any]] = []
+        #: the metadata answered to each call of ``calls`` (same index)
+        self.events: list[dict[str, Any]] = []
         self.started = False
         self.stopped = False
         self.unity_pid = None
@@ -227,6 +230,7 @@ class FakeController:
         self._tick("reset", scene_name)
         self._load_scene(scene_name)
         self.last_event = FakeEvent(self._snapshot("", True, ""), self.screen)
+        self.events.append(self.last_event.metadata)
         return self.last_event
 
     def step(self, action: Any, raise_for_failure: bool = False) -> FakeEvent:
@@ -235,6 +239,7 @@ class FakeController:
         self._tick("step", action)
         ok, err, ret = self._apply(action)
         self.last_event = FakeEvent(self._snapshot(action.get("action"), ok, err, ret), self.screen)
+        self.events.append(self.last_event.metadata)
         return self.last_event
 
     @property
