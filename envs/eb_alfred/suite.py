@@ -90,9 +90,8 @@ class EBAlfredSuite:
             "image_size": IMAGE_SIZE if self.render else None,
         }
         if self.backend == "thor":
-            from envs.thor.session import THOR_VERSION
-
             from envs.eb_alfred.thor_skills import SKILLS_PROTOCOL
+            from envs.thor.session import THOR_VERSION
 
             proto["thor_version"] = THOR_VERSION
             # The thor backend's own rules: a change there changes thor run ids, not household ones.

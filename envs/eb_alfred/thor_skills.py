@@ -54,6 +54,8 @@ import math
 import string
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from envs.eb_alfred.executor import SkillExecutor
 from envs.eb_alfred.skills import SceneVocabulary, Skill
 from envs.household import ActionResult, TaskSpec, alfred_constants
@@ -92,9 +94,9 @@ PUT_MOVES: tuple[tuple[Mapping[str, Any], ...], ...] = (
 )
 #: ``thor_connector.py:481-489``: the moves after the i-th failed OpenObject (i = 0..3).
 OPEN_MOVES: tuple[tuple[str, ...], ...] = (("MoveBack",), ("MoveBack", "MoveRight"), ("MoveLeft", "MoveLeft"), ())
-#: ``thor_connector.py:105``: a put message longer than this after the 3rd put on a name drops the object.
-PUT_MESSAGE_DROP_LEN = 16
-PUT_DROPS_AFTER = 3
+#: ``thor_connector.py:105``: from the 3rd put on a name, a put message longer than 16
+#: characters (any failure) drops the object.
+PUT_MESSAGE_DROP_LEN, PUT_DROPS_AFTER = 16, 3
 #: ``thor_connector.py:276-288``: penalties added to an object's distance.
 CLOSED_PARENT_PENALTY, OCCUPIED_BURNER_PENALTY, NOT_VISIBLE_PENALTY, SLICED_BONUS = 100000, 10000, 1000, -100
 
@@ -132,8 +134,6 @@ def _object(metadata: Mapping[str, Any], obj_id: str) -> Mapping[str, Any] | Non
 def _closest_visible(obj_type: str, ref_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``game_util.py:294-301``: the visible object of ``obj_type`` nearest ``ref_id`` (None
     where the original raises)."""
-    import numpy as np
-
     ref = _object(metadata, ref_id)
     cands = [o for o in metadata["objects"] if o["objectType"] == obj_type and o["visible"]]
     if ref is None or not cands:
@@ -167,8 +167,7 @@ class ThorSkillExecutor(SkillExecutor):
 
     # --- the simulator -----------------------------------------------------------------------
     def _restore(self, traj: Mapping[str, Any]) -> Mapping[str, Any]:
-        import numpy as np
-        from scipy.spatial import KDTree
+        from scipy.spatial import KDTree  # extra `thor`
 
         self.marks = StateMarks()  # ThorEnv.reset clears the bookkeeping (env/thor_env.py:82-93)
         metadata: Mapping[str, Any] = {}
@@ -189,8 +188,6 @@ class ThorSkillExecutor(SkillExecutor):
         """``ThorEnv.step`` (``env/thor_env.py:129-154``): a look is a teleport at the current pose."""
         name = action["action"]
         if "LookUp" in name or "LookDown" in name:
-            import numpy as np
-
             agent = self.metadata["agent"]
             delta = -AGENT_HORIZON_ADJ if "LookUp" in name else AGENT_HORIZON_ADJ
             return self._step({"action": "TeleportFull", "rotation": np.round(agent["rotation"]["y"], 4),

@@ -44,7 +44,7 @@ from envs.eb_alfred.protocol import OFFICIAL_SPLITS
 from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import AgentRequest
 from harness.types import EpisodeSpec
-from tests.conftest import eb_alfred_data_or_none
+from tests.conftest import REQUIRE_DATA_ENV, eb_alfred_data_or_none
 from tests.envs.thor.fake import FakeController, layouts_dir
 
 pytest.importorskip("scipy", reason="the thor backend and ThorConnector need scipy's KDTree")
@@ -79,7 +79,10 @@ def _checkout() -> Path:
 def _data() -> Path:
     data = eb_alfred_data_or_none()
     if data is None:
-        pytest.skip("EB-ALFRED data not found: set EB_ALFRED_DATA_DIR")
+        reason = "EB-ALFRED data not found: set EB_ALFRED_DATA_DIR"
+        if os.environ.get(REQUIRE_DATA_ENV) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_DATA_ENV}=1: the data tests must not be skipped)", pytrace=False)
+        pytest.skip(reason)
     return data
 
 
@@ -299,7 +302,10 @@ def test_thor_backend_matches_embodiedbench_on_the_probe_plan(original: types.Mo
 
 def _census(runs: list[Run]) -> str:
     calls = [a for run in runs for kind, a in run.calls if kind == "step"]
-    count = lambda *names: sum(1 for a in calls if a["action"] in names)  # noqa: E731
+
+    def count(*names: str) -> int:
+        return sum(1 for a in calls if a["action"] in names)
+
     looks = sum(1 for a in calls if a.get("tempRenderChange"))
     feedback = [fb for run in runs for ok, fb, *_ in run.steps if not ok]
     return (f"{len(calls)} steps: {count('TeleportFull') - looks} teleports, {looks} looks, "

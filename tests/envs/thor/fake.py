@@ -72,6 +72,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
 from envs.household import alfred_constants, floor_plan_inventory
 from envs.household.constants import SLICED_TYPE
 from envs.household.restore import id_position, scene_facts
@@ -120,8 +122,6 @@ def reachable_grid(floor_plan: int) -> tuple[tuple[float, float], ...]:
     """(x, z) of ALFRED's reachable positions of a floor plan, in the layout file's order."""
     folder = layouts_dir()
     if folder is not None and (folder / f"FloorPlan{floor_plan}-layout.npy").is_file():
-        import numpy as np
-
         points = np.load(folder / f"FloorPlan{floor_plan}-layout.npy")
         return tuple((float(x), float(z)) for x, z in points)
     poses = json.loads((alfred_constants().layouts_dir / f"FloorPlan{floor_plan}-openable.json").read_text())
@@ -161,15 +161,7 @@ class FakeEvent:
 
     @property
     def frame(self) -> Any:
-        import numpy as np
-
         return np.zeros((self._screen[1], self._screen[0], 3), dtype=np.uint8)
-
-    @property
-    def pose(self) -> tuple[int, int, int, int]:
-        agent = self.metadata["agent"]
-        return (round(agent["position"]["x"] * 1000), round(agent["position"]["z"] * 1000),
-                round(agent["rotation"]["y"] * 1000), round(agent["cameraHorizon"] * 1000))
 
     @property
     def pose_discrete(self) -> tuple[int, int, int, int]:
@@ -177,9 +169,6 @@ class FakeEvent:
         agent = self.metadata["agent"]
         return (int(agent["position"]["x"] / 0.25), int(agent["position"]["z"] / 0.25),
                 int(agent["rotation"]["y"] / 90.0), int(round(agent["cameraHorizon"])))
-
-    def get_object(self, object_id: str) -> dict[str, Any] | None:
-        return next((o for o in self.metadata["objects"] if o["objectId"] == object_id), None)
 
 
 class FakeController:
