@@ -4,8 +4,7 @@ It is **not** AI2-THOR: no renderer, no physics, no Unity process. It keeps a
 table of object metadata, answers ``reset`` / ``step`` calls from that table with
 the fields AI2-THOR 2.1.0's ``event.metadata`` has, and records every call in
 ``calls`` as ``("reset", scene_name)`` / ``("step", action_dict)``, with the metadata it
-answered in ``events``. It serves two
-callers: our ``ThorSession`` (through a suite's ``controller_factory``) and
+answered in ``events``. It serves two callers: our ``ThorSession`` (through a suite's ``controller_factory``) and
 EmbodiedBench's ``ThorEnv(Controller)``, which subclasses it when a test puts it
 in ``sys.modules["ai2thor.controller"]`` (so its own method names never clash
 with ThorEnv's: every helper is private and it never calls ``self.step``).
@@ -27,16 +26,17 @@ What is real:
   an EmbodiedBench checkout's ``gen/layouts`` under ``$EMBODIEDBENCH_DIR``, else
   alfworld's copy, which is identical); without either, the layouts' agent poses;
 - AI2-THOR's conventions: rotation 0 faces +z, 90 faces +x; a positive horizon looks
-  down; sliced pieces are ``<objectId>|<Type>Sliced_<k>`` with ``_Slice`` in their
-  ``name`` (an Egg cracks into ``<objectId>|EggCracked_0``); ``event.pose_discrete``
-  as ai2thor 2.1.0 computes it.
+  down; sliced pieces' ids as the trajectories name them (``<objectId>|<Type>Sliced_<k>``)
+  and ``_Slice`` in their ``name`` (what EmbodiedBench's sliced-first rule looks for);
+  ``event.pose_discrete`` as ai2thor 2.1.0 computes it.
 
 What is made up (deterministic, documented here, never a measurement):
 
 - positions of statics whose id carries none (a bare ``StoveBurner`` of the
   layouts, a Faucet or lamp the expert never used), the containment of objects the
   expert never handles (the nearest receptacle ALFRED's whitelist allows), what a
-  drop or a put does to positions, the number of pieces a slice makes, which types
+  drop or a put does to positions, the number of pieces a slice makes (indices from 0;
+  an Egg gives one ``EggCracked_0``), which types
   get dirty (``SetStateOfAllObjects`` ``CanBeDirty``), the agent's start pose (the
   first open grid point) and height (0.9009999);
 - ``distance``: from the camera (agent position, 0.75 m up) to the object's position;
@@ -46,13 +46,15 @@ What is made up (deterministic, documented here, never a measurement):
   is blocked (hash of the floor plan and point; never the trajectory's start point),
   and ``TeleportFull`` / ``Move*`` onto it fail, as do teleports off the grid or with
   a horizon outside [-30, 60]; a ``PutObject`` fails when the receptacle is not
-  visible or when a hash of (object, receptacle, pose) says "no free spot here", so
-  looking and moving change the outcome; an ``OpenObject`` fails when a hash of
-  (object, agent position) says the door would hit the agent; pickup, open, close,
-  toggle and slice need the object visible;
+  visible or when a hash of (object, receptacle, pose) says "no free spot here" (one
+  time in three), so looking and moving change the outcome; an ``OpenObject`` fails
+  when a hash of (object, agent position) says the door would hit the agent (one time
+  in three); pickup, open, close, toggle and slice need the object visible;
 - with ``obstacles=False`` (the default, the earlier fake's rules): everything not
-  inside a closed openable is visible and reachable; teleports always succeed; a
-  put needs a held object and an open receptacle.
+  inside a closed openable is visible and reachable; teleports always succeed;
+- either way a put needs the held object and an open receptacle, and a movable one
+  (Bowl, Mug, ...) takes only what ALFRED's whitelist puts in it; a slice leaves the
+  whole listed (``isSliced``) but no longer visible or usable.
 
 Crash and hang injection: ``crash_on`` / ``hang_on`` hold the indices (0-based, over
 every ``reset``/``step`` call) at which it raises ``ConnectionResetError`` or blocks
