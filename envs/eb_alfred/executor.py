@@ -25,6 +25,9 @@ Behaviour follows EmbodiedBench ``embodiedbench/envs/eb_alfred/thor_connector.py
 - A sliced object keeps its parent's name: ``Apple`` addresses ``AppleSliced``
   pieces; ``Sink`` / ``Bathtub`` address the SinkBasin / BathtubBasin.
 
+The ``thor`` backend does not use these rules: it issues EmbodiedBench's own
+controller calls (:mod:`envs.eb_alfred.thor_skills`).
+
 EmbodiedBench keeps its "something was sliced" flag for the life of the
 simulator process (never reset between episodes); here it is per episode and
 equivalent to "pieces exist", since only slicing creates pieces.
@@ -59,12 +62,10 @@ class ExecutorState:
 class SkillExecutor:
     """Runs parsed skills on a world (mutated in place), as EB-ALFRED would."""
 
-    def __init__(self, world: World, vocab: SceneVocabulary, state: ExecutorState | None = None,
-                 engine: object | None = None) -> None:
+    def __init__(self, world: World, vocab: SceneVocabulary, state: ExecutorState | None = None) -> None:
         self.world = world
         self.vocab = vocab
-        #: the household engine, or the AI2-THOR one (same primitives; updates ``world`` in place).
-        self.engine = engine if engine is not None else HouseholdEngine(world)
+        self.engine = HouseholdEngine(world)
         self.state = state or ExecutorState()
         self._types = {o.type.casefold(): o.type for o in world.objects.values()}
 
@@ -279,10 +280,6 @@ class SkillExecutor:
         if target is None:
             return ActionResult(False, f"Cannot find {name} to slice")
         # A bare SliceObject, no knife needed (thor_connector.py:560-574; AI2-THOR's own
-        # rule, envs/household/engine.py). The thor backend's engine keeps its own slice
-        # (envs/thor/engine.py) until it takes the same parameter.
-        if isinstance(self.engine, HouseholdEngine):
-            res = self.engine.slice(target, knife_required=False)
-        else:
-            res = self.engine.slice(target)
+        # rule, envs/household/engine.py).
+        res = self.engine.slice(target, knife_required=False)
         return res if res.ok else ActionResult(False, "Slice action failed")

@@ -134,7 +134,7 @@ SUITE = SuitePlugin(
     failures="envs.eb_alfred.failures:RULES",
     # No hub commit is pinned: the first fetch locks one (harness/fetch.py); --revision pins another.
     datasets=(EB_ALFRED_DATASET,),
-    packages=("ai2thor",),
+    packages=("ai2thor", "scipy"),  # scipy: the thor backend's KD-tree of reachable positions (find)
     prompt="envs.eb_alfred.prompt:make_adapter", prompt_params=EBAlfredPromptParams,
     summary="EmbodiedBench EB-ALFRED: 6 official subsets x 50 + generated seen/unseen splits (backend: household)")
 

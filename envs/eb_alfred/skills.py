@@ -155,10 +155,12 @@ def _id_order(obj_id: str) -> tuple[str, int]:
 class SceneVocabulary:
     """The skill-language names of one scene, fixed when an episode starts.
 
-    Instance names (EBAlfEnv.py ``generate_additional_action_space``): for each
-    type with two or more receptacle instances, or two or more non-receptacle
-    pickupable instances, the k-th instance in engine-id order is named
-    ``Type`` (k=1) or ``Type_k``; it maps to the engine id ``Type_<n>``.
+    Instance names (EBAlfEnv.py ``generate_additional_action_space``, lines 146-212): for
+    each type with two or more receptacle instances, or two or more non-receptacle
+    pickupable instances, the k-th instance is named ``Type`` (k=1) or ``Type_k``. The
+    order is the household engine's id order (``Type_<n>``); a world rebuilt from
+    AI2-THOR metadata (backend ``thor``: ids ``Type|x|y|z``) keeps the metadata order, as
+    the original reads ``event.metadata['objects']``.
     """
 
     def __init__(self, world: World) -> None:
@@ -172,7 +174,8 @@ class SceneVocabulary:
         for otype, ids in by_type.items():
             if len(ids) < 2:
                 continue
-            ids = sorted(ids, key=_id_order)
+            if not any("|" in oid for oid in ids):
+                ids = sorted(ids, key=_id_order)
             receptacle = world.objects[ids[0]].receptacle
             for k, oid in enumerate(ids, start=1):
                 name = otype if k == 1 else f"{otype}_{k}"

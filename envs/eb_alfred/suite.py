@@ -32,6 +32,8 @@ from harness.types import EpisodeSpec
 #: receptacles in view from the trajectory's start pose, then what the agent faces, with no
 #: text (image=annotated keeps the labelled schematic); open/close failures name the type.
 #: 1.5.0: ``slice the X`` needs no knife in hand (EmbodiedBench's bare SliceObject).
+#: The thor backend's skill rules are versioned apart, in its protocol (``skills``:
+#: envs/eb_alfred/thor_skills.py ``SKILLS_PROTOCOL``), so household run ids do not move with them.
 SUITE_VERSION = "1.5.0"
 
 
@@ -88,10 +90,12 @@ class EBAlfredSuite:
             "image_size": IMAGE_SIZE if self.render else None,
         }
         if self.backend == "thor":
+            from envs.eb_alfred.thor_skills import SKILLS_PROTOCOL
             from envs.thor.session import THOR_VERSION
 
             proto["thor_version"] = THOR_VERSION
-            proto["find"] = "TeleportFull to the reachable position nearest the object (privileged)"
+            # The thor backend's own rules: a change there changes thor run ids, not household ones.
+            proto["skills"] = SKILLS_PROTOCOL
         if split in OFFICIAL_SPLITS:
             proto["splits_sha256"] = file_sha256(splits_file(self.data_dir))
             # What the suite actually loads: a folder without trajectory files restores nothing

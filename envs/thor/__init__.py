@@ -11,9 +11,11 @@ with ``pip install -e .[thor]``). Nothing here imports ai2thor at module level.
 - :mod:`envs.thor.state`: the household ``World`` rebuilt from the simulator's
   object metadata plus ALFRED's cleaned/heated/cooled bookkeeping, so goal
   conditions are counted by the same :func:`envs.household.goal_conditions_met`.
-- :mod:`envs.thor.engine`: the household engine's primitives as AI2-THOR calls.
-- ``tests/envs/thor/fake.py`` (test code, not shipped): a FAKE controller replaying
-  payloads built from the real json_2.1.0 trajectory files (AI2-THOR cannot start in CI).
+- :mod:`envs.thor.engine`: the household engine's primitives as AI2-THOR calls (the ``alfred`` suite).
+- EB-ALFRED's skills issue EmbodiedBench's own controller calls (:mod:`envs.eb_alfred.thor_skills`).
+- ``tests/envs/thor/fake.py`` (test code, not shipped): a recording stand-in for the
+  controller, not a simulator: ids and poses from the real json_2.1.0 trajectory files and
+  ALFRED's layouts, outcomes made up (AI2-THOR cannot start in CI).
 
 CI does not exercise a real AI2-THOR simulator.
 """

@@ -107,35 +107,6 @@ def test_alfred_steps_become_thor_api_calls_and_goals_come_from_metadata(data_di
     env.close()
 
 
-def test_eb_alfred_skills_become_thor_api_calls(data_dir: Path) -> None:
-    suite = EBAlfredSuite(data_dir=str(data_dir), backend="thor", render=False)
-    fakes: list[FakeController] = []
-    suite.controller_factory = lambda: fakes.append(FakeController()) or fakes[-1]
-    assert suite.splits() == ("base", "common_sense", "complex_instruction", "spatial", "visual_appearance",
-                              "long_horizon")
-    ep = next(e for split in suite.splits() for e in suite.episodes(split)
-              if e.metadata["task_type"] == "pick_heat_then_place_in_recep")
-    env = suite.make_env()
-    env.reset(seed=0, options={"episode": ep})
-    fake = fakes[-1]
-    assert fake.screen == (500, 500)  # EmbodiedBench EBAlfEnv.py:97-105: resolution=500
-    n = len(fake.calls)
-    _, _, _, _, info = env.step("find a Microwave")
-    assert info["action_ok"] and [a["action"] for _, a in fake.calls[n:]] == ["GetReachablePositions", "TeleportFull"]
-    _, _, _, _, info = env.step("open the Microwave")
-    assert fake.calls[-1][1] == dict(action="OpenObject", objectId=fake.calls[-1][1]["objectId"], moveMagnitude=1.0)
-    assert fake.calls[-1][1]["objectId"].startswith("Microwave|")
-    n = len(fake.calls)
-    _, _, _, _, info = env.step("turn on the Microwave")
-    assert not info["action_ok"]  # open: AI2-THOR refuses (the fake does too)
-    assert fake.calls[-1][1]["action"] == "ToggleObjectOn"
-    _, _, _, _, info = env.step("close the Microwave")
-    assert fake.calls[-1][1]["action"] == "CloseObject" and fake.calls[-1][1]["forceAction"] is True
-    _, _, _, _, info = env.step("turn on the Microwave")
-    assert info["action_ok"] and fake.calls[-1][1]["action"] == "ToggleObjectOn"
-    env.close()
-
-
 def test_goal_conditions_and_marks_from_a_metadata_payload() -> None:
     def obj(oid, t, parents=None, **kw):
         base = dict(objectId=oid, objectType=t, position={"x": 0.0, "y": 0.0, "z": 0.0}, visible=True,
