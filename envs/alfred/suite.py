@@ -33,7 +33,7 @@ THOR_NAVIGATION = ("walk: GotoLocation walks ALFRED's expert path in MoveAhead/R
                    "LookDown to ALFRED's pose for the grounded object (privileged)")
 #: The unit of L*, T and the step limit (``expert_length_unit``), per backend.
 LENGTH_UNITS = {"household": "interactions + GotoLocation subgoals",
-                "thor": "ALFRED low-level actions (navigation primitives + interactions)"}
+                "thor": "ALFRED low-level actions"}
 
 
 class AlfredSuite:
