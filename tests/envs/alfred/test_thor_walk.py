@@ -198,10 +198,12 @@ def test_walks_match_alfreds_own_navigation_graph_on_every_trajectory(data_dir: 
 
 def test_goal_pose_is_alfreds_get_obj_coords(data_dir: Path) -> None:
     """ALFRED's get_obj_coords (task_game_state_full_knowledge.py:179-255, run from the checkout)
-    and ours agree on every object and receptacle of the 213 restored scenes, receptacles
-    from their vetted cells (FloorPlan<N>-openable.json) as ALFRED reads them (:62-67)."""
+    and ours agree on every object and receptacle of every 4th trajectory's restored scene, on
+    ALFRED's layout grid with the expert's cells; receptacles from their vetted cells
+    (FloorPlan<N>-openable.json) as ALFRED reads them (:62-67), except where that cell is not
+    reachable (ours then takes the nearest reachable one; a listed difference)."""
     root = checkout_or_skip()
-    cases = with_known = 0
+    cases = with_known = unreachable = 0
     with alfred_imports(root):
         import constants  # type: ignore[import-not-found]
 
@@ -223,7 +225,8 @@ def test_goal_pose_is_alfreds_get_obj_coords(data_dir: Path) -> None:
                 box = np.array([[p["x"], p["x"]], [p["z"], p["z"]], [p["y"], p["y"]]]) / 0.25
                 known = vetted.get(obj["objectId"])
                 if known is not None and known not in set(cells):
-                    continue  # ours then picks the nearest reachable cell (not ALFRED's case)
+                    unreachable += 1  # ours then picks the nearest reachable cell (ALFRED: the vetted one)
+                    continue
                 theirs = get_obj_coords(state, box, obj["objectType"], obj["objectId"], points,
                                         known_point=None if known is None else np.array(known, float),
                                         object_type=obj["objectType"], current_scene=fp)
@@ -231,7 +234,8 @@ def test_goal_pose_is_alfreds_get_obj_coords(data_dir: Path) -> None:
                 assert (ours.x, ours.z, ours.heading, ours.horizon) == theirs, (obj["objectId"], fp)
                 cases += 1
                 with_known += known is not None
-    print(f"goal poses equal to ALFRED's: {cases} ({with_known} from vetted cells)")
+    print(f"goal poses equal to ALFRED's: {cases} ({with_known} from vetted cells); left out: {unreachable} "
+          "whose vetted cell is not reachable")
     assert cases > 1000 and with_known > 100
 
 
