@@ -43,7 +43,6 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics import RATE_COLUMNS, summarize
-from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 from harness.stats import (
     BOOTSTRAP_RESAMPLES,
     PAIRED_METRICS,
@@ -53,6 +52,7 @@ from harness.stats import (
     repeat_interval,
     value_matrix,
 )
+from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
 #: Prefix of delta metric names in table columns.
 DELTA = "Δ"
@@ -209,8 +209,8 @@ def _length_units(df: pd.DataFrame, row_of: pd.Series, group_of: pd.Series,
     no stated unit."""
     if PROTOCOL_EXPERT_LENGTH_UNIT not in df.columns or not len(df):
         return {}, []
-    frame = pd.DataFrame({"row": row_of.to_numpy(), "group": group_of.to_numpy(),
-                          "unit": [u if isinstance(u, str) and u else None for u in df[PROTOCOL_EXPERT_LENGTH_UNIT]]})
+    stated = [u if isinstance(u, str) and u else None for u in df[PROTOCOL_EXPERT_LENGTH_UNIT]]
+    frame = pd.DataFrame({"row": row_of.to_numpy(), "group": group_of.to_numpy(), "unit": stated})
     if average is not None:
         frame = pd.concat([frame, frame.assign(group=average)], ignore_index=True)
     units: dict[str, str] = {}
@@ -948,8 +948,8 @@ def to_latex(table: pd.DataFrame) -> str:
         " & ".join([""] + [rf"\multicolumn{{{b - a + 1}}}{{c}}{{{latex_escape(g)}}}" for g, a, b in spans])
         + r" \\",
         " ".join(rf"\cmidrule(lr){{{a}-{b}}}" for _, a, b in spans),
-        " & ".join([latex_escape(row_name)] + [latex_escape(_column_label(table, g, m)) for g, m in _shown_columns(table)])
-        + r" \\",
+        " & ".join([latex_escape(row_name)]
+                   + [latex_escape(_column_label(table, g, m)) for g, m in _shown_columns(table)]) + r" \\",
         r"\midrule",
     ]
     for row, cells in zip(table.index, _cell_strings(table, MISSING, DAGGER)):
@@ -975,8 +975,9 @@ def to_csv(table: pd.DataFrame) -> str:
         )
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([row_name] + [f"{g}:{m}" + (f" [{length_unit(table, g, m)}]" if length_unit(table, g, m) else "")
-                                  for g, m in table.columns] + ["errors"])
+    units = {(g, m): length_unit(table, g, m) for g, m in table.columns}
+    writer.writerow([row_name] + [f"{g}:{m}" + (f" [{units[g, m]}]" if units[g, m] else "") for g, m in table.columns]
+                    + ["errors"])
     for row, cells in zip(table.index, _cell_strings(table, "", "", merge_stats=False)):
         writer.writerow([row, *cells, "; ".join(per_row.get(row, []))])
     return out.getvalue()

@@ -12,9 +12,9 @@ ALFRED's expert walk in MoveAhead / RotateLeft / RotateRight / LookUp /
 LookDown to ALFRED's pose for the object (:mod:`envs.thor.navigation`). So T
 and L* are both in ALFRED's unit, low-level actions: L* is
 ``len(plan.low_actions)`` (the episode's ``expert_low_actions``), T counts every
-primitive walked and every interaction (a GotoLocation that walks nowhere costs
-nothing; one that fails before its first primitive costs one), and the
-1000-step limit counts them too (a walk stops there).
+primitive walked and every interaction (a GotoLocation that fails before its
+first primitive counts one), and the 1000-step limit counts them too (a walk
+stops there).
 CI does not exercise this backend with a real simulator.
 """
 

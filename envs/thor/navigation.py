@@ -70,10 +70,6 @@ class GridPose:
     heading: int
     horizon: int
 
-    @property
-    def rotation(self) -> int:
-        return 90 * self.heading
-
 
 def cell_of(x: float, z: float) -> Cell:
     return round(x / STEP), round(z / STEP)
@@ -150,9 +146,7 @@ def walk(cells: Iterable[Cell], start: GridPose, goal: GridPose) -> list[str] | 
     path = turns_and_moves(cells, start, goal)
     if path is None:
         return None
-    horizon = start.horizon
-    tilt = looks(horizon, WALK_HORIZON) if horizon != WALK_HORIZON else []
-    return tilt + path + looks(WALK_HORIZON, goal.horizon)
+    return looks(start.horizon, WALK_HORIZON) + path + looks(WALK_HORIZON, goal.horizon)
 
 
 def goal_pose(position: Mapping[str, float], obj_type: str, cells: Sequence[Cell], camera_height: float,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
 import pytest
@@ -104,8 +105,8 @@ def _alfred(env: Any, discrete: str, name: str, oid: str) -> bool:
     return bool(event.metadata["lastActionSuccess"])
 
 
-def compare_trajectory(thor_env: Any, traj: Mapping[str, Any]) -> dict[str, int]:
-    """Restore and replay ``traj`` on both sides; AssertionError at the first difference."""
+def restored_pair(thor_env: Any, traj: Mapping[str, Any]) -> tuple[Any, WalkingFake, Any, WalkingFake]:
+    """(ALFRED's ThorEnv, its fake, our engine, its fake), both restored to ``traj``'s start."""
     theirs, ours = WalkingFake(traj), WalkingFake(traj)
     StandIn.fake = theirs
     env = thor_env.ThorEnv()
@@ -115,6 +116,12 @@ def compare_trajectory(thor_env: Any, traj: Mapping[str, Any]) -> dict[str, int]
     env.step(dict(scene["init_action"]))
     engine = start_engine(ThorSession(lambda: ours), traj, int(scene["scene_num"]), None)
     assert ours.calls == theirs.calls, "restore"
+    return env, theirs, engine, ours
+
+
+def compare_trajectory(thor_env: Any, traj: Mapping[str, Any]) -> dict[str, int]:
+    """Restore and replay ``traj`` on both sides; AssertionError at the first difference."""
+    env, theirs, engine, ours = restored_pair(thor_env, traj)
     resolve = fake_id_resolver(traj, theirs.metadata["objects"])
     counts = {"actions": 0, "calls": 0, "succeeded": 0, "clean_calls": 0, "look_teleports": 0}
     for i, low in enumerate(traj["plan"]["low_actions"]):
@@ -177,3 +184,56 @@ def test_a_difference_is_caught(data_dir: Path) -> None:
         mp.setattr("envs.thor.episode.ThorEngine", PlainLooks)
         with pytest.raises(AssertionError, match="Look"):
             compare_trajectory(thor_env, traj)
+
+
+def test_a_faucet_with_no_basin_in_view_fails_as_in_alfreds_thor_env(data_dir: Path) -> None:
+    """update_states (env/thor_env.py:169-172) finds no visible SinkBasin and raises: the toggle
+    was sent, the action fails, and no Pass or CleanObject follows. Both sides, same fake state."""
+    root = checkout_or_skip()
+    ladle = "pick_clean_then_place_in_recep-Ladle-None-CounterTop-8/trial_T20190909_121908_219603"
+    traj = json.loads((data_dir / "json_2.1.0" / ladle / "pp" / "ann_0.json").read_text())
+    with alfred_thor_env(root, StandIn) as thor_env:
+        env, theirs, engine, ours = restored_pair(thor_env, traj)
+        for fake in (theirs, ours):
+            for obj in fake.metadata["objects"]:
+                obj["visible"] = obj["visible"] and obj["objectType"] != "SinkBasin"
+        faucet = next(o["objectId"] for o in theirs.metadata["objects"] if o["objectType"] == "Faucet")
+        n_theirs, n_ours = len(theirs.calls), len(ours.calls)
+        assert not _alfred(env, "ToggleObjectOn", "ToggleObjectOn", faucet)
+        assert not _ours(engine, "ToggleObjectOn", faucet)
+        sent = [{"action": "ToggleObjectOn", "objectId": faucet}]
+        assert [a for _, a in theirs.calls[n_theirs:]] == [a for _, a in ours.calls[n_ours:]] == sent
+
+
+@pytest.mark.parametrize("contents", [None, [], ["Apple|1|1|1"]])
+def test_state_marks_are_alfreds_update_states(contents) -> None:
+    """ALFRED's update_states (env/thor_env.py:161-184) and our StateMarks on the same events:
+    a receptacle whose contents are None empties the marks there (the union is skipped)."""
+    root = checkout_or_skip()
+    from envs.thor.state import StateMarks
+
+    def obj(oid: str, otype: str, ids: Any) -> dict:
+        return {"objectId": oid, "objectType": otype, "visible": True, "receptacleObjectIds": ids,
+                "position": {"x": 0.0, "y": 0.0, "z": 0.0}}
+
+    metadata = {"lastActionSuccess": True, "objects": [
+        obj("Faucet|0|0|0", "Faucet", None), obj("Sink|0|0|0|SinkBasin", "SinkBasin", contents),
+        obj("Microwave|0|0|0", "Microwave", contents), obj("Fridge|0|0|0", "Fridge", contents)]}
+    events = [{"action": "ToggleObjectOn", "objectId": "Faucet|0|0|0"},
+              {"action": "ToggleObjectOn", "objectId": "Microwave|0|0|0"},
+              {"action": "CloseObject", "objectId": "Fridge|0|0|0"}]
+    with alfred_thor_env(root, StandIn) as thor_env:
+        StandIn.fake = None
+        env = thor_env.ThorEnv()
+        env.last_event = SimpleNamespace(metadata=metadata)
+        ours = StateMarks()
+        for marks in (ours, env):
+            setattr(marks, "cleaned_objects" if marks is env else "cleaned", {"Old|0|0|0"})
+            setattr(marks, "heated_objects" if marks is env else "heated", {"Old|0|0|0"})
+            setattr(marks, "cooled_objects" if marks is env else "cooled", {"Old|0|0|0"})
+        for action in events:
+            env.update_states(action)
+            ours.update(action, metadata)
+        assert (ours.cleaned, ours.heated, ours.cooled) == (env.cleaned_objects, env.heated_objects,
+                                                            env.cooled_objects)
+        assert ours.cleaned == (set() if contents is None else {"Old|0|0|0", *contents})

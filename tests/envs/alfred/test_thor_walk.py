@@ -76,6 +76,12 @@ def test_turns_and_moves_take_the_fewest_primitives() -> None:
         "MoveAhead", "MoveAhead", "RotateRight", "MoveAhead", "MoveAhead"]
     assert turns_and_moves(ell, GridPose(0, 0, 0, 0), GridPose(0, 0, 3, 0)) == ["RotateLeft"]
     assert turns_and_moves([(0, 0), (5, 5)], GridPose(0, 0, 0, 0), GridPose(5, 5, 0, 0)) is None
+    # Of the shortest, the fewest moves (ALFRED weighs a move 1 + 1e-4, a turn 1): a 5 x 4 room
+    # with (2, 1), (2, 2), (4, 1) blocked, from (1, 1) facing +x to (3, 1) facing -z: 9
+    # primitives around the block either way, 4 or 6 of them moves.
+    room = [(x, z) for x in range(5) for z in range(4) if (x, z) not in {(2, 1), (2, 2), (4, 1)}]
+    path = turns_and_moves(room, GridPose(1, 1, 1, 0), GridPose(3, 1, 2, 0))
+    assert len(path) == 9 and path.count("MoveAhead") == 4
 
 
 def test_a_walk_looks_to_45_first_then_to_the_goal_horizon() -> None:
@@ -328,14 +334,18 @@ def test_the_step_limit_counts_primitives_and_stops_a_walk(data_dir: Path, monke
     """eval_task.py:64: the episode stops when t reaches max_steps, mid-walk too."""
     import envs.alfred.env as env_module
 
-    monkeypatch.setattr(env_module, "MAX_STEPS", 3)
     suite, ep, _, fakes = keychain(data_dir)
     env = suite.make_env()
     env.reset(seed=0, options={"episode": ep})
+    _, _, _, _, info = env.step("GotoLocation SideTable KeyChain")
+    full = info["path_length"]
+    assert full > 4 and not info["termination"]
+    monkeypatch.setattr(env_module, "MAX_STEPS", 4)
+    env.reset(seed=0, options={"episode": ep})
     n = len(fakes[-1].calls)
-    _, _, term, trunc, info = env.step("GotoLocation Sofa")
+    _, _, term, trunc, info = env.step("GotoLocation SideTable KeyChain")
     assert trunc and not term and info["termination"] == "max_steps"
-    assert info["path_length"] == 3 == len(primitives_sent(fakes[-1], n)) and info["env_steps"] == 1
+    assert info["path_length"] == 4 == len(primitives_sent(fakes[-1], n)) and info["env_steps"] == 1
     env.close()
 
 
