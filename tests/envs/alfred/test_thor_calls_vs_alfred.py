@@ -165,6 +165,7 @@ def test_every_low_level_action_of_the_213_trajectories_sends_alfreds_calls(data
     totals = _compare(data_dir, 1)
     print("ALFRED ThorEnv vs thor backend:", totals)
     assert totals["actions"] == 11854  # every low action of the 213 trajectories
+    assert totals["calls"] == 11954
     assert totals["look_teleports"] == 679 + 467  # every LookDown / LookUp became look_angle's TeleportFull
     assert totals["clean_calls"] == 121  # check_clean's Pass and CleanObject after a Faucet turned on
     assert totals["succeeded"] == 11808  # on the fake; both sides alike

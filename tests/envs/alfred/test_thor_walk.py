@@ -192,8 +192,8 @@ def test_walks_match_alfreds_own_navigation_graph(data_dir: Path) -> None:
 @pytest.mark.slow
 def test_walks_match_alfreds_own_navigation_graph_on_every_trajectory(data_dir: Path) -> None:
     """All 762 walks. On the layout grid 4 are shorter than the expert's recording by a turn
-    there and back (the FloorPlan25 trial's three annotations and a FloorPlan410 one): a cell
-    the restored scene's objects blocked for the expert is free in the layout file."""
+    there and back (the FloorPlan25 trial's three annotations and a FloorPlan410 one): the
+    layout file has a cell free that the recorded walk went around."""
     compared, as_expert, shorter = _alfreds_walks(data_dir, stride=1)
     print(f"ALFRED's graph: {compared} walks; as long as the expert's: {as_expert}; shorter: {shorter}")
     assert (compared, as_expert) == (762, 758)
