@@ -10,7 +10,8 @@ Formula sources
   episodes (not a mean of per-episode ratios); ``s_spl = success * min(1, L*/T)``,
   ``pc_spl = (s/ts) * min(1, L*/T)``; PLW SR = sum(s_spl * L*) / sum(L*) and
   PLW GC = sum(pc_spl * L*) / sum(L*), where L* is the expert plan length and T
-  the number of agent steps.
+  the agent's path length in the same unit (lines 113-120 and 171-193 at
+  askforalfred/alfred f91f4c0c96c7a29f33d0557f86b0a21035379b3b).
 * EmbodiedBench (EB-ALFRED): ``task_progress`` is the per-episode ratio s/ts,
   and its summary averages it over episodes (our ``progress``).
 * Wilson score interval: E. B. Wilson, "Probable inference, the law of
@@ -26,6 +27,12 @@ Decisions (documented here, tested in ``tests/harness/test_metrics.py``)
   counts its conditions). It is never dropped, and :func:`summarize` reports
   how many there were in ``errors``. ``mean_steps`` is over completed episodes
   only, since an error's step count measures the crash, not the agent.
+* **T is the record's ``path_length`` where the env reported one**, else its
+  ``steps`` (:func:`path_lengths`). ``steps`` counts the runner's env steps; a
+  suite whose L* counts another unit (ALFRED's raw low-level actions, where one
+  env step walks many) reports T in that unit, so both sides of ``L*/T`` are
+  in one unit. The unit is the suite's protocol fact ``expert_length_unit``,
+  which tables print beside the PLW columns.
 * **T = 0 in the path-length weight.** ALFRED divides by T and crashes (and its
   evaluation then silently drops the episode). We use the SPL form of the same
   weight, ``L* / max(T, L*)`` (Anderson et al. 2018, "On Evaluation of Embodied
@@ -143,6 +150,15 @@ def path_length_factor(expert_length: ArrayLike, steps: ArrayLike) -> np.ndarray
     return np.where(np.isnan(length), np.nan, factor)
 
 
+def path_lengths(df: pd.DataFrame) -> np.ndarray:
+    """Each record's T: its ``path_length`` where known, else its ``steps`` (module doc)."""
+    steps = _floats(df["steps"])
+    if "path_length" not in df.columns:
+        return steps
+    reported = _floats(df["path_length"])
+    return np.where(np.isnan(reported), steps, reported)
+
+
 def plw_success_rate(success: ArrayLike, expert_length: ArrayLike, steps: ArrayLike) -> float:
     """Path-length-weighted SR: sum(s_spl * L*) / sum(L*) over episodes with known L*.
 
@@ -214,6 +230,7 @@ def summarize_group(df: pd.DataFrame) -> dict[str, float]:
     lo, hi = wilson_interval(k, n)
     completed_steps = _floats(df["steps"])[~errors]
     satisfied = np.where(errors, 0.0, _floats(df["gc_satisfied"]))  # errors: no goal condition met
+    t = path_lengths(df)
     return {
         "episodes": n,
         "errors": int(errors.sum()),
@@ -223,8 +240,8 @@ def summarize_group(df: pd.DataFrame) -> dict[str, float]:
         "sr_hi": hi,
         "gc": pooled_gc(satisfied, df["gc_total"]),
         "progress": mean_goal_progress(satisfied, df["gc_total"]),
-        "plw_sr": plw_success_rate(success, df["expert_length"], df["steps"]),
-        "plw_gc": plw_goal_condition(satisfied, df["gc_total"], df["expert_length"], df["steps"]),
+        "plw_sr": plw_success_rate(success, df["expert_length"], t),
+        "plw_gc": plw_goal_condition(satisfied, df["gc_total"], df["expert_length"], t),
         "invalid_rate": invalid_action_rate(df["invalid_actions"], df["steps"]),
         "mean_steps": float(np.mean(completed_steps)) if completed_steps.size else math.nan,
     }

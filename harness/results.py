@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -85,8 +87,16 @@ def _resolve_picks(runs: "pd.DataFrame", picks: Sequence[str]) -> dict[tuple[str
     return out
 
 
+def protocol_fact(identity: Any, key: str) -> Any:
+    """``key`` of a run identity's suite protocol (JSON text or dict); None where absent."""
+    data = json.loads(identity) if isinstance(identity, str) else dict(identity or {})
+    protocol = data.get("protocol")
+    return protocol.get(key) if isinstance(protocol, dict) else None
+
+
 def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
-    """The shown records of the stores at ``paths``, with columns ``repeat``, ``repeat_index`` and ``store``."""
+    """The shown records of the stores at ``paths``, with columns ``repeat``, ``repeat_index``,
+    ``store`` and ``expert_length_unit`` (the run's protocol fact, None where it states none)."""
     import pandas as pd
 
     from harness.store import ResultStore
@@ -101,8 +111,9 @@ def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
             if not runs.empty:
                 all_runs.append(with_families(runs).assign(store=path))
         if not all_runs:
-            return Selection(opened[0][1].frame([]).assign(repeat=[], repeat_index=[], store=[]), pd.DataFrame(), [],
-                             [p for p, _ in opened])
+            return Selection(opened[0][1].frame([]).assign(repeat=[], repeat_index=[], store=[],
+                                                           **{PROTOCOL_EXPERT_LENGTH_UNIT: []}),
+                             pd.DataFrame(), [], [p for p, _ in opened])
         runs = pd.concat(all_runs, ignore_index=True)
         chosen = _resolve_picks(runs, picks)
         notes: list[str] = []
@@ -146,8 +157,10 @@ def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
     df = df.drop_duplicates(key, keep="first").drop(columns="_err").sort_values(key, kind="stable")
     repeat = dict(zip(keep["run_id"], keep["repeat"]))
     index = dict(zip(keep["run_id"], keep["repeat_index"]))
+    units = {r.run_id: protocol_fact(r.identity, PROTOCOL_EXPERT_LENGTH_UNIT) for r in keep.itertuples()}
     df = df.assign(repeat=df["run_id"].map(repeat).astype(int),
-                   repeat_index=df["run_id"].map(index).astype(int)).reset_index(drop=True)
+                   repeat_index=df["run_id"].map(index).astype(int),
+                   **{PROTOCOL_EXPERT_LENGTH_UNIT: df["run_id"].map(units).astype(object)}).reset_index(drop=True)
     shown = keep.groupby("run_id", sort=False).agg(
         {**{c: "first" for c in keep.columns if c not in ("run_id", "store")}, "store": list}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)

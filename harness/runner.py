@@ -35,6 +35,7 @@ from harness.types import (
     INFO_GC_SATISFIED,
     INFO_GC_TOTAL,
     INFO_INVALID_ACTIONS,
+    INFO_PATH_LENGTH,
     INFO_SUCCESS,
     INFO_TASK_TYPE,
     INFO_TERMINATION,
@@ -796,6 +797,7 @@ class Runner:
             attempts=live.attempts,
             planner_output_errors=live.output_errors,
             empty_plan=termination == TERMINATION_EMPTY_PLAN,
+            path_length=None if info.get(INFO_PATH_LENGTH) is None else int(info[INFO_PATH_LENGTH]),
             extra=extra,
         )
         if self._writer is not None:

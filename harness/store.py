@@ -79,7 +79,7 @@ class StoreError(RuntimeError):
 def _column_type(name: str) -> str:
     if name in ("seed", "gc_satisfied", "gc_total", "steps", "agent_calls", "invalid_actions",
                 "expert_length", "attempts", "schema_version", "success", "planner_output_errors",
-                "empty_plan"):
+                "empty_plan", "path_length"):
         return "INTEGER"
     if name == "wall_time_s":
         return "REAL"
@@ -127,8 +127,8 @@ CREATE TABLE IF NOT EXISTS transcripts (
 );
 """
 
-#: Columns added since schema 1, with the value old rows get.
-_ADDED_COLUMNS = {"planner_output_errors": "0", "empty_plan": "0"}
+#: Columns added since schema 1, with the value old rows get (2: the first two; 3: path_length).
+_ADDED_COLUMNS = {"planner_output_errors": "0", "empty_plan": "0", "path_length": "NULL"}
 _TRANSCRIPT_COLUMNS = ("call", "step", "raw_output", "output_error", "actions", "prompt")
 #: Any other key of a transcript entry (cost: latency_s, batch, prompt_tokens, output_tokens;
 #: frames: images) travels as JSON in the ``meta`` column (added in place to older stores).
@@ -326,11 +326,15 @@ class ResultStore:
     def _migrate(self) -> None:
         """Bring an older store up to :data:`SCHEMA_VERSION` (inside the open transaction)."""
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(episodes)")}
+        added = False
         for name, default in _ADDED_COLUMNS.items():
             if name not in columns:
                 self._db.execute(f"ALTER TABLE episodes ADD COLUMN {name} {_column_type(name)} DEFAULT {default}")
+                added = True
                 if name == "empty_plan":
                     self._db.execute("UPDATE episodes SET empty_plan = (termination = 'empty_plan')")
+        if added and "crc" in columns:  # the rows' checksums cover every column: re-seal (verified above)
+            self._db.execute(f"UPDATE episodes SET crc = {_crc_sql(self._db, 'episodes')}")
         if not any(r[1] == "meta" for r in self._db.execute("PRAGMA table_info(transcripts)")):
             self._db.execute("ALTER TABLE transcripts ADD COLUMN meta TEXT")  # additive: no schema bump
         # Row checksums (additive too): an older store, verified above, gets them for every row.

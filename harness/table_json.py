@@ -8,7 +8,9 @@ its Δ vs the baseline with the paired interval, p-value and pairs (with
 ``--stats`` or an experiment), and the runs behind the row: their identities
 and the provenance of their latest session (in the spirit of lm-evaluation-
 harness's results file). Rates are fractions in [0, 1], as in the tables'
-data; the printed tables show them as percentages. NaN is ``null``.
+data; the printed tables show them as percentages. NaN is ``null``. A PLW
+cell names the unit its records count L* and T in (``length_unit``: the runs'
+``expert_length_unit``, "units differ", or null where none is stated).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
             if metric.startswith(tables.DELTA) or ":" in metric:
                 continue
             body: dict[str, Any] = {"value": _num(table.at[row, (col, metric)])}
+            if metric in tables.PATH_LENGTH_METRICS:  # the unit of L* and T (tables.length_unit)
+                body["length_unit"] = tables.length_unit(table, col, metric)
             in_cell = mine[mine_group.isin(cells_of.get(col, [])).to_numpy()]
             body["n"] = int(len(in_cell))
             body["interval"] = None

@@ -20,6 +20,12 @@ Display conventions
   (row, group) with errors, episodes and error kinds).
 * Delta columns have metric names starting with "Δ"; the baseline row has no
   delta (NaN, printed "–").
+* Path-length-weighted columns (PLW SR, PLW GC) name the unit in which their
+  records count L* and T, the run's protocol fact ``expert_length_unit``
+  (``harness.results`` puts it in the column of that name): "PLW SR
+  [interactions + GotoLocation subgoals]". A column whose records count in
+  different units says "[units differ]" and a footnote gives each row's unit;
+  records that state none add nothing.
 * Repeats (runs of a cell that differ only in trial seed or repeat index):
   where some cell has several, each SR / GC value column gets ``:sd``, ``:k``,
   ``:lo``, ``:hi`` beside it (sd over repeats, repeats, two-stage bootstrap
@@ -46,6 +52,7 @@ from harness.stats import (
     repeat_interval,
     value_matrix,
 )
+from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
 #: Prefix of delta metric names in table columns.
 DELTA = "Δ"
@@ -61,6 +68,10 @@ DAGGER = "†"
 DIFFERENT = "‡"
 #: Printed for NaN.
 MISSING = "–"
+#: Metrics weighted by path length: their headers name the unit of L* and T.
+PATH_LENGTH_METRICS = ("plw_sr", "plw_gc")
+#: The unit shown for a column whose records count path lengths in different units.
+UNITS_DIFFER = "units differ"
 
 _METRIC_LABELS = {
     "sr": "SR",
@@ -188,6 +199,34 @@ def _error_entries(df: pd.DataFrame, row_of: pd.Series, group_of: pd.Series) -> 
 def _split_labels(df: pd.DataFrame) -> pd.Series:
     """'suite/split' label of each record (a transfer-table column group)."""
     return df["suite"].astype(str) + "/" + df["split"].astype(str)
+
+
+def _length_units(df: pd.DataFrame, row_of: pd.Series, group_of: pd.Series,
+                  average: str | None = None) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """(column -> the unit its records count L* and T in, or :data:`UNITS_DIFFER`; one entry
+    per column of several units: ``{"group", "rows": {row: units}}``). ``average``: a column
+    over all the others. Records without the ``expert_length_unit`` column or value count in
+    no stated unit."""
+    if PROTOCOL_EXPERT_LENGTH_UNIT not in df.columns or not len(df):
+        return {}, []
+    stated = [u if isinstance(u, str) and u else None for u in df[PROTOCOL_EXPERT_LENGTH_UNIT]]
+    frame = pd.DataFrame({"row": row_of.to_numpy(), "group": group_of.to_numpy(), "unit": stated})
+    if average is not None:
+        frame = pd.concat([frame, frame.assign(group=average)], ignore_index=True)
+    units: dict[str, str] = {}
+    differ: list[dict[str, Any]] = []
+    for group, cell in frame.groupby("group", sort=False, dropna=False):
+        found = list(dict.fromkeys(cell["unit"]))
+        if found == [None]:
+            continue
+        if len(found) == 1:
+            units[str(group)] = str(found[0])
+            continue
+        units[str(group)] = UNITS_DIFFER
+        rows = {row: " / ".join(str(u) if u is not None else "unstated" for u in dict.fromkeys(part["unit"]))
+                for row, part in cell.groupby("row", sort=True)}
+        differ.append({"group": str(group), "rows": rows})
+    return units, differ
 
 
 def _sorted_groups(df: pd.DataFrame) -> list[str]:
@@ -332,6 +371,7 @@ def transfer_table(
     mismatch = _episode_set_mismatches(df, variants, baseline, layout) if baseline is not None else []
     if not average:
         mismatch = [m for m in mismatch if m["group"] != AVG]
+    units, units_differ = _length_units(df, df["variant"].astype(str), group_labels, AVG if average else None)
     table.attrs.update(
         {
             "kind": "transfer",
@@ -345,6 +385,8 @@ def transfer_table(
             "layout": {col: list(groups) for col, groups in layout.items()},
             "metrics": list(metrics),
             "repeats": repeats,
+            "units": units,
+            "units_differ": units_differ,
         }
     )
     return relabel(table, labels) if labels else table
@@ -437,6 +479,8 @@ def relabel(table: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
     attrs["marked"] = [(name(r), g) for r, g in attrs.get("marked", [])]
     attrs["errors"] = [{**e, "row": name(e["row"])} for e in attrs.get("errors", [])]
     attrs["mismatch"] = [{**e, "row": name(e["row"])} for e in attrs.get("mismatch", [])]
+    attrs["units_differ"] = [{**e, "rows": {name(r): u for r, u in e["rows"].items()}}
+                             for e in attrs.get("units_differ", [])]
     if attrs.get("baseline") is not None:
         attrs["baseline"] = name(attrs["baseline"])
     attrs["labels"] = {**attrs.get("labels", {}), **{name(k): k for k in labels}}
@@ -606,8 +650,10 @@ def breakdown_table(
     errors = _error_entries(df, rows, df["variant"].astype(str))
     marked = [(e["row"], e["group"]) for e in errors]
     marked += [(ALL, group) for group in dict.fromkeys(e["group"] for e in errors)]
+    units, units_differ = _length_units(df, rows, df["variant"].astype(str))
     table.attrs.update(
-        {"kind": "breakdown", "baseline": baseline, "row_name": by, "marked": marked, "errors": errors}
+        {"kind": "breakdown", "baseline": baseline, "row_name": by, "marked": marked, "errors": errors,
+         "units": units, "units_differ": units_differ}
     )
     return table
 
@@ -714,6 +760,19 @@ def format_value(value: float, delta: bool = False) -> str:
     return f"{100 * value:+.1f}" if delta else f"{100 * value:.1f}"
 
 
+def length_unit(table: pd.DataFrame, group: str, metric: str) -> str | None:
+    """The unit of L* and T behind a path-length-weighted value column; None otherwise."""
+    if metric not in PATH_LENGTH_METRICS:
+        return None
+    return table.attrs.get("units", {}).get(group)
+
+
+def _column_label(table: pd.DataFrame, group: str, metric: str) -> str:
+    """A column's metric label, with the unit of a path-length-weighted value column."""
+    unit = length_unit(table, group, metric)
+    return _metric_label(metric) + (f" [{unit}]" if unit else "")
+
+
 def _metric_label(metric: str) -> str:
     metric, _, stat = metric.partition(":")
     if _is_delta(metric):
@@ -790,6 +849,10 @@ def _notes(table: pd.DataFrame) -> list[str]:
         )
     if table.attrs.get("paper_note"):
         notes.append(table.attrs["paper_note"])
+    if any(m in PATH_LENGTH_METRICS for _, m in table.columns):
+        for e in table.attrs.get("units_differ", []):
+            rows = "; ".join(f"{row}: {unit}" for row, unit in e["rows"].items())
+            notes.append(f"PLW [{UNITS_DIFFER}] in {e['group']}: L* and T are counted in {rows}.")
     for e in table.attrs.get("errors", []):
         notes.append(
             f"{DAGGER} {e['row']}, {e['group']}: {e['errors']} of {e['episodes']} episodes "
@@ -825,7 +888,7 @@ def to_markdown(table: pd.DataFrame) -> str:
     """GitHub Markdown table; headers 'group metric'; footnotes below the table."""
     row_name = table.attrs.get("row_name", table.index.name or "")
     shown = _shown_columns(table)
-    header = [row_name] + [f"{g} {_metric_label(m)}" for g, m in shown]
+    header = [row_name] + [f"{g} {_column_label(table, g, m)}" for g, m in shown]
     lines = [
         "| " + " | ".join(_md_escape(h) for h in header) + " |",
         "|" + "|".join([":---"] + ["---:"] * len(shown)) + "|",
@@ -885,8 +948,8 @@ def to_latex(table: pd.DataFrame) -> str:
         " & ".join([""] + [rf"\multicolumn{{{b - a + 1}}}{{c}}{{{latex_escape(g)}}}" for g, a, b in spans])
         + r" \\",
         " ".join(rf"\cmidrule(lr){{{a}-{b}}}" for _, a, b in spans),
-        " & ".join([latex_escape(row_name)] + [latex_escape(_metric_label(m)) for _, m in _shown_columns(table)])
-        + r" \\",
+        " & ".join([latex_escape(row_name)]
+                   + [latex_escape(_column_label(table, g, m)) for g, m in _shown_columns(table)]) + r" \\",
         r"\midrule",
     ]
     for row, cells in zip(table.index, _cell_strings(table, MISSING, DAGGER)):
@@ -912,7 +975,9 @@ def to_csv(table: pd.DataFrame) -> str:
         )
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([row_name] + [f"{g}:{m}" for g, m in table.columns] + ["errors"])
+    units = {(g, m): length_unit(table, g, m) for g, m in table.columns}
+    writer.writerow([row_name] + [f"{g}:{m}" + (f" [{units[g, m]}]" if units[g, m] else "") for g, m in table.columns]
+                    + ["errors"])
     for row, cells in zip(table.index, _cell_strings(table, "", "", merge_stats=False)):
         writer.writerow([row, *cells, "; ".join(per_row.get(row, []))])
     return out.getvalue()

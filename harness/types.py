@@ -15,7 +15,8 @@ from typing import Any, Callable, Mapping
 
 #: Version of the persisted record layout (EpisodeRecord / RunSpec / store tables).
 #: 2: ``planner_output_errors`` and ``empty_plan`` on records; the ``transcripts`` table.
-SCHEMA_VERSION = 2
+#: 3: ``path_length`` on records (``INFO_PATH_LENGTH``; None in older stores).
+SCHEMA_VERSION = 3
 
 # --- Documented ``info`` keys -------------------------------------------------
 # Every suite's env puts these in the ``info`` dict returned by ``reset`` and
@@ -25,12 +26,20 @@ INFO_GC_SATISFIED = "gc_satisfied"  #: int - goal conditions satisfied now (ALFR
 INFO_GC_TOTAL = "gc_total"  #: int - goal conditions in the task (ALFRED ``ts``); 0 where a suite has none
 INFO_INVALID_ACTIONS = "invalid_actions"  #: int - invalid actions so far in the episode
 INFO_EXPERT_LENGTH = "expert_length"  #: int | None - expert plan length L* when known
+#: int - optional: the agent's path length so far in L*'s unit, the T of path-length-weighted
+#: metrics (absent: T is the runner's step count)
+INFO_PATH_LENGTH = "path_length"
 INFO_TASK_TYPE = "task_type"  #: str | None - task family, for per-type breakdowns
 INFO_ACTION_OK = "action_ok"  #: bool - the last action succeeded; False makes the runner drop the rest of a plan and ask the agent again
 INFO_FEEDBACK = "feedback"  #: str - text feedback on the last action (shown to planners)
 INFO_TERMINATION = "termination"  #: str | None - why the episode ended (e.g. "success", "max_steps", "max_invalid")
 INFO_PRIVILEGED = "privileged_state"  #: only when reset with options={"privileged": True}: a picklable true state for oracle agents
 INFO_ARTIFACTS = "artifacts"  #: dict name -> path of files the env wrote for this episode (videos); kept in the record's extra, relative to the store's folder
+
+# --- Documented ``protocol(split)`` keys ------------------------------------------
+#: str - optional: the unit in which a suite counts L* (``expert_length``) and T (``path_length``,
+#: else steps); tables name it beside path-length-weighted metrics.
+PROTOCOL_EXPERT_LENGTH_UNIT = "expert_length_unit"
 
 #: Termination reason the runner records when an agent returns no action at all.
 TERMINATION_EMPTY_PLAN = "empty_plan"
@@ -84,6 +93,9 @@ class EpisodeRecord:
     planner_output_errors: int = 0
     #: The episode ended because the agent returned an empty plan.
     empty_plan: bool = False
+    #: T of the path-length weight in L*'s unit, where the env reports it (``INFO_PATH_LENGTH``);
+    #: None: T is ``steps``.
+    path_length: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 

@@ -6,16 +6,23 @@
 - ``GotoLocation`` is a teleport to the instance the executor grounds
   (privileged navigation: it knows where every object is, as FLARE's semantic
   map would after exploring; recorded in the protocol as ``navigation``).
-- Each step counts toward ALFRED's 1000-step limit; a failed or unparseable
-  action counts as one API failure toward the 10-failure limit
-  (models/eval/eval_task.py). A :class:`~harness.interfaces.InvalidOutput`
-  counts one failure and takes no step.
+- ALFRED's ``t`` (models/eval/eval_task.py:60-100) is reported as
+  ``info["path_length"]`` (:data:`~harness.types.INFO_PATH_LENGTH`), the T of the
+  path-length weight, in the unit of the episode's L* (``expert_length``; the
+  protocol's ``expert_length_unit``). On the household engine every step counts
+  one (interactions and GotoLocation subgoals); on AI2-THOR (:mod:`envs.alfred.thor`)
+  a GotoLocation counts the primitives it walked. As in ALFRED, a failed action
+  counts, the stop does not, and the action whose failure reaches the 10-failure
+  limit does not (eval_task.py:91-95 leaves the loop before ``t += 1``).
+- The episode ends at ALFRED's limits: T reaching 1000 (``max_steps``, counted
+  in T's unit; eval_task.py:64) or 10 failed actions (``max_fails``). A failed or
+  unparseable action counts one failure. A :class:`~harness.interfaces.InvalidOutput`
+  counts one failure and takes no step. ``info["env_steps"]`` counts the env
+  steps taken; they too stop at 1000.
 - As in ALFRED's evaluation, reaching the goal does not end the episode: the
   agent stops (an empty plan, or a ``"Stop"`` action), and success / goal
   conditions are read at that point (``goal_satisfied`` / ``goal_conditions_met``
-  of the household engine, ALFRED env/tasks.py's counting). ALFRED does not count
-  its stop token as a step; the runner counts every ``env.step`` call, so agents
-  stop with an empty plan (the oracle and the triplet planner do).
+  of the household engine, ALFRED env/tasks.py's counting).
 - Episodes of the test splits carry no goal: ``gc_total`` is 0, success False.
 """
 
@@ -25,16 +32,18 @@ import json
 from typing import Any, Mapping
 
 from envs.alfred.executor import AlfredExecutor
-from envs.alfred.language import GOTO, low_actions_for, parse_low_action
+from envs.alfred.language import GOTO, LowAction, low_actions_for, parse_low_action
 from envs.alfred.protocol import MAX_FAILS, MAX_STEPS, STOP_ACTIONS, TERM_MAX_FAILS, TERM_MAX_STEPS, TERM_STOP
 from envs.eb_alfred.episodes import scene_from_metadata, task_from_metadata
 from envs.gym_registration import SuiteEnv, TextList, household_spaces
-from envs.household import TaskSpec, World, alfred_constants, build_world, describe, goal_conditions_met, render
+from envs.household import (
+    ActionResult, TaskSpec, World, alfred_constants, build_world, describe, goal_conditions_met, render,
+)
 from envs.household.observe import IMAGE_MODES, render_frame, start_view
 from harness.interfaces import InvalidOutput
 from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
-    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
+    INFO_PATH_LENGTH, INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
 )
 
 #: Extra info keys of this env.
@@ -58,6 +67,9 @@ class AlfredEnv(SuiteEnv):
     """One ALFRED episode at a time; ``reset`` with ``options={"episode": EpisodeSpec}``
     (a ``gymnasium.Env``: see :mod:`envs.gym_registration`)."""
 
+    #: The episode metadata key holding L* in this backend's unit (envs/alfred/episodes.py).
+    expert_length_key = "expert_length"
+
     def __init__(self, render_images: bool = True, image_size: int = 224, image: str = "frame") -> None:
         if image not in IMAGE_MODES:
             raise ValueError(f"image must be one of {', '.join(IMAGE_MODES)}, not {image!r}")
@@ -74,6 +86,7 @@ class AlfredEnv(SuiteEnv):
         self._privileged = False
         self._render = True
         self._steps = 0
+        self._t = 0
         self._fails = 0
         self._done = False
         self._termination: str | None = None
@@ -95,11 +108,11 @@ class AlfredEnv(SuiteEnv):
         self._view_pose = start_view(world, (meta.get("scene") or {}).get("start_pose"))
         self._privileged = bool(options.get("privileged", False))
         self._render = bool(options.get("render", True))
-        self._steps = self._fails = 0
+        self._steps = self._t = self._fails = 0
         self._done = False
         self._termination = None
-        if meta.get("expert_length") is not None:
-            self._expert_length = int(meta["expert_length"])
+        if meta.get(self.expert_length_key) is not None:
+            self._expert_length = int(meta[self.expert_length_key])
         elif task is not None:
             key = (floor_plan, world_seed, task, json.dumps(meta.get("scene"), sort_keys=True))
             self._expert_length = _generated_expert_length(world.copy(), task, key)
@@ -127,23 +140,32 @@ class AlfredEnv(SuiteEnv):
             self._steps += 1
             low = parse_low_action(action)
             if low is None:
-                ok, feedback = False, f"'{str(action)[:200]}' is not an action of this suite."
+                ok, feedback, cost = False, f"'{str(action)[:200]}' is not an action of this suite.", 1
             else:
-                res = self._ex.execute(low)
+                res, cost = self._execute(low, MAX_STEPS - self._t)
                 ok, feedback = res.ok, ("Done." if res.ok else res.message)
                 if ok and low.action == GOTO:
-                    self._view_pose = None  # teleported: the image now shows what the agent faces
+                    self._view_pose = None  # arrived: the image now shows what the agent faces
+            self._t += cost
             if not ok:
                 self._fails += 1
+                if self._fails >= MAX_FAILS:
+                    self._t -= 1  # ALFRED leaves its loop before counting this one (eval_task.py:91-95)
         terminated = truncated = False
         if self._fails >= MAX_FAILS:
             terminated, self._termination = True, TERM_MAX_FAILS
-        elif self._steps >= MAX_STEPS:
+        elif self._t >= MAX_STEPS or self._steps >= MAX_STEPS:
             truncated, self._termination = True, TERM_MAX_STEPS
         self._done = terminated or truncated
         info = self._info(ok, feedback)
         reward = float(info[INFO_SUCCESS]) if self._done else 0.0
         return self._observation(), reward, terminated, truncated, info
+
+    def _execute(self, low: LowAction, budget: int) -> tuple[ActionResult, int]:
+        """Run one low-level step; (result, its cost in T's unit). Household: every step
+        costs one (``budget``, the T left before the step limit, is always >= 1)."""
+        assert self._ex is not None
+        return self._ex.execute(low), 1
 
     def _start(self, spec: EpisodeSpec, floor_plan: int, world_seed: int, task: TaskSpec | None) -> AlfredExecutor:
         """The episode's start state (household: built, with the trajectory's scene facts)."""
@@ -206,6 +228,7 @@ class AlfredEnv(SuiteEnv):
             INFO_ACTION_OK: ok,
             INFO_FEEDBACK: feedback,
             INFO_TERMINATION: self._termination,
+            INFO_PATH_LENGTH: self._t,
             INFO_ENV_STEPS: self._steps,
             INFO_FAILS: self._fails,
         }

@@ -8,8 +8,11 @@ An episode is one (trajectory, annotation) pair, as in ALFRED's evaluation.
   ``turk_annotations.anns``. ``valid_seen`` / ``valid_unseen`` carry goals;
   ``tests_seen`` / ``tests_unseen`` carry none (ALFRED strips ``task_type`` and
   ``pddl_params``): their episodes run for action-sequence dumps only.
-- ``eb_valid_seen``: EmbodiedBench's ``json_2.1.0/<task>/<trial>/pp/ann_<k>.json``
-  (the shared data: 213 files of 130 valid_seen trials), one episode per file.
+- ``eb_valid_seen``: the trajectory files EB-ALFRED's 300 episodes name
+  (``splits/splits.json``'s ``task`` / ``repeat_idx``: 213 files of 130 valid_seen
+  trials, ``json_2.1.0/<task>/pp/ann_<k>.json``), one episode per file. EmbodiedBench's
+  full ``json_2.1.0`` holds more trials (1,267 files); without a ``splits.json`` every
+  file of the folder is an episode.
 - ``seen`` / ``unseen``: the household generator's episodes
   (:mod:`envs.eb_alfred.generator`: ALFRED training floor plans / ALFRED's
   valid_unseen floor plans) with an ALFRED-style (base) instruction.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import random
 from functools import lru_cache
@@ -33,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from envs.alfred.protocol import DATA_ENV_VAR, EB_SPLIT, NAVIGATION_ACTIONS, TEST_SPLITS
-from envs.eb_alfred.episodes import EpisodeDataError, read_trajectory, task_spec_from_params
+from envs.eb_alfred.episodes import EpisodeDataError, read_trajectory, task_spec_from_params, trajectory_file
 from envs.eb_alfred.generator import generate_one
 from envs.eb_alfred.language import make_instruction
 from envs.household import build_world
@@ -120,6 +124,27 @@ def load_alfred_split(root: Path, split: str, restore_scenes: bool = True) -> li
     return out
 
 
+def eb_trajectory_files(eb_data_dir: Path) -> list[Path]:
+    """The trajectory files of split ``eb_valid_seen``: those ``splits/splits.json`` names
+    (each (task, repeat_idx) once), else every ``json_2.1.0/<task>/<trial>/pp/ann_<k>.json``."""
+    folder = eb_data_dir / "json_2.1.0"
+    splits = eb_data_dir / "splits" / "splits.json"
+    if not splits.is_file():
+        return sorted(folder.glob("*/*/pp/ann_*.json"))
+    try:
+        subsets = json.loads(splits.read_text(encoding="utf-8"))
+        named = {(str(e["task"]), int(e["repeat_idx"])) for entries in subsets.values() for e in entries}
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise EpisodeDataError(f"{splits}: not EmbodiedBench's splits file ({type(exc).__name__}: {exc})") from None
+    paths = []
+    for task, r in sorted(named):
+        path = trajectory_file(eb_data_dir, task, r)
+        if path is None or not path.is_relative_to(folder):
+            raise EpisodeDataError(f"{splits} names {task} annotation {r}, which {folder} does not hold")
+        paths.append(path)
+    return sorted(paths)
+
+
 def load_eb_split(eb_data_dir: Path, restore_scenes: bool = True) -> list[EpisodeSpec]:
     """EmbodiedBench's json_2.1.0 trajectory files (``<task>/<trial>/pp/ann_<k>.json``)."""
     folder = eb_data_dir / "json_2.1.0"
@@ -128,7 +153,7 @@ def load_eb_split(eb_data_dir: Path, restore_scenes: bool = True) -> list[Episod
             f"'{folder}' does not exist: split {EB_SPLIT!r} reads EmbodiedBench's EB-ALFRED data folder "
             "(json_2.1.0/<task>/<trial>/pp/ann_<k>.json); set suite.params.eb_data_dir or EB_ALFRED_DATA_DIR")
     out = []
-    for path in sorted(folder.glob("*/*/pp/ann_*.json")):
+    for path in eb_trajectory_files(eb_data_dir):
         traj = read_trajectory(path)
         r = int(path.stem.split("_")[1])
         trial = path.parent.parent.relative_to(folder).as_posix()

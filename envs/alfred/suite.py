@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from envs.alfred.env import AlfredEnv
 from envs.alfred.episodes import (
-    generated_split, files_digest, load_alfred_split, load_eb_split, resolve_alfred_dir,
+    eb_trajectory_files, generated_split, files_digest, load_alfred_split, load_eb_split, resolve_alfred_dir,
 )
 from envs.alfred.protocol import DATA_SPLITS, EB_SPLIT, GENERATED_SPLITS, MAX_FAILS, MAX_STEPS, TEST_SPLITS
 from envs.eb_alfred.episodes import resolve_data_dir
@@ -15,18 +15,25 @@ from envs.eb_alfred.generator import floor_plans
 from envs.thor.session import THOR_VERSION, require_ai2thor
 from envs.alfred.plugin import AlfredParams
 from harness.params import parse
-from harness.types import EpisodeSpec
+from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT, EpisodeSpec
 
 #: Bumped whenever rules, episodes or scoring change. 1.1.0: the household engine's
 #: restore, put, openable and faucet rules of eb_alfred 1.3.0.
 #: 1.2.0: the default image (image=frame) shows only what a camera frame would (receptacles
 #: in view from the trajectory's start pose, then what the agent faces, no text);
 #: image=annotated keeps the labelled schematic.
-SUITE_VERSION = "1.2.0"
+#: 1.3.0: T of the path-length weight is ALFRED's t (``path_length``: the stop, and the action that
+#: reaches the failure limit, do not count); on AI2-THOR, GotoLocation walks ALFRED's primitives
+#: and T, L* and the step limit count ALFRED's low-level actions.
+SUITE_VERSION = "1.3.0"
 #: How the household backend navigates (recorded in the protocol).
 NAVIGATION = "teleport: GotoLocation faces the grounded instance (privileged)"
 #: How the AI2-THOR backend navigates (recorded in the protocol).
-THOR_NAVIGATION = "teleport: TeleportFull to the reachable position nearest the grounded object (privileged)"
+THOR_NAVIGATION = ("walk: GotoLocation walks ALFRED's expert path in MoveAhead/RotateLeft/RotateRight/LookUp/"
+                   "LookDown to ALFRED's pose for the grounded object (privileged)")
+#: The unit of L*, T and the step limit (``expert_length_unit``), per backend.
+LENGTH_UNITS = {"household": "interactions + GotoLocation subgoals",
+                "thor": "ALFRED low-level actions"}
 
 
 class AlfredSuite:
@@ -74,7 +81,7 @@ class AlfredSuite:
             "max_fails": MAX_FAILS,
             "navigation": NAVIGATION if self.backend == "household" else THOR_NAVIGATION,
             "action_language": "FLARE triplets expanded to GotoLocation + ALFRED interactions",
-            "expert_length_unit": "interactions + GotoLocation subgoals",
+            PROTOCOL_EXPERT_LENGTH_UNIT: LENGTH_UNITS[self.backend],
             "success": "goal conditions at stop (ALFRED eval_task)",
         }
         if self.backend == "thor":
@@ -83,7 +90,7 @@ class AlfredSuite:
             proto["floor_plans"] = list(floor_plans(split))
         elif split == EB_SPLIT:
             folder = self._eb_folder()
-            proto["data_digest"] = files_digest(folder.glob("*/*/pp/ann_*.json"), folder)
+            proto["data_digest"] = files_digest(eb_trajectory_files(folder.parent), folder)
         elif split in (*DATA_SPLITS, *TEST_SPLITS):
             root = self._alfred_root(split)
             files = {*(root / split).glob("*/*/traj_data.json"), *(root / split).glob("*/traj_data.json")}

@@ -10,27 +10,58 @@ API calls (ALFRED env/thor_env.py ``to_thor_api_exec`` forms):
 ``PickupObject(objectId)``; ``PutObject(objectId=<held>, receptacleObjectId,
 forceAction=True, placeStationary=True)``; ``OpenObject(objectId, moveMagnitude=1.0)``;
 ``CloseObject(objectId, forceAction=True)``; ``ToggleObjectOn/Off(objectId)``;
-``SliceObject(objectId)`` (a knife must be held); ``DropHandObject``.
-``goto`` is privileged navigation: ``GetReachablePositions`` once per scene,
-then ``TeleportFull`` to the reachable position nearest the object, turned to
-the multiple of 90 degrees that faces it, looking down 30 degrees at objects
-below the camera (EB-ALFRED's ``find`` and this suite's ``GotoLocation``).
+``SliceObject(objectId)`` (a knife must be held); ``DropHandObject``. A
+``ToggleObjectOn`` of a Faucet is followed, as ALFRED's ``ThorEnv.step`` does
+(``check_clean``, env/thor_env.py:463-478), by ``Pass`` and a ``CleanObject`` of
+every dirty object in the closest visible SinkBasin.
+
+``goto`` is privileged navigation (the object is known by id), in one of two ways
+(:attr:`ThorEngine.navigation`):
+
+- ``teleport`` (EB-ALFRED's ``find``): ``GetReachablePositions`` once per scene,
+  then ``TeleportFull`` to the reachable position nearest the object, turned to the
+  multiple of 90 degrees that faces it, looking down 30 degrees at objects below
+  the camera;
+- ``walk`` (the ``alfred`` suite's ``GotoLocation``): ``GetReachablePositions`` once
+  per scene, then ALFRED's expert walk (:mod:`envs.thor.navigation`) to ALFRED's
+  pose for the object, one primitive per call in ALFRED's evaluation forms
+  (env/thor_env.py:395-417 ``to_thor_api_exec``, :129-148 ``step`` without smooth
+  navigation): ``MoveAhead`` / ``RotateLeft`` / ``RotateRight`` with
+  ``forceAction=True``; ``LookUp`` / ``LookDown`` as the ``TeleportFull`` of
+  ``look_angle`` (:336-363). :attr:`ThorEngine.last_primitives` counts them.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from typing import Any, Mapping
 
-from envs.household import ActionResult, TaskSpec, World
+from envs.household import ActionResult, TaskSpec, World, alfred_constants
 from envs.household.constants import KNIFE_TYPES
-from envs.thor.state import StateMarks, refresh, world_from_metadata
+from envs.thor.navigation import HORIZON_STEP, LOOK_DOWN, LOOK_UP, Cell, cell_of, goal_pose, grid_of, pose_of, walk
+from envs.thor.state import StateMarks, closest_of_type, refresh, world_from_metadata
 
 #: Horizon (degrees down) when the object is below the camera: ALFRED's expert
 #: looks down in steps of AGENT_HORIZON_ADJ = 15 (gen/constants.py); two steps.
 LOOK_DOWN_HORIZON = 30
 #: An object more than this below the agent's camera is looked at from above (metres).
 LOOK_DOWN_BELOW_M = 0.5
+#: :attr:`ThorEngine.navigation` values.
+TELEPORT, WALK = "teleport", "walk"
+#: ALFRED env/thor_env.py:13-17 ``DEFAULT_RENDER_SETTINGS``, which ``look_angle`` sends.
+LOOK_RENDER_SETTINGS = {"renderImage": True, "renderClassImage": False, "renderObjectImage": False,
+                        "renderDepthImage": False}
+
+
+@functools.lru_cache(maxsize=None)
+def vetted_cells(floor_plan: int) -> Mapping[str, Cell]:
+    """Receptacle id -> ALFRED's vetted interaction cell (``layouts/FloorPlan<N>-openable.json``)."""
+    path = alfred_constants().layouts_dir / f"FloorPlan{floor_plan}-openable.json"
+    if not path.is_file():
+        return {}
+    return {k: cell_of(float(v[0]), float(v[1])) for k, v in json.loads(path.read_text()).items()}
 
 
 def _metadata(event: Any) -> Mapping[str, Any]:
@@ -39,6 +70,9 @@ def _metadata(event: Any) -> Mapping[str, Any]:
 
 class ThorEngine:
     """Primitives on a :class:`~envs.thor.session.ThorSession`; ``world`` mirrors the simulator."""
+
+    #: How ``goto`` moves the agent: TELEPORT or WALK (module docstring).
+    navigation = TELEPORT
 
     def __init__(self, session: Any, floor_plan: int, task: TaskSpec | None, event: Any) -> None:
         self.session = session
@@ -49,6 +83,9 @@ class ThorEngine:
         self.metadata = _metadata(event)
         self.world: World = world_from_metadata(self.metadata, floor_plan, task, self.marks)
         self.calls: list[dict[str, Any]] = []
+        #: WALK: the primitives the last ``goto`` issued, and the most one may issue (None: no limit).
+        self.last_primitives = 0
+        self.max_primitives: int | None = None
 
     # --- plumbing -----------------------------------------------------------------
     def _step(self, action: dict[str, Any]) -> ActionResult:
@@ -62,6 +99,8 @@ class ThorEngine:
         return ActionResult(ok, "" if ok else str(self.metadata.get("errorMessage") or f"{action['action']} failed"))
 
     def _known(self, obj_id: str) -> ActionResult | None:
+        """``goto`` needs the object's position. (Interactions send any id, as ALFRED's
+        ``to_thor_api_exec`` does: the simulator refuses one it does not know.)"""
         if obj_id not in self.world.objects:
             return ActionResult(False, f"There is no {obj_id} in this scene.")
         return None
@@ -70,19 +109,25 @@ class ThorEngine:
         return next((o for o in self.metadata.get("objects", []) if o["objectId"] == obj_id), None)
 
     # --- primitives ----------------------------------------------------------------
-    def goto(self, obj_id: str) -> ActionResult:
-        err = self._known(obj_id)
-        if err:
-            return err
+    def _reachable_positions(self) -> list[Mapping[str, float]]:
         if self._reachable is None:
             self.calls.append({"action": "GetReachablePositions"})
             md = _metadata(self.session.step({"action": "GetReachablePositions"}))
             self._reachable = list(md.get("reachablePositions") or md.get("actionReturn") or [])
+        return self._reachable
+
+    def goto(self, obj_id: str) -> ActionResult:
+        err = self._known(obj_id)
+        if err:
+            return err
+        reachable = self._reachable_positions()
+        if self.navigation == WALK:
+            return self._walk(obj_id, reachable)
         obj = self._object(obj_id)
-        if not self._reachable or obj is None:
+        if not reachable or obj is None:
             return ActionResult(False, f"Cannot move to {obj_id}")
         ox, oy, oz = (float(obj["position"][k]) for k in ("x", "y", "z"))
-        best = min(self._reachable, key=lambda p: (math.hypot(p["x"] - ox, p["z"] - oz), p["x"], p["z"]))
+        best = min(reachable, key=lambda p: (math.hypot(p["x"] - ox, p["z"] - oz), p["x"], p["z"]))
         yaw = math.degrees(math.atan2(ox - best["x"], oz - best["z"])) % 360
         rotation = int(round(yaw / 90.0)) % 4 * 90
         camera_y = float(best.get("y", 0.9)) + 0.675
@@ -93,14 +138,51 @@ class ThorEngine:
             self.world.at = obj_id
         return res
 
+    def _walk(self, obj_id: str, reachable: list[Mapping[str, float]]) -> ActionResult:
+        """ALFRED's expert walk to ALFRED's pose for ``obj_id``, one primitive at a time; stops
+        at the first that fails, or (successfully, short of the object) at ``max_primitives``."""
+        self.last_primitives = 0
+        obj, agent = self._object(obj_id), self.metadata.get("agent")
+        cells = grid_of(reachable)
+        if obj is None or agent is None or not cells:
+            return ActionResult(False, f"Cannot move to {obj_id}")
+        camera_height = float(agent["position"]["y"]) + float(alfred_constants().raw["CAMERA_HEIGHT_OFFSET"])
+        goal = goal_pose(obj["position"], obj["objectType"], cells, camera_height, self.floor_plan,
+                         known=vetted_cells(self.floor_plan).get(obj_id))
+        actions = walk(cells, pose_of(agent), goal) if goal is not None else None
+        if actions is None:
+            return ActionResult(False, f"Cannot reach {obj_id} on the reachable grid")
+        for name in actions:
+            if self.max_primitives is not None and self.last_primitives >= self.max_primitives:
+                return ActionResult(True, "Stopped on the way: the step limit is reached.")
+            res = self.primitive(name)
+            self.last_primitives += 1
+            if not res.ok:
+                return res
+        self.world.at = obj_id
+        return ActionResult(True, "")
+
+    def primitive(self, name: str) -> ActionResult:
+        """One navigation primitive in ALFRED's evaluation form (module docstring)."""
+        if name in (LOOK_UP, LOOK_DOWN):
+            return self._step(self._look(-HORIZON_STEP if name == LOOK_UP else HORIZON_STEP))
+        return self._step({"action": name, "forceAction": True})
+
+    def _look(self, angle: int) -> dict[str, Any]:
+        """ALFRED env/thor_env.py:336-363 ``look_angle``: a TeleportFull to the same place,
+        the horizon changed by ``angle``."""
+        agent = self.metadata["agent"]
+        pos = agent["position"]
+        return {"action": "TeleportFull", "rotation": round(float(agent["rotation"]["y"]), 4),
+                "x": pos["x"], "z": pos["z"], "y": pos["y"],
+                "horizon": round(float(agent["cameraHorizon"]) + angle, 3),
+                "tempRenderChange": True, "renderNormalsImage": False, **LOOK_RENDER_SETTINGS}
+
     def pickup(self, obj_id: str) -> ActionResult:
-        return self._known(obj_id) or self._step(dict(action="PickupObject", objectId=obj_id))
+        return self._step(dict(action="PickupObject", objectId=obj_id))
 
     def put(self, recep_id: str, force: bool = False) -> ActionResult:
         """AI2-THOR's put is always forced (ALFRED env/thor_env.py), so ``force`` changes nothing."""
-        err = self._known(recep_id)
-        if err:
-            return err
         if self.world.holding is None:
             return ActionResult(False, "You are not holding anything.")
         return self._step(dict(action="PutObject", objectId=self.world.holding, receptacleObjectId=recep_id,
@@ -112,21 +194,39 @@ class ThorEngine:
         return self._step(dict(action="DropHandObject"))
 
     def open(self, obj_id: str) -> ActionResult:
-        return self._known(obj_id) or self._step(dict(action="OpenObject", objectId=obj_id, moveMagnitude=1.0))
+        return self._step(dict(action="OpenObject", objectId=obj_id, moveMagnitude=1.0))
 
     def close(self, obj_id: str) -> ActionResult:
-        return self._known(obj_id) or self._step(dict(action="CloseObject", objectId=obj_id, forceAction=True))
+        return self._step(dict(action="CloseObject", objectId=obj_id, forceAction=True))
 
     def toggle_on(self, obj_id: str) -> ActionResult:
-        return self._known(obj_id) or self._step(dict(action="ToggleObjectOn", objectId=obj_id))
+        res = self._step(dict(action="ToggleObjectOn", objectId=obj_id))
+        if res.ok and "Faucet" in obj_id:
+            return self._clean_sink(obj_id)
+        return res
+
+    def _clean_sink(self, faucet_id: str) -> ActionResult:
+        """After a Faucet turns on, as ALFRED's ``ThorEnv.step``: its ``update_states`` needs a
+        visible SinkBasin (env/thor_env.py:169-172; none raises, and the action fails), then
+        ``check_clean`` (:463-478) steps ``Pass`` and cleans each dirty object in the closest
+        visible SinkBasin. The action's success is the toggle's (``step`` returns its event)."""
+        no_basin = ActionResult(False, "No SinkBasin is in view of the Faucet.")
+        if closest_of_type("SinkBasin", faucet_id, self.metadata.get("objects", []), visible_only=True) is None:
+            return no_basin
+        self._step({"action": "Pass"})
+        basin = closest_of_type("SinkBasin", faucet_id, self.metadata.get("objects", []), visible_only=True)
+        if basin is None or basin.get("receptacleObjectIds") is None:
+            return no_basin  # ALFRED iterates the basin's contents: None raises there
+        for oid in list(basin["receptacleObjectIds"]):
+            obj = self._object(oid)
+            if obj is not None and obj.get("dirtyable") and obj.get("isDirty"):
+                self._step({"action": "CleanObject", "objectId": oid})
+        return ActionResult(True, "")
 
     def toggle_off(self, obj_id: str) -> ActionResult:
-        return self._known(obj_id) or self._step(dict(action="ToggleObjectOff", objectId=obj_id))
+        return self._step(dict(action="ToggleObjectOff", objectId=obj_id))
 
     def slice(self, obj_id: str) -> ActionResult:
-        err = self._known(obj_id)
-        if err:
-            return err
         held = self.world.holding
         if held is None or self.world.objects[held].type not in KNIFE_TYPES:
             # ALFRED's to_thor_api_exec refuses to slice without a knife in hand.

@@ -39,7 +39,9 @@ class StateMarks:
     def update(self, action: Mapping[str, Any], metadata: Mapping[str, Any]) -> None:
         """After a successful step: Faucet on cleans the contents of the closest visible
         SinkBasin; Microwave on heats the first Microwave's contents; closing a Fridge
-        cools the first Fridge's contents (ALFRED env/thor_env.py ``update_states``)."""
+        cools the first Fridge's contents (ALFRED env/thor_env.py:161-184 ``update_states``).
+        As there, a receptacle whose ``receptacleObjectIds`` is None empties the set
+        (:172, :177, :182 union the contents only when they are not None)."""
         if not metadata.get("lastActionSuccess"):
             return
         name, oid = action.get("action"), str(action.get("objectId", ""))
@@ -47,15 +49,20 @@ class StateMarks:
         if name == "ToggleObjectOn" and "Faucet" in oid:
             basin = closest_of_type("SinkBasin", oid, objects, visible_only=True)
             if basin is not None:
-                self.cleaned |= set(basin.get("receptacleObjectIds") or ())
+                self.cleaned = _joined(self.cleaned, basin)
         elif name == "ToggleObjectOn" and "Microwave" in oid:
             first = next((o for o in objects if o["objectType"] == "Microwave"), None)
             if first is not None:
-                self.heated |= set(first.get("receptacleObjectIds") or ())
+                self.heated = _joined(self.heated, first)
         elif name == "CloseObject" and "Fridge" in oid:
             first = next((o for o in objects if o["objectType"] == "Fridge"), None)
             if first is not None:
-                self.cooled |= set(first.get("receptacleObjectIds") or ())
+                self.cooled = _joined(self.cooled, first)
+
+
+def _joined(marked: set[str], receptacle: Mapping[str, Any]) -> set[str]:
+    ids = receptacle.get("receptacleObjectIds")
+    return marked | set(ids) if ids is not None else set()
 
 
 def _pos(o: Mapping[str, Any]) -> tuple[float, float, float]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.store import ResultStore, inspect_store, StoreError
-from harness.types import EpisodeRecord, RunSpec
+from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 from tests.helpers import wait_at_gate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -209,7 +209,7 @@ def test_schema_1_store_is_migrated_and_readable(tmp_path):
         assert rec.planner_output_errors == 0 and store.transcripts() == []
     with ResultStore(tmp_path) as store:  # migrated in place when opened for writing
         (rec,) = store.records()
-        assert rec.empty_plan and store.schema_version == 2
+        assert rec.empty_plan and store.schema_version == SCHEMA_VERSION
     assert inspect_store(tmp_path).kind == "sound"  # every row got its checksum in the migration
 
 

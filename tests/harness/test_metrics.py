@@ -220,3 +220,23 @@ def test_summarize_accepts_store_style_values() -> None:
     )
     row = summarize(df, ["variant"]).iloc[0]
     assert (row["sr"], row["errors"], row["plw_sr"]) == (0.5, 0, 1.0)
+
+
+def test_plw_weighs_by_the_reported_path_length() -> None:
+    """T is ``path_length`` where the env reported it (a suite whose L* counts another unit than
+    env steps), else ``steps``. ALFRED askforalfred/alfred f91f4c0c models/eval/eval_task.py:114-120
+    (s_spl = success * min(1, L*/t), pc_spl = s/ts * min(1, L*/t), each weighted by L*) and
+    :178-193 (the sums over L*): L* 20, 10; t 40 (one step of 3 that walked), 10:
+    PLW SR = (0.5 * 20 + 1 * 10) / 30; PLW GC = (1/2 * 0.5 * 20 + 1 * 10) / 30.
+    """
+    df = records_frame([
+        rec("e1", success=True, gc_satisfied=1, gc_total=2, steps=3, expert_length=20, path_length=40),
+        rec("e2", success=True, gc_satisfied=2, gc_total=2, steps=10, expert_length=10),  # T = steps
+    ])
+    row = summarize(df, ["variant"]).iloc[0]
+    assert row["plw_sr"] == pytest.approx(20 / 30)
+    assert row["plw_gc"] == pytest.approx(15 / 30)
+    assert row["mean_steps"] == 6.5 and row["invalid_rate"] == 0  # env steps stay env steps
+    # A frame without the column (an older reader's) weighs by steps: e1's factor is then 1.
+    old = summarize(df.drop(columns=["path_length"]), ["variant"]).iloc[0]
+    assert old["plw_sr"] == 1.0

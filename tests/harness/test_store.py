@@ -198,3 +198,32 @@ def test_records_keep_none_and_integers_when_rows_differ(tmp_path):
     assert back["e2"].error_kind is None and back["e2"].error_message is None
     assert back["e1"].expert_length is None and back["e2"].expert_length == 7
     assert type(back["e2"].expert_length) is int and back["e2"].success is True
+
+
+def test_a_schema_2_store_is_read_and_migrated_to_path_length(tmp_path):
+    """Schema 3 added ``path_length``: a schema-2 store (checksummed rows, no such column) reads
+    as None, and opened for writing gets the column with every row re-sealed, so it stays sound.
+    Mutation caught: a migration that adds the column without re-sealing the checksums."""
+    from harness.store import _crc_sql, _register_crc, inspect_store
+    from harness.types import SCHEMA_VERSION
+
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        store.add(rec("e1", steps=4, expert_length=4))
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    _register_crc(db)
+    db.execute("ALTER TABLE episodes DROP COLUMN path_length")
+    db.execute(f"UPDATE episodes SET crc = {_crc_sql(db, 'episodes')}")  # as a schema-2 harness sealed it
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    assert inspect_store(tmp_path).kind == "sound"
+    with ResultStore(tmp_path, readonly=True) as store:
+        (old,) = store.records()
+        assert old.path_length is None and store.frame()["path_length"].isna().all()
+    with ResultStore(tmp_path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 3
+        store.add(rec("e2", steps=1, expert_length=9, path_length=12))
+        back = {r.episode_id: r.path_length for r in store.records()}
+    assert back == {"e1": None, "e2": 12}
+    assert inspect_store(tmp_path).kind == "sound"

@@ -269,3 +269,81 @@ def test_table_metrics_seconds_and_tokens_on_the_command_line(tmp_path, capsys):
     col = rows[0].index("avg:seconds")
     assert all(float(r[col]) > 0 for r in rows[1:])  # wall time per episode
     assert rows[1][rows[0].index("avg:prompt_tokens")] == ""  # scripted planners count no tokens
+
+
+# --- the unit of path-length-weighted columns ------------------------------------------
+
+#: The alfred suite's two units (its protocol's expert_length_unit per backend).
+SUBGOALS, LOW_LEVEL = "interactions + GotoLocation subgoals", "ALFRED low-level actions"
+
+
+def plw_frame() -> pd.DataFrame:
+    """Two variants on two alfred splits; ``thor`` counts in ALFRED's low-level actions on both,
+    ``base`` in subgoal steps on eb_valid_seen. Expected by hand (percent), PLW SR =
+    sum(success * min(1, L*/T) * L*) / sum(L*) with T = path_length, else steps:
+      base eb_valid_seen: L* 4, 6; T 8 (success), 6 (failure): (0.5 * 4) / 10 = 20.0
+      base valid_seen:    L* 40, 60; T 40, 120 (both success): (40 + 0.5 * 60) / 100 = 70.0
+      thor eb_valid_seen: L* 40, 60; T 80, 60 (both success): (0.5 * 40 + 60) / 100 = 80.0
+      thor valid_seen:    L* 40, 60; T 20 (steps 3), 60: (40 + 60) / 100 = 100.0
+    """
+    def r(variant, split, episode, ok, length, t, unit, steps=10):
+        return {**EpisodeRecord(f"run-{variant}-{split}", variant, "alfred", split, episode, 0, success=ok,
+                                gc_satisfied=int(ok), gc_total=1, steps=steps, expert_length=length,
+                                path_length=t).to_dict(), "expert_length_unit": unit}
+    return pd.DataFrame([
+        r("base", "eb_valid_seen", "e1", True, 4, None, SUBGOALS, steps=8),
+        r("base", "eb_valid_seen", "e2", False, 6, 6, SUBGOALS),
+        r("base", "valid_seen", "v1", True, 40, 40, LOW_LEVEL),
+        r("base", "valid_seen", "v2", True, 60, 120, LOW_LEVEL),
+        r("thor", "eb_valid_seen", "e1", True, 40, 80, LOW_LEVEL),
+        r("thor", "eb_valid_seen", "e2", True, 60, 60, LOW_LEVEL),
+        r("thor", "valid_seen", "v1", True, 40, 20, LOW_LEVEL, steps=3),
+        r("thor", "valid_seen", "v2", True, 60, 60, LOW_LEVEL),
+    ])
+
+
+def test_plw_columns_name_the_unit_of_their_records() -> None:
+    table = transfer_table(plw_frame(), metrics=("sr", "plw_sr"))
+    assert table[("alfred/eb_valid_seen", "plw_sr")].tolist() == pytest.approx([0.2, 0.8])
+    assert table[("alfred/valid_seen", "plw_sr")].tolist() == pytest.approx([0.7, 1.0])
+    assert table.attrs["units"] == {"alfred/eb_valid_seen": tables.UNITS_DIFFER, "alfred/valid_seen": LOW_LEVEL,
+                                    "avg": tables.UNITS_DIFFER}
+    md = to_markdown(table)
+    assert f"| alfred/valid_seen PLW SR [{LOW_LEVEL}] |" in md and "| alfred/valid_seen SR |" in md
+    assert f"alfred/eb_valid_seen PLW SR [{tables.UNITS_DIFFER}]" in md
+    assert (f"PLW [units differ] in alfred/eb_valid_seen: L* and T are counted in base: {SUBGOALS}; "
+            f"thor: {LOW_LEVEL}.") in md
+    assert f"alfred/valid_seen:plw_sr [{LOW_LEVEL}]" in to_csv(table).splitlines()[0]
+    # Breakdown columns are variants: each has its own unit (base: both, so they differ).
+    breakdown = breakdown_table(plw_frame(), by="split", metrics=("plw_sr",))
+    assert breakdown.attrs["units"] == {"base": tables.UNITS_DIFFER, "thor": LOW_LEVEL}
+
+
+@pytest.mark.parametrize(("name", "render"), [("transfer_plw_units.md", to_markdown),
+                                              ("transfer_plw_units.tex", to_latex),
+                                              ("transfer_plw_units.csv", to_csv)])
+def test_plw_units_golden(name: str, render) -> None:
+    check_golden(name, render(transfer_table(plw_frame(), metrics=("sr", "plw_sr", "plw_gc"), per_column_delta=True)))
+
+
+def test_plw_without_a_stated_unit_names_none(df: pd.DataFrame) -> None:
+    """Records of older stores (no expert_length_unit) keep the plain header."""
+    md = to_markdown(transfer_table(df, metrics=("plw_sr",)))
+    assert "PLW SR |" in md and "[" not in md.splitlines()[0]
+    same = plw_frame().assign(expert_length_unit=None)
+    assert "[" not in to_markdown(transfer_table(same, metrics=("plw_sr",))).splitlines()[0]
+
+
+def test_plw_cells_of_the_json_name_their_unit() -> None:
+    import json
+
+    from harness.results import Selection
+    from harness.table_json import to_json
+
+    frame = plw_frame()
+    doc = json.loads(to_json(transfer_table(frame, metrics=("sr", "plw_sr")),
+                             Selection(frame.assign(repeat=0), pd.DataFrame(), [], [])))
+    thor = next(r for r in doc["rows"] if r["variant"] == "thor")["cells"]
+    assert thor["alfred/valid_seen"]["plw_sr"]["length_unit"] == LOW_LEVEL
+    assert thor["alfred/eb_valid_seen"]["plw_sr"]["length_unit"] == tables.UNITS_DIFFER
+    assert "length_unit" not in thor["alfred/valid_seen"]["sr"]

@@ -33,6 +33,28 @@ def test_eb_valid_seen_split(data_dir: Path) -> None:
     assert proto["max_steps"] == 1000 and proto["max_fails"] == 10 and "privileged" in proto["navigation"]
 
 
+def test_eb_valid_seen_is_the_files_the_splits_name(tmp_path: Path, data_dir: Path) -> None:
+    """EmbodiedBench's full json_2.1.0 (what `harness fetch eb_alfred` lays out) holds more trials
+    than EB-ALFRED's 300 episodes use: the split takes only the files splits.json names, so the
+    same 213 episodes (and the same data digest) whatever else the folder holds."""
+    (tmp_path / "splits").mkdir()
+    (tmp_path / "splits" / "splits.json").symlink_to(data_dir / "splits" / "splits.json")
+    (tmp_path / "json_2.1.0").mkdir()
+    for task in (data_dir / "json_2.1.0").iterdir():
+        (tmp_path / "json_2.1.0" / task.name).symlink_to(task)
+    extra = tmp_path / "json_2.1.0" / "pick_and_place_simple-Apple-None-Fridge-1" / "trial_T0" / "pp"
+    extra.mkdir(parents=True)
+    shutil.copyfile(data_dir / "json_2.1.0" / KEYCHAIN / "pp" / "ann_0.json", extra / "ann_0.json")
+    full = AlfredSuite(eb_data_dir=str(tmp_path), render=False, generated_per_split=0)
+    shared = AlfredSuite(eb_data_dir=str(data_dir), render=False, generated_per_split=0)
+    assert [e.episode_id for e in full.episodes("eb_valid_seen")] == \
+        [e.episode_id for e in shared.episodes("eb_valid_seen")]
+    assert full.protocol("eb_valid_seen")["data_digest"] == shared.protocol("eb_valid_seen")["data_digest"]
+    (tmp_path / "splits" / "splits.json").unlink()  # no splits file: every trajectory file is an episode
+    bare = AlfredSuite(eb_data_dir=str(tmp_path), render=False, generated_per_split=0)
+    assert len(bare.episodes("eb_valid_seen")) == 214
+
+
 def test_expert_length_counts_interactions_and_gotos(data_dir: Path) -> None:
     traj = json.loads((data_dir / "json_2.1.0" / KEYCHAIN / "pp" / "ann_0.json").read_text())
     mine, raw = expert_lengths(traj)

@@ -467,6 +467,10 @@ class FakeController:
             return True, "", None
         if name == "TeleportFull":
             return self._teleport(a) + (None,)
+        if name in ("RotateLeft", "RotateRight"):
+            turn = 90.0 if name == "RotateRight" else -90.0
+            self._agent = {**self._agent, "rotation": (float(self._agent["rotation"]) + turn) % 360.0}
+            return True, "", None
         if name in ("MoveAhead", "MoveBack", "MoveLeft", "MoveRight"):
             return self._move(name, float(a.get("moveMagnitude", self._grid_size))) + (None,)
         if name == "RotateHand":
