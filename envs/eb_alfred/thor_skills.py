@@ -61,14 +61,13 @@ from envs.eb_alfred.skills import SceneVocabulary, Skill
 from envs.household import ActionResult, TaskSpec, alfred_constants
 from envs.thor.restore import restore_calls as alfred_restore_calls
 from envs.thor.state import StateMarks, refresh, world_from_metadata
+from envs.thor.thor_env import after_faucet_on, env_action, get_object
 
 #: Enters the run identity of thor runs (the suite's protocol): bump it when a rule here changes.
 #: 1 (suite 1.5.0): EmbodiedBench's calls; before, the household executor over AI2-THOR primitives.
 SKILLS_PROTOCOL = "EmbodiedBench b24793607b7c EBAlfEnv/ThorConnector/ThorEnv calls, v1"
 #: ``thor_connector.py:27`` ``self.agent_height``: the y of every find teleport.
 AGENT_HEIGHT = 0.9
-#: ``gen/constants.py:91`` ``AGENT_HORIZON_ADJ``: one LookUp / LookDown, in degrees.
-AGENT_HORIZON_ADJ = 15
 #: ``thor_connector.py:187`` ``max_attempts`` of a find.
 TELEPORT_ATTEMPTS = 20
 #: ``thor_connector.py:204, 214``: the first 10 teleports of a find try only facings whose
@@ -79,9 +78,6 @@ FACING_RANGES: Mapping[str, tuple[tuple[float, float], ...]] = {
 }
 #: ``thor_connector.py:228``: the horizon aims at 90% of the angle down to the object.
 HORIZON_SCALE = 0.9
-#: ``env/thor_env.py:13-17`` ``DEFAULT_RENDER_SETTINGS``, sent with a look's teleport (``:350-363``).
-LOOK_RENDER = {"tempRenderChange": True, "renderNormalsImage": False, "renderImage": True,
-               "renderClassImage": False, "renderObjectImage": False, "renderDepthImage": False}
 #: ``thor_connector.py:383-409``: the moves before the j-th try of a put (j = 0..6).
 PUT_MOVES: tuple[tuple[Mapping[str, Any], ...], ...] = (
     (),
@@ -125,21 +121,6 @@ def _angle_diff(x: float, y: float) -> float:
     """``thor_connector.py:153-157``: the signed difference of two angles in degrees."""
     x, y = math.radians(x), math.radians(y)
     return math.degrees(math.atan2(math.sin(x - y), math.cos(x - y)))
-
-
-def _object(metadata: Mapping[str, Any], obj_id: str) -> Mapping[str, Any] | None:
-    return next((o for o in metadata["objects"] if o["objectId"] == obj_id), None)
-
-
-def _closest_visible(obj_type: str, ref_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """``game_util.py:294-301``: the visible object of ``obj_type`` nearest ``ref_id`` (None
-    where the original raises)."""
-    ref = _object(metadata, ref_id)
-    cands = [o for o in metadata["objects"] if o["objectType"] == obj_type and o["visible"]]
-    if ref is None or not cands:
-        return None
-    at = np.array([ref["position"][k] for k in "xyz"])
-    return sorted(cands, key=lambda o: np.linalg.norm(np.array([o["position"][k] for k in "xyz"]) - at))[0]
 
 
 class ThorSkillExecutor(SkillExecutor):
@@ -186,15 +167,7 @@ class ThorSkillExecutor(SkillExecutor):
 
     def _env_step(self, action: Mapping[str, Any]) -> Mapping[str, Any]:
         """``ThorEnv.step`` (``env/thor_env.py:129-154``): a look is a teleport at the current pose."""
-        name = action["action"]
-        if "LookUp" in name or "LookDown" in name:
-            agent = self.metadata["agent"]
-            delta = -AGENT_HORIZON_ADJ if "LookUp" in name else AGENT_HORIZON_ADJ
-            return self._step({"action": "TeleportFull", "rotation": np.round(agent["rotation"]["y"], 4),
-                               "x": agent["position"]["x"], "z": agent["position"]["z"],
-                               "y": agent["position"]["y"], "horizon": np.round(agent["cameraHorizon"] + delta, 3),
-                               **LOOK_RENDER})
-        return self._step(action)
+        return self._step(env_action(action, self.metadata))
 
     def _nearest_reachable(self, loc: Sequence[float], nth: int) -> Any:
         """``thor_connector.py:67-70``: the ``nth`` nearest reachable position (1 = nearest)."""
@@ -306,7 +279,7 @@ class ThorSkillExecutor(SkillExecutor):
                 obj_id = piece_id  # the instance was sliced: find its nearest piece (:170-173)
         else:
             obj_id, _ = self._object_named(target, visible_first=True, sliced_first=self.sliced)
-        obj = _object(self.metadata, obj_id) if obj_id is not None else None
+        obj = get_object(obj_id, self.metadata) if obj_id is not None else None
         if obj is None:
             return f"Cannot find {target}. This object may not exist in this scene. Try to explore other instances instead."
         loc, obj_rot = obj["position"], obj["rotation"]["y"]
@@ -440,18 +413,10 @@ class ThorSkillExecutor(SkillExecutor):
             return f"Cannot find {name} to turn on"
         md = self._env_step({"action": "ToggleObjectOn", "objectId": obj_id})
         if md["lastActionSuccess"] and "Faucet" in obj_id:
-            if _closest_visible("SinkBasin", obj_id, md) is None:
+            cleaned = after_faucet_on(self._env_step, obj_id, md)
+            if cleaned is None:
                 return "Turn on action failed"
-            md = self._env_step({"action": "Pass"})
-            basin = _closest_visible("SinkBasin", obj_id, md)
-            if basin is None or basin["receptacleObjectIds"] is None:
-                return "Turn on action failed"
-            for inside in basin["receptacleObjectIds"]:
-                o = _object(self.metadata, inside)
-                if o is None:
-                    return "Turn on action failed"
-                if o["dirtyable"] and o["isDirty"]:
-                    md = self._env_step({"action": "CleanObject", "objectId": inside})
+            md = cleaned
         return "" if md["lastActionSuccess"] else "Turn on action failed"
 
     def _toggle_off(self, name: str) -> str:

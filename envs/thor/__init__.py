@@ -11,6 +11,8 @@ with ``pip install -e .[thor]``). Nothing here imports ai2thor at module level.
 - :mod:`envs.thor.state`: the household ``World`` rebuilt from the simulator's
   object metadata plus ALFRED's cleaned/heated/cooled bookkeeping, so goal
   conditions are counted by the same :func:`envs.household.goal_conditions_met`.
+- :mod:`envs.thor.thor_env`: what ALFRED's ``ThorEnv.step`` adds to a step (looks as
+  teleports, the Faucet's ``check_clean``), shared by both suites' backends.
 - :mod:`envs.thor.engine`: the household engine's primitives as AI2-THOR calls (the ``alfred`` suite).
 - EB-ALFRED's skills issue EmbodiedBench's own controller calls (:mod:`envs.eb_alfred.thor_skills`).
 - ``tests/envs/thor/fake.py`` (test code, not shipped): a recording stand-in for the

@@ -40,8 +40,9 @@ from typing import Any, Mapping
 
 from envs.household import ActionResult, TaskSpec, World, alfred_constants
 from envs.household.constants import KNIFE_TYPES
-from envs.thor.navigation import HORIZON_STEP, LOOK_DOWN, LOOK_UP, Cell, cell_of, goal_pose, grid_of, pose_of, walk
-from envs.thor.state import StateMarks, closest_of_type, refresh, world_from_metadata
+from envs.thor.navigation import LOOK_DOWN, LOOK_UP, Cell, cell_of, goal_pose, grid_of, pose_of, walk
+from envs.thor.state import StateMarks, refresh, world_from_metadata
+from envs.thor.thor_env import after_faucet_on, env_action, get_object
 
 #: Horizon (degrees down) when the object is below the camera: ALFRED's expert
 #: looks down in steps of AGENT_HORIZON_ADJ = 15 (gen/constants.py); two steps.
@@ -50,9 +51,6 @@ LOOK_DOWN_HORIZON = 30
 LOOK_DOWN_BELOW_M = 0.5
 #: :attr:`ThorEngine.navigation` values.
 TELEPORT, WALK = "teleport", "walk"
-#: ALFRED env/thor_env.py:13-17 ``DEFAULT_RENDER_SETTINGS``, which ``look_angle`` sends.
-LOOK_RENDER_SETTINGS = {"renderImage": True, "renderClassImage": False, "renderObjectImage": False,
-                        "renderDepthImage": False}
 
 
 @functools.lru_cache(maxsize=None)
@@ -106,7 +104,7 @@ class ThorEngine:
         return None
 
     def _object(self, obj_id: str) -> Mapping[str, Any] | None:
-        return next((o for o in self.metadata.get("objects", []) if o["objectId"] == obj_id), None)
+        return get_object(obj_id, self.metadata)
 
     # --- primitives ----------------------------------------------------------------
     def _reachable_positions(self) -> list[Mapping[str, float]]:
@@ -165,18 +163,8 @@ class ThorEngine:
     def primitive(self, name: str) -> ActionResult:
         """One navigation primitive in ALFRED's evaluation form (module docstring)."""
         if name in (LOOK_UP, LOOK_DOWN):
-            return self._step(self._look(-HORIZON_STEP if name == LOOK_UP else HORIZON_STEP))
+            return self._step(dict(env_action({"action": name}, self.metadata)))
         return self._step({"action": name, "forceAction": True})
-
-    def _look(self, angle: int) -> dict[str, Any]:
-        """ALFRED env/thor_env.py:336-363 ``look_angle``: a TeleportFull to the same place,
-        the horizon changed by ``angle``."""
-        agent = self.metadata["agent"]
-        pos = agent["position"]
-        return {"action": "TeleportFull", "rotation": round(float(agent["rotation"]["y"]), 4),
-                "x": pos["x"], "z": pos["z"], "y": pos["y"],
-                "horizon": round(float(agent["cameraHorizon"]) + angle, 3),
-                "tempRenderChange": True, "renderNormalsImage": False, **LOOK_RENDER_SETTINGS}
 
     def pickup(self, obj_id: str) -> ActionResult:
         return self._step(dict(action="PickupObject", objectId=obj_id))
@@ -200,28 +188,16 @@ class ThorEngine:
         return self._step(dict(action="CloseObject", objectId=obj_id, forceAction=True))
 
     def toggle_on(self, obj_id: str) -> ActionResult:
+        """As ALFRED's ``ThorEnv.step``: the toggle's own success, unless the faucet's follow-up
+        (:func:`envs.thor.thor_env.after_faucet_on`) raises there."""
         res = self._step(dict(action="ToggleObjectOn", objectId=obj_id))
-        if res.ok and "Faucet" in obj_id:
-            return self._clean_sink(obj_id)
+        if res.ok and "Faucet" in obj_id and after_faucet_on(self._md_step, obj_id, self.metadata) is None:
+            return ActionResult(False, "No SinkBasin is in view of the Faucet, or its contents cannot be read.")
         return res
 
-    def _clean_sink(self, faucet_id: str) -> ActionResult:
-        """After a Faucet turns on, as ALFRED's ``ThorEnv.step``: its ``update_states`` needs a
-        visible SinkBasin (env/thor_env.py:169-172; none raises, and the action fails), then
-        ``check_clean`` (:463-478) steps ``Pass`` and cleans each dirty object in the closest
-        visible SinkBasin. The action's success is the toggle's (``step`` returns its event)."""
-        no_basin = ActionResult(False, "No SinkBasin is in view of the Faucet.")
-        if closest_of_type("SinkBasin", faucet_id, self.metadata.get("objects", []), visible_only=True) is None:
-            return no_basin
-        self._step({"action": "Pass"})
-        basin = closest_of_type("SinkBasin", faucet_id, self.metadata.get("objects", []), visible_only=True)
-        if basin is None or basin.get("receptacleObjectIds") is None:
-            return no_basin  # ALFRED iterates the basin's contents: None raises there
-        for oid in list(basin["receptacleObjectIds"]):
-            obj = self._object(oid)
-            if obj is not None and obj.get("dirtyable") and obj.get("isDirty"):
-                self._step({"action": "CleanObject", "objectId": oid})
-        return ActionResult(True, "")
+    def _md_step(self, action: Mapping[str, Any]) -> Mapping[str, Any]:
+        self._step(dict(action))
+        return self.metadata
 
     def toggle_off(self, obj_id: str) -> ActionResult:
         return self._step(dict(action="ToggleObjectOff", objectId=obj_id))

@@ -35,10 +35,12 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from envs.thor.thor_env import AGENT_HORIZON_ADJ
+
 #: gen/constants.py:90 (metres per grid cell and per MoveAhead).
 STEP = 0.25
-#: gen/constants.py:91 (degrees per LookUp / LookDown).
-HORIZON_STEP = 15
+#: degrees per LookUp / LookDown.
+HORIZON_STEP = AGENT_HORIZON_ADJ
 #: gen/constants.py:95 (the goal horizon is rounded to this many degrees).
 HORIZON_GRANULARITY = 15
 #: gen/graph/graph_obj.py:328: the horizon every walk starts by looking to.

@@ -21,11 +21,11 @@ module turns ``event.metadata`` into a :class:`~envs.household.World`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from envs.household import Obj, TaskSpec, World
+from envs.thor.thor_env import closest_visible
 
 
 @dataclass
@@ -47,7 +47,7 @@ class StateMarks:
         name, oid = action.get("action"), str(action.get("objectId", ""))
         objects = metadata.get("objects", [])
         if name == "ToggleObjectOn" and "Faucet" in oid:
-            basin = closest_of_type("SinkBasin", oid, objects, visible_only=True)
+            basin = closest_visible("SinkBasin", oid, metadata)
             if basin is not None:
                 self.cleaned = _joined(self.cleaned, basin)
         elif name == "ToggleObjectOn" and "Microwave" in oid:
@@ -63,21 +63,6 @@ class StateMarks:
 def _joined(marked: set[str], receptacle: Mapping[str, Any]) -> set[str]:
     ids = receptacle.get("receptacleObjectIds")
     return marked | set(ids) if ids is not None else set()
-
-
-def _pos(o: Mapping[str, Any]) -> tuple[float, float, float]:
-    p = o.get("position") or {}
-    return float(p.get("x", 0.0)), float(p.get("y", 0.0)), float(p.get("z", 0.0))
-
-
-def closest_of_type(obj_type: str, ref_id: str, objects: list[Mapping[str, Any]],
-                    visible_only: bool = False) -> Mapping[str, Any] | None:
-    """ALFRED gen/utils/game_util.py ``get_obj_of_type_closest_to_obj`` (visible ones only there)."""
-    ref = next((o for o in objects if o["objectId"] == ref_id), None)
-    cands = [o for o in objects if o["objectType"] == obj_type and (o.get("visible") or not visible_only)]
-    if ref is None or not cands:
-        return None
-    return min(cands, key=lambda o: math.dist(_pos(o), _pos(ref)))
 
 
 def innermost_parent(obj: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]]) -> str | None:

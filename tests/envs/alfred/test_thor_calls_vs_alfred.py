@@ -206,6 +206,34 @@ def test_a_faucet_with_no_basin_in_view_fails_as_in_alfreds_thor_env(data_dir: P
         assert [a for _, a in theirs.calls[n_theirs:]] == [a for _, a in ours.calls[n_ours:]] == sent
 
 
+def test_a_basin_listing_an_unknown_id_fails_as_in_alfreds_check_clean(data_dir: Path) -> None:
+    """check_clean (env/thor_env.py:463-478) reads each id in the basin with get_object, which
+    gives None for an id the metadata does not list, and the read raises: the toggle and the
+    Pass were sent, the action fails, no CleanObject follows. Both sides, same fake state."""
+    root = checkout_or_skip()
+    ladle = "pick_clean_then_place_in_recep-Ladle-None-CounterTop-8/trial_T20190909_121908_219603"
+    traj = json.loads((data_dir / "json_2.1.0" / ladle / "pp" / "ann_0.json").read_text())
+    with alfred_thor_env(root, StandIn) as thor_env:
+        env, theirs, engine, ours = restored_pair(thor_env, traj)
+        for fake in (theirs, ours):  # every SinkBasin lists first an id no object has
+            snapshot = fake._snapshot
+
+            def with_ghost(*args: Any, snapshot: Any = snapshot) -> dict[str, Any]:
+                md = snapshot(*args)
+                for o in md["objects"]:
+                    if o["objectType"] == "SinkBasin":
+                        o["receptacleObjectIds"] = ["Ghost|+0.00|+0.00|+0.00", *o["receptacleObjectIds"]]
+                return md
+
+            fake._snapshot = with_ghost
+        faucet = next(o["objectId"] for o in theirs.metadata["objects"] if o["objectType"] == "Faucet")
+        n_theirs, n_ours = len(theirs.calls), len(ours.calls)
+        assert not _alfred(env, "ToggleObjectOn", "ToggleObjectOn", faucet)
+        assert not _ours(engine, "ToggleObjectOn", faucet)
+        sent = [{"action": "ToggleObjectOn", "objectId": faucet}, {"action": "Pass"}]
+        assert [a for _, a in theirs.calls[n_theirs:]] == [a for _, a in ours.calls[n_ours:]] == sent
+
+
 @pytest.mark.parametrize("contents", [None, [], ["Apple|1|1|1"]])
 def test_state_marks_are_alfreds_update_states(contents) -> None:
     """ALFRED's update_states (env/thor_env.py:161-184) and our StateMarks on the same events:
