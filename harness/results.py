@@ -1,6 +1,6 @@
 """Which runs a table shows, from one store or several read as one.
 
-* **Supersession** (per store, as ``ResultStore.latest_frame``): for each
+* **Supersession** (per store, as :func:`latest_frame`): for each
   (variant, suite, split) the newest run's *family* is shown and older
   families are named in a note. A family is a run identity without its trial
   seed (``seed_offset``) and its declared repeat index (``repeat``): runs that
@@ -25,6 +25,8 @@ from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from harness.store import ResultStore
 
 _CELL = ["variant", "suite", "split"]
 
@@ -60,6 +62,22 @@ def current_runs(runs: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
     notes = [f"superseded run {r.run_id} ({r.variant} on {r.suite}/{r.split}) is not shown"
              for r in runs.itertuples() if r.run_id not in kept]
     return runs[runs["run_id"].isin(kept)], notes
+
+
+def latest_frame(store: "ResultStore") -> tuple["pd.DataFrame", list[str]]:
+    """Records of the newest run per (variant, suite, split) in ``store``, and notes on superseded runs.
+
+    If a variant was rerun on a split with something that changes results
+    (a new checkpoint, prompt or protocol), the older run is left out of
+    tables and named in a note, rather than mixed in. Runs that differ only
+    in the trial seed (``seed=``) are repeats of the newest run, and kept
+    (:func:`current_runs`).
+    """
+    runs = store.runs()
+    if runs.empty:
+        return store.frame([]), []
+    latest, notes = current_runs(runs)
+    return store.frame(latest["run_id"].tolist()), notes
 
 
 @dataclass

@@ -565,23 +565,6 @@ class ResultStore:
             out.append(EpisodeRecord.from_dict(data))
         return out
 
-    def latest_frame(self) -> tuple["pd.DataFrame", list[str]]:
-        """Records of the newest run per (variant, suite, split), and notes on superseded runs.
-
-        If a variant was rerun on a split with something that changes results
-        (a new checkpoint, prompt or protocol), the older run is left out of
-        tables and named in a note, rather than mixed in. Runs that differ only
-        in the trial seed (``seed=``) are repeats of the newest run, and kept
-        (:func:`harness.results.current_runs`).
-        """
-        from harness.results import current_runs
-
-        runs = self.runs()
-        if runs.empty:
-            return self.frame([]), []
-        latest, notes = current_runs(runs)
-        return self.frame(latest["run_id"].tolist()), notes
-
 
 class RecordWriter:
     """Commits finished episodes in groups: each record waits at most ``interval_s`` (0.25 s).

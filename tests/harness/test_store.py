@@ -3,6 +3,7 @@ import time
 
 import pytest
 
+from harness.results import latest_frame
 from harness.store import ResultStore, StoreError
 from harness.types import EpisodeRecord, RunSpec
 
@@ -79,7 +80,7 @@ def test_latest_frame_leaves_out_superseded_runs(tmp_path):
         store.add(rec("e1", run_id="old", success=False))
         store.begin_run("new", SPEC, {"prompt": 2}, {})
         store.add(rec("e1", run_id="new", success=True))
-        df, notes = store.latest_frame()
+        df, notes = latest_frame(store)
     assert df["run_id"].tolist() == ["new"]
     assert len(notes) == 1 and "old" in notes[0]
 

@@ -163,7 +163,7 @@ def test_repeats_are_one_cell_and_a_new_identity_supersedes(tmp_path, capsys):
         recs = [EpisodeRecord(f"base-r{seed}", "base", "s1", "a", f"e{i}", i + seed, success=i < ok) for i in range(4)]
         write_store(out, recs, identity=ident)
     with ResultStore(out, readonly=True) as store:
-        df, notes = store.latest_frame()
+        df, notes = results.latest_frame(store)
     assert sorted(set(df["run_id"])) == ["base-r0", "base-r1", "base-r2"] and notes == []
     selection = results.load([str(out)])
     assert sorted(selection.frame.groupby("run_id")["repeat"].first().tolist()) == [0, 1, 2]
