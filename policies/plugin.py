@@ -215,6 +215,10 @@ class VLAParams:
     max_batch: int = param(16, ge=1, results=False, help="observations per forward pass")
     unnorm_key: Optional[str] = param(None, example="libero_goal",
                                       help="which dataset's statistics; null: vla_config.json's")
+    allow_untrained_head: bool = param(False, results=False,
+                                       help="load a head that was never trained (vla_config.json marks it untrained "
+                                            "or carries no head_training record): tests and smoke runs only; a "
+                                            "random head scores 0 % (the head's hash is in the identity)")
 
 
 @dataclass

@@ -2,8 +2,16 @@
 with a LoRA adapter) whose last hidden state feeds a small action head that
 predicts a chunk of LIBERO actions.
 
-It exists for tests and for backbone comparisons (base vs CFG-SFT backbone
-under one head): it is not a recipe that reaches published LIBERO numbers.
+What it is for: testing the policy plumbing (serve-policy, the wire protocols,
+the LIBERO loop) with a real transformer, and smoke runs. It is not how VLAs
+are compared: nothing in this project trains, converts or loads a trained
+action expert, and each backbone of a comparison needs its own trained expert
+(train it in StarVLA, openpi or LeRobot, serve it and evaluate with
+``policy=remote``: docs/libero.md). So a head that was never trained is
+refused unless ``allow_untrained_head=true``: :func:`build_tiny_checkpoint`,
+the only writer of random heads, marks its config ``"untrained_head": true``,
+and a head without a ``head_training`` record (who trained it, on what) counts
+as untrained too.
 
 Checkpoint folder (``policy.params.checkpoint=DIR``)::
 
@@ -14,7 +22,10 @@ Checkpoint folder (``policy.params.checkpoint=DIR``)::
                                 "chunk_size": 8, "action_dim": 7, "state_dim": 8,
                                 "head_hidden": 256, "image_size": 224,
                                 "norm_mode": "min_max",   # or "q99"
-                                "unnorm_key": "libero_spatial"}
+                                "unnorm_key": "libero_spatial",
+                                "head_training": {...},   # how the head was trained (any
+                                                          # non-empty record); absent: untrained
+                                "untrained_head": false}  # true: random weights (refused)
       backbone/                the VLM's save_pretrained (config, weights, tokenizer,
                                preprocessor_config.json)
       adapter/                 optional: adapter_config.json + adapter_model.safetensors
@@ -39,7 +50,8 @@ PIL implementation); no video processor is needed.
 
 Params: ``checkpoint`` (required), ``backbone`` / ``adapter`` to swap either
 (``adapter=none`` drops it: the base-vs-SFT comparison), ``device``,
-``dtype``, ``replan_steps`` (default: the whole chunk), ``max_batch``.
+``dtype``, ``replan_steps`` (default: the whole chunk), ``max_batch``,
+``allow_untrained_head``.
 """
 
 from __future__ import annotations
@@ -81,6 +93,11 @@ class VLAPolicy:
         cfg = json.loads((ckpt / CONFIG_FILE).read_text())
         if cfg.get("format") != FORMAT:
             raise ValueError(f"{ckpt / CONFIG_FILE}: format {cfg.get('format')!r}, expected {FORMAT!r}")
+        untrained = _untrained(cfg)
+        if untrained and not params.allow_untrained_head:
+            raise ValueError(f"{ckpt}: its action head was never trained ({untrained}); this in-process vla is for "
+                             "tests and smoke runs (set policy.params.allow_untrained_head=true), a trained VLA is "
+                             "served and run with policy=remote (docs/libero.md)")
         self.cfg = cfg
         self.chunk_size, self.action_dim = int(cfg["chunk_size"]), int(cfg.get("action_dim", P.ACTION_DIM))
         self.state_dim, self.image_size = int(cfg.get("state_dim", 8)), int(cfg.get("image_size", 224))
@@ -217,6 +234,15 @@ class VLAPolicy:
         return [a.astype(np.float32) for a in actions]
 
 
+def _untrained(cfg: Mapping[str, Any]) -> str | None:
+    """Why the head of ``cfg`` counts as untrained, or None when it carries a training record."""
+    if cfg.get("untrained_head"):
+        return f"{CONFIG_FILE} marks it untrained: random weights from build_tiny_checkpoint"
+    if not cfg.get("head_training"):
+        return f"{CONFIG_FILE} has no head_training record"
+    return None
+
+
 def _instruction(request: AgentRequest) -> str:
     obs = request.observation
     if isinstance(obs, Mapping) and obs.get(P.OBS_INSTRUCTION):
@@ -230,7 +256,9 @@ def build_tiny_checkpoint(path: str | Path, *, seed: int = 0, chunk_size: int = 
     """Write a randomly initialised checkpoint in the folder layout above: a
     Qwen2-VL-architecture backbone with hidden size ``hidden`` (2 text layers,
     1 vision block), a word-level tokenizer, the PIL image processor, a random
-    head and LIBERO-like statistics; with ``lora`` also a random LoRA adapter."""
+    head and LIBERO-like statistics; with ``lora`` also a random LoRA adapter.
+    Its config says ``"untrained_head": true``: loading it needs
+    ``allow_untrained_head=true``."""
     import torch
     from safetensors.torch import save_file
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -295,7 +323,7 @@ def build_tiny_checkpoint(path: str | Path, *, seed: int = 0, chunk_size: int = 
     (out / CONFIG_FILE).write_text(json.dumps({
         "format": FORMAT, "backbone": "backbone", "adapter": adapter, "chunk_size": chunk_size, "action_dim": dim,
         "state_dim": state_dim, "head_hidden": head_hidden, "image_size": 224, "norm_mode": "min_max",
-        "unnorm_key": unnorm_key}, indent=1))
+        "unnorm_key": unnorm_key, "untrained_head": True}, indent=1))
     return out
 
 

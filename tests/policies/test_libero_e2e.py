@@ -57,7 +57,7 @@ def _run_args(port: int, protocol: str, out: Path, *extra: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.ci
 def test_remote_openpi_against_serve_policy_vla_on_libero(tiny_vla, tmp_path):
-    proc, port = _serve_policy(["policy=vla", f"policy.params.checkpoint={tiny_vla}"])
+    proc, port = _serve_policy(["policy=vla", f"policy.params.checkpoint={tiny_vla}", "policy.params.allow_untrained_head=true"])
     try:
         _wait_healthy(port, proc)
         res = _harness_run(_run_args(port, "openpi", tmp_path / "out"))
@@ -75,13 +75,13 @@ def test_remote_openpi_against_serve_policy_vla_on_libero(tiny_vla, tmp_path):
     assert stored["agent_params"]["remote"]["protocol"] == "openpi" and ident["served"]["policy"] == "vla"
     from policies.vla import VLAPolicy
 
-    assert ident["served"]["head"] == VLAPolicy(checkpoint=str(tiny_vla)).identity()["head"]
+    assert ident["served"]["head"] == VLAPolicy(checkpoint=str(tiny_vla), allow_untrained_head=True).identity()["head"]
     assert "127.0.0.1" not in run["identity"]
 
 
 @pytest.mark.slow
 def test_remote_starvla_against_serve_policy_vla_on_libero(tiny_vla, tmp_path):
-    proc, port = _serve_policy(["policy=vla", f"policy.params.checkpoint={tiny_vla}"])
+    proc, port = _serve_policy(["policy=vla", f"policy.params.checkpoint={tiny_vla}", "policy.params.allow_untrained_head=true"])
     try:
         _wait_healthy(port, proc)
         res = _harness_run(_run_args(port, "starvla", tmp_path / "out",
@@ -123,7 +123,7 @@ def test_server_that_stays_down_gives_agent_error_records(tmp_path):
 
 @pytest.mark.slow
 def test_vla_in_process_on_libero(tiny_vla, tmp_path):
-    res = _harness_run(["suite=libero", "split=libero_spatial", "policy=vla", f"policy.params.checkpoint={tiny_vla}",
+    res = _harness_run(["suite=libero", "split=libero_spatial", "policy=vla", f"policy.params.checkpoint={tiny_vla}", "policy.params.allow_untrained_head=true",
                         "suite.params.tasks=[0]", "suite.params.trials=1", f"suite.params.max_steps={STEPS}",
                         f"out={tmp_path}", "progress=false"])
     assert res.returncode == 0, res.stderr[-3000:]

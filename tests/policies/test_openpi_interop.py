@@ -134,7 +134,7 @@ def _serve_policy(args: list[str]) -> tuple[subprocess.Popen, int]:
 def test_openpi_client_against_harness_serve_policy(ref_python, tiny_vla, tmp_path):
     from policies.vla import VLAPolicy
 
-    proc, port = _serve_policy(["policy=vla", f"policy.params.checkpoint={tiny_vla}"])
+    proc, port = _serve_policy(["policy=vla", f"policy.params.checkpoint={tiny_vla}", "policy.params.allow_untrained_head=true"])
     try:
         _wait_healthy(port, proc)
         obs = [libero_obs(10 + i, instruction=f"put the cream cheese in the bowl {i}", size=224) for i in range(3)]
@@ -149,7 +149,7 @@ def test_openpi_client_against_harness_serve_policy(ref_python, tiny_vla, tmp_pa
         _stop(proc)
     got = np.load(tmp_path / "out.npz")
     info = json.loads((tmp_path / "out.json").read_text())
-    local = VLAPolicy(checkpoint=str(tiny_vla))
+    local = VLAPolicy(checkpoint=str(tiny_vla), allow_untrained_head=True)
     assert info["metadata"]["policy"] == "vla"
     assert info["metadata"]["policy_identity"] == json.loads(json.dumps(local.identity()))
     want = local.predict(obs, [o["instruction"] for o in obs])

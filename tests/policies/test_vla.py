@@ -24,7 +24,7 @@ def ckpt(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def policy(ckpt):
-    return VLAPolicy(checkpoint=str(ckpt))
+    return VLAPolicy(checkpoint=str(ckpt), allow_untrained_head=True)
 
 
 def test_chunks_are_libero_actions_within_the_statistics(policy, ckpt):
@@ -57,7 +57,7 @@ def test_instruction_and_state_reach_the_model(policy):
 
 
 def test_adapter_changes_actions_and_identity(policy, ckpt):
-    base = VLAPolicy(checkpoint=str(ckpt), adapter="none")
+    base = VLAPolicy(checkpoint=str(ckpt), allow_untrained_head=True, adapter="none")
     o = libero_obs(4)
     assert not np.allclose(base.predict_normalized([o], ["x"]), policy.predict_normalized([o], ["x"]))
     assert base.identity()["adapter"] is None and policy.identity()["adapter"]
@@ -68,26 +68,26 @@ def test_adapter_changes_actions_and_identity(policy, ckpt):
 def test_identity_tracks_every_file_that_changes_results(ckpt, tmp_path):
     other = tmp_path / "other"
     shutil.copytree(ckpt, other)
-    ident = VLAPolicy(checkpoint=str(other)).identity()
-    assert ident == VLAPolicy(checkpoint=str(ckpt)).identity()  # content, not location
+    ident = VLAPolicy(checkpoint=str(other), allow_untrained_head=True).identity()
+    assert ident == VLAPolicy(checkpoint=str(ckpt), allow_untrained_head=True).identity()  # content, not location
     from safetensors.torch import load_file, save_file
 
     head = load_file(str(other / "action_head.safetensors"))
     head["fc2.bias"][0] += 0.5  # same header, different weights
     save_file(head, str(other / "action_head.safetensors"))
-    ident2 = VLAPolicy(checkpoint=str(other)).identity()
+    ident2 = VLAPolicy(checkpoint=str(other), allow_untrained_head=True).identity()
     assert ident2["head"] != ident["head"]
     stats = json.loads((other / "dataset_statistics.json").read_text())
     stats["libero_spatial"]["action"]["max"][0] = 0.5
     (other / "dataset_statistics.json").write_text(json.dumps(stats))
-    assert VLAPolicy(checkpoint=str(other)).identity()["action_stats"] != ident["action_stats"]
+    assert VLAPolicy(checkpoint=str(other), allow_untrained_head=True).identity()["action_stats"] != ident["action_stats"]
 
 
 def test_backbone_swap_keeps_the_head(ckpt, tmp_path):
     """The base-vs-SFT comparison: the same head on another backbone of the same shape."""
     other = build_tiny_checkpoint(tmp_path / "sft", seed=11, chunk_size=8)
-    swapped = VLAPolicy(checkpoint=str(ckpt), backbone=str(other / "backbone"), adapter="none")
-    original = VLAPolicy(checkpoint=str(ckpt), adapter="none")
+    swapped = VLAPolicy(checkpoint=str(ckpt), allow_untrained_head=True, backbone=str(other / "backbone"), adapter="none")
+    original = VLAPolicy(checkpoint=str(ckpt), allow_untrained_head=True, adapter="none")
     assert swapped.identity()["backbone"] != original.identity()["backbone"]
     assert swapped.identity()["head"] == original.identity()["head"]
     o = libero_obs(2)
@@ -96,14 +96,14 @@ def test_backbone_swap_keeps_the_head(ckpt, tmp_path):
 
 def test_bad_checkpoints_fail_with_a_clear_message(ckpt, tmp_path):
     with pytest.raises(FileNotFoundError, match="vla_config.json"):
-        VLAPolicy(checkpoint=str(tmp_path))
+        VLAPolicy(checkpoint=str(tmp_path), allow_untrained_head=True)
     bad = tmp_path / "bad"
     shutil.copytree(ckpt, bad)
     cfg = json.loads((bad / "vla_config.json").read_text())
     cfg["chunk_size"] = 4  # the head predicts 8
     (bad / "vla_config.json").write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="does not fit"):
-        VLAPolicy(checkpoint=str(bad))
+        VLAPolicy(checkpoint=str(bad), allow_untrained_head=True)
 
 
 def test_normalized_output_unnormalises_like_a_starvla_client(policy, ckpt):
@@ -113,3 +113,28 @@ def test_normalized_output_unnormalises_like_a_starvla_client(policy, ckpt):
     want = P.unnormalize(norm, stats)
     want[:, 6] = P.gripper_to_libero(want[:, 6])
     np.testing.assert_allclose(policy.act([request(o)])[0], want, atol=1e-6)
+
+
+def test_an_untrained_head_is_refused_unless_allowed(ckpt, tmp_path, capsys):
+    from harness.cli import main
+
+    with pytest.raises(ValueError, match="never trained.*marks it untrained") as info:
+        VLAPolicy(checkpoint=str(ckpt))
+    assert "\n" not in str(info.value) and "allow_untrained_head=true" in str(info.value)
+    # the CLI: one line, exit status 2 (serve-policy builds the policy before listening)
+    assert main(["serve-policy", "policy=vla", f"policy.params.checkpoint={ckpt}", "port=0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "never trained" in err[0], err
+    # no marker but no training record either: still untrained
+    unmarked = tmp_path / "unmarked"
+    shutil.copytree(ckpt, unmarked)
+    cfg = json.loads((unmarked / "vla_config.json").read_text())
+    del cfg["untrained_head"]
+    (unmarked / "vla_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="no head_training record"):
+        VLAPolicy(checkpoint=str(unmarked))
+    # a head with a training record loads without the flag
+    cfg["head_training"] = {"framework": "example", "steps": 1000, "dataset": "libero_spatial_no_noops"}
+    (unmarked / "vla_config.json").write_text(json.dumps(cfg))
+    assert VLAPolicy(checkpoint=str(unmarked)).identity()["head"] == VLAPolicy(
+        checkpoint=str(ckpt), allow_untrained_head=True).identity()["head"]
