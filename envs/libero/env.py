@@ -51,6 +51,7 @@ from __future__ import annotations
 import atexit
 import re
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -556,6 +557,9 @@ class LiberoEnv(SuiteEnv):
 
         self._spec = spec
         self._max_steps = self.suite.max_steps(spec.split)
+        # LIBERO-PRO's clock starts after the warm-up steps (its runner.py:166 at 8af465d0)
+        limit = self.suite.episode_timeout_s
+        self._deadline = None if limit is None else time.monotonic() + limit
         self._t = 0
         self._done = False
         self._frames: list[np.ndarray] = []
@@ -586,9 +590,16 @@ class LiberoEnv(SuiteEnv):
         success = bool(self._env.check_success())
         terminated = success
         truncated = not success and self._t >= self._max_steps
+        # LIBERO-PRO reads its clock before each policy query (runner.py:169 at 8af465d0), after
+        # this step: a success on this step stands, and the step budget's end is named first
+        # (its loop ends before the clock is read).
+        timed_out = (not success and not truncated and self._deadline is not None
+                     and time.monotonic() >= self._deadline)
         obs = self._observation(raw)
         self._record_frame(obs)
-        termination = "success" if success else ("max_steps" if truncated else None)
+        termination = "success" if success else ("max_steps" if truncated else
+                                                 ("episode_timeout" if timed_out else None))
+        truncated = truncated or timed_out
         info = self._info(success=success, termination=termination)
         if terminated or truncated:
             self._done = True

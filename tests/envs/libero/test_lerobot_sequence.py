@@ -76,6 +76,31 @@ def test_sampler_copies_follow_lerobots_sub_envs():
         LiberoSuite(lerobot_batch_size=2)
 
 
+def test_the_batch_size_does_not_follow_the_machine_unless_asked(monkeypatch, capsys):
+    """null: a fixed eval.batch_size, the same identity and sampler counts on 2 and 8 visible cores;
+    0: LeRobot's automatic rule (floor(0.7 x cores)), which differs between them; the value used is
+    printed when the suite is built."""
+    import os
+
+    def on(cores, **params):
+        monkeypatch.setattr(os, "cpu_count", lambda: cores)
+        s = LiberoSuite(protocol="lerobot", **params)
+        return s, capsys.readouterr().err
+
+    (two, said), (eight, _) = on(2), on(8)
+    assert two.lerobot_batch == eight.lerobot_batch == P.LEROBOT_DEFAULT_BATCH
+    assert two.protocol(SPLIT) == eight.protocol(SPLIT)
+    assert "eval.batch_size=1 (the fixed default" in said
+    (auto2, said2), (auto8, said8) = on(2, lerobot_batch_size=0), on(8, lerobot_batch_size=0)
+    assert (auto2.lerobot_batch, auto8.lerobot_batch) == (1, 5)
+    assert auto2.protocol(SPLIT) != auto8.protocol(SPLIT)
+    assert "eval.batch_size=5 (LeRobot's automatic rule" in said8
+    rounds = [[P.property_rounds("seed_plus_trial", e, s.lerobot_batch) for e in range(10)] for s in (auto2, auto8)]
+    assert rounds[0] != rounds[1]  # so the fixtures land elsewhere
+    (capped, _) = on(8, lerobot_batch_size=64, trials=5)
+    assert capped.lerobot_batch == 50  # capped at LeRobot's n_episodes (the preset's 50 trials), not `trials`
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 2])
 def test_lerobot_preset_places_fixtures_as_lerobots_sequence(clean_pool, batch):

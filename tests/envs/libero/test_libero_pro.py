@@ -105,7 +105,8 @@ def test_every_shipped_variant_is_a_split_and_every_unshipped_one_is_refused(sui
 
 def test_libero_pro_preset():
     """Zxy-MLlab/LIBERO-PRO 8af465d0484b527efc320e4cdeb57890742394be libero/evaluation/configs/eval.yaml:
-    :9 ``seed: 7``, :12 ``warmup_steps: 10``, :13 ``max_steps: 300`` (every suite), :20-21 256 px;
+    :7 ``episodes_per_task: 1``, :9 ``seed: 7``, :12 ``warmup_steps: 10``, :13 ``max_steps: 300`` (every
+    suite), :14 ``episode_timeout_seconds: 50``, :20-21 256 px;
     runner.py:67/:84 ``np.random.seed(seed)`` and ``env.seed(seed)`` once per task after the build,
     :156-159 reset, ``set_init_state``, warm-up steps ``[0, 0, 0, 0, 0, 0, -1]``, :161 the prompt
     ``env.language_instruction``; clients/openpi_client.py:127-128 rotates both images 180 degrees."""
@@ -114,6 +115,7 @@ def test_libero_pro_preset():
     assert (p["seed"], p["fixture_rng"], p["num_steps_wait"], p["camera_size"]) == (7, "sequence", 10, 256)
     assert p["dummy_action"] == [0, 0, 0, 0, 0, 0, -1] and p["rotate_180"] is True
     assert p["first_observation"] == "after_wait" and p["instruction"] == "bddl"
+    assert (p["trials"], p["episode_timeout_s"]) == (1, 50.0)
     s = LiberoSuite(protocol="libero_pro")
     assert [s.max_steps(x) for x in ("libero_spatial", "libero_10", "libero_10_lan", "libero_90")] == [300] * 4
     e = s.episodes("libero_spatial")[0]  # on a base suite too: the BDDL's own wording
