@@ -7,8 +7,13 @@ selected with ``+experiment=NAME``) and holds one node, ``experiment``:
 * ``suite_overrides``: suite -> overrides given to that suite's runs only
   (``suite.params.trials=50``);
 * ``variants``: name -> ``label`` (the row's display label) and ``overrides``
-  (what makes the variant: ``variant=base``, ``policy=vla ...``), in row order;
+  (what makes the variant: ``variant=base``, ``policy=remote ...``), in row order;
   the stored variant name is always the key (``variant.name=KEY`` is added);
+  optionally ``serve`` (``url``, ``checkpoint``: the variant's policy server);
+* ``serve`` (optional): ``command`` (a template the harness starts each variant's
+  server with, one variant at a time), ``ready_timeout_s``, ``stop_timeout_s``
+  (:mod:`harness.servers`: the placeholders ``{url}``, ``{checkpoint_id}`` ...
+  in a variant's overrides are filled from its ``serve``);
 * ``table``: ``baseline``, ``metrics``, ``columns`` (each a ``label``, a
   ``suite`` and optionally some of its ``splits``; a column is the mean over
   its splits), ``average`` (an overall average column), ``delta`` (``each``:
@@ -40,7 +45,7 @@ if TYPE_CHECKING:
 EXPERIMENT_DIR = CONFIG_DIR / "experiment"
 #: Values of ``table.delta``.
 DELTA_MODES = ("each", "average", "none")
-_TOP_KEYS = {"name", "description", "runs", "suite_overrides", "variants", "table", "paper"}
+_TOP_KEYS = {"name", "description", "runs", "suite_overrides", "variants", "table", "paper", "serve"}
 _TABLE_KEYS = {"baseline", "metrics", "columns", "average", "delta", "stats"}
 
 
@@ -53,6 +58,8 @@ class Variant:
     name: str
     label: str
     overrides: tuple[str, ...]
+    #: Its policy server (harness.servers.VariantServe), or None.
+    serve: Any = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class Experiment:
     stats: bool
     paper_source: str | None = None
     paper_rows: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: ``experiment.serve`` (harness.servers.ServeSettings), or None.
+    serve: Any = None
 
     # --- runs ------------------------------------------------------------------
     def jobs(self, overrides: Sequence[str] = ()) -> list[list[str]]:
@@ -88,12 +97,20 @@ class Experiment:
 
         The user's own ``overrides`` come last, so they win over the experiment's.
         """
+        from harness import servers
+
         out = []
         for variant in self.variants:
+            mine = variant.overrides
+            if variant.serve is not None:  # its server's {url}, {checkpoint_id} ... filled in
+                try:
+                    mine = tuple(servers.fill(mine, servers.values(variant.name, variant.serve)))
+                except servers.ServeError as exc:
+                    raise ExperimentError(str(exc)) from None
             for suite, splits in self.runs.items():
                 for split in splits:
                     out.append([f"suite={suite}", f"split={split}", *self.suite_overrides.get(suite, ()),
-                                *variant.overrides, f"variant.name={variant.name}", *overrides])
+                                *mine, f"variant.name={variant.name}", *overrides])
         return out
 
     # --- table -----------------------------------------------------------------
@@ -251,6 +268,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     """An :class:`Experiment` from its ``experiment`` node; one-line errors naming the key."""
+    from harness import servers
     from harness.metrics import RATE_COLUMNS
 
     unknown = sorted(set(node) - _TOP_KEYS)
@@ -273,12 +291,20 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     for vname, body in variants_node.items():
         if body is None:  # removed with experiment.variants.NAME=null
             continue
-        if not isinstance(body, dict) or set(body) - {"label", "overrides"}:
-            raise ExperimentError(f"experiment.variants.{vname} takes `label` and `overrides`, got {body!r}")
+        if not isinstance(body, dict) or set(body) - {"label", "overrides", "serve"}:
+            raise ExperimentError(f"experiment.variants.{vname} takes `label`, `overrides` and `serve`, got {body!r}")
+        try:
+            serve = servers.parse_variant(str(vname), body.get("serve"))
+        except servers.ServeError as exc:
+            raise ExperimentError(str(exc)) from None
         variants.append(Variant(str(vname), str(body.get("label") or vname),
-                                _strings(body.get("overrides"), f"variants.{vname}.overrides")))
+                                _strings(body.get("overrides"), f"variants.{vname}.overrides"), serve))
     if not variants:
         raise ExperimentError("experiment.variants: every variant was removed")
+    try:
+        serve_settings = servers.parse_settings(node.get("serve"))
+    except servers.ServeError as exc:
+        raise ExperimentError(str(exc)) from None
     table = node.get("table") or {}
     unknown = sorted(set(table) - _TABLE_KEYS)
     if unknown:
@@ -327,4 +353,5 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
         metrics=metrics, columns=tuple(columns), average=bool(table.get("average", False)), delta=delta,
         stats=bool(table.get("stats", True)), paper_source=paper.get("source"),
         paper_rows={str(k): {str(c): float(x) for c, x in v.items()} for k, v in rows.items()},
+        serve=serve_settings,
     )

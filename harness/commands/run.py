@@ -115,16 +115,43 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
         return 0
     experiment = _experiment_name(overrides)
     trackers = _build_trackers(prepared)
+    servers = _servers(overrides)  # an experiment's policy servers, one variant at a time
     failed = 0
     try:
         for i, job in enumerate(prepared):
             job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
             job.experiment = experiment
+            if servers is not None:
+                _serve(servers, job)
             failed += _run_one(job, trackers.get(_tracker_key(job))) != 0
         _log_outputs(prepared, trackers, experiment)
     finally:
+        if servers is not None:
+            servers.stop()
         _close_trackers(trackers)
     return 1 if failed else 0
+
+
+def _servers(overrides: list[str]) -> Any:
+    """``+experiment=NAME`` with ``experiment.serve.command``: its server lifecycle (harness/servers.py)."""
+    from harness import experiments, servers
+
+    name, edits, _rest = experiments.split_overrides(overrides)
+    if name is None:
+        return None
+    try:
+        return servers.Lifecycle.for_experiment(experiments.load(name, edits))
+    except (experiments.ExperimentError, servers.ServeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _serve(lifecycle: Any, job: _Job) -> None:
+    from harness.servers import ServeError
+
+    try:
+        lifecycle.enter(job.spec.variant, job.cfg.out)
+    except ServeError as exc:
+        raise UsageError(f"{exc} (finished episodes are saved)") from None
 
 
 def _close_trackers(trackers: dict[Any, Any]) -> None:

@@ -1,0 +1,105 @@
+"""harness/servers.py: an experiment's per-variant policy servers (fast: real processes, plain sockets)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+
+import pytest
+
+from harness import experiments, servers
+
+LISTEN = (f"{sys.executable} -c \"import socket, sys, time; s = socket.socket(); "
+          "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print('up', sys.argv[2], flush=True); "
+          "time.sleep(120)\" {port} {checkpoint}")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(port: int) -> bool:
+    return servers._answers("127.0.0.1", port, timeout=0.5)
+
+
+def test_placeholders_fill_overrides_with_the_checkpoints_digest(tmp_path):
+    from policies.checkpoint import path_digest
+
+    ckpt = tmp_path / "my ckpt"
+    ckpt.mkdir()
+    (ckpt / "weights.safetensors").write_bytes(b"\0" * 64)
+    serve = servers.VariantServe(url="ws://127.0.0.1:10093", checkpoint=str(ckpt))
+    vals = servers.values("base", serve)
+    assert vals["checkpoint_id"] == f"my_ckpt@sha256:{path_digest(ckpt)}" and vals["port"] == "10093"
+    filled = servers.fill(["policy.params.url={url}", "policy.params.checkpoint_id={checkpoint_id}"], vals)
+    assert filled == ["policy.params.url=ws://127.0.0.1:10093", f"policy.params.checkpoint_id={vals['checkpoint_id']}"]
+    (command,) = servers.fill(["serve --ckpt {checkpoint}"], vals, quote=True)
+    assert command == f"serve --ckpt '{ckpt.resolve()}'"
+    # another checkpoint, another id
+    (ckpt / "weights.safetensors").write_bytes(b"\1" * 64)
+    servers.checkpoint_digest.cache_clear()
+    assert servers.values("base", serve)["checkpoint_id"] != vals["checkpoint_id"]
+    unset = servers.values("base", servers.VariantServe(url="ws://127.0.0.1:1", checkpoint="${oc.env:NO_SUCH_VAR_X,null}"))
+    assert unset["checkpoint_id"] == "null"
+    with pytest.raises(servers.ServeError, match="does not exist"):
+        servers.values("base", servers.VariantServe(checkpoint=str(tmp_path / "missing")))
+
+
+def test_one_variant_at_a_time_and_stopped(tmp_path):
+    ports = {"a": _port(), "b": _port()}
+    variants = {}
+    for name, port in ports.items():
+        (tmp_path / name).mkdir()
+        variants[name] = servers.VariantServe(url=f"ws://127.0.0.1:{port}", checkpoint=str(tmp_path / name))
+    life = servers.Lifecycle(servers.ServeSettings(LISTEN, ready_timeout_s=30, stop_timeout_s=5), variants)
+    with life:
+        life.enter("a", tmp_path / "out")
+        assert _answers(ports["a"]) and not _answers(ports["b"])
+        pid_a = life.proc.pid
+        life.enter("a", tmp_path / "out")  # the same variant: the same server
+        assert life.proc.pid == pid_a
+        life.enter("b", tmp_path / "out")
+        assert _answers(ports["b"]) and not _answers(ports["a"])
+    assert not _answers(ports["b"]) and life.proc is None
+    log = (tmp_path / "out" / "servers" / "b.log").read_text()
+    assert f"up {tmp_path / 'b'}" in log
+    assert (tmp_path / "out" / "servers" / "a.json").is_file()
+
+
+def test_a_busy_port_and_a_dying_server_are_one_line_errors(tmp_path):
+    port = _port()
+    (tmp_path / "c").mkdir()
+    variant = {"c": servers.VariantServe(url=f"ws://127.0.0.1:{port}", checkpoint=str(tmp_path / "c"))}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", port))
+        busy.listen()
+        life = servers.Lifecycle(servers.ServeSettings(LISTEN, ready_timeout_s=30), variant)
+        with pytest.raises(servers.ServeError, match="already answers"):
+            life.enter("c", tmp_path / "out")
+        assert life.proc is None
+    dying = servers.Lifecycle(servers.ServeSettings(f"{sys.executable} -c \"raise SystemExit('no GPU here')\"",
+                                                    ready_timeout_s=30), variant)
+    t0 = time.monotonic()
+    with pytest.raises(servers.ServeError, match="exited with status 1 before answering.*no GPU here") as info:
+        dying.enter("c", tmp_path / "out")
+    assert "\n" not in str(info.value) and time.monotonic() - t0 < 20
+    silent = servers.Lifecycle(servers.ServeSettings(f"{sys.executable} -c \"import time; time.sleep(60)\"",
+                                                     ready_timeout_s=1, stop_timeout_s=5), variant)
+    with pytest.raises(servers.ServeError, match="did not answer .* within 1 s"):
+        silent.enter("c", tmp_path / "out")
+    assert silent.proc is None
+
+
+def test_the_experiment_file_declares_a_served_route_per_variant(monkeypatch, tmp_path):
+    exp = experiments.load("libero_four_suites")
+    assert [v.name for v in exp.variants] == ["base", "favor_sft", "cfg_sft"]
+    assert servers.Lifecycle.for_experiment(exp) is None  # no $VLA_SERVE_COMMAND: the user's servers
+    jobs = exp.jobs()
+    assert "policy.params.protocol=starvla" in jobs[0] and "policy.params.url=ws://127.0.0.1:10093" in jobs[0]
+    monkeypatch.setenv("VLA_SERVE_COMMAND", "serve {checkpoint} {port}")
+    assert servers.Lifecycle.for_experiment(experiments.load("libero_four_suites")) is not None
+    with pytest.raises(experiments.ExperimentError, match="serve takes"):
+        experiments.load("libero_four_suites", ["experiment.variants.base.serve.colour=blue"])
