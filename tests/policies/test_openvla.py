@@ -37,8 +37,9 @@ from tests.policies.openvla_ref_model import GRIPPERS, oft_chunk, openvla_action
 
 REPO = Path(__file__).resolve().parents[2]
 GOLD = np.load(Path(__file__).parent / "data" / "openvla_preprocess.npz")
-#: The numpy lanczos3 differs from TF's in the last bit of a few kernel weights: on the golden
-#: frame 2 of 150528 values are 1 off (the wrist frame, the crop and the JPEG are exact).
+#: The numpy lanczos3 differs from TF's in the last bit of a few kernel weights: on the five
+#: golden agentview frames 0 to 2 of 150528 values are 1 off (the wrist frames, the crop and the
+#: JPEG are exact).
 RESIZE_TOLERANCE = 4
 
 
@@ -68,6 +69,21 @@ def test_resize_and_crop_equal_the_eval_scripts_functions():
     from PIL import Image
     pil = np.asarray(Image.fromarray(O.jpeg_round_trip(GOLD["in_agentview_0"])).resize((224, 224), Image.LANCZOS))
     assert int((pil != GOLD["openvla_resized_0"]).sum()) > 1000
+
+
+def test_every_recorded_frame_matches():
+    """The five frames of tests/policies/openvla_frames.py (four suites, 0-60 random actions in):
+    each within the resize tolerance (agentview), exact (wrist, crop), the state OFT's."""
+    frames = sorted(int(k.rsplit("_", 1)[1]) for k in GOLD.files if k.startswith("in_agentview_"))
+    assert frames == list(range(5))
+    for i in frames:
+        close_to(O.resize_for_policy(GOLD[f"in_agentview_{i}"]), GOLD[f"openvla_resized_{i}"])
+        np.testing.assert_array_equal(O.resize_for_policy(GOLD[f"in_wrist_{i}"]), GOLD[f"oft_wrist_image_{i}"])
+        np.testing.assert_array_equal(O.center_crop(GOLD[f"openvla_resized_{i}"]),
+                                      GOLD[f"openvla_model_image_{i}_crop1"])
+        assert GOLD[f"oft_full_is_openvla_resized_{i}"] and GOLD[f"openvla_uncropped_is_resized_{i}"]
+        assert GOLD[f"oft_server_crop_is_openvla_crop_{i}"]
+        np.testing.assert_array_equal(GOLD[f"in_state_{i}"], GOLD[f"oft_state_{i}"])
 
 
 def test_jpeg_round_trip_equals_tensorflows():
