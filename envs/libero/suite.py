@@ -53,6 +53,9 @@ class LiberoSuite:
     #:    default preset's name (``standard`` an alias); ``lerobot`` draws from trial // B + 3
     #:    sampler copies (LeRobot's extra reset before the first episode, B sub-envs); a reset retried
     #:    after ``RandomizationError`` adds one copy, as LIBERO's model reload does.
+    #:    Since then, without a version change (other presets' identities are unchanged):
+    #:    ``libero_pro`` carries LIBERO-PRO's 50 s limit (``protocol.episode_timeout_s``, so its
+    #:    runs are new runs) and one episode per task; ``lerobot`` defaults to eval.batch_size 1.
     version = "4"
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "continuous"
