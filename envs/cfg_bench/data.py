@@ -57,7 +57,7 @@ TIER_OF: Mapping[str, str] = {task: tier for tier, tasks in TIERS.items() for ta
 MC_TASKS: frozenset[str] = frozenset({"FAU", "TR", "CR"})
 
 #: Open-ended tasks whose question carries a false premise; an answer that accepts it scores 0
-#: (judge/CFG_JUDGE.py:18-28, the judge's first phase).
+#: (judge/CFG_JUDGE.py:19-27, the judge's first phase).
 GATED_TASKS: frozenset[str] = frozenset({"CIA", "CRS"})
 
 #: Every split name: ``all``, the four tiers, and each task code in lower case.

@@ -141,3 +141,28 @@ def test_the_ancestors_inclusive_lengths_would_not_match_the_release():
     union = sum(p[1] - p[0] + 1 for p in pred) + sum(g[1] - g[0] + 1 for g in ref) - inter
     assert round(inter / union, 3) == 0.82
     assert round(ground(pred, ref).iou, 3) == 0.792
+
+
+def test_our_iou_equals_the_release_scorer_when_its_source_is_given(monkeypatch):
+    """With ``$PROCOBJECT_SRC`` naming a checkout of WenliangGuo/ProcObject-10K, its scorer's
+    ``IoU`` (benchmark/evaluation/evaluate_grounding.py, called on raw predictions as the page's
+    tools call it) is run on the recorded cases and on the hand-made ones above, and must agree
+    with ours. Skipped without it: the recorded test above covers the release's output."""
+    import os
+    import sys
+    from pathlib import Path
+
+    src = os.environ.get("PROCOBJECT_SRC")
+    if not src:
+        pytest.skip("set $PROCOBJECT_SRC to a checkout of WenliangGuo/ProcObject-10K to run the release's scorer")
+    folder = Path(src).expanduser() / "benchmark" / "evaluation"
+    assert (folder / "evaluate_grounding.py").is_file(), f"{folder} has no evaluate_grounding.py"
+    monkeypatch.syspath_prepend(str(folder))
+    sys.modules.pop("evaluate_grounding", None)
+    import evaluate_grounding
+
+    cases = [(pred, ref) for _, _, ref, preds in RECORDED for pred, _ in preds.values()]
+    cases += [([[0, 5], [3, 8]], [[4, 12]]), ([[0, 10], [2, 4]], [[0, 4]]), ([[0, 2], [6, 8]], [[1, 7]]),
+              ([[0, 5], [5, 10]], [[0, 10]]), ([[0, 5], [0, 5]], [[0, 5]])]
+    for pred, ref in cases:
+        assert float(evaluate_grounding.IoU(pred, ref)) == pytest.approx(ground(pred, ref).iou, abs=1e-9), (pred, ref)
