@@ -246,3 +246,10 @@ def find_video(index: Mapping[str, Path], video_name: str) -> Path | None:
     """The video of ``video_name`` (its base name, then lower case), or None."""
     key = Path(video_name.strip()).name
     return index.get(key) or index.get(key.lower())
+
+
+def caption_for(captions: Mapping[str, str], question: Question) -> str | None:
+    """The caption of ``question``'s video (by file name, as judge_deepseek_r1.py:57-58 keys it),
+    or None. A question without a caption can't be judged: the suite records it as not judged
+    (``no_caption``) and counts it, where the originals write an error and drop it from the mean."""
+    return captions.get(Path(question.video_name).name)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from envs.cfg_bench import data
-from envs.cfg_bench.data import DataError, find_video, load_captions, load_questions, select, video_index
+from envs.cfg_bench.data import DataError, caption_for, find_video, load_captions, load_questions, select, video_index
 from envs.cfg_bench.judge_prompt import build_judge_prompt, load_original_prompt, render_original
 from envs.cfg_bench.official import to_official, write_official
 from envs.cfg_bench.prompt import HINT_MODES, build_prompt, open_answer
@@ -72,6 +72,8 @@ def test_questions_splits_captions_and_videos(root):
     caps = load_captions(root)
     assert caps == {"clip_001.mp4": "A person pours water, then opens the lid.",
                     "clip_002.mp4": "A person slices a tomato.", "v1.mp4": "nested"}
+    assert caption_for(caps, qs[0]) == "A person pours water, then opens the lid."
+    assert caption_for(caps, qs[2]) is None  # v0.mp4 has none
     index = video_index(root)
     assert find_video(index, "clip_001.mp4").name == "Clip_001.MP4"  # recursive, lower-case fallback
     assert find_video(index, "clip_002.mp4") is None
