@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from harness.commands.common import UsageError, first_lines, one_line
 
@@ -399,6 +399,7 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
         with bar:
             summary = runner.run()
         stored, successes, errors = store.run_counts(summary.run_id)  # resumed episodes included
+        failures = store.run_failures(summary.run_id)
         logger.end(stored, successes, errors)
     except StoreError as exc:
         raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
@@ -409,11 +410,40 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     done = summary.skipped + summary.finished
     print(
         f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed; "
-        f"{successes}/{stored} succeeded, {errors} errors (all stored episodes of this run), "
+        f"{successes}/{stored} succeeded; {failures_text(failures, full=True)} (all stored episodes of this run), "
         f"{time.monotonic() - t0:.1f}s -> {store.path} (run {summary.run_id}, {done}/{summary.total} done)",
         file=sys.stderr,
     )
     return 0
+
+
+def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
+    """The agent's failures as the progress and end lines print them: runtime errors always,
+    then timeouts, episodes with output errors (agent outputs that yielded no usable action,
+    e.g. unparseable replies), empty plans and episodes that ran fallback actions -- every one
+    when ``full`` (the end line), the ones that happened otherwise (progress lines)."""
+    n = {key: int(counts.get(key, 0)) for key in ("errors", "timeouts", "output_error_episodes",
+                                                  "output_errors", "empty_plans", "fallback_episodes")}
+    parts = [f"{n['errors']} errors"]
+    if full or n["timeouts"]:
+        parts.append(f"{n['timeouts']} timeouts")
+    if full or n["output_error_episodes"]:
+        parts.append(f"{n['output_error_episodes']} with output errors ({n['output_errors']} unusable replies)")
+    if full or n["empty_plans"]:
+        parts.append(f"{n['empty_plans']} empty plans")
+    if full or n["fallback_episodes"]:
+        parts.append(f"{n['fallback_episodes']} with fallback actions")
+    return ", ".join(parts)
+
+
+def _record_failures(record: Any) -> dict[str, int]:
+    """One record's contribution to :meth:`harness.store.ResultStore.run_failures`."""
+    extra = record.extra if isinstance(getattr(record, "extra", None), dict) else {}
+    kind = record.error_kind
+    return {"errors": int(kind is not None and kind != "timeout"), "timeouts": int(kind == "timeout"),
+            "output_error_episodes": int(record.planner_output_errors > 0),
+            "output_errors": int(record.planner_output_errors), "empty_plans": int(bool(record.empty_plan)),
+            "fallback_episodes": int(bool(extra.get("fallback_plans")))}
 
 
 class _Progress:
@@ -434,7 +464,8 @@ class _Progress:
         self.batch, self.interval_s, self.min_gap_s = max(1, int(batch)), interval_s, min_gap_s
         self._progress: Any = None
         self._task: Any = None
-        self.ok = self.n = self.errors = 0
+        self.ok = self.n = 0
+        self.failures: dict[str, int] = {}
         self.total = self.skipped = 0
         self._t0 = self._last = time.monotonic()
         self._lock = threading.Lock()
@@ -450,7 +481,7 @@ class _Progress:
 
             self._progress = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("SR {task.fields[sr]}"), TextColumn("err {task.fields[err]}"),
+                TextColumn("SR {task.fields[sr]}"), TextColumn("{task.fields[err]}"),
                 TimeRemainingColumn(), TextColumn("{task.fields[calls]}"), transient=False,
             )
             self._progress.__enter__()
@@ -467,7 +498,7 @@ class _Progress:
         self.total, self.skipped = total, skipped
         self._t0 = self._last = time.monotonic()
         if self._progress is not None:
-            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err=0,
+            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err="0 errors",
                                                  calls=self.calls_text())
         if self.lines and total > skipped:
             self._ticker = threading.Thread(target=self._tick, name="harness-progress", daemon=True)
@@ -477,9 +508,11 @@ class _Progress:
         with self._lock:
             self.n += 1
             self.ok += bool(record.success)
-            self.errors += record.error_kind is not None
+            for key, n in _record_failures(record).items():
+                self.failures[key] = self.failures.get(key, 0) + n
+            err = failures_text(self.failures)
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=self.errors)
+            self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=err)
         elif self.lines and (self.n % self.batch == 0 or self.skipped + self.n == self.total) \
                 and time.monotonic() - self._last >= self.min_gap_s:
             self.print_line()
@@ -523,7 +556,7 @@ class _Progress:
 
     def line(self) -> str:
         with self._lock:
-            n, ok, errors = self.n, self.ok, self.errors
+            n, ok, errors = self.n, self.ok, failures_text(self.failures)
         elapsed = time.monotonic() - self._t0
         done = self.skipped + n
         left = self.total - done
@@ -531,7 +564,7 @@ class _Progress:
         sr = f"{100 * ok / n:.1f}%" if n else "-"
         calls = self.calls_text()
         return (f"progress: {self.label} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%), "
-                f"SR {sr} of {n} run, {errors} errors, elapsed {_duration(elapsed)}, ETA {eta}"
+                f"SR {sr} of {n} run, {errors}, elapsed {_duration(elapsed)}, ETA {eta}"
                 + (f"; {calls}" if calls else ""))
 
     def print_line(self) -> None:
