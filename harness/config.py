@@ -7,6 +7,7 @@ Only the CLI calls this module; the runner sees dataclasses, never Hydra.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -21,6 +22,11 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 class ConfigError(ValueError):
     """A bad override or config; ``str()`` is one line naming the fix."""
+
+
+class MissingPrerequisite(ConfigError):
+    """Something the run needs that is not here (a checkpoint, an optional extra): not a typo,
+    so ``harness run --dry-run`` lists every one of them at once."""
 
 
 @dataclass
@@ -122,9 +128,12 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
     return [list(combo) for combo in itertools.product(*choices)]
 
 
-def compose(overrides: list[str]) -> DictConfig:
+def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfig:
     """Compose ``harness/configs/config.yaml`` with overrides over the plugins' schema nodes, and
-    check the values strictly (:func:`to_run_spec` checks the plugins' parameters)."""
+    check the values strictly (:func:`to_run_spec` checks the plugins' parameters).
+
+    ``missing``: a variant's unset checkpoint is appended to it (and the checkpoint left as the
+    variable's name, never read) instead of raised -- the dry run lists, it loads nothing."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -150,7 +159,14 @@ def compose(overrides: list[str]) -> DictConfig:
         model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
         OmegaConf.resolve(merged)
         _command_line_wins(merged, overrides)
-        _check_checkpoint(merged, model_source)
+        try:
+            _check_checkpoint(merged, model_source)
+        except MissingPrerequisite as exc:
+            if missing is None:
+                raise
+            missing.append(str(exc))
+            names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
+            merged.variant.params.model = f"${names[0]}" if names else "<unset>"
         _prune_unset(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
@@ -255,7 +271,7 @@ def _check_checkpoint(cfg: DictConfig, model_source: Any) -> None:
         return
     names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
     where = " or ".join(f"${n}" for n in names)
-    raise ConfigError(
+    raise MissingPrerequisite(
         f"variant {cfg.variant.name} has no checkpoint: "
         + (f"set {where} to its folder (or Hub id), or give variant.params.model=PATH"
            if where else "give variant.params.model=PATH"))
@@ -323,7 +339,9 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         suite_plugin = SUITES.entry(cfg.suite.name)
         executor_plugin = EXECUTORS.entry(cfg.executor.name)
         agent_plugin = registry.entry(agent_cfg.name, cfg.suite.name)
-    except (UnknownPluginError, MissingDependencyError) as exc:
+    except MissingDependencyError as exc:
+        raise MissingPrerequisite(str(exc)) from None
+    except UnknownPluginError as exc:
         raise ConfigError(str(exc)) from None
 
     def checked(decl: Any, values: dict[str, Any], prefix: str, label: str, **kw: Any) -> dict[str, Any]:

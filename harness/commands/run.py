@@ -79,7 +79,14 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
             jobs = expand_sweeps(overrides) if multirun else [overrides]
             if not multirun and any(_is_sweep(o) for o in overrides):
                 raise UsageError(f"{next(o for o in overrides if _is_sweep(o))!r} sweeps several values: add -m")
-        configs = [compose(job) for job in jobs]
+        # A dry run lists the variants' unset checkpoints with the other missing prerequisites.
+        missing: list[tuple[str, str]] | None = [] if dry_run else None  # (what is missing, its job)
+        configs = []
+        for job in jobs:
+            unset: list[str] | None = [] if dry_run else None
+            configs.append(compose(job, unset))
+            if missing is not None:
+                missing += [(text, " ".join(job)) for text in unset or ()]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     _check_per_variant_settings(overrides, configs)
@@ -106,11 +113,21 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
     for overrides_i, cfg in zip(jobs, configs):
         label = " ".join(redact_override(o) for o in overrides_i)
         try:
-            prepared.append(_prepare(cfg, suites, label))
+            job_ = _prepare(cfg, suites, label)
+            prepared.append(job_)
+            if missing is not None:
+                missing += [(text, label) for text in _missing_checkpoints(job_.spec) + _unreachable_servers(job_.spec)]
+        except _Missing as exc:
+            if missing is None:
+                where = f" (job {label})" if len(configs) > 1 else ""
+                raise UsageError(f"{exc}{where}") from None
+            missing.append((str(exc), label))
         except UsageError as exc:
             where = f" (job {label})" if len(configs) > 1 else ""
             raise UsageError(f"{exc}{where}") from None
     if dry_run:
+        if missing:
+            raise UsageError(_missing_message(missing, len(configs)))
         _print_plan(prepared)
         return 0
     experiment = _experiment_name(overrides)
@@ -125,6 +142,86 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
     finally:
         _close_trackers(trackers)
     return 1 if failed else 0
+
+
+class _Missing(UsageError):
+    """A prerequisite of a run that is not here (data, an optional extra, a checkpoint):
+    a dry run lists every one, a run stops at the first."""
+
+
+def _missing_message(missing: list[tuple[str, str]], jobs: int) -> str:
+    """Every missing prerequisite in one message: one line when there is one, else a line each
+    (the same text once, with how many of the runs need it)."""
+    by_text: dict[str, list[str]] = {}
+    for text, label in missing:
+        by_text.setdefault(text, [])
+        if label not in by_text[text]:
+            by_text[text].append(label)
+    if len(by_text) == 1:
+        (text, labels), = by_text.items()
+        return text + (f" (job {labels[0]})" if jobs > 1 and len(labels) == 1 else
+                       f" ({len(labels)} of the {jobs} runs)" if jobs > 1 else "")
+    lines = [f"{len(by_text)} prerequisites of the requested runs are missing (dry run: nothing was run or written):"]
+    for text, labels in by_text.items():
+        where = (f"job {labels[0]}" if len(labels) == 1 else f"{len(labels)} of the {jobs} runs") if jobs > 1 else ""
+        lines.append(f"  - {text}" + (f" ({where})" if where else ""))
+    return "\n".join(lines)
+
+
+#: Agent parameters that name a server the agent calls (an OpenAI-compatible endpoint, a
+#: policy server): the dry run checks that something listens there.
+_SERVER_PARAMS = ("base_url", "url")
+
+
+#: Agent parameters that may name a local checkpoint folder or file (``model`` only when no
+#: server is named: a served model's name is the server's business).
+_CHECKPOINT_PARAMS = ("model", "adapter", "served_checkpoint")
+
+
+def _missing_checkpoints(spec: Any) -> list[str]:
+    """The checkpoint parameters whose value is a local path (``/``, ``./``, ``../``, ``~``) that
+    does not exist: looked up, never read (a Hub id is left to the run)."""
+    import os
+
+    out = []
+    for name in _CHECKPOINT_PARAMS:
+        value = spec.agent_params.get(name)
+        if name == "model" and spec.agent_params.get("base_url"):
+            continue
+        if isinstance(value, str) and value.startswith(("/", "./", "../", "~")) \
+                and not os.path.exists(os.path.expanduser(value)):
+            out.append(f"variant {spec.variant}: {spec.agent_kind}.params.{name}={value} does not exist")
+    return out
+
+
+def _unreachable_servers(spec: Any, timeout_s: float = 2.0) -> list[str]:
+    """The servers the agent's parameters name that accept no connection (a TCP connect to
+    host:port, nothing sent): what the dry run reports as missing."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from harness.redact import redact_text
+
+    out = []
+    for name in _SERVER_PARAMS:
+        value = spec.agent_params.get(name)
+        if not isinstance(value, str) or "://" not in value:
+            continue
+        try:
+            parts = urlsplit(value)
+            port = parts.port or {"https": 443, "wss": 443}.get(parts.scheme, 80)
+            host = parts.hostname
+        except ValueError:
+            continue
+        if not host:
+            continue
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                pass
+        except OSError as exc:
+            out.append(f"{spec.agent_kind} {spec.agent}: no server answers at {redact_text(value)} "
+                       f"({spec.agent_kind}.params.{name}): {type(exc).__name__}: {one_line(exc)}")
+    return out
 
 
 def _close_trackers(trackers: dict[Any, Any]) -> None:
@@ -165,7 +262,9 @@ def _check_tracker(cfg: Any) -> Any:
     try:
         plugin = TRACKERS.entry(name)
         parsed = parse(plugin.params or NoParams, values)
-    except (UnknownPluginError, MissingDependencyError) as exc:
+    except MissingDependencyError as exc:
+        raise _Missing(str(exc)) from None
+    except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
     except ParamError as exc:
         raise UsageError(exc.of(f"tracker {name}") if exc.unknown else str(exc.at("tracker."))) from None
@@ -271,12 +370,14 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     import json
 
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-    from harness.config import ConfigError, to_run_spec
+    from harness.config import ConfigError, MissingPrerequisite, to_run_spec
     from harness.interfaces import action_mismatch
     from harness.registry import MissingDependencyError, UnknownPluginError
 
     try:
         spec = to_run_spec(cfg)
+    except MissingPrerequisite as exc:
+        raise _Missing(str(exc)) from None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
@@ -291,7 +392,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         unavailable = getattr(suite, "unavailable", None)  # optional: a split known but not installed
         reason = unavailable(spec.split) if callable(unavailable) else None
         if reason:
-            raise UsageError(f"{spec.suite}/{spec.split}: {reason}")
+            raise _Missing(f"{spec.suite}/{spec.split}: {reason}")
         if spec.split not in suite.splits():
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -303,9 +404,13 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
                                   f"{spec.agent_kind} {spec.agent}")
         if mismatch is not None:
             raise UsageError(mismatch)
-    except (UnknownPluginError, MissingDependencyError) as exc:
+    except MissingDependencyError as exc:
+        raise _Missing(str(exc)) from None
+    except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
-    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+    except (FileNotFoundError, NotADirectoryError) as exc:  # a data folder not set or not there
+        raise _Missing(one_line(exc)) from None
+    except PermissionError as exc:
         raise UsageError(one_line(exc)) from None
     except OSError as exc:
         raise UsageError(f"{spec.suite}/{spec.split}: cannot read its data: {one_line(exc)}") from None
