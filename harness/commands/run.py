@@ -544,10 +544,11 @@ def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
 def _record_failures(record: Any) -> dict[str, int]:
     """One record's contribution to :meth:`harness.store.ResultStore.run_failures`."""
     extra = record.extra if isinstance(getattr(record, "extra", None), dict) else {}
-    kind = record.error_kind
+    kind = getattr(record, "error_kind", None)
+    output_errors = int(getattr(record, "planner_output_errors", 0) or 0)
     return {"errors": int(kind is not None and kind != "timeout"), "timeouts": int(kind == "timeout"),
-            "output_error_episodes": int(record.planner_output_errors > 0),
-            "output_errors": int(record.planner_output_errors), "empty_plans": int(bool(record.empty_plan)),
+            "output_error_episodes": int(output_errors > 0), "output_errors": output_errors,
+            "empty_plans": int(bool(getattr(record, "empty_plan", False))),
             "fallback_episodes": int(bool(extra.get("fallback_plans")))}
 
 
