@@ -141,6 +141,7 @@ def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfi
     from omegaconf.errors import OmegaConfBaseException
 
     register_schemas()
+    _check_shapes(overrides)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -175,6 +176,38 @@ def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfi
     except Exception as exc:  # Hydra lets some malformed overrides through as other errors (`=3`, `~suite`)
         raise ConfigError(f"bad override: {type(exc).__name__}: {_first_line(exc)}") from None
     return merged  # type: ignore[return-value]
+
+
+#: Config groups whose ``params`` node is a mapping of the chosen plugin's parameters.
+_PARAM_GROUPS = ("suite", "planner", "policy", "variant", "executor", "tracker")
+
+
+def _check_shapes(overrides: list[str]) -> None:
+    """A group given something other than a name (``planner=[1]``) or a ``params`` node given
+    something other than a mapping (``suite.params=5``): one line naming the key, before Hydra
+    (whose own errors for these are a TypeError or no error at all)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from harness.catalog import BY_GROUP
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:
+        return  # compose names the bad override
+    groups = set(BY_GROUP) | {"variant", "experiment"}
+    for ov in parsed:
+        if ov.is_delete() or ov.is_sweep_override():
+            continue
+        key = ov.key_or_group
+        value = ov.value()
+        if key in groups and not isinstance(value, str) and value is not None:
+            raise ConfigError(f"{key} must name one {key} (choices: {', '.join(group_choices(key))}), "
+                              f"got {ov.get_value_element_as_str()}")
+        head, _, tail = key.partition(".")
+        if tail == "params" and head in _PARAM_GROUPS and not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a mapping of parameters: set one with {key}.NAME=VALUE, "
+                              f"got {ov.get_value_element_as_str()}")
 
 
 def _prune_unset(cfg: DictConfig, overrides: list[str]) -> None:

@@ -397,7 +397,20 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
-        suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
+        # surfaces missing or malformed data before anything starts; a split with no episode
+        # (a count of 0, a filter that keeps none) would "succeed" having run nothing
+        if not len(suite.episodes(spec.split)):
+            from harness.params import fields_of
+
+            decl = SUITES.entry(spec.suite).params
+            try:
+                defaults = {f.name: f.default for f in fields_of(decl)} if decl is not None else {}
+            except (TypeError, ValueError):  # a declaration that is not one dataclass
+                defaults = {}
+            zeros = [f"suite.params.{k}={v}" for k, v in spec.suite_params.items()
+                     if (v == 0 and not isinstance(v, bool) or v in ([], ())) and defaults.get(k) != v]
+            raise UsageError(f"{spec.suite}/{spec.split} has no episodes to run"
+                             + (f" ({', '.join(zeros)})" if zeros else ""))
         # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
         # An agent that cannot produce the suite's kind of action is refused before any episode.
         mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent, spec.suite),
