@@ -437,12 +437,13 @@ class ResultStore:
         """The agent's failures in one run's stored episodes, by kind: ``errors`` (runtime error
         records other than timeouts), ``timeouts``, ``output_error_episodes`` (episodes with at
         least one agent output that yielded no usable action) and ``output_errors`` (those outputs,
-        ``planner_output_errors`` summed), ``empty_plans``, ``fallback_episodes`` (episodes in
+        ``planner_output_errors`` summed), ``empty_plans`` (failed episodes that an empty plan ended:
+        where stopping is how an agent finishes, a successful stop is no failure), ``fallback_episodes`` (episodes in
         which the agent ran its fallback actions: ``extra["fallback_plans"]``)."""
         row = self._db.execute(
             "SELECT COALESCE(SUM(error_kind IS NOT NULL AND error_kind != 'timeout'), 0), "
             "COALESCE(SUM(error_kind = 'timeout'), 0), COALESCE(SUM(planner_output_errors > 0), 0), "
-            "COALESCE(SUM(planner_output_errors), 0), COALESCE(SUM(empty_plan), 0), "
+            "COALESCE(SUM(planner_output_errors), 0), COALESCE(SUM(empty_plan AND NOT success), 0), "
             "COALESCE(SUM(CASE WHEN json_valid(extra) THEN COALESCE(json_extract(extra, '$.fallback_plans'), 0) > 0 END), 0) "
             "FROM episodes WHERE run_id=?", (run_id,)).fetchone()
         return dict(zip(FAILURE_COUNTS, map(int, row)))

@@ -538,7 +538,7 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
 def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
     """The agent's failures as the progress and end lines print them: runtime errors always,
     then timeouts, episodes with output errors (agent outputs that yielded no usable action,
-    e.g. unparseable replies), empty plans and episodes that ran fallback actions -- every one
+    e.g. unparseable replies), failed episodes an empty plan ended and episodes that ran fallback actions -- every one
     when ``full`` (the end line), the ones that happened otherwise (progress lines)."""
     n = {key: int(counts.get(key, 0)) for key in ("errors", "timeouts", "output_error_episodes",
                                                   "output_errors", "empty_plans", "fallback_episodes")}
@@ -548,7 +548,7 @@ def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
     if full or n["output_error_episodes"]:
         parts.append(f"{n['output_error_episodes']} with output errors ({n['output_errors']} unusable replies)")
     if full or n["empty_plans"]:
-        parts.append(f"{n['empty_plans']} empty plans")
+        parts.append(f"{n['empty_plans']} failed on an empty plan")
     if full or n["fallback_episodes"]:
         parts.append(f"{n['fallback_episodes']} with fallback actions")
     return ", ".join(parts)
@@ -561,7 +561,7 @@ def _record_failures(record: Any) -> dict[str, int]:
     output_errors = int(getattr(record, "planner_output_errors", 0) or 0)
     return {"errors": int(kind is not None and kind != "timeout"), "timeouts": int(kind == "timeout"),
             "output_error_episodes": int(output_errors > 0), "output_errors": output_errors,
-            "empty_plans": int(bool(getattr(record, "empty_plan", False))),
+            "empty_plans": int(bool(getattr(record, "empty_plan", False)) and not getattr(record, "success", False)),
             "fallback_episodes": int(bool(extra.get("fallback_plans")))}
 
 

@@ -72,6 +72,7 @@ def test_store_and_progress_count_each_kind(tmp_path):
         _record(3, planner_output_errors=3),
         _record(4, planner_output_errors=1, extra={"fallback_plans": 1}),
         _record(5, empty_plan=True, termination="empty_plan"),
+        _record(6, success=True, empty_plan=True, termination="empty_plan"),  # a stop: no failure
     ]
     expected = {"errors": 1, "timeouts": 1, "output_error_episodes": 2, "output_errors": 4, "empty_plans": 1,
                 "fallback_episodes": 1}
@@ -80,14 +81,14 @@ def test_store_and_progress_count_each_kind(tmp_path):
         assert store.run_failures("r") == expected
     out = io.StringIO()
     bar = _Progress("x", True, stream=out)
-    bar.start(6, 0)
+    bar.start(7, 0)
     for r in records:
         bar.update(r)
-    assert ("1 errors, 1 timeouts, 2 with output errors (4 unusable replies), 1 empty plans, "
+    assert ("1 errors, 1 timeouts, 2 with output errors (4 unusable replies), 1 failed on an empty plan, "
             "1 with fallback actions, elapsed") in bar.line()
     assert failures_text({}) == "0 errors"  # progress lines name only the kinds that happened
     assert failures_text({}, full=True) == ("0 errors, 0 timeouts, 0 with output errors (0 unusable replies), "
-                                            "0 empty plans, 0 with fallback actions")
+                                            "0 failed on an empty plan, 0 with fallback actions")
 
 
 def test_the_runner_records_fallback_plans(tmp_path):
