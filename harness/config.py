@@ -1,4 +1,4 @@
-"""Hydra at the edge: compose ``harness/configs/`` with overrides, check the result
+"""Hydra at the edge: compose ``configs/`` with overrides, check the result
 against a typed schema, and turn it into a :class:`RunSpec`.
 
 Only the CLI calls this module; the runner sees dataclasses, never Hydra.
@@ -16,8 +16,18 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from harness.types import RunSpec
 
-#: The config tree ships inside the package (package data), so every kind of install finds it.
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+def _config_dir() -> Path:
+    """Hydra's config tree: ``configs/`` at the top of a checkout (beside harness, envs, planners
+    and policies); a built wheel carries it inside the package as ``harness/configs`` (setup.py's
+    build step), so an installed harness composes the same configs from any folder."""
+    package = Path(__file__).resolve().parent
+    shipped = package / "configs"
+    if (shipped / "config.yaml").is_file():
+        return shipped
+    return package.parent / "configs"
+
+
+CONFIG_DIR = _config_dir()
 
 
 class ConfigError(ValueError):
@@ -69,7 +79,7 @@ class RunConfig:
 def register_schemas() -> None:
     """One ConfigStore node per registered plugin (``suite/eb_alfred``, ``planner/vlm``,
     ``policy/zero``, ``executor/ray``...), generated from its declaration: the config
-    groups' choices and defaults. A YAML file of the same name in ``harness/configs/<group>/``
+    groups' choices and defaults. A YAML file of the same name in ``configs/<group>/``
     takes its place (a user's own preset)."""
     from hydra.core.config_store import ConfigStore
 
@@ -129,7 +139,7 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
 
 
 def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfig:
-    """Compose ``harness/configs/config.yaml`` with overrides over the plugins' schema nodes, and
+    """Compose ``configs/config.yaml`` with overrides over the plugins' schema nodes, and
     check the values strictly (:func:`to_run_spec` checks the plugins' parameters).
 
     ``missing``: a variant's unset checkpoint is appended to it (and the checkpoint left as the

@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="check every job, print one line per run (variant, suite, split, episodes), run nothing")
     p.add_argument("overrides", nargs="*", help="key=value overrides; +experiment=NAME runs an experiment "
-                   "(harness/configs/experiment/NAME.yaml: a run per variant x suite x split)")
+                   "(configs/experiment/NAME.yaml: a run per variant x suite x split)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -357,7 +357,7 @@ def _check_per_variant_settings(overrides: list[str], configs: list[Any]) -> Non
             raise UsageError(
                 f"{key} would be the same for every variant of this sweep ({', '.join(sorted(variants))}): "
                 f"give each variant its own (${{VARIANT}}_SERVED_CHECKPOINT, e.g. $BASE_SERVED_CHECKPOINT, "
-                "or its harness/configs/variant file), or run the variants one at a time")
+                "or its configs/variant file), or run the variants one at a time")
 
 
 def _is_sweep(override: str) -> bool:

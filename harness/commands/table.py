@@ -16,7 +16,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--format", choices=["markdown", "latex", "csv", "json"], default="markdown",
                    help="json: every cell's value, n, interval, Δ, p and the runs behind it")
     p.add_argument("--experiment", default=None,
-                   help="print experiment NAME's table (harness/configs/experiment/NAME.yaml, or a YAML file)")
+                   help="print experiment NAME's table (configs/experiment/NAME.yaml, or a YAML file)")
     p.add_argument("--paper", action="store_true",
                    help="with --experiment: add the numbers the paper reports, as rows marked '(paper)'")
     p.add_argument("--suite", action="append", default=[], metavar="PATTERN",
