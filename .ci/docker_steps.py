@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         for word, rest in steps:
             if word != "RUN" or "pip install" not in rest:
                 continue
-            # Resolution only: the shared pip cache serves wheels .ci/run already fetched.
-            cmd = rest.replace("--no-cache-dir", "") + " --dry-run" if args.resolve_only else rest
+            # --no-cache-dir keeps an image small; here the shared pip cache serves the wheels
+            # .ci/run already fetched (the same packages, so the same install).
+            cmd = rest.replace("--no-cache-dir", "").strip() + (" --dry-run" if args.resolve_only else "")
             print(f"docker_steps: RUN {cmd}", flush=True)
             subprocess.run(cmd, shell=True, cwd=app, env=env, check=True)
             ran += 1

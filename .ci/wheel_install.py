@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         variants = next((lines for lines in listed.stdout.split("variants (")[1:]), "")
         if listed.returncode != 0 or not all(v in variants for v in ("base", "favor_sft", "cfg_sft")):
             problems.append(f"harness list shows no variants (rc {listed.returncode}): {listed.stderr.strip()[-300:]}")
+        elif str(venv) not in variants.splitlines()[0]:  # the config tree the wheel carries, not a checkout's
+            problems.append(f"harness list reads its configs from outside the venv: {variants.splitlines()[0]}")
         for plugin in ("eb_alfred", "libero", "oracle", "vlm", "process"):
             if plugin not in listed.stdout:
                 problems.append(f"harness list does not list the plugin {plugin!r}")

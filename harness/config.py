@@ -1,4 +1,4 @@
-"""Hydra at the edge: compose ``harness/configs/`` with overrides, check the result
+"""Hydra at the edge: compose ``configs/`` with overrides, check the result
 against a typed schema, and turn it into a :class:`RunSpec`.
 
 Only the CLI calls this module; the runner sees dataclasses, never Hydra.
@@ -7,6 +7,7 @@ Only the CLI calls this module; the runner sees dataclasses, never Hydra.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -15,12 +16,27 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from harness.types import RunSpec
 
-#: The config tree ships inside the package (package data), so every kind of install finds it.
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+def _config_dir() -> Path:
+    """Hydra's config tree: ``configs/`` at the top of a checkout (beside harness, envs, planners
+    and policies); a built wheel carries it inside the package as ``harness/configs`` (setup.py's
+    build step), so an installed harness composes the same configs from any folder."""
+    package = Path(__file__).resolve().parent
+    shipped = package / "configs"
+    if (shipped / "config.yaml").is_file():
+        return shipped
+    return package.parent / "configs"
+
+
+CONFIG_DIR = _config_dir()
 
 
 class ConfigError(ValueError):
     """A bad override or config; ``str()`` is one line naming the fix."""
+
+
+class MissingPrerequisite(ConfigError):
+    """Something the run needs that is not here (a checkpoint, an optional extra): not a typo,
+    so ``harness run --dry-run`` lists every one of them at once."""
 
 
 @dataclass
@@ -63,7 +79,7 @@ class RunConfig:
 def register_schemas() -> None:
     """One ConfigStore node per registered plugin (``suite/eb_alfred``, ``planner/vlm``,
     ``policy/zero``, ``executor/ray``...), generated from its declaration: the config
-    groups' choices and defaults. A YAML file of the same name in ``harness/configs/<group>/``
+    groups' choices and defaults. A YAML file of the same name in ``configs/<group>/``
     takes its place (a user's own preset)."""
     from hydra.core.config_store import ConfigStore
 
@@ -122,9 +138,12 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
     return [list(combo) for combo in itertools.product(*choices)]
 
 
-def compose(overrides: list[str]) -> DictConfig:
-    """Compose ``harness/configs/config.yaml`` with overrides over the plugins' schema nodes, and
-    check the values strictly (:func:`to_run_spec` checks the plugins' parameters)."""
+def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfig:
+    """Compose ``configs/config.yaml`` with overrides over the plugins' schema nodes, and
+    check the values strictly (:func:`to_run_spec` checks the plugins' parameters).
+
+    ``missing``: a variant's unset checkpoint is appended to it (and the checkpoint left as the
+    variable's name, never read) instead of raised -- the dry run lists, it loads nothing."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -132,6 +151,7 @@ def compose(overrides: list[str]) -> DictConfig:
     from omegaconf.errors import OmegaConfBaseException
 
     register_schemas()
+    _check_shapes(overrides)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -150,7 +170,14 @@ def compose(overrides: list[str]) -> DictConfig:
         model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
         OmegaConf.resolve(merged)
         _command_line_wins(merged, overrides)
-        _check_checkpoint(merged, model_source)
+        try:
+            _check_checkpoint(merged, model_source)
+        except MissingPrerequisite as exc:
+            if missing is None:
+                raise
+            missing.append(str(exc))
+            names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
+            merged.variant.params.model = f"${names[0]}" if names else "<unset>"
         _prune_unset(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
@@ -159,6 +186,38 @@ def compose(overrides: list[str]) -> DictConfig:
     except Exception as exc:  # Hydra lets some malformed overrides through as other errors (`=3`, `~suite`)
         raise ConfigError(f"bad override: {type(exc).__name__}: {_first_line(exc)}") from None
     return merged  # type: ignore[return-value]
+
+
+#: Config groups whose ``params`` node is a mapping of the chosen plugin's parameters.
+_PARAM_GROUPS = ("suite", "planner", "policy", "variant", "executor", "tracker")
+
+
+def _check_shapes(overrides: list[str]) -> None:
+    """A group given something other than a name (``planner=[1]``) or a ``params`` node given
+    something other than a mapping (``suite.params=5``): one line naming the key, before Hydra
+    (whose own errors for these are a TypeError or no error at all)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from harness.catalog import BY_GROUP
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:
+        return  # compose names the bad override
+    groups = set(BY_GROUP) | {"variant", "experiment"}
+    for ov in parsed:
+        if ov.is_delete() or ov.is_sweep_override():
+            continue
+        key = ov.key_or_group
+        value = ov.value()
+        if key in groups and not isinstance(value, str) and value is not None:
+            raise ConfigError(f"{key} must name one {key} (choices: {', '.join(group_choices(key))}), "
+                              f"got {ov.get_value_element_as_str()}")
+        head, _, tail = key.partition(".")
+        if tail == "params" and head in _PARAM_GROUPS and not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a mapping of parameters: set one with {key}.NAME=VALUE, "
+                              f"got {ov.get_value_element_as_str()}")
 
 
 def _prune_unset(cfg: DictConfig, overrides: list[str]) -> None:
@@ -255,7 +314,7 @@ def _check_checkpoint(cfg: DictConfig, model_source: Any) -> None:
         return
     names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
     where = " or ".join(f"${n}" for n in names)
-    raise ConfigError(
+    raise MissingPrerequisite(
         f"variant {cfg.variant.name} has no checkpoint: "
         + (f"set {where} to its folder (or Hub id), or give variant.params.model=PATH"
            if where else "give variant.params.model=PATH"))
@@ -323,7 +382,9 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         suite_plugin = SUITES.entry(cfg.suite.name)
         executor_plugin = EXECUTORS.entry(cfg.executor.name)
         agent_plugin = registry.entry(agent_cfg.name, cfg.suite.name)
-    except (UnknownPluginError, MissingDependencyError) as exc:
+    except MissingDependencyError as exc:
+        raise MissingPrerequisite(str(exc)) from None
+    except UnknownPluginError as exc:
         raise ConfigError(str(exc)) from None
 
     def checked(decl: Any, values: dict[str, Any], prefix: str, label: str, **kw: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Experiments: a paper table's runs and layout declared once, in ``harness/configs/experiment/NAME.yaml``.
+"""Experiments: a paper table's runs and layout declared once, in ``configs/experiment/NAME.yaml``.
 
 An experiment file follows Hydra's experiment pattern (``# @package _global_``,
 selected with ``+experiment=NAME``) and holds one node, ``experiment``:
@@ -211,7 +211,7 @@ def names() -> list[str]:
 
 
 def path_of(name: str) -> Path:
-    """The file of experiment ``name``: ``harness/configs/experiment/NAME.yaml``, or a path to a YAML file."""
+    """The file of experiment ``name``: ``configs/experiment/NAME.yaml``, or a path to a YAML file."""
     import difflib
 
     if name.endswith((".yaml", ".yml")) or "/" in name:

@@ -449,7 +449,54 @@ def fetch(name: str, *, revision: str | None = None, update: bool = False, endpo
         log(f"{name}: {len(problems)} file(s) missing or damaged; fetching them again")
 
     t0 = time.monotonic()
-    folder.mkdir(parents=True, exist_ok=True)
+    created = _absent_folders(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FetchError(f"cannot create the data folder {folder}: {_line(exc)} "
+                         f"(${DATA_ROOT_ENV} names where fetched data goes)") from None
+    try:
+        return _fetch_into(ds, folder, lock_path, checkout, git_lock, hub_lock, revision, update, endpoint, log, t0)
+    except BaseException:
+        _tidy(folder, created)
+        raise
+
+
+def _absent_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, deepest first."""
+    out = []
+    for path in (folder, *folder.parents):
+        if path.exists() or path.is_symlink():
+            break
+        out.append(path)
+    return out
+
+
+def _tidy(folder: Path, created: list[Path]) -> None:
+    """After a failed fetch: the half-written files (``*.incomplete``, the lock's ``.tmp``) and the
+    folders left empty go; files already placed and checked stay, so a rerun resumes."""
+    if folder.is_dir():
+        for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            try:
+                if path.is_file() and not path.is_symlink() and (
+                        path.name.endswith(".incomplete") or path == (folder / LOCK_FILE).with_suffix(".tmp")):
+                    path.unlink()
+                elif path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+                    path.rmdir()
+            except OSError:
+                pass
+    for path in created:  # deepest first: each only when empty
+        try:
+            path.rmdir()
+        except OSError:
+            break
+
+
+def _fetch_into(ds: Dataset, folder: Path, lock_path: Path, checkout: str | None, git_lock: Any, hub_lock: Any,
+                revision: str | None, update: bool, endpoint: str | None, log: Callable[[str], None],
+                t0: float) -> Path:
+    """The downloads and checks of :func:`fetch` into its existing ``folder``."""
+    name = ds.name
     sources = []
     if ds.git is not None:  # first: small, and a missing checkout fails before the large download
         sources.append(_fetch_git(ds.git, folder, checkout, git_lock, log))

@@ -248,6 +248,8 @@ class _Live:
     info: dict[str, Any] = field(default_factory=dict)
     history: list[tuple[Any, str]] = field(default_factory=list)
     output_errors: int = 0
+    #: Plans of the agent's fallback actions (an output error that still brought actions).
+    fallback_plans: int = 0
     transcript: list[dict[str, Any]] = field(default_factory=list)
     #: The agent's reset is still due (pipelined runner: it runs on the call's thread).
     needs_reset: bool = False
@@ -446,6 +448,7 @@ class Runner:
                 if not len(actions):  # one invalid action, no step, no history (counted in drive)
                     return (slot, [InvalidOutput(plan.raw_output or "", plan.output_error)], live.deadline)
                 live.output_errors += 1  # the agent's fallback actions run as a plan
+                live.fallback_plans += 1
         else:  # an exception instead of a plan
             kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
             self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
@@ -775,6 +778,8 @@ class Runner:
         cut = sum(1 for t in live.transcript if t.get("output_truncated"))
         if cut:  # replies the backend kept only a prefix of (their transcript entries say which)
             extra["outputs_truncated"] = cut
+        if live.fallback_plans:  # plans of fallback actions (also counted in planner_output_errors)
+            extra["fallback_plans"] = live.fallback_plans
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,

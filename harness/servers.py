@@ -214,6 +214,7 @@ class Lifecycle:
         self.proc = subprocess.Popen(command, shell=True, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.current = variant
+        self._address = (host, port)
         record = {"variant": variant, "command": command, "checkpoint": vals["checkpoint"],
                   "checkpoint_id": vals["checkpoint_id"], "url": vals["url"], "pid": self.proc.pid,
                   "log": str(log_path), "started": time.time()}
@@ -253,6 +254,15 @@ class Lifecycle:
             except subprocess.TimeoutExpired:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait()
+            # The shell the command ran in may exit before the server it started has closed its
+            # port: the next variant (or the caller) must not find this one still answering.
+            address = getattr(self, "_address", None)
+            deadline = time.monotonic() + self.settings.stop_timeout_s
+            while address is not None and _answers(*address, timeout=0.2):
+                if time.monotonic() > deadline:
+                    _signal_group(proc, signal.SIGKILL)
+                    break
+                time.sleep(0.05)
             print(f"serve: variant {variant}'s server stopped", file=self.stream, flush=True)
         self._close_log()
 

@@ -127,6 +127,9 @@ CREATE TABLE IF NOT EXISTS transcripts (
 );
 """
 
+#: The keys of :meth:`ResultStore.run_failures`, in the order the console prints them.
+FAILURE_COUNTS = ("errors", "timeouts", "output_error_episodes", "output_errors", "empty_plans", "fallback_episodes")
+
 #: Columns added since schema 1, with the value old rows get (2: the first two; 3: path_length).
 _ADDED_COLUMNS = {"planner_output_errors": "0", "empty_plan": "0", "path_length": "NULL"}
 _TRANSCRIPT_COLUMNS = ("call", "step", "raw_output", "output_error", "actions", "prompt")
@@ -428,6 +431,22 @@ class ResultStore:
             "SELECT COUNT(*), COALESCE(SUM(success), 0), COALESCE(SUM(error_kind IS NOT NULL), 0) "
             "FROM episodes WHERE run_id=?", (run_id,)).fetchone()
         return int(row[0]), int(row[1]), int(row[2])
+
+    @_reads
+    def run_failures(self, run_id: str) -> dict[str, int]:
+        """The agent's failures in one run's stored episodes, by kind: ``errors`` (runtime error
+        records other than timeouts), ``timeouts``, ``output_error_episodes`` (episodes with at
+        least one agent output that yielded no usable action) and ``output_errors`` (those outputs,
+        ``planner_output_errors`` summed), ``empty_plans`` (failed episodes that an empty plan ended:
+        where stopping is how an agent finishes, a successful stop is no failure), ``fallback_episodes`` (episodes in
+        which the agent ran its fallback actions: ``extra["fallback_plans"]``)."""
+        row = self._db.execute(
+            "SELECT COALESCE(SUM(error_kind IS NOT NULL AND error_kind != 'timeout'), 0), "
+            "COALESCE(SUM(error_kind = 'timeout'), 0), COALESCE(SUM(planner_output_errors > 0), 0), "
+            "COALESCE(SUM(planner_output_errors), 0), COALESCE(SUM(empty_plan AND NOT success), 0), "
+            "COALESCE(SUM(CASE WHEN json_valid(extra) THEN COALESCE(json_extract(extra, '$.fallback_plans'), 0) > 0 END), 0) "
+            "FROM episodes WHERE run_id=?", (run_id,)).fetchone()
+        return dict(zip(FAILURE_COUNTS, map(int, row)))
 
     @_reads
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str, int]]:

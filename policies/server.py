@@ -428,13 +428,13 @@ def _serve(overrides: Sequence[str]) -> int:
                                 max_wait_s=cfg.max_wait_s)
     except (FileNotFoundError, NotADirectoryError, ValueError, TypeError) as exc:
         raise UsageError(f"serve-policy {name}: {str(exc).strip().splitlines()[0]}") from None
-    if cfg.host not in (LOOPBACK, "localhost", "::1"):
-        print(f"harness serve-policy: WARNING: listening on {cfg.host}, reachable from other machines; "
-              "the protocol has no authentication", file=sys.stderr)
     server = PolicyServer(service, host=cfg.host, port=cfg.port, max_connections=cfg.max_connections,
                           max_frame=cfg.max_frame_mb * 2**20)
 
     def ready(host: str, port: int) -> None:
+        if cfg.host not in (LOOPBACK, "localhost", "::1"):  # once it listens: a host it cannot bind is one line
+            print(f"harness serve-policy: WARNING: listening on {cfg.host}, reachable from other machines; "
+                  "the protocol has no authentication", file=sys.stderr)
         print(f"serving policy {name} on ws://{host}:{port} (protocols: openpi, starvla; health: /healthz)",
               file=sys.stderr, flush=True)
 

@@ -38,7 +38,7 @@ from harness.prompting import to_pil, transcript_form  # noqa: F401 (to_pil: par
 from planners.episode_cache import EpisodeCache
 
 #: Bump on any change of the texts or the layout below.
-PROMPT_VERSION = "eb_alfred-2"
+PROMPT_VERSION = "eb_alfred-3"
 
 #: EmbodiedBench example file names (data folder ``examples/``), also used for ours.
 EXAMPLES_FILE = "alfred_examples.json"
@@ -55,7 +55,7 @@ RULES = """## You are a household robot. You carry out a human's instruction by 
 - Drop: let go of the object in your hand where you stand. Use it only when nothing else works.
 - Open / Close: open or close the receptacle you found last (fridge, microwave, cabinet, drawer ...).
 - Turn on / Turn off: switch the appliance or lamp you found last on or off.
-- Slice: cut the object you found last; you must hold a knife or a butter knife.
+- Slice: cut the object you found last into slices; nothing needs to be in your hand.
 - An action that does not fit the current state fails and is reported back as invalid.
 
 ## The available actions, by action id (0 ~ {max_id}), are: {actions}.

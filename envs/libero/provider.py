@@ -173,7 +173,11 @@ def _ensure_official_config(assets_dir: str | None) -> None:
         "datasets": str(root.parent / "datasets"),
         "assets": str(assets),
     }
-    (folder / "config.yaml").write_text(yaml.safe_dump(paths))
+    # Written whole and renamed into place: processes importing LIBERO at once (parallel test
+    # workers, executor workers) never read half a file.
+    tmp = folder / f"config.yaml.{os.getpid()}.tmp"
+    tmp.write_text(yaml.safe_dump(paths))
+    os.replace(tmp, folder / "config.yaml")
     os.environ["LIBERO_CONFIG_PATH"] = str(folder)
 
 

@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
         if not registry.names():
             print("  (none yet)")
     variants = sorted(p.stem for p in (CONFIG_DIR / "variant").glob("*.yaml"))
-    print("variants (harness/configs/variant):")
+    print(f"variants (configs/variant: {CONFIG_DIR / 'variant'}):")
     print("  " + ", ".join(variants))
     print("`harness list NAME` lists a plugin's parameters.")
     return 0

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from harness.commands.common import UsageError, first_lines, one_line
 
@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="check every job, print one line per run (variant, suite, split, episodes), run nothing")
     p.add_argument("overrides", nargs="*", help="key=value overrides; +experiment=NAME runs an experiment "
-                   "(harness/configs/experiment/NAME.yaml: a run per variant x suite x split)")
+                   "(configs/experiment/NAME.yaml: a run per variant x suite x split)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -79,7 +79,14 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
             jobs = expand_sweeps(overrides) if multirun else [overrides]
             if not multirun and any(_is_sweep(o) for o in overrides):
                 raise UsageError(f"{next(o for o in overrides if _is_sweep(o))!r} sweeps several values: add -m")
-        configs = [compose(job) for job in jobs]
+        # A dry run lists the variants' unset checkpoints with the other missing prerequisites.
+        missing: list[tuple[str, str]] | None = [] if dry_run else None  # (what is missing, its job)
+        configs = []
+        for job in jobs:
+            unset: list[str] | None = [] if dry_run else None
+            configs.append(compose(job, unset))
+            if missing is not None:
+                missing += [(text, " ".join(job)) for text in unset or ()]
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     _check_per_variant_settings(overrides, configs)
@@ -103,14 +110,27 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
     prepared = []
     from harness.redact import redact_override
 
+    # Servers the harness starts itself (an experiment's serve.command) do not answer before the run.
+    managed = missing is not None and _servers(overrides) is not None
     for overrides_i, cfg in zip(jobs, configs):
         label = " ".join(redact_override(o) for o in overrides_i)
         try:
-            prepared.append(_prepare(cfg, suites, label))
+            job_ = _prepare(cfg, suites, label)
+            prepared.append(job_)
+            if missing is not None:
+                missing += [(text, label) for text in _missing_checkpoints(job_.spec)
+                            + ([] if managed else _unreachable_servers(job_.spec))]
+        except _Missing as exc:
+            if missing is None:
+                where = f" (job {label})" if len(configs) > 1 else ""
+                raise UsageError(f"{exc}{where}") from None
+            missing.append((str(exc), label))
         except UsageError as exc:
             where = f" (job {label})" if len(configs) > 1 else ""
             raise UsageError(f"{exc}{where}") from None
     if dry_run:
+        if missing:
+            raise UsageError(_missing_message(missing, len(configs)))
         _print_plan(prepared)
         return 0
     experiment = _experiment_name(overrides)
@@ -154,6 +174,86 @@ def _serve(lifecycle: Any, job: _Job) -> None:
         raise UsageError(f"{exc} (finished episodes are saved)") from None
 
 
+class _Missing(UsageError):
+    """A prerequisite of a run that is not here (data, an optional extra, a checkpoint):
+    a dry run lists every one, a run stops at the first."""
+
+
+def _missing_message(missing: list[tuple[str, str]], jobs: int) -> str:
+    """Every missing prerequisite in one message: one line when there is one, else a line each
+    (the same text once, with how many of the runs need it)."""
+    by_text: dict[str, list[str]] = {}
+    for text, label in missing:
+        by_text.setdefault(text, [])
+        if label not in by_text[text]:
+            by_text[text].append(label)
+    if len(by_text) == 1:
+        (text, labels), = by_text.items()
+        return text + (f" (job {labels[0]})" if jobs > 1 and len(labels) == 1 else
+                       f" ({len(labels)} of the {jobs} runs)" if jobs > 1 else "")
+    lines = [f"{len(by_text)} prerequisites of the requested runs are missing (dry run: nothing was run or written):"]
+    for text, labels in by_text.items():
+        where = (f"job {labels[0]}" if len(labels) == 1 else f"{len(labels)} of the {jobs} runs") if jobs > 1 else ""
+        lines.append(f"  - {text}" + (f" ({where})" if where else ""))
+    return "\n".join(lines)
+
+
+#: Agent parameters that name a server the agent calls (an OpenAI-compatible endpoint, a
+#: policy server): the dry run checks that something listens there.
+_SERVER_PARAMS = ("base_url", "url")
+
+
+#: Agent parameters that may name a local checkpoint folder or file (``model`` only when no
+#: server is named: a served model's name is the server's business).
+_CHECKPOINT_PARAMS = ("model", "adapter", "served_checkpoint")
+
+
+def _missing_checkpoints(spec: Any) -> list[str]:
+    """The checkpoint parameters whose value is a local path (``/``, ``./``, ``../``, ``~``) that
+    does not exist: looked up, never read (a Hub id is left to the run)."""
+    import os
+
+    out = []
+    for name in _CHECKPOINT_PARAMS:
+        value = spec.agent_params.get(name)
+        if name == "model" and spec.agent_params.get("base_url"):
+            continue
+        if isinstance(value, str) and value.startswith(("/", "./", "../", "~")) \
+                and not os.path.exists(os.path.expanduser(value)):
+            out.append(f"variant {spec.variant}: {spec.agent_kind}.params.{name}={value} does not exist")
+    return out
+
+
+def _unreachable_servers(spec: Any, timeout_s: float = 2.0) -> list[str]:
+    """The servers the agent's parameters name that accept no connection (a TCP connect to
+    host:port, nothing sent): what the dry run reports as missing."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from harness.redact import redact_text
+
+    out = []
+    for name in _SERVER_PARAMS:
+        value = spec.agent_params.get(name)
+        if not isinstance(value, str) or "://" not in value:
+            continue
+        try:
+            parts = urlsplit(value)
+            port = parts.port or {"https": 443, "wss": 443}.get(parts.scheme, 80)
+            host = parts.hostname
+        except ValueError:
+            continue
+        if not host:
+            continue
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                pass
+        except OSError as exc:
+            out.append(f"{spec.agent_kind} {spec.agent}: no server answers at {redact_text(value)} "
+                       f"({spec.agent_kind}.params.{name}): {type(exc).__name__}: {one_line(exc)}")
+    return out
+
+
 def _close_trackers(trackers: dict[Any, Any]) -> None:
     from harness.trackers import RunLogger
 
@@ -192,7 +292,9 @@ def _check_tracker(cfg: Any) -> Any:
     try:
         plugin = TRACKERS.entry(name)
         parsed = parse(plugin.params or NoParams, values)
-    except (UnknownPluginError, MissingDependencyError) as exc:
+    except MissingDependencyError as exc:
+        raise _Missing(str(exc)) from None
+    except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
     except ParamError as exc:
         raise UsageError(exc.of(f"tracker {name}") if exc.unknown else str(exc.at("tracker."))) from None
@@ -285,7 +387,7 @@ def _check_per_variant_settings(overrides: list[str], configs: list[Any]) -> Non
             raise UsageError(
                 f"{key} would be the same for every variant of this sweep ({', '.join(sorted(variants))}): "
                 f"give each variant its own (${{VARIANT}}_SERVED_CHECKPOINT, e.g. $BASE_SERVED_CHECKPOINT, "
-                "or its harness/configs/variant file), or run the variants one at a time")
+                "or its configs/variant file), or run the variants one at a time")
 
 
 def _is_sweep(override: str) -> bool:
@@ -298,12 +400,14 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     import json
 
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-    from harness.config import ConfigError, to_run_spec
+    from harness.config import ConfigError, MissingPrerequisite, to_run_spec
     from harness.interfaces import action_mismatch
     from harness.registry import MissingDependencyError, UnknownPluginError
 
     try:
         spec = to_run_spec(cfg)
+    except MissingPrerequisite as exc:
+        raise _Missing(str(exc)) from None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
@@ -318,21 +422,38 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         unavailable = getattr(suite, "unavailable", None)  # optional: a split known but not installed
         reason = unavailable(spec.split) if callable(unavailable) else None
         if reason:
-            raise UsageError(f"{spec.suite}/{spec.split}: {reason}")
+            raise _Missing(f"{spec.suite}/{spec.split}: {reason}")
         if spec.split not in suite.splits():
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"unknown split {spec.split!r} for suite {spec.suite}{hint} (splits: {', '.join(suite.splits())})")
-        suite.episodes(spec.split)  # surfaces missing or malformed data before anything starts
+        # surfaces missing or malformed data before anything starts; a split with no episode
+        # (a count of 0, a filter that keeps none) would "succeed" having run nothing
+        if not len(suite.episodes(spec.split)):
+            from harness.params import fields_of
+
+            decl = SUITES.entry(spec.suite).params
+            try:
+                defaults = {f.name: f.default for f in fields_of(decl)} if decl is not None else {}
+            except (TypeError, ValueError):  # a declaration that is not one dataclass
+                defaults = {}
+            zeros = [f"suite.params.{k}={v}" for k, v in spec.suite_params.items()
+                     if (v == 0 and not isinstance(v, bool) or v in ([], ())) and defaults.get(k) != v]
+            raise UsageError(f"{spec.suite}/{spec.split} has no episodes to run"
+                             + (f" ({', '.join(zeros)})" if zeros else ""))
         # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
         # An agent that cannot produce the suite's kind of action is refused before any episode.
         mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent, spec.suite),
                                   f"{spec.agent_kind} {spec.agent}")
         if mismatch is not None:
             raise UsageError(mismatch)
-    except (UnknownPluginError, MissingDependencyError) as exc:
+    except MissingDependencyError as exc:
+        raise _Missing(str(exc)) from None
+    except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
-    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+    except (FileNotFoundError, NotADirectoryError) as exc:  # a data folder not set or not there
+        raise _Missing(one_line(exc)) from None
+    except PermissionError as exc:
         raise UsageError(one_line(exc)) from None
     except OSError as exc:
         raise UsageError(f"{spec.suite}/{spec.split}: cannot read its data: {one_line(exc)}") from None
@@ -426,6 +547,7 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
         with bar:
             summary = runner.run()
         stored, successes, errors = store.run_counts(summary.run_id)  # resumed episodes included
+        failures = store.run_failures(summary.run_id)
         logger.end(stored, successes, errors)
     except StoreError as exc:
         raise UsageError(f"{exc} (finished episodes up to the failure are saved)") from None
@@ -436,11 +558,41 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     done = summary.skipped + summary.finished
     print(
         f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed; "
-        f"{successes}/{stored} succeeded, {errors} errors (all stored episodes of this run), "
+        f"{successes}/{stored} succeeded; {failures_text(failures, full=True)} (all stored episodes of this run), "
         f"{time.monotonic() - t0:.1f}s -> {store.path} (run {summary.run_id}, {done}/{summary.total} done)",
         file=sys.stderr,
     )
     return 0
+
+
+def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
+    """The agent's failures as the progress and end lines print them: runtime errors always,
+    then timeouts, episodes with output errors (agent outputs that yielded no usable action,
+    e.g. unparseable replies), failed episodes an empty plan ended and episodes that ran fallback actions -- every one
+    when ``full`` (the end line), the ones that happened otherwise (progress lines)."""
+    n = {key: int(counts.get(key, 0)) for key in ("errors", "timeouts", "output_error_episodes",
+                                                  "output_errors", "empty_plans", "fallback_episodes")}
+    parts = [f"{n['errors']} errors"]
+    if full or n["timeouts"]:
+        parts.append(f"{n['timeouts']} timeouts")
+    if full or n["output_error_episodes"]:
+        parts.append(f"{n['output_error_episodes']} with output errors ({n['output_errors']} unusable replies)")
+    if full or n["empty_plans"]:
+        parts.append(f"{n['empty_plans']} failed on an empty plan")
+    if full or n["fallback_episodes"]:
+        parts.append(f"{n['fallback_episodes']} with fallback actions")
+    return ", ".join(parts)
+
+
+def _record_failures(record: Any) -> dict[str, int]:
+    """One record's contribution to :meth:`harness.store.ResultStore.run_failures`."""
+    extra = record.extra if isinstance(getattr(record, "extra", None), dict) else {}
+    kind = getattr(record, "error_kind", None)
+    output_errors = int(getattr(record, "planner_output_errors", 0) or 0)
+    return {"errors": int(kind is not None and kind != "timeout"), "timeouts": int(kind == "timeout"),
+            "output_error_episodes": int(output_errors > 0), "output_errors": output_errors,
+            "empty_plans": int(bool(getattr(record, "empty_plan", False)) and not getattr(record, "success", False)),
+            "fallback_episodes": int(bool(extra.get("fallback_plans")))}
 
 
 class _Progress:
@@ -461,7 +613,8 @@ class _Progress:
         self.batch, self.interval_s, self.min_gap_s = max(1, int(batch)), interval_s, min_gap_s
         self._progress: Any = None
         self._task: Any = None
-        self.ok = self.n = self.errors = 0
+        self.ok = self.n = 0
+        self.failures: dict[str, int] = {}
         self.total = self.skipped = 0
         self._t0 = self._last = time.monotonic()
         self._lock = threading.Lock()
@@ -477,7 +630,7 @@ class _Progress:
 
             self._progress = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("SR {task.fields[sr]}"), TextColumn("err {task.fields[err]}"),
+                TextColumn("SR {task.fields[sr]}"), TextColumn("{task.fields[err]}"),
                 TimeRemainingColumn(), TextColumn("{task.fields[calls]}"), transient=False,
             )
             self._progress.__enter__()
@@ -494,7 +647,7 @@ class _Progress:
         self.total, self.skipped = total, skipped
         self._t0 = self._last = time.monotonic()
         if self._progress is not None:
-            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err=0,
+            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err="0 errors",
                                                  calls=self.calls_text())
         if self.lines and total > skipped:
             self._ticker = threading.Thread(target=self._tick, name="harness-progress", daemon=True)
@@ -504,9 +657,11 @@ class _Progress:
         with self._lock:
             self.n += 1
             self.ok += bool(record.success)
-            self.errors += record.error_kind is not None
+            for key, n in _record_failures(record).items():
+                self.failures[key] = self.failures.get(key, 0) + n
+            err = failures_text(self.failures)
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=self.errors)
+            self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=err)
         elif self.lines and (self.n % self.batch == 0 or self.skipped + self.n == self.total) \
                 and time.monotonic() - self._last >= self.min_gap_s:
             self.print_line()
@@ -550,7 +705,7 @@ class _Progress:
 
     def line(self) -> str:
         with self._lock:
-            n, ok, errors = self.n, self.ok, self.errors
+            n, ok, errors = self.n, self.ok, failures_text(self.failures)
         elapsed = time.monotonic() - self._t0
         done = self.skipped + n
         left = self.total - done
@@ -558,7 +713,7 @@ class _Progress:
         sr = f"{100 * ok / n:.1f}%" if n else "-"
         calls = self.calls_text()
         return (f"progress: {self.label} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%), "
-                f"SR {sr} of {n} run, {errors} errors, elapsed {_duration(elapsed)}, ETA {eta}"
+                f"SR {sr} of {n} run, {errors}, elapsed {_duration(elapsed)}, ETA {eta}"
                 + (f"; {calls}" if calls else ""))
 
     def print_line(self) -> None:

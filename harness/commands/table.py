@@ -16,7 +16,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--format", choices=["markdown", "latex", "csv", "json"], default="markdown",
                    help="json: every cell's value, n, interval, Δ, p and the runs behind it")
     p.add_argument("--experiment", default=None,
-                   help="print experiment NAME's table (harness/configs/experiment/NAME.yaml, or a YAML file)")
+                   help="print experiment NAME's table (configs/experiment/NAME.yaml, or a YAML file)")
     p.add_argument("--paper", action="store_true",
                    help="with --experiment: add the numbers the paper reports, as rows marked '(paper)'")
     p.add_argument("--suite", action="append", default=[], metavar="PATTERN",
@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> None:
                    help="show this run (id or prefix) for its variant, suite and split, over any other")
     p.add_argument("--baseline", default=None,
                    help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
-    p.add_argument("--metrics", default=None,
+    p.add_argument("--metrics", default=None, type=_metric_names,
                    help="comma-separated (default sr,gc): sr, gc, progress, plw_sr, plw_gc, invalid_rate; "
                         "cost per episode: seconds, prompt_tokens, output_tokens")
     p.add_argument("--by", choices=["task_type", "failure"], default=None,
@@ -46,6 +46,14 @@ def add_parser(sub: Any) -> None:
 
 def _patterns(values: list[str]) -> list[str]:
     return [p.strip() for v in values for p in v.split(",") if p.strip()]
+
+
+def _metric_names(text: str) -> str:
+    """--metrics: comma-separated names, none of them empty ('' and 'sr,,gc' are refused)."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"comma-separated metric names expected, got {text!r} (an empty name)")
+    return text
 
 
 def main(args: argparse.Namespace) -> int:

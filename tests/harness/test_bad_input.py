@@ -32,6 +32,17 @@ CASES = [
     pytest.param("run", [*EB_ALFRED, "planner=oracle", "record_images=2"], id="record_images=2"),
     pytest.param("run", ["=3"], id="run =3"),
     pytest.param("run", ["~suite"], id="run ~suite"),
+    # --- nested configs given a value of the wrong shape ---
+    pytest.param("run", ["suite.params=5"], id="suite.params=5"),
+    pytest.param("run", ["planner=[1]"], id="planner=[1]"),
+    pytest.param("run", ["planner.params=[1]"], id="planner.params=[1]"),
+    pytest.param("run", ["variant.params=x"], id="variant.params=x"),
+    pytest.param("run", ["executor=3"], id="executor=3"),
+    # --- counts of 0: a split with no episode is refused, never run as an empty success ---
+    pytest.param("run", [*EB_ALFRED, "planner=oracle", "suite.params.generated_per_split=0"],
+                 id="eb_alfred generated_per_split=0"),
+    pytest.param("run", ["suite=alfred", "split=seen", "planner=oracle", "suite.params.generated_per_split=0"],
+                 id="alfred generated_per_split=0"),
     # --- suites ---
     pytest.param("run", ["suite=eb_alfred", "suite.params.render=maybe", "planner=oracle"], id="eb_alfred render=maybe"),
     pytest.param("run", [*LIBERO, "policy=zero", "suite.params.tasks=[-1]"], id="libero tasks=[-1]"),
@@ -83,6 +94,10 @@ CASES = [
     pytest.param("serve-policy", ["policy=zero", "policy.params.chunk=0"], id="serve zero chunk=0"),
     pytest.param("serve-policy", ["policy=zero", "policy.params.bogus=1"], id="serve zero bogus key"),
     pytest.param("serve-policy", ["policy=remote", "policy.params.protocol=nope"], id="serve remote protocol=nope"),
+    pytest.param("serve-policy", ["policy=zero", "host=999.1.1.1", "port=0"], id="serve host=999.1.1.1"),
+    # --- harness table (refused while parsing, before any store is read) ---
+    pytest.param("table", ["o", "--metrics", ""], id="table --metrics ''"),
+    pytest.param("table", ["o", "--metrics", "sr,,gc"], id="table --metrics sr,,gc"),
 ]
 
 

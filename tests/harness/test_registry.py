@@ -53,7 +53,7 @@ def test_every_builtin_target_resolves(registry):
 
 def test_config_groups_match_registry_keys():
     """Every registered plugin is a choice of its config group (a generated schema node),
-    and every YAML preset in harness/configs/<group>/ names a registered plugin."""
+    and every YAML preset in configs/<group>/ names a registered plugin."""
     from hydra.core.config_store import ConfigStore
 
     from harness.config import CONFIG_DIR, group_choices, register_schemas

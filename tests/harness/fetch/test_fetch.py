@@ -362,3 +362,23 @@ def test_any_hub_client_error_is_one_line(env, monkeypatch, capsys):
     assert main(["fetch", "eb_manipulation"]) == 2
     err = _one_line(capsys.readouterr().err)
     assert "Invalid response from server" in err
+
+
+def test_a_data_root_under_a_regular_file_is_one_line(tmp_path, env, monkeypatch, capsys):
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv("EMBODIED_TRANSFER_DATA", str(tmp_path / "a-file" / "data"))
+    assert main(["fetch", "eb_alfred"]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert "cannot create the data folder" in err and "Not a directory" in err and "EMBODIED_TRANSFER_DATA" in err
+    assert (tmp_path / "a-file").read_text() == "x"
+
+
+def test_a_failed_fetch_leaves_no_folder_behind(tmp_path, env, capsys):
+    """Both endpoints dead: the fetch fails before any file is placed and removes the folders it
+    made (the data root included), so nothing looks like a started dataset."""
+    assert main(["fetch", "eb_alfred"]) == 2
+    assert "cannot reach" in _one_line(capsys.readouterr().err)
+    assert not env.exists(), sorted(str(p) for p in env.rglob("*"))
+    env.mkdir()  # a data root that was there before stays
+    assert main(["fetch", "eb_alfred"]) == 2
+    assert env.is_dir() and list(env.iterdir()) == []

@@ -18,6 +18,9 @@ pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip install
 
 from harness.store import ResultStore  # noqa: E402
 
+# serial: Ray clusters of their own (and ports picked free, then bound by another process)
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[3]
 ARGS = ["run", "planner=random", "split=seen", "limit=3", "suite.params.generated_per_split=40",
         "suite.params.render=false", "executor=ray", "executor.num_workers=1", "progress=false"]

@@ -22,7 +22,8 @@ from harness.executors_ray import RayExecutor  # noqa: E402
 from harness.interfaces import AgentRequest  # noqa: E402
 
 SUITE_PARAMS = {"render": False, "generated_per_split": 40}
-pytestmark = [pytest.mark.slow, pytest.mark.ci]
+# serial: a Ray cluster takes the machine's cores and memory; parallel test workers would starve it
+pytestmark = [pytest.mark.slow, pytest.mark.ci, pytest.mark.serial]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,8 @@ from harness.types import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 SUITE_PARAMS = {"render": False, "generated_per_split": 40}
-pytestmark = [pytest.mark.slow, pytest.mark.ci]
+# serial: a Ray cluster takes the machine's cores and memory; parallel test workers would starve it
+pytestmark = [pytest.mark.slow, pytest.mark.ci, pytest.mark.serial]
 
 
 @pytest.fixture(scope="module")
