@@ -138,3 +138,35 @@ def test_the_core_names_no_alfred_class():
     import harness.interfaces as interfaces
 
     assert not hasattr(interfaces, "STEP_VERBS") and not hasattr(interfaces, "HistoryStep")
+
+
+def test_alfred_family_records_keep_their_task_facts(tmp_path):
+    """EB-ALFRED's records still carry the task's pddl_params in extra["task"] (now read by its
+    own reader), so its stored records are unchanged."""
+    from harness.catalog import SUITES
+
+    out = str(tmp_path / "eb")
+    assert main(["run", "planner=random", "split=seen", "limit=2", f"out={out}", "progress=false"]) == 0
+    episodes = {e.episode_id: e for e in SUITES.build("eb_alfred").episodes("seen")}
+    with ResultStore(out, readonly=True) as store:
+        records = store.records()
+    assert len(records) == 2
+    for r in records:
+        assert r.extra["task"] == dict(episodes[r.episode_id].metadata["pddl_params"])
+
+
+def test_check_suite_passes_the_question_suite_and_refuses_an_undeclared_class():
+    from harness.testing import SUITE_CHECKS, ConformanceError, check_suite
+
+    # Registered in this process only: the process executor's workers would not find it.
+    checks = [c for c in SUITE_CHECKS if c != "schedule"]
+    with registered():
+        assert check_suite("quiz", episodes=4, checks=checks).passed == checks
+    with registered(dataclasses.replace(quiz_suite.SUITE, failure_classes=()), quiz_suite.ORACLE):
+        with pytest.raises(ConformanceError, match=r"probe: episode q\d+ is classed 'wrong_answer', a failure class "
+                                                   r"the suite does not declare"):
+            check_suite("quiz", episodes=4, checks=["probe"])
+    bad = dataclasses.replace(quiz_suite.SUITE, failure_classes=(FailureClass("other", "mine"),))
+    with registered(bad, quiz_suite.ORACLE):
+        with pytest.raises(ConformanceError, match="one of the core's generic classes"):
+            check_suite("quiz", episodes=2, checks=["probe"])
