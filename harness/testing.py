@@ -28,7 +28,8 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     suites, one valid action over and over) and random valid actions (those the driving
     agent's steps were judged valid). Checked: an unknown action is refused (text:
     ``action_ok=False`` and one more invalid action counted; numeric: NaN or a wrong shape
-    raises :class:`~harness.interfaces.AgentContractError`), every episode ends within
+    raises :class:`~harness.interfaces.AgentContractError` or is counted with
+    ``action_ok=False``), every episode ends within
     ``max_steps`` (plus its invalid-action allowance) whatever the agent sends, an episode
     replays the same on an env that ran other episodes first as on a fresh one (no state
     leaks between episodes), and the probe's episodes through the runner end without an
@@ -660,12 +661,14 @@ class _Checker:
                           ("an action of the wrong shape", np.zeros((int(np.prod(shape)) + 1,)))):
             env.reset(seed=episode.seed, options=options)
             try:
-                env.step(bad)
+                step = env.step(bad)
             except AgentContractError:
-                continue
+                continue  # refused before the simulator saw it
             except Exception as exc:  # noqa: BLE001
                 raise self.fail(c, f"step({what}) raised {type(exc).__name__}, not AgentContractError") from None
-            raise self.fail(c, f"step({what}) was accepted (it must raise AgentContractError)")
+            if step[4].get(INFO_ACTION_OK) is not False:  # or counted as an invalid action (EB-Manipulation's rule)
+                raise self.fail(c, f"episode {episode.episode_id}: step({what}) was accepted as valid (raise "
+                                   "AgentContractError, or count it with action_ok=False)")
 
     def replay(self, env: Any, episode: EpisodeSpec, actions: Sequence[Any], limit: int) -> tuple[list[Any], bool]:
         """``actions`` stepped open-loop on ``episode`` (at most ``limit``): the trace, and
