@@ -63,7 +63,7 @@ def table(declaration: Any) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = ([r.group] if grouped else []) + [f"`{r.name}`", r.type, f"`{r.default}`", r.accepts,
-                                                   "yes" if r.results else "no", r.help]
+                                                   ("yes, through its identity" if r.results == "via identity" else "yes" if r.results else "no"), r.help]
         out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return out + [""]
 

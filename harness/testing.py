@@ -811,10 +811,13 @@ class _Checker:
                                            f"({type(exc).__name__}: {_first_line(exc)})")
                 continue
             change = f"{f.name} {_short(current)} -> {_short(new)}"
-            if f.rule.results and other_id == base_id:
+            if f.rule.via_identity and other_id != base_id:
+                continue  # what it names differs, and the plugin's identity says so
+            if f.rule.results and not f.rule.via_identity and other_id == base_id:
                 raise self.fail(c, f"{whose} parameter {change} is declared results=True but leaves the run id "
                                    "unchanged")
-            if not f.rule.results:
+            if not f.rule.results or f.rule.via_identity:
+                # Left out of the run identity (or naming the same thing): the records must not move.
                 if other_id != base_id:
                     raise self.fail(c, f"{whose} parameter {change} is declared results=False but changes the "
                                        "run id")

@@ -47,7 +47,7 @@ class VLMOwnParams:
     backend: str = param("hf", check=_known_backend, example="openai",
                          help="hf: the model in process (extra `models`); openai: an OpenAI-compatible server")
     model: Optional[str] = param(
-        None, results=False, example="other-model",
+        None, via_identity=True, example="other-model",
         help="required. hf: a checkpoint folder or Hub id; openai: the served model name. The backend's identity "
              "of it (the checkpoint's hash, the served name) is in the run identity, not the path")
     json_schema: Optional[str] = param(
@@ -94,7 +94,7 @@ class HFParams:
     """
 
     adapter: Optional[str] = param(
-        None, results=False, example="other-adapter",
+        None, via_identity=True, example="other-adapter",
         help="a PEFT LoRA adapter folder (or Hub id) loaded on `model`; its hash is in the run identity, not the path")
     merge_adapter: bool = param(False, help="merge the adapter into the weights after loading (other float rounding)")
     dtype: str = param("auto", choices=DTYPES, help="the weights' precision; auto: the checkpoint's")
@@ -103,7 +103,7 @@ class HFParams:
         help="where the weights go, e.g. auto, cuda:0 (null: CPU); placement, like the executor, is not in the run "
              "identity (the attention implementation in force, which it selects, is)")
     attn_implementation: Optional[str] = param(
-        None, results=False, example="eager",
+        None, via_identity=True, example="eager",
         help="e.g. sdpa, flash_attention_2, eager (null: padding-aware attention on CPU, the library's default "
              "elsewhere); the implementation in force is in the run identity through the backend's identity")
     batch_size: int = param(16, ge=1, le=100_000, results=False,
@@ -131,7 +131,7 @@ class OpenAIParams:
     max_retries: int = param(3, ge=0, le=100, results=False,
                              help="retries with backoff on 429 / 5xx / connection errors (transport only)")
     served_checkpoint: Optional[str] = param(
-        None, results=False, example="other-checkpoint",
+        None, via_identity=True, example="other-checkpoint",
         help="local folder of the served weights: its hash is in the run identity (the model name alone does not "
              "say which weights a server holds)")
     max_reply_chars: int = param(
