@@ -130,33 +130,38 @@ class Report:
 def check_suite(suite: Any, *, suite_params: Mapping[str, Any] | None = None, split: str | None = None,
                 episodes: int = 3, agent: Any = None, agent_params: Mapping[str, Any] | None = None,
                 checks: Iterable[str] = SUITE_CHECKS, workdir: str | Path | None = None,
-                params: Mapping[str, Any] | None = None) -> Report:
+                examples: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None) -> Report:
     """Check a suite (a registered name, or a suite object) against the suite contract.
 
     ``suite_params``: the suite's parameters for the check (keep it cheap: ``render=False``, a
     short split); with a suite object, those it was built with. ``agent``: what drives the
     episodes, a registered agent name or a factory ``(**params) -> agent``, with
     ``agent_params``; default: the suite's own ``oracle``, else its own ``random``, else an
-    agent of every suite that produces its actions and needs no parameter. ``params``: the
-    former name of ``suite_params`` (deprecated).
+    agent of every suite that produces its actions and needs no parameter. ``examples``: the
+    other value the ``identity`` check tries for a field (by name), where the declared
+    ``example=`` cannot work on this machine. ``params``: the former name of ``suite_params``
+    (deprecated).
     """
     suite_params = _renamed(params, suite_params, "check_suite", "suite_params")
     target = _SuiteTarget.of(suite, suite_params, split)
     agent_target = _AgentTarget.of(agent, target, agent_params) if agent is not None else _default_agent(target)
-    return _Checker(target, agent_target, episodes, workdir, f"suite {target.name}").run(
-        _checked_names(checks, SUITE_CHECKS), identity_of="suite")
+    checker = _Checker(target, agent_target, episodes, workdir, f"suite {target.name}")
+    checker.examples = dict(examples or {})
+    return checker.run(_checked_names(checks, SUITE_CHECKS), identity_of="suite")
 
 
 def check_agent(agent: Any, suite: Any, *, agent_params: Mapping[str, Any] | None = None,
                 suite_params: Mapping[str, Any] | None = None, split: str | None = None, episodes: int = 3,
                 random_actions: bool | None = None, checks: Iterable[str] = AGENT_CHECKS,
-                workdir: str | Path | None = None, params: Mapping[str, Any] | None = None) -> Report:
+                workdir: str | Path | None = None, examples: Mapping[str, Any] | None = None,
+                params: Mapping[str, Any] | None = None) -> Report:
     """Check an agent (a registered name, or a factory ``(**params) -> agent``) on ``suite``.
 
     ``agent_params``: the agent's parameters; ``suite_params``: the suite's. ``random_actions``:
     every action the agent returns is a random draw (the ``draws`` check then applies to all
     of them, not only to fallbacks); None: true for agents registered as ``random``.
-    ``params``: the former name of ``agent_params`` (deprecated).
+    ``examples``: as :func:`check_suite`'s (e.g. a second URL of the same test server for
+    ``base_url``). ``params``: the former name of ``agent_params`` (deprecated).
     """
     agent_params = _renamed(params, agent_params, "check_agent", "agent_params")
     target = _SuiteTarget.of(suite, suite_params, split)
@@ -165,6 +170,7 @@ def check_agent(agent: Any, suite: Any, *, agent_params: Mapping[str, Any] | Non
         random_actions = agent_target.name == "random"
     checker = _Checker(target, agent_target, episodes, workdir, f"agent {agent_target.name} on {target.name}")
     checker.random_actions = bool(random_actions)
+    checker.examples = dict(examples or {})
     return checker.run(_checked_names(checks, AGENT_CHECKS), identity_of="agent")
 
 
@@ -289,6 +295,8 @@ class _Checker:
             raise ValueError("episodes must be >= 1")
         self.suite, self.agent, self.n, self.subject = suite, agent, int(episodes), subject
         self.random_actions = False
+        #: Field name -> the other value the identity check tries (instead of the declared example).
+        self.examples: dict[str, Any] = {}
         #: Actions the driving agent sent that the env judged valid (the probe's valid pool).
         self.valid_seen: list[Any] = []
         self.report = Report(subject)
@@ -790,7 +798,8 @@ class _Checker:
         base_id = run_id_of(run_identity(spec, self.suite.obj, base_agent))
         for f in fields:
             current = target.values.get(f.name, f.default)
-            new = _vary(f, current)
+            new = _vary(dataclasses.replace(f, rule=dataclasses.replace(f.rule, example=self.examples[f.name]))
+                        if f.name in self.examples else f, current)
             if new is _NOTHING:
                 self.report.skipped.append(f"identity: {f.name} (no other value to try; give it example=)")
                 continue
