@@ -23,7 +23,7 @@ RANDOM = AgentPlugin(
 
 
 # --- vlm: the planner's own settings ------------------------------------------------------
-#: auto: the model family's choice (planners/vlm/family.py, docs/models.md).
+#: auto: the model family's choice (harness/promptkit/family.py, docs/models.md).
 AUTO_FLAG = ("auto", "true", "false")
 #: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
 DEFAULT_MAX_NEW_TOKENS = 2048

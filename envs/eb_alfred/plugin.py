@@ -48,7 +48,7 @@ PROMPT_SOURCES = ("ours", "embodiedbench")
 DEFAULT_NUM_EXAMPLES = 10
 #: EmbodiedBench configs/eb-alf.yaml: ``resolution: 500`` (frame width = height).
 DEFAULT_IMAGE_SIZE = 500
-#: auto: the model family's choice (planners/vlm/family.py, docs/models.md).
+#: auto: the model family's choice (harness/promptkit/family.py, docs/models.md).
 AUTO_FLAG = ("auto", "true", "false")
 
 
