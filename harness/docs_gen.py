@@ -53,9 +53,12 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
-def table(declaration: Any) -> list[str]:
-    """A Markdown table of a declaration's parameters (a composite's groups as a column)."""
-    rows = describe(declaration)
+def table(declaration: Any, include_third_party: bool = True) -> list[str]:
+    """A Markdown table of a declaration's parameters (a composite's groups as a column; without
+    ``include_third_party``, only the groups this project declares)."""
+    keep = None if include_third_party else (
+        lambda params: getattr(params, "__module__", "").partition(".")[0] in OWN_PACKAGES)
+    rows = describe(declaration, keep)
     if not rows:
         return ["No parameters.", ""]
     grouped = any(r.group for r in rows)
@@ -90,7 +93,7 @@ def page(include_third_party: bool = False) -> str:
             lines += [f"### {name}", ""]
             if plugin.summary:
                 lines += [_cell(plugin.summary), ""]
-            lines += table(plugin.params)
+            lines += table(plugin.params, include_third_party)
             if getattr(plugin, "prompt_params", None) is not None:
                 lines += ["Prompt settings (read by a VLM planner on this suite, `planner.params.NAME`):", ""]
                 lines += table(plugin.prompt_params)

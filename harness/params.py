@@ -512,11 +512,14 @@ class Row:
     accepts: str
 
 
-def describe(declaration: Any) -> list[Row]:
-    """Every parameter of a declaration (each group of a composite) for ``harness list`` and docs."""
+def describe(declaration: Any, keep: Callable[[Any], bool] | None = None) -> list[Row]:
+    """Every parameter of a declaration (each group of a composite) for ``harness list`` and docs.
+    ``keep(params)``: which of a composite's groups to show (by their declaration class)."""
     if declaration is None:
         return []
     groups = declaration.all_groups() if isinstance(declaration, Composite) else [Group("", declaration)]
+    if keep is not None and isinstance(declaration, Composite):
+        groups = [g for g in groups if keep(g.params)]
     rows = []
     for group in groups:
         for f in fields_of(group.params):
