@@ -56,9 +56,10 @@ class VLMOwnParams:
              "response_format); auto (or null): EmbodiedBench's rule per model family")
     max_new_tokens: int = param(DEFAULT_MAX_NEW_TOKENS, ge=1, le=1_000_000,
                                 help="longest reply in tokens (EmbodiedBench planner/remote_model.py max_tokens)")
-    hash_weights: bool = param(False, results=False,
-                               help="hash every weight byte instead of headers and samples (the hash is in the run "
-                                    "identity; how it is taken is not)")
+    hash_weights: bool = param(False, via_identity=True,
+                               help="hash every weight byte instead of headers and samples; results do not change, "
+                                    "but the hash taken is in the run identity (the backend's), so a run with the "
+                                    "other mode is another run")
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -99,7 +100,7 @@ class HFParams:
     merge_adapter: bool = param(False, help="merge the adapter into the weights after loading (other float rounding)")
     dtype: str = param("auto", choices=DTYPES, help="the weights' precision; auto: the checkpoint's")
     device_map: Optional[str] = param(
-        None, results=False, example="cpu",
+        None, via_identity=True, example="cpu",
         help="where the weights go, e.g. auto, cuda:0 (null: CPU); placement, like the executor, is not in the run "
              "identity (the attention implementation in force, which it selects, is)")
     attn_implementation: Optional[str] = param(
