@@ -53,9 +53,12 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
-def table(declaration: Any) -> list[str]:
-    """A Markdown table of a declaration's parameters (a composite's groups as a column)."""
-    rows = describe(declaration)
+def table(declaration: Any, include_third_party: bool = True) -> list[str]:
+    """A Markdown table of a declaration's parameters (a composite's groups as a column; without
+    ``include_third_party``, only the groups this project declares)."""
+    keep = None if include_third_party else (
+        lambda params: getattr(params, "__module__", "").partition(".")[0] in OWN_PACKAGES)
+    rows = describe(declaration, keep)
     if not rows:
         return ["No parameters.", ""]
     grouped = any(r.group for r in rows)
@@ -63,7 +66,7 @@ def table(declaration: Any) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = ([r.group] if grouped else []) + [f"`{r.name}`", r.type, f"`{r.default}`", r.accepts,
-                                                   "yes" if r.results else "no", r.help]
+                                                   ("yes, through its identity" if r.results == "via identity" else "yes" if r.results else "no"), r.help]
         out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return out + [""]
 
@@ -90,7 +93,7 @@ def page(include_third_party: bool = False) -> str:
             lines += [f"### {name}", ""]
             if plugin.summary:
                 lines += [_cell(plugin.summary), ""]
-            lines += table(plugin.params)
+            lines += table(plugin.params, include_third_party)
             if getattr(plugin, "prompt_params", None) is not None:
                 lines += ["Prompt settings (read by a VLM planner on this suite, `planner.params.NAME`):", ""]
                 lines += table(plugin.prompt_params)

@@ -1,18 +1,19 @@
 """Failure taxonomy: one class per finished episode, from its stored record only.
 
-Used by ``harness table --by failure`` and the report's failure chart. It reads
-the record's fields (success, error_kind, termination, empty_plan,
-invalid_actions, planner_output_errors, gc_satisfied, task_type), the
-text-action history in ``extra["history"]`` (``[[action, feedback], ...]``) and
-the task's facts in ``extra["task"]`` (written by the runner from the episode's
-metadata; for stores written before that, the caller may pass the facts
-re-derived from the suite: see :func:`tasks_from_suites`). Nothing is re-run.
+Used by ``harness table --by failure`` and the report's failure chart, which show the
+same classes, in the same order and colours. It reads the record's fields (success,
+error_kind, termination, empty_plan, invalid_actions, planner_output_errors,
+gc_satisfied, task_type), the text-action history in ``extra["history"]``
+(``[[action, feedback], ...]``) and the task's facts in ``extra["task"]`` (written by
+the runner through the suite's reader, :meth:`FailureRules.task_of`; for stores written
+before that, the caller may pass the facts re-derived from the suite: see
+:func:`tasks_from_suites`). Nothing is re-run.
 
-The core knows no action language. A suite that has one names its reader on its
-plugin (``SuitePlugin.failures``, a :class:`harness.interfaces.FailureRules`): how an
-action's success shows in its feedback, which object it names, which feedback says
-the object is absent, and the suite's task rules. Suites without one get only the
-generic classes.
+The core knows no action language and no task. It keeps the generic classes
+(:data:`GENERIC_CLASSES`); a suite declares its own (``SuitePlugin.failure_classes``,
+:class:`harness.interfaces.FailureClass`: name, label, order, colour) and names its
+reader (``SuitePlugin.failures``, a :class:`harness.interfaces.FailureRules`) that
+returns them.
 
 Rules, applied in this order; the first that holds names the class:
 
@@ -21,78 +22,119 @@ Rules, applied in this order; the first that holds names the class:
 3. ``empty_plan`` - the agent returned an empty plan (the episode ended there).
 4. ``output_format`` - unusable model output: ``planner_output_errors`` > 0 and
    at least half of the episode's invalid actions were unusable outputs.
-5. ``hallucinated_object`` - at least half of the invalid environment actions
-   (and at least one) named an object absent from the scene. An object type is
-   absent once an action on it was answered that the scene has none; every
-   action naming that type (before or after) counts. Needs the suite's reader.
-6-9. the suite's task rules (:meth:`FailureRules.task_failure`), when the task's
-   facts are known: ``target_not_found``, ``target_not_picked``, ``skipped_step``,
-   ``wrong_receptacle`` for suites whose tasks put a target object somewhere.
-10. ``out_of_steps`` - the step limit ended the episode while it was
-    progressing: the task's target had been picked up (any pick, without the
-    task's facts), or goal conditions were met.
-11. ``other`` - a failure none of the rules above explains.
+5. the suite's reader (:meth:`FailureRules.classify`), when the suite names one:
+   one of its declared classes, or None.
+6. ``out_of_steps`` - the step limit ended the episode while goal conditions
+   were met (a suite's reader may say so on its own evidence too).
+7. ``other`` - a failure none of the rules above explains; ``no_history`` when
+   the record holds no action history either (numeric actions, old stores).
 
-Without a history (schema-1 stores, suites with numeric actions) only rules
-1-4 and a termination-based 10 (``max_steps`` with goal conditions met) can
-apply; the rest is ``no_history``. Without the task's facts (an old store and
-no suite to re-derive them) rules 6-9 are skipped.
+A class the suite does not declare is still counted by the table (never dropped),
+shown as undeclared; ``check_suite`` refuses a suite that produces one.
 """
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.interfaces import FailureRules, HistoryStep
+from harness.interfaces import FailedEpisode, FailureClass, FailureRules
 
-#: Failure classes in rule order (the order tables and charts use).
-FAILURE_CLASSES: tuple[str, ...] = (
-    "success", "error", "empty_plan", "output_format", "hallucinated_object", "target_not_found",
-    "target_not_picked", "skipped_step", "wrong_receptacle", "out_of_steps", "other", "no_history",
+#: The core's classes: what any suite's episodes can end as.
+GENERIC_CLASSES: tuple[FailureClass, ...] = (
+    FailureClass("success", "succeeded", 0, "#3ca951"),
+    FailureClass("error", "harness error record (agent/env fault or timeout)", 10, "#1b1b1b"),
+    FailureClass("empty_plan", "the agent returned an empty plan", 20, "#bcbd22"),
+    FailureClass("output_format", "unusable model output (format errors)", 30, "#ff8ab7"),
+    FailureClass("out_of_steps", "ran out of steps while progressing", 800, "#6cc5b0"),
+    FailureClass("other", "failed for a reason no rule explains", 900, "#9498a0"),
+    FailureClass("no_history", "failed; no action history stored to classify it", 950, "#c9ccd1"),
 )
-#: One-line descriptions (report legend, ``harness table --by failure`` footnote).
-FAILURE_LABELS: dict[str, str] = {
-    "success": "succeeded",
-    "error": "harness error record (fault or timeout)",
-    "empty_plan": "the agent returned an empty plan",
-    "output_format": "unusable model output (format errors)",
-    "hallucinated_object": "acted on objects absent from the scene",
-    "target_not_found": "never found the target object",
-    "target_not_picked": "found the target but never picked it up",
-    "skipped_step": "skipped clean/heat/cool/slice/toggle before placing",
-    "wrong_receptacle": "put the object down at the wrong receptacle",
-    "out_of_steps": "ran out of steps while progressing",
-    "other": "failed for a reason no rule explains",
-    "no_history": "failed; no action history stored to classify it",
-}
+GENERIC: dict[str, FailureClass] = {c.name: c for c in GENERIC_CLASSES}
+#: Where an undeclared class sorts (after every declared one).
+UNDECLARED_ORDER = 10_000
 
-#: What a history step is when its suite has no failure reader.
-_UNREAD = HistoryStep("other", None, True, False)
+
+def undeclared(name: str) -> FailureClass:
+    """The stand-in declaration of a class no suite declares: counted, shown last, grey-blue
+    shades fixed by its name."""
+    digest = hashlib.sha256(name.encode()).digest()
+    colour = "#%02x%02x%02x" % (0x50 + digest[0] % 0x40, 0x50 + digest[1] % 0x40, 0x90 + digest[2] % 0x40)
+    return FailureClass(name, "a class the suite does not declare (check_suite refuses it)", UNDECLARED_ORDER, colour)
+
+
+def _suite_plugin(suite: str) -> Any:
+    from harness.catalog import SUITES
+    from harness.registry import UnknownPluginError
+
+    try:
+        return SUITES.entry(str(suite))
+    except UnknownPluginError:
+        return None
+
+
+@lru_cache(maxsize=None)
+def declared_classes(suite: str) -> tuple[FailureClass, ...]:
+    """The generic classes and the ones ``suite``'s plugin declares, in table order (a suite
+    not registered here: the generic ones)."""
+    plugin = _suite_plugin(suite)
+    return sort_classes(list(GENERIC_CLASSES) + list(getattr(plugin, "failure_classes", ()) or ()))
+
+
+def declaration_problem(classes: Sequence[Any]) -> str | None:
+    """Why a suite's ``failure_classes`` is not a valid declaration (one line), else None."""
+    seen: set[str] = set()
+    for c in classes:
+        if not isinstance(c, FailureClass):
+            return f"failure_classes must hold harness.interfaces.FailureClass, got {type(c).__name__}"
+        if not c.name.replace("_", "").isalnum() or c.name != c.name.lower() or not c.name[0].isalpha():
+            return f"failure class name {c.name!r} must be lower_snake_case"
+        if c.name in GENERIC:
+            return f"failure class {c.name!r} is one of the core's generic classes; do not declare it again"
+        if c.name in seen:
+            return f"failure class {c.name!r} is declared twice"
+        seen.add(c.name)
+    return None
+
+
+def sort_classes(classes: Iterable[FailureClass]) -> tuple[FailureClass, ...]:
+    by_name: dict[str, FailureClass] = {}
+    for c in classes:
+        by_name.setdefault(c.name, c)
+    return tuple(sorted(by_name.values(), key=lambda c: (c.order, c.name)))
+
+
+def classes_of(suites: Iterable[str], seen: Iterable[str] = ()) -> tuple[FailureClass, ...]:
+    """The declared classes of ``suites`` (generic ones included) in table order, then every
+    class in ``seen`` none of them declares (counted, never dropped)."""
+    declared = sort_classes(c for s in dict.fromkeys(map(str, suites)) for c in declared_classes(s))
+    names = {c.name for c in declared}
+    extra = sorted({str(n) for n in seen} - names)
+    return declared + tuple(undeclared(n) for n in extra)
 
 
 @lru_cache(maxsize=None)
 def rules_for(suite: str) -> FailureRules | None:
-    """The failure reader a suite's plugin names (``SuitePlugin.failures``); None: none,
-    or a suite not registered here (its episodes get the generic classes)."""
-    from harness.catalog import SUITES
-    from harness.registry import UnknownPluginError, load_target
+    """The failure reader a suite's plugin names (``SuitePlugin.failures``: an instance, a
+    class or a factory taking no argument); None: none, or a suite not registered here (its
+    episodes get the generic classes)."""
+    from harness.registry import load_target
 
-    try:
-        plugin = SUITES.entry(str(suite))
-    except UnknownPluginError:
-        return None
+    plugin = _suite_plugin(suite)
     target = getattr(plugin, "failures", None)
-    return load_target(plugin, "suite", target) if target else None
+    return reader_of(load_target(plugin, "suite", target), str(suite)) if target else None
 
 
-def read_history(history: Sequence[Sequence[Any]], rules: FailureRules | None) -> list[HistoryStep]:
-    """The stored ``[[action, feedback], ...]`` as generic steps, read by the suite's rules."""
-    steps = []
-    for item in history:
-        action, feedback = item[0], str(item[1] if len(item) > 1 else "")
-        steps.append(rules.read(action, feedback) if rules is not None else _UNREAD)
-    return steps
+def reader_of(obj: Any, suite: str = "?") -> FailureRules:
+    """The reader ``obj`` names: itself when it has ``classify``, else what calling it (a class,
+    a factory) makes. Raises ValueError (one line) when neither is a reader."""
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "classify")):
+        obj = obj()
+    if not callable(getattr(obj, "classify", None)):
+        raise ValueError(f"suite {suite}: its failure reader {type(obj).__name__} has no classify(episode) "
+                         "(harness.interfaces.FailureRules)")
+    return obj
 
 
 def _missing(value: Any) -> bool:
@@ -136,37 +178,25 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None,
     if output_errors > 0 and 2 * output_errors >= invalid:
         return "output_format"
     extra = get("extra")
-    history = extra.get("history") if isinstance(extra, Mapping) else None
-    termination = get("termination")
+    extra = extra if isinstance(extra, Mapping) else {}
+    history = extra.get("history") or []
+    termination = None if _missing(get("termination")) else str(get("termination"))
     gc_met = _int(get("gc_satisfied", 0)) > 0
-    if not history:
-        if termination == "max_steps" and gc_met:
-            return "out_of_steps"
-        return "no_history"
     if rules is None:
         suite = get("suite")
         rules = None if _missing(suite) else rules_for(str(suite))
-    steps = read_history(history, rules)
-
-    absent = {s.obj for s in steps if not s.ok and s.absent}
-    env_invalid = [s for s in steps if not s.ok]
-    hallucinated = sum(1 for s in env_invalid if s.obj in absent)
-    if hallucinated and 2 * hallucinated >= len(env_invalid):
-        return "hallucinated_object"
-
-    task = (extra.get("task") if isinstance(extra, Mapping) else None) or task
-    task_type = "" if _missing(get("task_type")) else str(get("task_type"))
-    if task and rules is not None:
-        verdict = rules.task_failure(steps, task, task_type)
+    if rules is not None:
+        episode = FailedEpisode(
+            suite="" if _missing(get("suite")) else str(get("suite")), history=history,
+            task=extra.get("task") or task, task_type="" if _missing(get("task_type")) else str(get("task_type")),
+            termination=termination, invalid_actions=invalid, planner_output_errors=output_errors,
+            gc_satisfied=_int(get("gc_satisfied", 0)), gc_total=_int(get("gc_total", 0)), extra=extra)
+        verdict = rules.classify(episode)
         if verdict is not None:
-            return verdict
-        target = rules.target(task)
-        picked_target = any(s.ok and s.verb == "pick" and s.obj == target for s in steps)
-    else:
-        picked_target = any(s.ok and s.verb == "pick" for s in steps)
-    if termination == "max_steps" and (picked_target or gc_met):
+            return str(verdict)
+    if termination == "max_steps" and gc_met:
         return "out_of_steps"
-    return "other"
+    return "other" if history else "no_history"
 
 
 def task_of(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -229,29 +259,41 @@ def classify_frame(frame: Any, tasks: Mapping[tuple[str, str, str, str], Mapping
 def failure_table(frame: Any, classes: Iterable[str] | None = None) -> Any:
     """Variant rows x failure-class columns: % of each variant's episodes per
     suite/split group ("suite/split" column groups collapse to one table per
-    variant and group), with the episode count."""
+    variant and group), with the episode count. Columns are the classes that occur,
+    in their declared order (:func:`classes_of`); a class no suite of the frame declares
+    is counted too, after the declared ones. ``table.attrs["classes"]``: the
+    :class:`FailureClass` of each column (labels, colours)."""
     df = frame.copy()
-    df["failure"] = list(classes) if classes is not None else classify_frame(df)
+    df["failure"] = [str(c) for c in classes] if classes is not None else classify_frame(df)
     df["group"] = df["suite"].astype(str) + "/" + df["split"].astype(str)
     counts = df.groupby(["variant", "group", "failure"]).size().unstack("failure", fill_value=0)
-    present = [c for c in FAILURE_CLASSES if c in counts.columns]
-    counts = counts[present]
+    order = classes_of(df["suite"].astype(str), counts.columns)
+    declared = [c for c in order if c.name in counts.columns]
+    counts = counts[[c.name for c in declared]]
     n = counts.sum(axis=1)
     table = counts.div(n, axis=0).mul(100.0)
     table.insert(0, "n", n)
+    table.attrs["classes"] = declared
     return table
 
 
+def column_classes(table: Any) -> list[FailureClass]:
+    """The :class:`FailureClass` of each class column of a :func:`failure_table`."""
+    known = {c.name: c for c in table.attrs.get("classes", ())}
+    return [known.get(c) or GENERIC.get(c) or undeclared(str(c)) for c in table.columns if c != "n"]
+
+
 def failure_markdown(table: Any) -> str:
-    cols = [c for c in table.columns if c != "n"]
+    classes = column_classes(table)
+    cols = [c.name for c in classes]
     lines = ["| variant | suite/split | n | " + " | ".join(cols) + " |",
              "|:---|:---|---:|" + "---:|" * len(cols)]
     for (variant, group), row in table.iterrows():
         cells = [f"{row[c]:.1f}" for c in cols]
         lines.append(f"| {variant} | {group} | {int(row['n'])} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("% of each row's episodes per failure class (rules: harness/failures.py).")
-    lines += [f"{c}: {FAILURE_LABELS[c]}" for c in cols]
+    lines.append("% of each row's episodes per failure class (rules: harness/failures.py and each suite's reader).")
+    lines += [f"{c.name}: {c.label}" for c in classes]
     return "\n".join(lines) + "\n"
 
 

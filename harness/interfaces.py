@@ -83,45 +83,63 @@ class Suite(Protocol):
     # action space; checked against the agent's ``action_kinds`` before a run (:func:`action_mismatch`).
 
 
-#: The verbs of :class:`HistoryStep` the failure rules reason about (anything else is ``other``).
-STEP_VERBS: tuple[str, ...] = ("find", "pick", "put", "open", "close", "on", "off", "slice", "other")
+@dataclass(frozen=True)
+class FailureClass:
+    """One failure class a suite declares (``SuitePlugin.failure_classes``), or one of the
+    core's generic classes (:data:`harness.failures.GENERIC_CLASSES`).
+
+    ``harness table --by failure`` and the report's failure chart show classes in ``order``
+    (ascending; the generic classes use 0-99 and 800-999, a suite's own 100-799), each with
+    its ``label`` (one line) and always in its ``colour`` (a CSS colour, ``#rrggbb``)."""
+
+    name: str
+    label: str
+    order: int = 500
+    colour: str = "#9498a0"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a failure class needs a name, got {self.name!r}")
+        if not (isinstance(self.colour, str) and len(self.colour) == 7 and self.colour.startswith("#")):
+            raise ValueError(f"failure class {self.name!r}: colour must be '#rrggbb', got {self.colour!r}")
 
 
 @dataclass(frozen=True)
-class HistoryStep:
-    """One ``(action, feedback)`` of an episode's stored history, as its suite reads it."""
+class FailedEpisode:
+    """What a suite's failure reader sees of one failed episode (from its stored record)."""
 
-    #: One of :data:`STEP_VERBS`.
-    verb: str
-    #: The object type the action names, normalised as the suite compares names; None: none.
-    obj: str | None
-    #: The action succeeded (judged from its feedback).
-    ok: bool
-    #: The feedback says the named object does not exist in the scene.
-    absent: bool
+    suite: str
+    #: ``[[action, feedback], ...]`` as stored (``extra["history"]``); empty: none stored.
+    history: Sequence[Sequence[Any]]
+    #: The task's facts (``extra["task"]``, written through :meth:`FailureRules.task_of`); None: unknown.
+    task: Mapping[str, Any] | None
+    task_type: str
+    termination: str | None
+    invalid_actions: int
+    planner_output_errors: int
+    gc_satisfied: int
+    gc_total: int
+    #: The record's whole ``extra`` (a suite may keep its own evidence there).
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
 class FailureRules(Protocol):
-    """How ``harness table --by failure`` reads one suite's episodes (its action language and
-    task rules), named by ``SuitePlugin.failures``. Suites without one get only the generic
-    classes (:mod:`harness.failures`)."""
-
-    def read(self, action: Any, feedback: str) -> HistoryStep:
-        """One stored history entry: verb, object named, success, absent-object feedback."""
-        ...
+    """How ``harness table --by failure`` reads one suite's failed episodes, named by
+    ``SuitePlugin.failures`` (``"module:attr"`` of an instance, a class or a factory taking no
+    argument). The core applies its generic rules first (success, error, empty plan, output
+    format: :mod:`harness.failures`); :meth:`classify` then names the suite's own class, or None
+    to leave the episode to the generic ``out_of_steps`` / ``other`` / ``no_history``. Every class
+    it returns is one the suite declares (``SuitePlugin.failure_classes``) or a generic one."""
 
     def task_of(self, metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        """The task facts the rules read, from an episode's metadata (None: none)."""
+        """The task facts the rules read, from an episode's metadata (None: none); the runner
+        stores them in the record's ``extra["task"]``."""
         ...
 
-    def target(self, task: Mapping[str, Any]) -> str:
-        """The object the task is about, normalised like :attr:`HistoryStep.obj` ('' if none)."""
-        ...
-
-    def task_failure(self, steps: Sequence[HistoryStep], task: Mapping[str, Any], task_type: str) -> str | None:
-        """The suite's task-specific class of a failed episode (one of
-        :data:`harness.failures.FAILURE_CLASSES`), or None when none of its rules applies."""
+    def classify(self, episode: FailedEpisode) -> str | None:
+        """The class of a failed episode (not a success, not an error, not an empty plan, not
+        unusable output), or None when none of the suite's rules applies."""
         ...
 
 

@@ -85,23 +85,33 @@ class Rule:
     check: Callable[[Any], Any] | None = None
     #: A second valid value, for conformance checks that vary each field (paths, free strings).
     example: Any = None
+    #: Changes results, but enters the run identity through the plugin's ``identity()`` (the
+    #: hash of the checkpoint a path names, the served model name), never as its value: two
+    #: paths to the same weights are one run. Needs ``results=True``; :func:`identity_of`
+    #: leaves the value out.
+    via_identity: bool = False
 
 
 def param(default: Any = MISSING, *, help: str, results: bool = True, ge: float | None = None,
           gt: float | None = None, le: float | None = None, lt: float | None = None,
           choices: Iterable[Any] | None = None, kind: str | None = None,
-          check: Callable[[Any], Any] | None = None, example: Any = None,
+          check: Callable[[Any], Any] | None = None, example: Any = None, via_identity: bool = False,
           default_factory: Callable[[], Any] | None = None) -> Any:
     """A declared field: ``name: type = param(default, help=..., ...)``.
 
     ``ge/gt/le/lt`` bound numbers (and each item of a list of numbers); ``choices`` lists
     the accepted values; ``kind`` checks a string as a URL or an existing path (None is
     always accepted for an ``Optional`` field). ``default`` omitted: the key is required.
+    ``via_identity``: the field changes results through what it names, which the plugin's
+    ``identity()`` hashes (see :attr:`Rule.via_identity`).
     """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
+    if via_identity and not results:
+        raise ValueError("via_identity=True declares a field that changes results: it needs results=True")
     rule = Rule(help=help, results=results, ge=ge, gt=gt, le=le, lt=lt,
-                choices=tuple(choices) if choices is not None else None, kind=kind, check=check, example=example)
+                choices=tuple(choices) if choices is not None else None, kind=kind, check=check, example=example,
+                via_identity=via_identity)
     if default_factory is not None:
         return field(default_factory=default_factory, metadata={"param": rule})
     return field(default=default, metadata={"param": rule})
@@ -475,7 +485,8 @@ def identity_of(params: Any) -> dict[str, Any]:
         return {}
     if isinstance(params, Parsed):
         return {title: identity_of(inst) for title, inst in params.items()}
-    return {f.name: _jsonable(getattr(params, f.name)) for f in fields_of(type(params)) if f.rule.results}
+    return {f.name: _jsonable(getattr(params, f.name)) for f in fields_of(type(params))
+            if f.rule.results and not f.rule.via_identity}
 
 
 def _jsonable(value: Any) -> Any:
@@ -496,20 +507,24 @@ class Row:
     name: str
     type: str
     default: str
-    results: bool
+    results: bool | str  # True, False, or "via identity"
     help: str
     accepts: str
 
 
-def describe(declaration: Any) -> list[Row]:
-    """Every parameter of a declaration (each group of a composite) for ``harness list`` and docs."""
+def describe(declaration: Any, keep: Callable[[Any], bool] | None = None) -> list[Row]:
+    """Every parameter of a declaration (each group of a composite) for ``harness list`` and docs.
+    ``keep(params)``: which of a composite's groups to show (by their declaration class)."""
     if declaration is None:
         return []
     groups = declaration.all_groups() if isinstance(declaration, Composite) else [Group("", declaration)]
+    if keep is not None and isinstance(declaration, Composite):
+        groups = [g for g in groups if keep(g.params)]
     rows = []
     for group in groups:
         for f in fields_of(group.params):
-            rows.append(Row(group.title, f.name, f.type_text(), f.default_text(), f.rule.results, f.rule.help,
+            rows.append(Row(group.title, f.name, f.type_text(), f.default_text(),
+                            "via identity" if f.rule.via_identity else f.rule.results, f.rule.help,
                             _accepts_text(f)))
     return rows
 

@@ -71,10 +71,14 @@ class SuitePlugin(Plugin):
     #: The declaration of the prompt adapter's settings (they enter the run identity only
     #: of this suite's runs).
     prompt_params: Any = None
-    #: ``"module:attr"`` of the suite's failure taxonomy reader
-    #: (:class:`harness.interfaces.FailureRules`): how ``harness table --by failure`` reads
-    #: its episodes' action history; None: only the generic classes.
+    #: ``"module:attr"`` of the suite's failure reader (:class:`harness.interfaces.FailureRules`:
+    #: an instance, a class or a factory taking no argument): the suite's own class of a failed
+    #: episode, and the task facts the runner stores for it; None: only the generic classes.
     failures: str | None = None
+    #: The failure classes the suite's reader may name beyond the core's generic ones
+    #: (:class:`harness.interfaces.FailureClass`: name, label, order, colour), as ``harness
+    #: table --by failure`` and the report show them; ``check_suite`` refuses any other.
+    failure_classes: tuple[Any, ...] = ()
     #: The datasets ``harness fetch NAME`` can fetch for this suite
     #: (:class:`harness.fetch.Dataset`; their names are global, so prefix them with the suite's).
     datasets: tuple[Any, ...] = ()

@@ -771,8 +771,9 @@ class Runner:
                 extra["actions"] = actions
         if info.get(INFO_ARTIFACTS):
             extra["artifacts"] = self._artifact_paths(info[INFO_ARTIFACTS])
-        if spec.metadata.get("pddl_params"):  # the task's target/receptacle, for failure analysis
-            extra["task"] = dict(spec.metadata["pddl_params"])
+        task = _task_facts(spec)  # the suite's own reader of its task facts, for failure analysis
+        if task:
+            extra["task"] = task
         if spec.instruction:  # shown by the report's episode browser
             extra["instruction"] = spec.instruction
         cut = sum(1 for t in live.transcript if t.get("output_truncated"))
@@ -982,3 +983,19 @@ def _checked(plan: Any) -> Any:
         return _check_plan(plan)
     except TypeError as exc:
         return exc
+
+
+def _task_facts(spec: EpisodeSpec) -> dict[str, Any] | None:
+    """The episode's task facts as its suite's failure reader reads them from its metadata
+    (:meth:`harness.interfaces.FailureRules.task_of`); None: the suite has no reader, or it
+    reads none. A reader that fails gives none (the record is still written)."""
+    from harness.failures import rules_for
+
+    try:
+        rules = rules_for(str(spec.suite))
+        reader = getattr(rules, "task_of", None)
+        task = reader(spec.metadata) if reader is not None else None
+        return dict(task) if task else None
+    except Exception:  # noqa: BLE001 - evidence for failure analysis only; never lose the record
+        return None
+

@@ -8,6 +8,9 @@
     check_suite("example")                        # a registered suite, its own agent driving it
     check_agent("random", "eb_alfred", suite_params={"render": False})
 
+Both name their settings the same way: ``suite_params=`` (the suite's) and ``agent_params=``
+(the agent's).
+
 Each check runs a few real episodes through the real runner (:class:`harness.runner.Runner`)
 into a real SQLite store in a temporary folder, and raises :class:`ConformanceError` (an
 AssertionError) whose message is one line naming the rule broken. What is checked:
@@ -19,6 +22,18 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     ``max_steps`` (plus its invalid-action allowance), ``episodes(split)`` in a fixed order
     with unique keys, ``protocol(split)`` JSON-serialisable with ``max_steps``; the agent's
     ``act`` answering one plan per request.
+``probe`` (suites)
+    a probe agent drives the env with what agents really send: invalid strings, unusable
+    output (:class:`~harness.interfaces.InvalidOutput`), no-ops (a zero action; for text
+    suites, one valid action over and over) and random valid actions (those the driving
+    agent's steps were judged valid). Checked: an unknown action is refused (text:
+    ``action_ok=False`` and one more invalid action counted; numeric: NaN or a wrong shape
+    raises :class:`~harness.interfaces.AgentContractError` or is counted with
+    ``action_ok=False``), every episode ends within
+    ``max_steps`` (plus its invalid-action allowance) whatever the agent sends, an episode
+    replays the same on an env that ran other episodes first as on a fresh one (no state
+    leaks between episodes), and the probe's episodes through the runner end without an
+    error record, each in a failure class the suite declares (``SuitePlugin.failure_classes``).
 ``determinism``
     the same episode twice (a fresh env, and the same env after another episode) gives the
     same observations, rewards and infos; two runs give the same records and transcripts.
@@ -36,8 +51,8 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     of an episode equal, or every episode drawing the same, is a bug.
 ``identity``
     each declared parameter (:func:`harness.params.fields_of`) varied to another valid value
-    (a bool flipped, another choice, a number +1 within bounds, the field's ``example=``;
-    others are skipped) changes the run id (:func:`harness.runner.run_id_of`) exactly when
+    inside its declared range (a bool flipped, another choice, a number +1 or -1 within its
+    bounds, the field's ``example=``; others are skipped) changes the run id (:func:`harness.runner.run_id_of`) exactly when
     it is declared ``results=True``; a ``results=False`` field must also leave the records
     of a few episodes unchanged (a field that changes records is in the identity).
 
@@ -60,7 +75,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.interfaces import AgentReply, AgentRequest, InvalidOutput
-from harness.params import Composite, Field, ParamError, convert, fields_of
+from harness.params import Composite, Field, ParamError, convert, fields_of, param
 from harness.types import (
     INFO_ACTION_OK,
     INFO_ARTIFACTS,
@@ -78,7 +93,7 @@ from harness.types import (
     RunSpec,
 )
 
-SUITE_CHECKS = ("contract", "determinism", "schedule", "identity")
+SUITE_CHECKS = ("contract", "probe", "determinism", "schedule", "identity")
 AGENT_CHECKS = ("contract", "reset", "determinism", "schedule", "draws", "identity")
 
 #: Record fields that may differ with scheduling (everything else must be equal).
@@ -112,40 +127,62 @@ class Report:
 
 
 # --- public entry points -----------------------------------------------------------
-def check_suite(suite: Any, *, params: Mapping[str, Any] | None = None, split: str | None = None,
+def check_suite(suite: Any, *, suite_params: Mapping[str, Any] | None = None, split: str | None = None,
                 episodes: int = 3, agent: Any = None, agent_params: Mapping[str, Any] | None = None,
-                checks: Iterable[str] = SUITE_CHECKS, workdir: str | Path | None = None) -> Report:
+                checks: Iterable[str] = SUITE_CHECKS, workdir: str | Path | None = None,
+                examples: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None) -> Report:
     """Check a suite (a registered name, or a suite object) against the suite contract.
 
-    ``params``: the suite's parameters for the check (keep it cheap: ``render=False``, a
+    ``suite_params``: the suite's parameters for the check (keep it cheap: ``render=False``, a
     short split); with a suite object, those it was built with. ``agent``: what drives the
-    episodes, a registered agent name or a factory ``(**params) -> agent``; default: the
-    suite's own ``oracle``, else its own ``random``, else an agent of every suite that
-    produces its actions and needs no parameter.
+    episodes, a registered agent name or a factory ``(**params) -> agent``, with
+    ``agent_params``; default: the suite's own ``oracle``, else its own ``random``, else an
+    agent of every suite that produces its actions and needs no parameter. ``examples``: the
+    other value the ``identity`` check tries for a field (by name), where the declared
+    ``example=`` cannot work on this machine. ``params``: the former name of ``suite_params``
+    (deprecated).
     """
-    target = _SuiteTarget.of(suite, params, split)
+    suite_params = _renamed(params, suite_params, "check_suite", "suite_params")
+    target = _SuiteTarget.of(suite, suite_params, split)
     agent_target = _AgentTarget.of(agent, target, agent_params) if agent is not None else _default_agent(target)
-    return _Checker(target, agent_target, episodes, workdir, f"suite {target.name}").run(
-        _checked_names(checks, SUITE_CHECKS), identity_of="suite")
+    checker = _Checker(target, agent_target, episodes, workdir, f"suite {target.name}")
+    checker.examples = dict(examples or {})
+    return checker.run(_checked_names(checks, SUITE_CHECKS), identity_of="suite")
 
 
-def check_agent(agent: Any, suite: Any, *, params: Mapping[str, Any] | None = None,
+def check_agent(agent: Any, suite: Any, *, agent_params: Mapping[str, Any] | None = None,
                 suite_params: Mapping[str, Any] | None = None, split: str | None = None, episodes: int = 3,
                 random_actions: bool | None = None, checks: Iterable[str] = AGENT_CHECKS,
-                workdir: str | Path | None = None) -> Report:
+                workdir: str | Path | None = None, examples: Mapping[str, Any] | None = None,
+                params: Mapping[str, Any] | None = None) -> Report:
     """Check an agent (a registered name, or a factory ``(**params) -> agent``) on ``suite``.
 
-    ``params``: the agent's parameters; ``suite_params``: the suite's. ``random_actions``:
+    ``agent_params``: the agent's parameters; ``suite_params``: the suite's. ``random_actions``:
     every action the agent returns is a random draw (the ``draws`` check then applies to all
     of them, not only to fallbacks); None: true for agents registered as ``random``.
+    ``examples``: as :func:`check_suite`'s (e.g. a second URL of the same test server for
+    ``base_url``). ``params``: the former name of ``agent_params`` (deprecated).
     """
+    agent_params = _renamed(params, agent_params, "check_agent", "agent_params")
     target = _SuiteTarget.of(suite, suite_params, split)
-    agent_target = _AgentTarget.of(agent, target, params)
+    agent_target = _AgentTarget.of(agent, target, agent_params)
     if random_actions is None:
         random_actions = agent_target.name == "random"
     checker = _Checker(target, agent_target, episodes, workdir, f"agent {agent_target.name} on {target.name}")
     checker.random_actions = bool(random_actions)
+    checker.examples = dict(examples or {})
     return checker.run(_checked_names(checks, AGENT_CHECKS), identity_of="agent")
+
+
+def _renamed(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, where: str, name: str) -> Any:
+    if old is None:
+        return new
+    if new is not None:
+        raise TypeError(f"{where}: give {name}= only (params= is its former name)")
+    import warnings
+
+    warnings.warn(f"{where}(params=...) is now {name}=...", DeprecationWarning, stacklevel=3)
+    return old
 
 
 def _checked_names(checks: Iterable[str], known: Sequence[str]) -> list[str]:
@@ -258,6 +295,10 @@ class _Checker:
             raise ValueError("episodes must be >= 1")
         self.suite, self.agent, self.n, self.subject = suite, agent, int(episodes), subject
         self.random_actions = False
+        #: Field name -> the other value the identity check tries (instead of the declared example).
+        self.examples: dict[str, Any] = {}
+        #: Actions the driving agent sent that the env judged valid (the probe's valid pool).
+        self.valid_seen: list[Any] = []
         self.report = Report(subject)
         self._workdir = workdir
         self._base: tuple[dict, list] | None = None
@@ -339,7 +380,7 @@ class _Checker:
             raise self.fail(check, f"{what}: other episodes ({sorted(records)[:3]} vs {sorted(ref)[:3]})")
         for key, row in ref.items():
             other = records[key]
-            differ = [k for k in row if k not in ("run_id",) and row[k] != other.get(k)]
+            differ = [k for k in row if k not in ("run_id",) and _differs(row[k], other.get(k)) is not None]
             if differ:
                 k = differ[0]
                 raise self.fail(check, f"{what}: episode {key[2]} differs in {k} "
@@ -448,6 +489,8 @@ class _Checker:
                               _without_privileged(info)))
                 if type(action) is not InvalidOutput:
                     history.append((action, info.get(INFO_FEEDBACK, "")))
+                    if info[INFO_ACTION_OK] is True:
+                        self.valid_seen.append(action)
                 if done:
                     return trace
                 if stepped > limit:
@@ -483,6 +526,171 @@ class _Checker:
             raise self.fail(c, f"{where}() info holds {INFO_PRIVILEGED!r} although privileged=False")
         if privileged and where == "reset" and INFO_PRIVILEGED not in info:
             raise self.fail(c, f"reset(options={{'privileged': True}}) info lacks {INFO_PRIVILEGED!r}")
+
+    # -- probe ------------------------------------------------------------------------
+    def valid_pool(self) -> list[Any]:
+        """Distinct actions the driving agent sent that the env judged valid (its first episodes)."""
+        if not self.valid_seen:
+            env = self.suite.obj.make_env()
+            try:
+                proto = self.suite.obj.protocol(self.suite.split)
+                limit = int(proto["max_steps"]) + int(proto.get("max_invalid_actions", 0) or 0)
+                for e in self.episodes()[:2]:
+                    self.play(env, e, self.make_agent(), limit)
+            finally:
+                _close(env)
+        pool: list[Any] = []
+        seen: set[str] = set()
+        for action in self.valid_seen:
+            key = json.dumps(_plain_action(action), sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                pool.append(action)
+        return pool
+
+    def check_probe(self) -> None:
+        c = "probe"
+        suite, split = self.suite.obj, self.suite.split
+        proto = suite.protocol(split)
+        max_steps, max_invalid = int(proto["max_steps"]), int(proto.get("max_invalid_actions", 0) or 0)
+        limit = max_steps + max_invalid
+        text = getattr(suite, "action_kind", "text") == "text"
+        pool = self.valid_pool()
+        episodes = self.episodes()
+        self.probe_declaration()
+
+        # 1. Invalid-action handling, from the start of each episode.
+        env = suite.make_env()
+        try:
+            for e in episodes[:2]:
+                self.probe_invalid(env, e, text, pool)
+        finally:
+            _close(env)
+
+        # 2. Step limits: whatever the agent sends, the episode ends in time.
+        sequences = _probe_sequences(pool, text, limit)
+        env = suite.make_env()
+        try:
+            for e in episodes:
+                for what, actions in sequences:
+                    trace, ended = self.replay(env, e, actions(e), limit + 1)
+                    if not ended:
+                        raise self.fail(c, f"episode {e.episode_id} did not end within {limit} steps (protocol "
+                                           f"max_steps {max_steps} plus max_invalid_actions {max_invalid}) "
+                                           f"driven by {what}: the env never reaches its step limit")
+        finally:
+            _close(env)
+
+        # 3. No state leaks between episodes: an episode replays the same after others.
+        first = episodes[0]
+        mixed = _probe_mix(pool, text, limit)
+        env_a, env_b = suite.make_env(), suite.make_env()
+        try:
+            a, _ = self.replay(env_a, first, mixed(first), limit + 1)
+            for other in episodes[1:] or episodes:
+                self.replay(env_a, other, mixed(other), limit + 1)
+            again, _ = self.replay(env_a, first, mixed(first), limit + 1)
+            fresh, _ = self.replay(env_b, first, mixed(first), limit + 1)
+        finally:
+            _close(env_a)
+            _close(env_b)
+        for what, other in (("a fresh env", fresh), ("the same env after other episodes", again)):
+            where = _first_difference(a, other)
+            if where is not None:
+                raise self.fail(c, f"episode {first.episode_id} driven by the probe (invalid, unusable and random "
+                                   f"valid actions) on {what}: {where}; state leaks between episodes")
+
+        # 4. Through the runner: no error record, every class declared.
+        if text:
+            agent = _ProbeAgent(pool, limit, [e.key for e in episodes])
+            records, _, _ = self.records(agent=agent, pipeline=False, batch_size=max(2, self.n))
+            self.probe_records(records)
+
+    def probe_declaration(self) -> None:
+        from harness.catalog import SUITES
+        from harness.failures import declaration_problem
+
+        if not self.suite.registered:
+            return
+        problem = declaration_problem(tuple(getattr(SUITES.entry(self.suite.name), "failure_classes", ()) or ()))
+        if problem is not None:
+            raise self.fail("probe", problem)
+
+    def probe_records(self, records: Mapping[Any, Mapping[str, Any]]) -> None:
+        from harness.failures import GENERIC, classify, declared_classes, rules_for
+
+        c = "probe"
+        rules = rules_for(self.suite.name) if self.suite.registered else None
+        declared = ({f.name for f in declared_classes(self.suite.name)} if self.suite.registered else set(GENERIC))
+        for key, row in records.items():
+            if row["error_kind"] is not None:
+                raise self.fail(c, f"episode {key[2]} driven by the probe ended in an {row['error_kind']} error "
+                                   f"(invalid or unusable actions must be counted, not raised): "
+                                   f"{((row['error_message'] or '').strip().splitlines() or [''])[-1]}")
+            cls = classify(row, rules=rules) if rules is not None else classify(row)
+            if cls not in declared:
+                raise self.fail(c, f"episode {key[2]} is classed {cls!r}, a failure class the suite does not declare "
+                                   "(SuitePlugin.failure_classes)")
+
+    def probe_invalid(self, env: Any, episode: EpisodeSpec, text: bool, pool: list[Any]) -> None:
+        from harness.interfaces import AgentContractError
+
+        c = "probe"
+        options = {"episode": episode, "privileged": False, "render": False, "artifacts_dir": None}
+        if text:
+            for bad in (f"probe: no such action {uuid.uuid4().hex[:6]}", "",
+                        InvalidOutput("{not json", "conformance probe: unusable output")):
+                _, info = env.reset(seed=episode.seed, options=options)
+                before = int(info.get(INFO_INVALID_ACTIONS, 0))
+                try:
+                    step = env.step(bad)
+                except AgentContractError:
+                    continue  # refused outright: never fed to the simulator
+                except Exception as exc:  # noqa: BLE001 - named in the message
+                    raise self.fail(c, f"step({_short(bad)}) raised {type(exc).__name__}: {_first_line(exc)} "
+                                       "(an invalid action is counted, not raised)") from None
+                info = step[4]
+                if info.get(INFO_ACTION_OK) is not False:
+                    raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} was accepted "
+                                       "as valid (action_ok must be False)")
+                if type(bad) is InvalidOutput and bad.costs_step:
+                    continue
+                if int(info.get(INFO_INVALID_ACTIONS, 0)) != before + 1:
+                    raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} was not "
+                                       f"counted (invalid_actions {before} -> {info.get(INFO_INVALID_ACTIONS)})")
+            return
+        if not pool:
+            self.report.skipped.append("probe: no valid action seen to shape invalid ones")
+            return
+        import numpy as np
+
+        shape = np.asarray(pool[0]).shape
+        for what, bad in (("a NaN action", np.full(shape, np.nan)),
+                          ("an action of the wrong shape", np.zeros((int(np.prod(shape)) + 1,)))):
+            env.reset(seed=episode.seed, options=options)
+            try:
+                step = env.step(bad)
+            except AgentContractError:
+                continue  # refused before the simulator saw it
+            except Exception as exc:  # noqa: BLE001
+                raise self.fail(c, f"step({what}) raised {type(exc).__name__}, not AgentContractError") from None
+            if step[4].get(INFO_ACTION_OK) is not False:  # or counted as an invalid action (EB-Manipulation's rule)
+                raise self.fail(c, f"episode {episode.episode_id}: step({what}) was accepted as valid (raise "
+                                   "AgentContractError, or count it with action_ok=False)")
+
+    def replay(self, env: Any, episode: EpisodeSpec, actions: Sequence[Any], limit: int) -> tuple[list[Any], bool]:
+        """``actions`` stepped open-loop on ``episode`` (at most ``limit``): the trace, and
+        whether the episode ended."""
+        options = {"episode": episode, "privileged": False, "render": False, "artifacts_dir": None}
+        obs, info = env.reset(seed=episode.seed, options=options)
+        trace: list[Any] = [("reset", obs, _without_privileged(info))]
+        for action in list(actions)[:limit]:
+            obs, reward, terminated, truncated, info = env.step(action)
+            trace.append(("step", _plain_action(action), obs, float(reward), terminated, truncated,
+                          _without_privileged(info)))
+            if terminated or truncated:
+                return trace, True
+        return trace, False
 
     # -- determinism ----------------------------------------------------------------
     def check_determinism(self) -> None:
@@ -590,7 +798,8 @@ class _Checker:
         base_id = run_id_of(run_identity(spec, self.suite.obj, base_agent))
         for f in fields:
             current = target.values.get(f.name, f.default)
-            new = _vary(f, current)
+            new = _vary(dataclasses.replace(f, rule=dataclasses.replace(f.rule, example=self.examples[f.name]))
+                        if f.name in self.examples else f, current)
             if new is _NOTHING:
                 self.report.skipped.append(f"identity: {f.name} (no other value to try; give it example=)")
                 continue
@@ -611,10 +820,13 @@ class _Checker:
                                            f"({type(exc).__name__}: {_first_line(exc)})")
                 continue
             change = f"{f.name} {_short(current)} -> {_short(new)}"
-            if f.rule.results and other_id == base_id:
+            if f.rule.via_identity and other_id != base_id:
+                continue  # what it names differs, and the plugin's identity says so
+            if f.rule.results and not f.rule.via_identity and other_id == base_id:
                 raise self.fail(c, f"{whose} parameter {change} is declared results=True but leaves the run id "
                                    "unchanged")
-            if not f.rule.results:
+            if not f.rule.results or f.rule.via_identity:
+                # Left out of the run identity (or naming the same thing): the records must not move.
                 if other_id != base_id:
                     raise self.fail(c, f"{whose} parameter {change} is declared results=False but changes the "
                                        "run id")
@@ -642,7 +854,9 @@ def _declared_fields(declaration: Any, values: Mapping[str, Any], suite: str) ->
 
 
 def _vary(f: Field, current: Any) -> Any:
-    """Another valid value for ``f`` than ``current``, or ``_NOTHING``."""
+    """Another valid value for ``f`` than ``current``, inside the field's declared range
+    (its bounds and choices), or ``_NOTHING``. Values compare as the declaration converts
+    them (a tuple default and an equal list are the same value)."""
     rule = f.rule
     candidates: list[Any] = []
     if rule.example is not None:
@@ -655,14 +869,36 @@ def _vary(f: Field, current: Any) -> Any:
         candidates += [current + 1, current - 1]
     elif isinstance(current, float):
         candidates += [current + 1.0, current - 1.0, current * 2 if current else 0.5, current / 2]
+    try:
+        now = _canonical(convert(f, current))
+    except ParamError:
+        now = _canonical(current)
     for new in candidates:
         try:
             value = convert(f, new)
         except ParamError:
             continue
-        if value != current:
+        if not _in_range(rule, value):
+            continue
+        if _canonical(value) != now:
             return value
     return _NOTHING
+
+
+def _in_range(rule: Any, value: Any) -> bool:
+    """``value`` (each item of a list) inside the rule's declared bounds."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        if (rule.ge is not None and v < rule.ge) or (rule.gt is not None and v <= rule.gt) or \
+                (rule.le is not None and v > rule.le) or (rule.lt is not None and v >= rule.lt):
+            return False
+    return True
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
 
 
 # --- probes and wrappers ---------------------------------------------------------------------
@@ -780,6 +1016,92 @@ class _FaultyEnv:
         _close(self.env)
 
 
+# --- the probe's actions ----------------------------------------------------------------------
+def _episode_rng(episode: EpisodeSpec, salt: str) -> random.Random:
+    return random.Random(f"conformance-probe|{salt}|{episode.suite}|{episode.split}|{episode.episode_id}|{episode.seed}")
+
+
+def _noop(pool: list[Any]) -> Any:
+    import numpy as np
+
+    return np.zeros_like(np.asarray(pool[0]))
+
+
+def _probe_sequences(pool: list[Any], text: bool, limit: int) -> list[tuple[str, Callable[[EpisodeSpec], list[Any]]]]:
+    """Open-loop action sequences (per episode) that must all end the episode within ``limit``."""
+    out: list[tuple[str, Callable[[EpisodeSpec], list[Any]]]] = []
+    n = limit + 1
+    if pool and not text:
+        out.append(("no-op actions (zeros)", lambda e: [_noop(pool)] * n))
+    for action in pool[:4]:
+        out.append((f"one valid action over and over ({_short(_plain_action(action), 40)})", lambda e, a=action: [a] * n))
+    if pool:
+        out.append(("random valid actions", lambda e: [_episode_rng(e, "valid").choice(pool) for _ in range(n)]))
+    if text:
+        out.append(("invalid strings", lambda e: [f"probe: no such action {i}" for i in range(n)]))
+        out.append(("unusable output", lambda e: [InvalidOutput(f"probe {i}", "conformance probe: unusable output")
+                                                  for i in range(n)]))
+    return out
+
+
+def _probe_mix(pool: list[Any], text: bool, limit: int) -> Callable[[EpisodeSpec], list[Any]]:
+    """Per episode, a fixed mix of invalid strings, unusable outputs and random valid actions."""
+    def actions(e: EpisodeSpec) -> list[Any]:
+        rng = _episode_rng(e, "mix")
+        out: list[Any] = []
+        for i in range(limit + 1):
+            roll = rng.random()
+            if text and roll < 0.15:
+                out.append(f"probe: no such action {i}")
+            elif text and roll < 0.25:
+                out.append(InvalidOutput(f"probe {i}", "conformance probe: unusable output"))
+            elif pool:
+                out.append(rng.choice(pool))
+            elif not text:
+                break
+            else:
+                out.append(f"probe: no such action {i}")
+        return out
+
+    return actions
+
+
+class _ProbeAgent:
+    """A planner that sends, per episode, random valid actions (seeded by the episode) after
+    an opening chosen by the episode's place in the split: none, one unusable output, or one
+    invalid string. What check_suite's ``probe`` runs through the runner."""
+
+    name = "conformance-probe"
+    privileged = False
+    reads_images = False
+
+    def __init__(self, pool: list[Any], limit: int, keys: Sequence[tuple] = ()):
+        self.pool, self.limit = list(pool), limit
+        self._opening = {k: i % 3 for i, k in enumerate(keys)}
+        self._calls: dict[tuple, int] = {}
+        self._rng: dict[tuple, random.Random] = {}
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"agent": self.name, "pool": [_plain_action(a) for a in self.pool]}
+
+    def reset(self, episode: EpisodeSpec) -> None:
+        self._calls[episode.key] = 0
+        self._rng[episode.key] = _episode_rng(episode, "runner")
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[Any]:
+        out: list[Any] = []
+        for r in requests:
+            k = self._calls[r.episode.key]
+            self._calls[r.episode.key] = k + 1
+            opening = self._opening.get(r.episode.key, 1)
+            if k == 0 and opening == 1:
+                out.append(AgentReply((), raw_output="{not json", output_error="conformance probe: unusable output"))
+            elif (k == 0 and opening == 2) or not self.pool:
+                out.append([f"probe: no such action {k}"])
+            else:
+                out.append([self._rng[r.episode.key].choice(self.pool)])
+        return out
+
 # --- comparisons ------------------------------------------------------------------------------
 def _first_difference(a: list[Any], b: list[Any]) -> str | None:
     if len(a) != len(b):
@@ -862,4 +1184,121 @@ def _close(env: Any) -> None:
             pass
 
 
-__all__ = ["AGENT_CHECKS", "SUITE_CHECKS", "ConformanceError", "Report", "check_agent", "check_suite"]
+# --- a scripted model backend -------------------------------------------------------------------
+#: What a scripted reply function sees: the conversation's text parts joined, the output schema
+#: (or None), and the call's index in the backend's life.
+ScriptFn = Callable[[str, Any, int], str]
+
+_SCRIPTS: dict[str, ScriptFn] = {}
+_SCRIPTS_LOCK = __import__("threading").Lock()
+
+
+def _default_script(text: str, schema: Any, call: int) -> str:
+    return "scripted backend: no script chosen (harness.testing.scripted_replies)"
+
+
+_SCRIPTS["default"] = _default_script
+
+
+@dataclass
+class ScriptedParams:
+    """The ``scripted`` model backend (:func:`scripted_replies`)."""
+
+    script: str = param("default", help="the name of a reply script a test registered with "
+                                        "harness.testing.scripted_replies (default: one fixed unusable reply)")
+
+
+class ScriptedBackend:
+    """A model backend whose replies the test chooses (inspect_ai's ``mockllm``): each
+    conversation's reply is ``script(text, schema, call_index)`` of the script named by
+    ``script=``. Knows no suite: the suite's prompt adapter builds the conversation and reads
+    the reply, as with a real model. Keeps each conversation it was sent (``self.sent``)."""
+
+    def __init__(self, model: str, script: str = "default", *, max_new_tokens: int = 256, json_schema: bool = False):
+        self.model, self.script = model, script
+        self.max_new_tokens, self.json_schema = int(max_new_tokens), bool(json_schema)
+        self.calls = 0
+        self.sent: list[str] = []
+        if script not in _SCRIPTS:
+            raise ValueError(f"no reply script named {script!r} (register one with harness.testing.scripted_replies)")
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"backend": "scripted", "model": self.model, "script": self.script}
+
+    def generate(self, conversations: Sequence[Any], schema: Mapping[str, Any] | None = None) -> list[str]:
+        fn = _SCRIPTS.get(self.script)
+        if fn is None:
+            raise RuntimeError(f"the reply script {self.script!r} is no longer registered")
+        out = []
+        for conversation in conversations:
+            text = conversation_text(conversation)
+            self.sent.append(text)
+            out.append(str(fn(text, schema, self.calls)))
+            self.calls += 1
+        return out
+
+
+def conversation_text(conversation: Sequence[Mapping[str, Any]]) -> str:
+    """The text parts of a conversation (processor convention), joined with newlines."""
+    parts: list[str] = []
+    for message in conversation:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for part in content or ():
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+    return "\n".join(parts)
+
+
+def make_scripted(model: str, params: Any, *, max_new_tokens: int, json_schema: bool, hash_weights: bool) -> ScriptedBackend:
+    """The ``scripted`` backend plugin's factory (``planner=vlm backend=scripted script=NAME``)."""
+    return ScriptedBackend(model, params.script, max_new_tokens=max_new_tokens, json_schema=json_schema)
+
+
+def scripted_replies(replies: ScriptFn | Sequence[str] | str, name: str = "test") -> Any:
+    """Register a reply script for ``planner=vlm backend=scripted script=<name>`` while the
+    ``with`` block runs. ``replies``: a function ``(conversation text, schema, call index) ->
+    reply`` (make it a function of the text, so that runs repeat whatever the schedule), a list
+    of replies taken in turn, or one reply for every call."""
+    import contextlib
+
+    if isinstance(replies, str):
+        fn: ScriptFn = lambda text, schema, call, r=replies: r  # noqa: E731
+    elif callable(replies):
+        fn = replies
+    else:
+        seq = list(replies)
+        if not seq:
+            raise ValueError("scripted_replies needs at least one reply")
+        fn = lambda text, schema, call, s=seq: s[call % len(s)]  # noqa: E731
+
+    @contextlib.contextmanager
+    def block() -> Any:
+        with _SCRIPTS_LOCK:
+            if name in _SCRIPTS and name != "default":
+                raise ValueError(f"a reply script named {name!r} is already registered")
+            _SCRIPTS[name] = fn
+        try:
+            yield name
+        finally:
+            with _SCRIPTS_LOCK:
+                _SCRIPTS.pop(name, None)
+
+    return block()
+
+
+def _scripted_plugin() -> Any:
+    from harness.plugins import BackendPlugin
+
+    return BackendPlugin(name="scripted", target="harness.testing:make_scripted", params=ScriptedParams,
+                         summary="replies a test chooses (harness.testing.scripted_replies): prompt adapters "
+                                 "through planner=vlm without a model")
+
+
+SCRIPTED = _scripted_plugin()
+
+
+__all__ = ["AGENT_CHECKS", "SUITE_CHECKS", "ConformanceError", "Report", "ScriptedBackend", "check_agent", "check_suite",
+           "conversation_text", "scripted_replies"]

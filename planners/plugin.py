@@ -23,7 +23,7 @@ RANDOM = AgentPlugin(
 
 
 # --- vlm: the planner's own settings ------------------------------------------------------
-#: auto: the model family's choice (planners/vlm/family.py, docs/models.md).
+#: auto: the model family's choice (harness/promptkit/family.py, docs/models.md).
 AUTO_FLAG = ("auto", "true", "false")
 #: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
 DEFAULT_MAX_NEW_TOKENS = 2048
@@ -47,7 +47,7 @@ class VLMOwnParams:
     backend: str = param("hf", check=_known_backend, example="openai",
                          help="hf: the model in process (extra `models`); openai: an OpenAI-compatible server")
     model: Optional[str] = param(
-        None, results=False, example="other-model",
+        None, via_identity=True, example="other-model",
         help="required. hf: a checkpoint folder or Hub id; openai: the served model name. The backend's identity "
              "of it (the checkpoint's hash, the served name) is in the run identity, not the path")
     json_schema: Optional[str] = param(
@@ -56,9 +56,10 @@ class VLMOwnParams:
              "response_format); auto (or null): EmbodiedBench's rule per model family")
     max_new_tokens: int = param(DEFAULT_MAX_NEW_TOKENS, ge=1, le=1_000_000,
                                 help="longest reply in tokens (EmbodiedBench planner/remote_model.py max_tokens)")
-    hash_weights: bool = param(False, results=False,
-                               help="hash every weight byte instead of headers and samples (the hash is in the run "
-                                    "identity; how it is taken is not)")
+    hash_weights: bool = param(False, via_identity=True,
+                               help="hash every weight byte instead of headers and samples; results do not change, "
+                                    "but the hash taken is in the run identity (the backend's), so a run with the "
+                                    "other mode is another run")
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -94,16 +95,16 @@ class HFParams:
     """
 
     adapter: Optional[str] = param(
-        None, results=False, example="other-adapter",
+        None, via_identity=True, example="other-adapter",
         help="a PEFT LoRA adapter folder (or Hub id) loaded on `model`; its hash is in the run identity, not the path")
     merge_adapter: bool = param(False, help="merge the adapter into the weights after loading (other float rounding)")
     dtype: str = param("auto", choices=DTYPES, help="the weights' precision; auto: the checkpoint's")
     device_map: Optional[str] = param(
-        None, results=False, example="cpu",
+        None, via_identity=True, example="cpu",
         help="where the weights go, e.g. auto, cuda:0 (null: CPU); placement, like the executor, is not in the run "
              "identity (the attention implementation in force, which it selects, is)")
     attn_implementation: Optional[str] = param(
-        None, results=False, example="eager",
+        None, via_identity=True, example="eager",
         help="e.g. sdpa, flash_attention_2, eager (null: padding-aware attention on CPU, the library's default "
              "elsewhere); the implementation in force is in the run identity through the backend's identity")
     batch_size: int = param(16, ge=1, le=100_000, results=False,
@@ -131,7 +132,7 @@ class OpenAIParams:
     max_retries: int = param(3, ge=0, le=100, results=False,
                              help="retries with backoff on 429 / 5xx / connection errors (transport only)")
     served_checkpoint: Optional[str] = param(
-        None, results=False, example="other-checkpoint",
+        None, via_identity=True, example="other-checkpoint",
         help="local folder of the served weights: its hash is in the run identity (the model name alone does not "
              "say which weights a server holds)")
     max_reply_chars: int = param(

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 from harness.interfaces import AgentRequest
 from harness.params import parse
 from harness.types import EpisodeSpec
-from planners.episode_cache import EpisodeCache
+from harness.promptkit.episode_cache import EpisodeCache
 from planners.plugin import RandomParams
 
 RANDOM_VERSION = "1"

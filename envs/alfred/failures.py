@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envs.household.failures import AlfredTaskRules, obj_type
-from harness.interfaces import HistoryStep
+from envs.household.failures import AlfredTaskRules, HistoryStep, obj_type
 
 #: The env's feedback on a successful step (and on its stop action).
 OK_FEEDBACK = ("Done.", "Stopped.", "")

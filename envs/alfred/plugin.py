@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from harness.params import param
+from envs.household.failures import FAILURE_CLASSES as ALFRED_FAILURE_CLASSES
 from harness.plugins import AgentPlugin, SuitePlugin
 
 BACKENDS = ("household", "thor")
@@ -58,7 +59,7 @@ class AlfredPromptParams:
 
 SUITE = SuitePlugin(
     name="alfred", target="envs.alfred.suite:AlfredSuite", params=AlfredParams, default_split="seen",
-    failures="envs.alfred.failures:RULES", packages=("ai2thor",),
+    failures="envs.alfred.failures:RULES", failure_classes=ALFRED_FAILURE_CLASSES, packages=("ai2thor",),
     prompt="envs.alfred.prompt:make_adapter", prompt_params=AlfredPromptParams,
     summary="ALFRED seen/unseen with FLARE-style triplets: generated splits, EmbodiedBench's 130 valid_seen "
             "trials, ALFRED data (backend: household)")

@@ -37,7 +37,7 @@ from envs.alfred.plugin import DEFAULT_K, AlfredPromptParams
 from harness.interfaces import AgentReply, AgentRequest, Conversation, ModelFacts
 from harness.prompting import max_output_chars, serve
 from harness.types import EpisodeSpec
-from planners.episode_cache import EpisodeCache
+from harness.promptkit.episode_cache import EpisodeCache
 
 PROMPT_VERSION = "alfred-triplets-1"
 #: Bump when parse_triplets / grounding verdicts change. 2: output capped, names past 64 characters unusable.

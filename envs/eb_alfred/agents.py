@@ -17,7 +17,7 @@ from envs.eb_alfred.plugin import OracleParams
 from envs.household import World
 from harness.interfaces import AgentRequest
 from harness.params import parse
-from planners.episode_cache import EpisodeCache
+from harness.promptkit.episode_cache import EpisodeCache
 from harness.types import INFO_PRIVILEGED, EpisodeSpec
 
 ORACLE_VERSION = "1"

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envs.household.failures import AlfredTaskRules, obj_type
-from harness.interfaces import HistoryStep
+from envs.household.failures import AlfredTaskRules, HistoryStep, obj_type
 
 #: EmbodiedBench ``EBAlfEnv.get_env_feedback``: the prefix of an invalid action's feedback.
 INVALID_PREFIX = "Last action is invalid."

@@ -55,7 +55,7 @@ from typing import Any, Sequence
 
 from envs.eb_alfred.plugin import PARSERS
 from harness.prompting import CHARS_PER_TOKEN_BOUND, max_output_chars  # noqa: F401 (part of this module's API)
-from planners.vlm.family import reply_cleanup
+from harness.promptkit.family import reply_cleanup
 
 #: The modes (declared with the suite's prompt settings, envs/eb_alfred/plugin.py).
 PARSER_MODES = PARSERS

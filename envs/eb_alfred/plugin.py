@@ -7,6 +7,7 @@ from typing import Optional
 
 from harness.fetch import Dataset, GitFile, GitFiles
 from harness.params import ParamError, param
+from envs.household.failures import FAILURE_CLASSES as ALFRED_FAILURE_CLASSES
 from harness.plugins import AgentPlugin, SuitePlugin
 
 #: What to do with an official episode the backend cannot build (unknown object,
@@ -47,7 +48,7 @@ PROMPT_SOURCES = ("ours", "embodiedbench")
 DEFAULT_NUM_EXAMPLES = 10
 #: EmbodiedBench configs/eb-alf.yaml: ``resolution: 500`` (frame width = height).
 DEFAULT_IMAGE_SIZE = 500
-#: auto: the model family's choice (planners/vlm/family.py, docs/models.md).
+#: auto: the model family's choice (harness/promptkit/family.py, docs/models.md).
 AUTO_FLAG = ("auto", "true", "false")
 
 
@@ -131,7 +132,7 @@ EB_ALFRED_DATASET = Dataset(
 
 SUITE = SuitePlugin(
     name="eb_alfred", target="envs.eb_alfred.suite:EBAlfredSuite", params=EBAlfredParams, default_split="seen",
-    failures="envs.eb_alfred.failures:RULES",
+    failures="envs.eb_alfred.failures:RULES", failure_classes=ALFRED_FAILURE_CLASSES,
     # No hub commit is pinned: the first fetch locks one (harness/fetch.py); --revision pins another.
     datasets=(EB_ALFRED_DATASET,),
     packages=("ai2thor", "scipy"),  # scipy: the thor backend's KD-tree of reachable positions (find)

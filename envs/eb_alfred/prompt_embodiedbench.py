@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from planners.vlm.checkout import State, methods, string_constant
+from harness.promptkit.checkout import State, methods, string_constant
 
 SYSTEM_PROMPTS = "embodiedbench/evaluator/config/system_prompts.py"
 EXAMPLES = "embodiedbench/evaluator/config/alfred_examples.json"

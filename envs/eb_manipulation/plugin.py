@@ -34,7 +34,7 @@ ON_BAD_OUTPUT = ("random", "invalid")
 
 #: ``ours`` (our wording and examples) or ``embodiedbench`` (the original's, read from a checkout).
 PROMPT_SOURCES = ("ours", "embodiedbench")
-#: auto: the model family's choice (planners/vlm/family.py).
+#: auto: the model family's choice (harness/promptkit/family.py).
 AUTO_FLAG = ("auto", "true", "false")
 
 

@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from planners.vlm.checkout import State, checkout_root, literal, methods, string_constant
+from harness.promptkit.checkout import State, checkout_root, literal, methods, string_constant
 
 SYSTEM_PROMPTS = "embodiedbench/evaluator/config/system_prompts.py"
 EXAMPLES = "embodiedbench/evaluator/config/eb_manipulation_example.py"

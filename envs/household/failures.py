@@ -8,7 +8,13 @@ history's generic steps. Object names compare by type: an instance suffix
 (``Cabinet_8``) is dropped, a ``Basin`` suffix too (``find a Sink`` reaches the
 ``SinkBasin``), case is ignored.
 
-The classes these rules name (applied after the generic ones of :mod:`harness.failures`):
+The classes these rules name (:data:`FAILURE_CLASSES`, which both suites' plugins declare;
+applied after the core's generic ones of :mod:`harness.failures`, in this order):
+
+5. ``hallucinated_object`` - at least half of the invalid environment actions
+   (and at least one) named an object absent from the scene. An object type is
+   absent once an action on it was answered that the scene has none; every
+   action naming that type (before or after) counts.
 
 6. ``target_not_found`` - the task's target object (``object_target``) was never
    reached: no successful action names its type.
@@ -25,13 +31,44 @@ The classes these rules name (applied after the generic ones of :mod:`harness.fa
    but never at the task's receptacle (``parent_target``) nor at a place the
    task needs on the way (a Sink / Microwave / Fridge for clean / heat / cool,
    the movable receptacle).
+10. ``out_of_steps`` (a generic class) - also when the step limit ended the episode after
+    the task's target (any object, without the task's facts) was picked up.
+
+An episode without a stored history is left to the core (``no_history``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from harness.interfaces import HistoryStep
+from harness.interfaces import FailedEpisode, FailureClass
+
+#: The classes ALFRED's family adds to the core's generic ones (order between them: 100-799).
+FAILURE_CLASSES: tuple[FailureClass, ...] = (
+    FailureClass("hallucinated_object", "acted on objects absent from the scene", 100, "#ff725c"),
+    FailureClass("target_not_found", "never found the target object", 110, "#efb118"),
+    FailureClass("target_not_picked", "found the target but never picked it up", 120, "#a463f2"),
+    FailureClass("skipped_step", "skipped clean/heat/cool/slice/toggle before placing", 130, "#9c6b4e"),
+    FailureClass("wrong_receptacle", "put the object down at the wrong receptacle", 140, "#4269d0"),
+)
+
+#: The verbs of :class:`HistoryStep` these rules reason about (anything else is ``other``).
+STEP_VERBS: tuple[str, ...] = ("find", "pick", "put", "open", "close", "on", "off", "slice", "other")
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """One ``(action, feedback)`` of an episode's stored history, as its suite reads it."""
+
+    #: One of :data:`STEP_VERBS`.
+    verb: str
+    #: The object type the action names, normalised as :func:`obj_type` does; None: none.
+    obj: str | None
+    #: The action succeeded (judged from its feedback).
+    ok: bool
+    #: The feedback says the named object does not exist in the scene.
+    absent: bool
 
 #: Task families (ALFRED task_type) and the step they require before placing.
 REQUIRED_STEP = {
@@ -57,7 +94,33 @@ class AlfredTaskRules:
     """The task rules of ALFRED's family; a suite's subclass reads its action language."""
 
     def read(self, action: Any, feedback: str) -> HistoryStep:
+        """One stored history entry in the suite's action language: verb, object, success, absent."""
         raise NotImplementedError
+
+    def read_history(self, history: Sequence[Sequence[Any]]) -> list[HistoryStep]:
+        return [self.read(item[0], str(item[1] if len(item) > 1 else "")) for item in history]
+
+    def classify(self, episode: FailedEpisode) -> str | None:
+        """Rules 5-10 of the module docstring (None: the core's generic rules decide)."""
+        if not episode.history:
+            return None
+        steps = self.read_history(episode.history)
+        absent = {s.obj for s in steps if not s.ok and s.absent}
+        env_invalid = [s for s in steps if not s.ok]
+        hallucinated = sum(1 for s in env_invalid if s.obj in absent)
+        if hallucinated and 2 * hallucinated >= len(env_invalid):
+            return "hallucinated_object"
+        if episode.task:
+            verdict = self.task_failure(steps, episode.task, episode.task_type)
+            if verdict is not None:
+                return verdict
+            target = self.target(episode.task)
+            picked_target = any(s.ok and s.verb == "pick" and s.obj == target for s in steps)
+        else:
+            picked_target = any(s.ok and s.verb == "pick" for s in steps)
+        if episode.termination == "max_steps" and picked_target:
+            return "out_of_steps"
+        return None
 
     def task_of(self, metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return metadata.get("pddl_params") or None

@@ -89,7 +89,8 @@ def _print_params(declaration: Any, indent: str) -> None:
         if row.group != group and row.group:
             group = row.group
             print(f"{indent}[{group}]")
-        mark = "" if row.results else "  (not in the run identity)"
+        mark = ("  (in the run identity through what it names)" if row.results == "via identity"
+                else "" if row.results else "  (not in the run identity)")
         accepts = f"; {row.accepts}" if row.accepts else ""
         print(f"{indent}{row.name}: {row.type} = {row.default}{accepts}{mark}")
         print(f"{indent}    {row.help}", file=sys.stdout)

@@ -296,8 +296,13 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
     return "".join(svg)
 
 
-def failure_chart(shares: Mapping[str, Mapping[str, float]], classes: Sequence[str], title: str) -> str:
-    """Horizontal stacked bars: share of each failure class per row (variant · suite/split)."""
+def failure_chart(shares: Mapping[str, Mapping[str, float]], classes: Sequence[Any], title: str) -> str:
+    """Horizontal stacked bars: share of each failure class per row (variant · suite/split).
+
+    ``classes``: :class:`harness.interfaces.FailureClass` declarations (each drawn in its own
+    colour, the same in every report), or bare names (palette colours by position)."""
+    colours = [getattr(c, "colour", None) or _PALETTE[i % len(_PALETTE)] for i, c in enumerate(classes)]
+    classes = [getattr(c, "name", c) for c in classes]
     left, bar_h, width, top = 230, 20, 460, 28
     rows = list(shares)
     height = top + len(rows) * (bar_h + 8) + 20 + 18 * ((len(classes) + 2) // 3)
@@ -314,13 +319,13 @@ def failure_chart(shares: Mapping[str, Mapping[str, float]], classes: Sequence[s
                 continue
             w = share / 100 * width
             svg.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" '
-                       f'fill="{_PALETTE[i % len(_PALETTE)]}"><title>{_esc(row)}: {_esc(cls)} {share:.1f} %</title></rect>')
+                       f'fill="{colours[i]}"><title>{_esc(row)}: {_esc(cls)} {share:.1f} %</title></rect>')
             x += w
         y += bar_h + 8
     y += 8
     for i, cls in enumerate(classes):
         lx, ly = 10 + (i % 3) * 230, y + 18 * (i // 3)
-        svg.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{_PALETTE[i % len(_PALETTE)]}"/>'
+        svg.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{colours[i]}"/>'
                    f'<text x="{lx + 18}" y="{ly + 10}" class="tick">{_esc(cls)}</text>')
     svg.append("</svg>")
     return "".join(svg)
@@ -343,16 +348,17 @@ def table_html(table: Any, caption: str, cls: str = "") -> str:
 
 
 def _failure_table_html(table: Any) -> str:
-    from harness.failures import FAILURE_LABELS
+    from harness.failures import column_classes
 
-    cols = [c for c in table.columns if c != "n"]
-    head = "".join(f'<th title="{_esc(FAILURE_LABELS[c])}">{_esc(c)}</th>' for c in cols)
+    classes = column_classes(table)
+    head = "".join(f'<th title="{_esc(c.label)}">{_esc(c.name)}</th>' for c in classes)
     body = "".join(
         f"<tr><th>{_esc(v)}</th><th>{_esc(g)}</th><td>{int(row['n'])}</td>"
-        + "".join(f"<td>{row[c]:.1f}</td>" for c in cols) + "</tr>"
+        + "".join(f"<td>{row[c.name]:.1f}</td>" for c in classes) + "</tr>"
         for (v, g), row in table.iterrows())
-    legend = "".join(f"<li><b>{_esc(c)}</b>: {_esc(FAILURE_LABELS[c])}</li>" for c in cols)
-    return (f'<table id="failure-table"><caption>Failure classes, % of episodes (rules: harness/failures.py)</caption>'
+    legend = "".join(f"<li><b>{_esc(c.name)}</b>: {_esc(c.label)}</li>" for c in classes)
+    return (f'<table id="failure-table"><caption>Failure classes, % of episodes (rules: harness/failures.py and '
+            f'each suite\'s reader)</caption>'
             f'<thead><tr><th>variant</th><th>suite/split</th><th>n</th>{head}</tr></thead><tbody>{body}</tbody></table>'
             f'<ul class="notes">{legend}</ul>')
 
@@ -464,8 +470,8 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
 
     # Failure taxonomy.
     ftable = failures.failure_table(df, classes)
-    present = [c for c in failures.FAILURE_CLASSES if c in ftable.columns]
-    shares = {f"{v} · {g}": {c: float(row[c]) for c in present} for (v, g), row in ftable.iterrows()}
+    present = failures.column_classes(ftable)  # the table's classes, order and colours
+    shares = {f"{v} · {g}": {c.name: float(row[c.name]) for c in present} for (v, g), row in ftable.iterrows()}
     sections.append('<section id="failures"><h2>Failure taxonomy</h2>'
                     + failure_chart(shares, present, "Failure classes per variant and suite/split (%)")
                     + _failure_table_html(ftable) + "</section>")

@@ -19,7 +19,7 @@ schema=...)`` when ``json_schema`` is on: ``hf`` constrains decoding to it with
 xgrammar (the structured-generation library of vLLM and SGLang; a logits
 processor that masks every token the schema's grammar does not allow), and
 ``openai`` sends it as ``response_format`` (``json_schema``), as EmbodiedBench
-does for its local and most remote models (planners/vlm/family.py).
+does for its local and most remote models (harness/promptkit/family.py).
 
 Messages use the processor's convention: ``{"type": "image", "image": PIL}``
 parts; the ``openai`` backend sends them as base64 PNG data URLs.

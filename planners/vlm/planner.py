@@ -30,7 +30,7 @@ from harness.params import parse
 from harness.prompting import max_output_chars, serve
 from harness.types import EpisodeSpec
 from planners.plugin import VLM
-from planners.vlm.family import family_defaults
+from harness.promptkit.family import family_defaults
 
 #: Bump when the planner's own logic (not prompt, parser or backend) changes results.
 PLANNER_VERSION = "1"

@@ -45,7 +45,7 @@ def _example():
 # --- every built-in passes ------------------------------------------------------------------
 @pytest.mark.parametrize("name, params", [("eb_alfred", EB_ALFRED), ("alfred", ALFRED)])
 def test_household_suites_conform(name, params):
-    report = check_suite(name, params=params)
+    report = check_suite(name, suite_params=params)
     assert report.passed == list(SUITE_CHECKS)
 
 
@@ -53,7 +53,7 @@ def test_household_suites_conform(name, params):
 @pytest.mark.ci
 def test_eb_manipulation_conforms():
     _need_mujoco()
-    check_suite("eb_manipulation", params=EB_MANIPULATION, episodes=2)
+    check_suite("eb_manipulation", suite_params=EB_MANIPULATION, episodes=2)
 
 
 @pytest.mark.slow
@@ -62,7 +62,7 @@ def test_libero_conforms():
     from tests.envs.libero.conftest import require_libero
 
     require_libero()
-    check_suite("libero", params=LIBERO, episodes=2)
+    check_suite("libero", suite_params=LIBERO, episodes=2)
 
 
 @pytest.mark.parametrize("agent, suite, params", [
@@ -97,7 +97,7 @@ def test_zero_policy_conforms():
 
 def test_a_check_name_is_checked():
     with pytest.raises(ValueError, match="unknown check 'speed'"):
-        check_suite("eb_alfred", params=EB_ALFRED, checks=["speed"])
+        check_suite("eb_alfred", suite_params=EB_ALFRED, checks=["speed"])
 
 
 # --- each check catches its bug ------------------------------------------------------------
@@ -321,3 +321,79 @@ def test_schedule_check_catches_records_that_depend_on_the_batch(monkeypatch):
     with pytest.raises(ConformanceError, match=r"schedule: pipelined vs lockstep \(local executor\): "
                                                r"episode test/\d+ differs in agent_calls"):
         check_agent(BatchSensitive, S.ExampleSuite(), checks=["schedule"])
+
+
+# --- the probe: bugs only an agent that sends bad or aimless actions finds ---------------------
+def _oracle_factory():
+    return lambda **v: __import__("example_suite.agents").agents.ExampleOracle(**v)  # noqa: E731
+
+
+def test_probe_catches_an_episode_that_never_reaches_its_step_limit(monkeypatch):
+    S = _example()
+    original = S.NumberLineEnv.step
+
+    def step(self, action):  # the mutation: the step limit never cuts the episode off
+        obs, reward, terminated, truncated, info = original(self, action)
+        if info["termination"] == "max_steps":
+            info["termination"], truncated = None, False
+        return obs, reward, terminated, truncated, info
+
+    monkeypatch.setattr(S.NumberLineEnv, "step", step)
+    # The oracle always reaches its target first: the other checks pass the bug.
+    check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["contract", "determinism"])
+    with pytest.raises(ConformanceError, match=r"probe: episode test/\d+ did not end within 45 steps .* driven by "
+                                               r"one valid action over and over"):
+        check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+
+
+def test_probe_catches_state_leaking_between_episodes(monkeypatch):
+    S = _example()
+    original = S.NumberLineEnv.reset
+
+    def reset(self, *, seed=None, options=None):  # the mutation: the invalid count survives a reset
+        kept = getattr(self, "invalid", 0)
+        out = original(self, seed=seed, options=options)
+        self.invalid = kept
+        out[1]["invalid_actions"] = kept
+        return out
+
+    monkeypatch.setattr(S.NumberLineEnv, "reset", reset)
+    # The oracle makes no invalid action: the other checks pass the bug.
+    check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["contract", "determinism"])
+    with pytest.raises(ConformanceError, match=r"probe: episode test/000 driven by the probe .* on the same env "
+                                               r"after other episodes: .*state leaks between episodes"):
+        check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+
+
+def test_probe_catches_an_unknown_action_accepted_as_valid(monkeypatch):
+    S = _example()
+    original = S.NumberLineEnv.step
+
+    def step(self, action):  # the mutation: any string is taken as a move to the right
+        if isinstance(action, str) and action.strip() not in S.ACTIONS:
+            action = "right"
+        return original(self, action)
+
+    monkeypatch.setattr(S.NumberLineEnv, "step", step)
+    check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["contract", "determinism"])
+    with pytest.raises(ConformanceError, match=r"probe: episode test/000: the unknown action 'probe: no such action "
+                                               r"\w+' was accepted as valid"):
+        check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+
+
+def test_probe_passes_the_unchanged_example_suite():
+    S = _example()
+    report = check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+    assert report.passed == ["probe"]
+
+
+def test_suite_and_agent_checks_name_their_settings_alike():
+    import inspect
+
+    for fn in (check_suite, check_agent):
+        names = inspect.signature(fn).parameters
+        assert "suite_params" in names and "agent_params" in names, fn.__name__
+    with pytest.warns(DeprecationWarning, match="suite_params"):
+        check_suite("eb_alfred", params=EB_ALFRED, checks=["contract"], episodes=1)
+    with pytest.raises(TypeError, match="suite_params= only"):
+        check_suite("eb_alfred", params=EB_ALFRED, suite_params=EB_ALFRED, checks=["contract"])

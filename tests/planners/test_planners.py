@@ -133,7 +133,7 @@ def test_random_planner_far_below_oracle(split: str) -> None:
 
 
 def test_episode_cache_is_bounded_and_lru() -> None:
-    from planners.episode_cache import EpisodeCache
+    from harness.promptkit.episode_cache import EpisodeCache
 
     cache: EpisodeCache[int] = EpisodeCache(capacity=3)
     for i in range(3):

@@ -23,7 +23,7 @@ CHECKS = ["contract", "reset", "determinism", "schedule", "draws"]
 @pytest.mark.slow
 @pytest.mark.ci
 def test_vlm_conforms_on_eb_alfred(tiny_ckpts):
-    report = check_agent("vlm", "eb_alfred", params={"model": str(tiny_ckpts["base"]), "max_new_tokens": 24},
+    report = check_agent("vlm", "eb_alfred", agent_params={"model": str(tiny_ckpts["base"]), "max_new_tokens": 24},
                          suite_params={"generated_per_split": 4}, episodes=2, checks=CHECKS)
     assert report.passed == CHECKS
 
@@ -34,6 +34,6 @@ def test_vlm_conforms_on_eb_manipulation(tiny_ckpts):
         if os.environ.get("REQUIRE_EB_MANIPULATION") == "1":
             pytest.fail("EB-Manipulation needs mujoco (REQUIRE_EB_MANIPULATION=1)", pytrace=False)
         pytest.skip("EB-Manipulation needs the eb_manipulation extra (mujoco)")
-    report = check_agent("vlm", "eb_manipulation", params={"model": str(tiny_ckpts["base"]), "max_new_tokens": 24},
+    report = check_agent("vlm", "eb_manipulation", agent_params={"model": str(tiny_ckpts["base"]), "max_new_tokens": 24},
                          suite_params={"image_size": 64}, episodes=2, checks=CHECKS)
     assert report.passed == CHECKS

@@ -69,7 +69,7 @@ def test_only_this_runs_groups_are_parsed() -> None:
 @pytest.mark.parametrize("values, message", [
     ({**OPENAI, "dtype": "nope"}, "dtype is a parameter of backend hf, which this run does not use"),
     ({"model": "m", "base_url": "http://127.0.0.1:9/v1"}, "base_url is a parameter of backend openai"),
-    ({"model": "m", "backend": "tpu"}, "backend must be one of hf, openai, got 'tpu'"),
+    ({"model": "m", "backend": "tpu"}, "backend must be one of hf, openai, scripted, got 'tpu'"),
     ({**OPENAI, "base_url": "ftp://x"}, "base_url must be an http(s) URL"),
     ({**OPENAI, "request_timeout_s": "inf"}, "request_timeout_s must be a finite number > 0"),
     ({**OPENAI, "request_timeout_s": 0}, "request_timeout_s must be a finite number > 0"),

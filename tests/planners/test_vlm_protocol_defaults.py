@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from envs.eb_manipulation import prompt as manip
-from planners.vlm.family import family_defaults, resolve
+from harness.promptkit.family import family_defaults, resolve
 from envs.eb_alfred.prompt import OUTPUT_KEYS, OUTPUT_SCHEMA, PromptBuilder, PromptOptions
 from tests.helpers import chat_completion, send_json
 

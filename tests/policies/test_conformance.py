@@ -35,7 +35,7 @@ def test_vla_conforms(tmp_path):
 
     ckpt = build_tiny_checkpoint(tmp_path / "ckpt", seed=5, chunk_size=4)
     checks = [c for c in CHECKS if c != "schedule"]
-    report = check_agent("vla", "libero", params={"checkpoint": str(ckpt), "allow_untrained_head": True}, suite_params=LIBERO, episodes=2,
+    report = check_agent("vla", "libero", agent_params={"checkpoint": str(ckpt), "allow_untrained_head": True}, suite_params=LIBERO, episodes=2,
                          checks=checks)
     assert report.passed == checks
 
@@ -46,7 +46,7 @@ def test_replay_conforms(tmp_path):
     demo = tmp_path / "demo.npz"
     rng = np.random.default_rng(0)
     np.savez(demo, actions=rng.uniform(-0.2, 0.2, (12, 7)).astype(np.float32))
-    report = check_agent("replay", "libero", params={"path": str(demo)}, suite_params=LIBERO, episodes=2,
+    report = check_agent("replay", "libero", agent_params={"path": str(demo)}, suite_params=LIBERO, episodes=2,
                          checks=CHECKS)
     assert report.passed == CHECKS
 
@@ -57,7 +57,7 @@ def test_remote_conforms_against_serve_policy(tmp_path):
 
     proc, port = _serve_policy(["policy=zero"])
     try:
-        report = check_agent("remote", "libero", params={"url": f"ws://127.0.0.1:{port}"}, suite_params=LIBERO,
+        report = check_agent("remote", "libero", agent_params={"url": f"ws://127.0.0.1:{port}"}, suite_params=LIBERO,
                              episodes=2, checks=CHECKS)
     finally:
         _stop(proc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.interfaces import FailureClass
 from harness.params import param
 from harness.plugins import AgentPlugin, SuitePlugin
 
@@ -26,12 +27,28 @@ class ExampleParams:
 
 
 @dataclass
+class ExamplePromptParams:
+    """The prompt adapter's settings (``planner=vlm`` on this suite)."""
+
+    max_moves: int = param(5, ge=1, le=100, help="most moves read from one reply")
+
+
+#: The failure classes its reader names, beyond the core's generic ones.
+FAILURE_CLASSES = (
+    FailureClass("walked_away", "the step limit came with the agent farther from the target than at the start",
+                 order=100, colour="#ff725c"),
+)
+
+
+@dataclass
 class OracleParams:
     max_plan_length: int = param(100, ge=1, le=10_000, help="longest plan handed out in one call")
 
 
 SUITE = SuitePlugin(
     name="example", target="example_suite.suite:ExampleSuite", params=ExampleParams, default_split="test",
+    prompt="example_suite.prompt:make_adapter", prompt_params=ExamplePromptParams,
+    failures="example_suite.failures:ExampleFailures", failure_classes=FAILURE_CLASSES,
     summary="example plugin: walk left/right along a number line to a target")
 
 ORACLE = AgentPlugin(

@@ -92,7 +92,7 @@ def _request(history=(), task_class: str = "pick"):
 def _adapter(model: str, backend: str, **params):
     from envs.eb_manipulation.plugin import EBManipulationPromptParams
     from harness.interfaces import ModelFacts
-    from planners.vlm.family import family_defaults
+    from harness.promptkit.family import family_defaults
 
     facts = ModelFacts(model, 2048, 2048 * 64, auto=family_defaults(model, backend).auto())
     return P.make_adapter(EBManipulationPromptParams(**params), facts)
@@ -153,7 +153,7 @@ def test_format_text_and_cleanup_overrides():
 
 
 def test_the_planner_hands_the_family_rules_to_this_suite():
-    """planners/vlm/planner.py fills ``ModelFacts.auto`` from planners/vlm/family.py for every suite."""
+    """planners/vlm/planner.py fills ``ModelFacts.auto`` from harness/promptkit/family.py for every suite."""
     pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
     from planners.vlm.planner import VLMPlanner
 
@@ -166,9 +166,9 @@ def test_the_planner_hands_the_family_rules_to_this_suite():
 
 def test_reply_cleanup_is_the_originals_and_eb_alfreds():
     """remote_model.py:285-287 (= :317-319), in its order; EB-ALFRED's remote parser mode is the same
-    function (one definition, planners/vlm/family.py)."""
+    function (one definition, harness/promptkit/family.py)."""
     from envs.eb_alfred import parse as alfred_parse
-    from planners.vlm.family import reply_cleanup
+    from harness.promptkit.family import reply_cleanup
 
     assert reply_cleanup(FENCED) == ('\n{"executable_plan": [[1, 2, 3, 4, 5, 6, 1]], '
                                      '"language_plan": "grasp the robot\'s star"}\n')
