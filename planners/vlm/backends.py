@@ -70,13 +70,24 @@ class Generation(str):
         return obj
 
 
+#: The largest token count taken as a count (2**53: exact as a float, fits SQLite's integer);
+#: anything above it is not a count a server means.
+MAX_TOKEN_COUNT = 2**53
+
+
 def _token_count(value: Any) -> int | None:
-    """``value`` as a token count, or None when it is missing or not a finite number >= 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """``value`` as a token count, or None when it is missing, not a number (text, bool, list),
+    not finite, not whole, negative or above :data:`MAX_TOKEN_COUNT` (a 400-digit integer
+    would overflow every float conversion)."""
+    if isinstance(value, bool):
         return None
-    if not math.isfinite(value) or value < 0:
-        return None
-    return int(value)
+    if isinstance(value, int):
+        return value if 0 <= value <= MAX_TOKEN_COUNT else None
+    if isinstance(value, float):
+        if not math.isfinite(value) or value < 0 or value > MAX_TOKEN_COUNT or value != int(value):
+            return None
+        return int(value)
+    return None
 
 
 class HFBackend:
