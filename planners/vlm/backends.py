@@ -349,6 +349,12 @@ class OpenAIBackend:
         self._identity = {
             "backend": "openai",
             "model": model,
+            # Where the model is served: two servers holding different weights under one
+            # model name must not give one run id (the URL's path and credentials are not in it).
+            "server": server_address(base_url),
+            # What the server says it serves under that name (vLLM's /v1/models ``root``: the
+            # weights' path), where it answers; None where it does not.
+            "served_model": self._served_model(),
             # The served weights, when the user names them: the model name alone says
             # nothing about which checkpoint a server holds.
             "served_checkpoint": checkpoint_identity(served_checkpoint, full=hash_weights),
@@ -360,6 +366,26 @@ class OpenAIBackend:
 
     def identity(self) -> Mapping[str, Any]:
         return self._identity
+
+    def _served_model(self) -> Any:
+        """The server's own entry for ``model`` in ``GET /models`` (its ``id`` and, where the
+        server gives one, ``root``), or None when the server does not answer that request."""
+        try:
+            listing = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0).models.list()
+            entries = list(listing.data)
+        except Exception:  # noqa: BLE001 - any failure: the server does not say (not an error)
+            return None
+        named = [e for e in entries if getattr(e, "id", None) == self.model]
+        entry = named[0] if named else (entries[0] if len(entries) == 1 else None)
+        if entry is None:
+            return None
+        root = getattr(entry, "root", None) or (entry.model_extra or {}).get("root")
+        out = {"id": str(entry.id)}
+        if isinstance(root, str) and root:
+            out["root"] = root
+        from harness.redact import redact
+
+        return redact(out)
 
     def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
         """Replies; ``schema`` goes out as ``response_format`` when ``json_schema`` is on."""
@@ -388,6 +414,24 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+#: Seconds the openai backend waits for the server's model listing (run identity) at start.
+SERVED_MODEL_TIMEOUT_S = 10.0
+
+
+def server_address(base_url: str) -> str:
+    """``host:port`` of a base URL (the scheme's port where none is given; host lower-cased)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    port = port or (443 if parts.scheme == "https" else 80)
+    host = (parts.hostname or "").lower()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def make_hf(model: str, params: HFParams, *, max_new_tokens: int, json_schema: bool,
