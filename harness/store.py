@@ -455,7 +455,8 @@ class ResultStore:
                 row = record.to_dict()
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
-                row["extra"] = _encode_extra(row["extra"])
+                # Known secret values (a key a server echoed) in any text the record carries.
+                row["extra"] = redact_text(_encode_extra(row["extra"]))
                 if row["error_message"] is not None:  # an exception naming a URL with credentials
                     row["error_message"] = redact_text(str(row["error_message"]))
                 stored = _execute(self._db, _INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).fetchall()
@@ -472,9 +473,10 @@ class ResultStore:
                         values = [entry.get(c) for c in _TRANSCRIPT_COLUMNS]
                         if values[-1] is not None and not isinstance(values[-1], str):
                             values[-1] = json.dumps(values[-1], default=str)
+                        values = [redact_text(v) if isinstance(v, str) else v for v in values]
                         meta = {k: v for k, v in entry.items() if k not in _TRANSCRIPT_COLUMNS}
                         for (rowid,) in _execute(self._db, _TRANSCRIPT_SQL, key + values + [
-                                SCHEMA_VERSION, json.dumps(meta, default=str) if meta else None]).fetchall():
+                                SCHEMA_VERSION, redact_text(json.dumps(meta, default=str)) if meta else None]).fetchall():
                             self._seal("transcripts", rowid)
         return written
 

@@ -343,6 +343,9 @@ class OpenAIBackend:
         self.max_concurrency = int(max_concurrency)
         # A local server needs no key; the client insists on a non-empty one.
         api_key = os.environ.get(api_key_env) or "EMPTY"
+        from harness.redact import register_secret
+
+        register_secret(api_key)  # a server that repeats the key in an error body: never stored
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=float(request_timeout_s),
                              max_retries=int(max_retries))
         self._pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="vlm-openai")
