@@ -938,8 +938,68 @@ def _check_rows(db: sqlite3.Connection, table: str, verdict: Verdict) -> None:
         verdict.add(f"table {table}: {exc}")
 
 
+#: Marker beside a private copy whose damaged header :func:`_rebuild_header` rewrote.
+_HEADER_REBUILT = "header-rebuilt"
+#: The problem ``store check`` names for a store whose header alone is damaged.
+DAMAGED_HEADER = ("its header (the file's first 100 bytes) is damaged but its pages read "
+                  "(the header was rebuilt on a private copy)")
+
+
+def _rebuild_header(file: Path) -> bool:
+    """Rewrite the 100-byte SQLite header of ``file`` (a private copy) when it is not an
+    SQLite header but page 1's b-tree and the pages after it are intact: every header field
+    is rebuilt from what the format fixes (https://www.sqlite.org/fileformat2.html, "The
+    Database Header") or what the file shows (its size: the page size and count), with our
+    application id and no free list. True when the rebuilt file reads as a harness store's
+    tables; otherwise the copy is left as it was."""
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as fh:
+            original = fh.read(65536)
+    except OSError:
+        return False
+    if len(original) < 108 or original.startswith(_SQLITE_MAGIC) or original[100] not in (0x05, 0x0D):
+        return False
+    wal = Path(str(file) + "-wal")
+    mode = 2 if wal.is_file() and wal.stat().st_size > 32 else 1
+    for page in (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512):
+        if size % page or size < page:
+            continue
+        head = bytearray(100)
+        head[:16] = _SQLITE_MAGIC
+        head[16:18] = (1 if page == 65536 else page).to_bytes(2, "big")
+        head[18], head[19] = mode, mode
+        head[21], head[22], head[23] = 64, 32, 32  # payload fractions: fixed by the format
+        head[24:28] = (1).to_bytes(4, "big")  # change counter
+        head[28:32] = (size // page).to_bytes(4, "big")
+        head[40:44] = (1).to_bytes(4, "big")  # schema cookie
+        head[44:48] = (4).to_bytes(4, "big")  # schema format
+        head[56:60] = (1).to_bytes(4, "big")  # UTF-8
+        head[68:72] = APPLICATION_ID.to_bytes(4, "big")
+        head[92:96] = (1).to_bytes(4, "big")  # version-valid-for = change counter
+        major, minor, patch = sqlite3.sqlite_version_info[:3]
+        head[96:100] = (major * 1_000_000 + minor * 1000 + patch).to_bytes(4, "big")
+        with open(file, "r+b") as fh:
+            fh.write(bytes(head))
+        try:
+            con = sqlite3.connect(file)
+            try:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if _STORE_TABLES <= tables:
+                    con.execute("SELECT count(*) FROM episodes NOT INDEXED").fetchone()
+                    return True
+            finally:
+                con.close()
+        except _READ_ERRORS:
+            pass
+    with open(file, "r+b") as fh:
+        fh.write(original[:100])
+    return False
+
+
 def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
-    """A private copy of a (maybe damaged) store file and its WAL, opened with plain sqlite3."""
+    """A private copy of a (maybe damaged) store file and its WAL, opened with plain sqlite3
+    (a header alone damaged is rebuilt on the copy: :func:`_rebuild_header`)."""
     path = Path(path)
     file = path / STORE_FILENAME if path.suffix != ".sqlite" else path
     if not file.is_file():
@@ -948,7 +1008,10 @@ def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
     for suffix in ("", "-wal"):
         if Path(str(file) + suffix).is_file():
             shutil.copyfile(str(file) + suffix, Path(tmpdir) / (STORE_FILENAME + suffix))
-    return sqlite3.connect(Path(tmpdir) / STORE_FILENAME), tmpdir, Path(tmpdir) / STORE_FILENAME
+    copy = Path(tmpdir) / STORE_FILENAME
+    if _rebuild_header(copy):
+        (Path(tmpdir) / _HEADER_REBUILT).touch()
+    return sqlite3.connect(copy), tmpdir, copy
 
 
 def inspect_store(path: str | Path) -> Verdict:
@@ -956,7 +1019,11 @@ def inspect_store(path: str | Path) -> Verdict:
     private copy (the store itself is never touched)."""
     src, tmpdir, file = _open_raw(path)
     try:
-        return inspect_db(src, file)
+        verdict = inspect_db(src, file)
+        if (Path(tmpdir) / _HEADER_REBUILT).exists() and verdict.kind in (SOUND, DAMAGED):
+            problems = [p for p in verdict.problems if "is never used" not in p]  # the free list was not rebuilt
+            verdict = Verdict(DAMAGED, [DAMAGED_HEADER, *problems], verdict.schema_version, count=1 + len(problems))
+        return verdict
     finally:
         src.close()
         shutil.rmtree(tmpdir, ignore_errors=True)
