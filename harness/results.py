@@ -242,7 +242,8 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     df = df.assign(repeat=df["run_id"].map(repeat).astype(int),
                    repeat_index=df["run_id"].map(index).astype(int),
                    **{PROTOCOL_EXPERT_LENGTH_UNIT: df["run_id"].map(units).astype(object)}).reset_index(drop=True)
-    shown = keep.groupby("run_id", sort=False).agg(
-        {**{c: "first" for c in keep.columns if c not in ("run_id", "store")}, "store": list}).reset_index()
+    shown = keep.sort_values("store", kind="stable").groupby("run_id", sort=False).agg(
+        {**{c: "first" for c in keep.columns if c not in ("run_id", "store")},
+         "store": lambda s: sorted(set(s))}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)
     return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened])
