@@ -1,7 +1,7 @@
 """Resident memory of a run whose model server answers huge replies: bounded by
 ``max_reply_chars``?
 
-    python benchmarks/reply_memory.py [--sizes-mb 10 200] [--calls 3]
+    python benchmarks/reply_memory.py [--sizes-mb 10 200] [--calls 3] [--episodes 8] [--shape escaped]
 
 A fake OpenAI-compatible server on 127.0.0.1 (its own process) answers the first
 ``--calls`` chat completions of each run with a reply of N MB (an EB-ALFRED plan
@@ -46,8 +46,16 @@ MB = 1 << 20
 UNLIMITED = 10**12
 
 
-def _body(size_mb: int) -> bytes:
-    plan = {"visual_state_description": "x" * (size_mb * MB), "reasoning_and_reflection": "",
+#: Reply shapes: plain ASCII text (one byte a character in the body), or characters outside
+#: the BMP that JSON escapes as a surrogate pair (``\\ud83d\\ude00``: 12 bytes a character, the
+#: most a character can take in a body, planners/vlm/reply_body.py BYTES_PER_CHAR_BOUND).
+SHAPES = {"plain": "x", "escaped": "\U0001F600", "bmp_escaped": "\u00e9", "newlines": "\n"}
+
+
+def _body(size_mb: int, shape: str = "plain") -> bytes:
+    char = SHAPES[shape]
+    per_char = len(json.dumps(char)) - 2
+    plan = {"visual_state_description": char * (size_mb * MB // per_char), "reasoning_and_reflection": "",
             "language_plan": "", "executable_plan": [{"action_id": 0, "action_name": "a"}]}
     return json.dumps(chat_completion("fake", json.dumps(plan), usage={
         "prompt_tokens": 100, "completion_tokens": size_mb * MB // 4, "total_tokens": 0})).encode()
@@ -81,9 +89,9 @@ def serve(conn: Any) -> None:
                 pass  # the client hung up (after its limit): nothing to answer
 
         def do_PUT(self) -> None:  # noqa: N802
-            _, _, n, calls = self.path.split("/")
+            _, _, n, calls, shape = self.path.split("/")
             with lock:
-                state.update(body=_body(int(n)), calls=0, limit=int(calls))
+                state.update(body=_body(int(n), shape), calls=0, limit=int(calls))
             self._write(b"{}")
 
         def do_POST(self) -> None:  # noqa: N802
@@ -102,18 +110,19 @@ def serve(conn: Any) -> None:
     server.serve_forever()
 
 
-def _put(port: int, size_mb: int, calls: int) -> None:
+def _put(port: int, size_mb: int, calls: int, shape: str = "plain") -> None:
     import http.client
 
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    c.request("PUT", f"/size/{size_mb}/{calls}")
+    c.request("PUT", f"/size/{size_mb}/{calls}/{shape}")
     c.getresponse().read()
     c.close()
 
 
-def episode(port: int, out: Path, limit: int) -> dict[str, Any]:
-    """One episode of ``harness run`` in a subprocess: its peak RSS, the store, the kept outputs."""
-    cmd = [sys.executable, "-m", "harness.cli", "run", "suite=eb_alfred", "split=base", "limit=1",
+def episode(port: int, out: Path, limit: int, episodes: int = 1, split: str = "base") -> dict[str, Any]:
+    """``episodes`` episodes of ``harness run`` in a subprocess (their calls in flight together,
+    up to the backend's default max_concurrency of 8): its peak RSS, the store, the kept outputs."""
+    cmd = [sys.executable, "-m", "harness.cli", "run", "suite=eb_alfred", f"split={split}", f"limit={episodes}",
            "planner=vlm", "planner.params.backend=openai", "planner.params.model=fake",
            f"planner.params.base_url=http://127.0.0.1:{port}/v1", "planner.params.max_retries=0",
            "planner.params.request_timeout_s=600", "planner.params.json_schema='false'",
@@ -135,8 +144,9 @@ def episode(port: int, out: Path, limit: int) -> dict[str, Any]:
     size = sum(p.stat().st_size for p in out.glob("results.sqlite*"))
     con = sqlite3.connect(db)
     rows = con.execute("SELECT length(raw_output), meta FROM transcripts ORDER BY call").fetchall()
-    extra_text, output_errors = con.execute("SELECT extra, planner_output_errors FROM episodes").fetchone()
-    extra = json.loads(extra_text or "{}")
+    found = con.execute("SELECT extra, planner_output_errors FROM episodes").fetchall()
+    extra = {"outputs_truncated": sum(json.loads(e or "{}").get("outputs_truncated", 0) for e, _ in found)}
+    output_errors = sum(n for _, n in found)
     con.close()
     return {"rss_mb": usage.ru_maxrss / 1024, "store_mb": size / MB, "wall_s": wall,
             "kept": [r[0] for r in rows], "truncated": sum('"output_truncated": true' in (r[1] or "") for r in rows),
@@ -148,6 +158,12 @@ def main() -> int:
     ap.add_argument("--sizes-mb", type=int, nargs="+", default=[10, 200])
     ap.add_argument("--calls", type=int, default=3, help="calls answered with the huge reply per episode")
     ap.add_argument("--no-unlimited", action="store_true", help="skip the runs without a limit")
+    ap.add_argument("--episodes", type=int, default=1,
+                    help="episodes in the run, their calls in flight together (8: the default max_concurrency)")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="plain",
+                    help="plain: one byte a character; escaped: 12 (a JSON surrogate pair), the most")
+    ap.add_argument("--split", default="base",
+                    help="EB-ALFRED split (base needs EmbodiedBench's data; seen is generated)")
     args = ap.parse_args()
     parent, child = mp.Pipe()
     proc = mp.get_context("spawn").Process(target=serve, args=(child,), daemon=True)
@@ -159,9 +175,9 @@ def main() -> int:
     try:
         for size in args.sizes_mb:
             for limit in ([1_000_000] if args.no_unlimited else [1_000_000, UNLIMITED]):
-                _put(port, size, args.calls)
+                _put(port, size, args.calls * args.episodes, args.shape)
                 with tempfile.TemporaryDirectory(prefix="reply_memory_") as tmp:
-                    r = episode(port, Path(tmp) / "out", limit)
+                    r = episode(port, Path(tmp) / "out", limit, args.episodes, args.split)
                 kept = ", ".join(f"{k:,}" for k in r["kept"])
                 name = f"{limit:,}" if limit != UNLIMITED else "10^12 (no limit)"
                 print(f"| {size} MB | {name} | {r['rss_mb']:.0f} MB | {r['store_mb']:.2f} MB | {kept} "

@@ -56,7 +56,9 @@ class _Sink:
         self.count = 0
 
     def write(self, text: str) -> None:
-        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} [pid {os.getpid()}] {text.rstrip()}\n"
+        from harness.redact import redact_text
+
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} [pid {os.getpid()}] {redact_text(text.rstrip())}\n"
         with self.lock:
             self.count += 1
             self.buffer.append(line)

@@ -462,6 +462,10 @@ class ProcessExecutor:
                 self._feeding.add(worker)
                 try:
                     result = self._roundtrip([job])[0]
+                except Exception:  # noqa: BLE001
+                    if self._closing:  # an interrupt closed the pipe under this round trip: the run is over
+                        continue
+                    result = Transition(error=_error("worker"))
                 finally:
                     self._feeding.discard(worker)
                 deliver(slot, result)

@@ -12,9 +12,10 @@ from typing import Any, Sequence
 import pandas as pd
 
 
-def all_runs(paths: Sequence[str]) -> pd.DataFrame:
-    """Every stored run's records (superseded runs too), each store's rows once."""
-    from harness.results import with_families
+def all_runs(paths: Sequence[str], prefer: Sequence[str] = ()) -> pd.DataFrame:
+    """Every stored run's records (superseded runs too), each episode once; stores that
+    disagree on an episode are refused unless ``prefer`` chooses (harness.results.merge_stores)."""
+    from harness.results import EPISODE_KEY, SelectionError, merge_stores, with_families
     from harness.store import ResultStore
 
     frames = []
@@ -27,8 +28,11 @@ def all_runs(paths: Sequence[str]) -> pd.DataFrame:
         index = dict(zip(fam["run_id"], fam["repeat_index"])) if fam is not None else {}
         frames.append(df.assign(repeat=df["run_id"].map(repeat).fillna(0).astype(int),
                                 repeat_index=df["run_id"].map(index).fillna(0).astype(int), store=str(path)))
+    unknown = [p for p in prefer if str(p) not in {str(q) for q in paths}]
+    if unknown:
+        raise SelectionError(f"--prefer {unknown[0]} is not one of the stores read ({', '.join(map(str, paths))})")
     df = pd.concat(frames, ignore_index=True)
-    return df.drop_duplicates(["run_id", "suite", "split", "episode_id", "seed"], keep="first").reset_index(drop=True)
+    return merge_stores(df, prefer).sort_values(EPISODE_KEY, kind="stable").reset_index(drop=True)
 
 
 def _plain(value: Any) -> Any:

@@ -5,14 +5,20 @@ replaces the value of every key named like a secret (``api_key``, ``token``,
 ``password``, ``secret``, ``credentials``, ``authorization``, ...; names of
 environment variables such as ``api_key_env`` are kept) and, in every string,
 the userinfo of a URL (``http://user:pw@host`` -> ``http://***@host``) and the
-value of secret-named URL query parameters. The store applies it before
+value of secret-named URL query parameters, and every occurrence of a **known secret
+value**: the value of each environment variable named like a secret (``OPENAI_API_KEY``,
+``HF_TOKEN``, ...) and each value registered with :func:`register_secret` (the openai
+backend registers the key it read from ``api_key_env``, whatever that variable is called),
+so a server that repeats the key in its error body leaves no trace. The store applies it before
 anything is written (``ResultStore.begin_run``, error messages); the CLI
 before anything is printed.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from typing import Any
 
 REDACTED = "***"
@@ -36,8 +42,40 @@ def is_secret_key(key: Any) -> bool:
     return not k.endswith("_env") and _SECRET_KEY.search(k) is not None
 
 
+#: Shorter values are not redacted as known secrets (``EMPTY``, ``1``, ``true`` would blank
+#: ordinary words); real keys are far longer.
+MIN_SECRET_CHARS = 8
+
+#: Environment variables whose names match a secret's but are not (``PWD``: the working folder).
+_NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD"})
+
+_REGISTERED: set[str] = set()
+_REGISTERED_LOCK = threading.Lock()
+
+
+def register_secret(value: Any) -> None:
+    """Redact ``value`` from every text from now on (a key read from a variable of any name)."""
+    if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_CHARS:
+        with _REGISTERED_LOCK:
+            _REGISTERED.add(value.strip())
+
+
+def known_secrets() -> list[str]:
+    """The secret values redacted from every text: registered ones and the values of the
+    environment variables named like secrets; longest first (a key inside another is covered)."""
+    values = set(_REGISTERED)
+    for name, value in list(os.environ.items()):
+        if len(value) >= MIN_SECRET_CHARS and name not in _NOT_SECRET_ENV and is_secret_key(name):
+            values.add(value)
+    return sorted(values, key=len, reverse=True)
+
+
 def redact_text(text: str) -> str:
-    """``text`` with URL userinfo and secret query values replaced (cheap when there are none)."""
+    """``text`` with known secret values, URL userinfo and secret query values replaced
+    (cheap when there are none)."""
+    for secret in known_secrets():
+        if secret in text:
+            text = text.replace(secret, REDACTED)
     if "://" not in text and "=" not in text:
         return text
     text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)

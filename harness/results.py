@@ -8,7 +8,10 @@
   (columns ``repeat``: the seed offset, ``repeat_index``: the repeat index), not
   superseded; tables give their spread (harness.tables, harness.stats).
 * **Several stores**: a run (same identity, hence same run id) found in two
-  stores counts once, its episodes de-duplicated by key. Two stores whose
+  stores counts once, its episodes de-duplicated by key (:func:`merge_stores`): a
+  finished row over an error record; two finished rows whose results disagree are
+  refused in one line naming the first such episode, unless ``prefer`` (store paths,
+  as given) says whose rows win -- never the order of the stores. Two stores whose
   current families differ for the same variant, suite and split are refused
   in one line unless ``picks`` (run ids, or unique prefixes) chooses one; a
   pick also overrides supersession within a store.
@@ -105,6 +108,63 @@ def _resolve_picks(runs: "pd.DataFrame", picks: Sequence[str]) -> dict[tuple[str
     return out
 
 
+#: The fields of an episode row that carry its result: two stores holding the same episode of
+#: the same run must agree on them (timings, messages and ``extra`` may differ).
+RESULT_FIELDS = ("success", "gc_satisfied", "gc_total", "steps", "agent_calls", "invalid_actions",
+                 "expert_length", "path_length", "termination", "error_kind", "planner_output_errors",
+                 "empty_plan", "task_type")
+EPISODE_KEY = ["run_id", "suite", "split", "episode_id", "seed"]
+
+
+def _norm(value: Any) -> Any:
+    try:
+        import pandas as pd
+
+        if value is None or (not isinstance(value, (str, bytes)) and pd.isna(value)):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(value, "item"):
+        value = value.item()
+    return int(value) if isinstance(value, bool) else value
+
+
+def merge_stores(df: "pd.DataFrame", prefer: Sequence[str] = ()) -> "pd.DataFrame":
+    """One row per episode key from rows of several stores (column ``store``), independent of
+    the stores' order.
+
+    Of one key's rows: the stores in ``prefer`` (in that order) win outright; otherwise a
+    finished row wins over an error record, and finished rows must agree on
+    :data:`RESULT_FIELDS` -- if they do not, :class:`SelectionError` names the first such
+    episode (by key) and the stores. Rows that agree (or error records only) keep the one of
+    the store whose path sorts first, so the choice never depends on argument order.
+    """
+    if df.empty or "store" not in df.columns:
+        return df.drop_duplicates(EPISODE_KEY, keep="first")
+    rank = {p: i for i, p in enumerate(dict.fromkeys(str(p) for p in prefer))}
+    order = df.assign(_pref=[rank.get(str(s), len(rank)) for s in df["store"]],
+                      _err=df["error_kind"].notna(), _store=df["store"].astype(str))
+    order = order.sort_values([*EPISODE_KEY, "_pref", "_err", "_store"], kind="stable")
+    dup = order.duplicated(EPISODE_KEY, keep=False)
+    if dup.any():
+        fields = [c for c in RESULT_FIELDS if c in order.columns]
+        for _, group in order[dup & ~order["_err"]].groupby(EPISODE_KEY, sort=True):
+            if len(group) < 2 or group["_pref"].iloc[0] < len(rank):
+                continue
+            rows = [tuple(_norm(v) for v in r) for r in group[fields].itertuples(index=False)]
+            differing = [f for i, f in enumerate(fields) if len({r[i] for r in rows}) > 1]
+            if differing:
+                first = group.iloc[0]
+                stores = list(dict.fromkeys(group["_store"]))
+                what = ", ".join(f"{f} {' vs '.join(str(r[fields.index(f)]) for r in rows)}" for f in differing[:3])
+                raise SelectionError(
+                    f"run {first['run_id']} episode {first['suite']}/{first['split']}/{first['episode_id']} "
+                    f"seed {int(first['seed'])} differs between stores {' and '.join(stores)} ({what}): "
+                    f"keep one store's records with --prefer {stores[0]} (or another of them)")
+    out = order.drop_duplicates(EPISODE_KEY, keep="first")
+    return out.drop(columns=["_pref", "_err", "_store"])
+
+
 def protocol_fact(identity: Any, key: str) -> Any:
     """``key`` of a run identity's suite protocol (JSON text or dict); None where absent."""
     data = json.loads(identity) if isinstance(identity, str) else dict(identity or {})
@@ -112,9 +172,10 @@ def protocol_fact(identity: Any, key: str) -> Any:
     return protocol.get(key) if isinstance(protocol, dict) else None
 
 
-def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
+def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] = ()) -> Selection:
     """The shown records of the stores at ``paths``, with columns ``repeat``, ``repeat_index``,
-    ``store`` and ``expert_length_unit`` (the run's protocol fact, None where it states none)."""
+    ``store`` and ``expert_length_unit`` (the run's protocol fact, None where it states none).
+    ``prefer``: stores whose rows win where stores disagree on an episode (:func:`merge_stores`)."""
     import pandas as pd
 
     from harness.store import ResultStore
@@ -150,7 +211,7 @@ def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
             if len(distinct) > 1:
                 example = {fam: next(r for r in runs.itertuples() if r.family == fam and
                                      (r.variant, r.suite, r.split) == cell).run_id for fam in distinct}
-                where = "; ".join(f"{p}: run {example[f]}" for p, f in by_store.items())
+                where = "; ".join(f"{p}: run {example[f]}" for p, f in sorted(by_store.items()))
                 raise SelectionError(
                     f"{cell[0]} on {cell[1]}/{cell[2]} was run with different identities ({where}): "
                     f"keep one with --run {example[distinct[0]]} (or the other's id)")
@@ -169,17 +230,20 @@ def load(paths: Sequence[str], picks: Sequence[str] = ()) -> Selection:
         for _, store in opened:
             store.close()
     df = pd.concat(frames, ignore_index=True) if frames else opened[0][1].frame([]).assign(store=[])
-    # The same run in two stores counts once: a completed row over an error row, else the first store's.
-    key = ["run_id", "suite", "split", "episode_id", "seed"]
-    df = df.assign(_err=df["error_kind"].notna()).sort_values("_err", kind="stable")
-    df = df.drop_duplicates(key, keep="first").drop(columns="_err").sort_values(key, kind="stable")
+    # The same run in two stores counts once: a completed row over an error row; disagreeing rows refused.
+    unknown = [p for p in prefer if str(p) not in {path for path, _ in opened}]
+    if unknown:
+        raise SelectionError(f"--prefer {unknown[0]} is not one of the stores read ({', '.join(p for p, _ in opened)})")
+    key = EPISODE_KEY
+    df = merge_stores(df, prefer).sort_values(key, kind="stable")
     repeat = dict(zip(keep["run_id"], keep["repeat"]))
     index = dict(zip(keep["run_id"], keep["repeat_index"]))
     units = {r.run_id: protocol_fact(r.identity, PROTOCOL_EXPERT_LENGTH_UNIT) for r in keep.itertuples()}
     df = df.assign(repeat=df["run_id"].map(repeat).astype(int),
                    repeat_index=df["run_id"].map(index).astype(int),
                    **{PROTOCOL_EXPERT_LENGTH_UNIT: df["run_id"].map(units).astype(object)}).reset_index(drop=True)
-    shown = keep.groupby("run_id", sort=False).agg(
-        {**{c: "first" for c in keep.columns if c not in ("run_id", "store")}, "store": list}).reset_index()
+    shown = keep.sort_values("store", kind="stable").groupby("run_id", sort=False).agg(
+        {**{c: "first" for c in keep.columns if c not in ("run_id", "store")},
+         "store": lambda s: sorted(set(s))}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)
-    return Selection(df, shown, notes, [p for p, _ in opened])
+    return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened])

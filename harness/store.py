@@ -474,7 +474,8 @@ class ResultStore:
                 row = record.to_dict()
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
-                row["extra"] = _encode_extra(row["extra"])
+                # Known secret values (a key a server echoed) in any text the record carries.
+                row["extra"] = redact_text(_encode_extra(row["extra"]))
                 if row["error_message"] is not None:  # an exception naming a URL with credentials
                     row["error_message"] = redact_text(str(row["error_message"]))
                 stored = _execute(self._db, _INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).fetchall()
@@ -491,9 +492,10 @@ class ResultStore:
                         values = [entry.get(c) for c in _TRANSCRIPT_COLUMNS]
                         if values[-1] is not None and not isinstance(values[-1], str):
                             values[-1] = json.dumps(values[-1], default=str)
+                        values = [redact_text(v) if isinstance(v, str) else v for v in values]
                         meta = {k: v for k, v in entry.items() if k not in _TRANSCRIPT_COLUMNS}
                         for (rowid,) in _execute(self._db, _TRANSCRIPT_SQL, key + values + [
-                                SCHEMA_VERSION, json.dumps(meta, default=str) if meta else None]).fetchall():
+                                SCHEMA_VERSION, redact_text(json.dumps(meta, default=str)) if meta else None]).fetchall():
                             self._seal("transcripts", rowid)
         return written
 
@@ -955,8 +957,68 @@ def _check_rows(db: sqlite3.Connection, table: str, verdict: Verdict) -> None:
         verdict.add(f"table {table}: {exc}")
 
 
+#: Marker beside a private copy whose damaged header :func:`_rebuild_header` rewrote.
+_HEADER_REBUILT = "header-rebuilt"
+#: The problem ``store check`` names for a store whose header alone is damaged.
+DAMAGED_HEADER = ("its header (the file's first 100 bytes) is damaged but its pages read "
+                  "(the header was rebuilt on a private copy)")
+
+
+def _rebuild_header(file: Path) -> bool:
+    """Rewrite the 100-byte SQLite header of ``file`` (a private copy) when it is not an
+    SQLite header but page 1's b-tree and the pages after it are intact: every header field
+    is rebuilt from what the format fixes (https://www.sqlite.org/fileformat2.html, "The
+    Database Header") or what the file shows (its size: the page size and count), with our
+    application id and no free list. True when the rebuilt file reads as a harness store's
+    tables; otherwise the copy is left as it was."""
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as fh:
+            original = fh.read(65536)
+    except OSError:
+        return False
+    if len(original) < 108 or original.startswith(_SQLITE_MAGIC) or original[100] not in (0x05, 0x0D):
+        return False
+    wal = Path(str(file) + "-wal")
+    mode = 2 if wal.is_file() and wal.stat().st_size > 32 else 1
+    for page in (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512):
+        if size % page or size < page:
+            continue
+        head = bytearray(100)
+        head[:16] = _SQLITE_MAGIC
+        head[16:18] = (1 if page == 65536 else page).to_bytes(2, "big")
+        head[18], head[19] = mode, mode
+        head[21], head[22], head[23] = 64, 32, 32  # payload fractions: fixed by the format
+        head[24:28] = (1).to_bytes(4, "big")  # change counter
+        head[28:32] = (size // page).to_bytes(4, "big")
+        head[40:44] = (1).to_bytes(4, "big")  # schema cookie
+        head[44:48] = (4).to_bytes(4, "big")  # schema format
+        head[56:60] = (1).to_bytes(4, "big")  # UTF-8
+        head[68:72] = APPLICATION_ID.to_bytes(4, "big")
+        head[92:96] = (1).to_bytes(4, "big")  # version-valid-for = change counter
+        major, minor, patch = sqlite3.sqlite_version_info[:3]
+        head[96:100] = (major * 1_000_000 + minor * 1000 + patch).to_bytes(4, "big")
+        with open(file, "r+b") as fh:
+            fh.write(bytes(head))
+        try:
+            con = sqlite3.connect(file)
+            try:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if _STORE_TABLES <= tables:
+                    con.execute("SELECT count(*) FROM episodes NOT INDEXED").fetchone()
+                    return True
+            finally:
+                con.close()
+        except _READ_ERRORS:
+            pass
+    with open(file, "r+b") as fh:
+        fh.write(original[:100])
+    return False
+
+
 def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
-    """A private copy of a (maybe damaged) store file and its WAL, opened with plain sqlite3."""
+    """A private copy of a (maybe damaged) store file and its WAL, opened with plain sqlite3
+    (a header alone damaged is rebuilt on the copy: :func:`_rebuild_header`)."""
     path = Path(path)
     file = path / STORE_FILENAME if path.suffix != ".sqlite" else path
     if not file.is_file():
@@ -965,7 +1027,10 @@ def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
     for suffix in ("", "-wal"):
         if Path(str(file) + suffix).is_file():
             shutil.copyfile(str(file) + suffix, Path(tmpdir) / (STORE_FILENAME + suffix))
-    return sqlite3.connect(Path(tmpdir) / STORE_FILENAME), tmpdir, Path(tmpdir) / STORE_FILENAME
+    copy = Path(tmpdir) / STORE_FILENAME
+    if _rebuild_header(copy):
+        (Path(tmpdir) / _HEADER_REBUILT).touch()
+    return sqlite3.connect(copy), tmpdir, copy
 
 
 def inspect_store(path: str | Path) -> Verdict:
@@ -973,7 +1038,11 @@ def inspect_store(path: str | Path) -> Verdict:
     private copy (the store itself is never touched)."""
     src, tmpdir, file = _open_raw(path)
     try:
-        return inspect_db(src, file)
+        verdict = inspect_db(src, file)
+        if (Path(tmpdir) / _HEADER_REBUILT).exists() and verdict.kind in (SOUND, DAMAGED):
+            problems = [p for p in verdict.problems if "is never used" not in p]  # the free list was not rebuilt
+            verdict = Verdict(DAMAGED, [DAMAGED_HEADER, *problems], verdict.schema_version, count=1 + len(problems))
+        return verdict
     finally:
         src.close()
         shutil.rmtree(tmpdir, ignore_errors=True)

@@ -10,8 +10,15 @@ job, one more tracker run (``table``) holds what ``harness table OUT`` prints
 (Markdown and JSON; the experiment's own table with ``+experiment=``) and the HTML
 report (``harness report OUT``) as artifacts.
 
-A tracker never changes a result and never stops a run: a tracker that fails while
-logging prints one warning and is dropped; the episodes are in the store regardless.
+A tracker never changes a result and never stops or slows a run: its calls run in order on
+a background thread (:class:`_Channel`), so an episode's commit never waits for one. A
+tracker that fails, or whose call has not returned within :data:`TRACKER_CALL_TIMEOUT_S`,
+prints one warning line naming it and what it was writing to, and is off for the rest of
+the invocation; the episodes are in the store regardless. The end of a run waits for the
+tracker's pending calls at most that long, and the run's end line says where the tracker
+wrote. MLflow's own HTTP retries (minutes of backoff against a server that is not there)
+default to none and a 10 s request timeout here (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``,
+``MLFLOW_HTTP_REQUEST_TIMEOUT`` override them).
 
 Both built-ins work without a network by default: W&B in offline mode (files under
 ``dir``; ``wandb sync`` uploads them later) and MLflow into a local file store
@@ -24,7 +31,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
@@ -57,6 +67,19 @@ def _require(module: str, tracker: str) -> Any:
                                      "(pip install -e '.[trackers]')") from None
 
 
+def _check_installed(module: str, tracker: str) -> None:
+    import importlib.util
+
+    try:
+        found = sys.modules[module] is not None if module in sys.modules else \
+            importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise MissingDependencyError(f"tracker {tracker!r} needs the package {module!r}, which is not installed "
+                                     "(pip install -e '.[trackers]')")
+
+
 class WandbTracker:
     """Weights & Biases (``wandb``): one W&B run per harness run, ``mode=offline`` by default."""
 
@@ -75,7 +98,11 @@ class WandbTracker:
                                settings=settings, reinit="create_new")
 
     def start_run(self, *, name: str, run_id: str, config: Mapping[str, Any], out: Path, group: str | None) -> None:
+        self.where = str(Path(self.dir) if self.dir else out) + "/wandb"
         self._run = self._init(name, {**config, "run_id": run_id}, out, group, "run")
+        run_dir = getattr(self._run, "dir", None)
+        url = getattr(self._run, "url", None) if self.mode == "online" else None
+        self.where = url or (str(Path(run_dir).parent) if run_dir else self.where)
 
     def log_episode(self, step: int, metrics: Mapping[str, float]) -> None:
         self._run.log(dict(metrics), step=step)
@@ -113,13 +140,22 @@ class MlflowTracker:
     store under the output directory by default."""
 
     def __init__(self, tracking_uri: str | None = None, experiment: str = "embodied-transfer"):
-        self.mlflow = _require("mlflow", "mlflow")
+        # Checked here, imported by the first call, on the tracker's background thread: the
+        # import (seconds) overlaps the run instead of preceding it.
+        _check_installed("mlflow", "mlflow")
         self.tracking_uri, self.experiment = tracking_uri, experiment
         self._client: Any = None
         self._run_id: str | None = None
+        self.where = tracking_uri
+        if tracking_uri and not tracking_uri.startswith("file:"):
+            # A tracker is best effort: fail fast rather than retry for minutes (MLflow's
+            # default is 7 retries with exponential backoff, and 120 s per request).
+            for name, value in MLFLOW_HTTP_DEFAULTS.items():
+                os.environ.setdefault(name, value)
 
     def _connect(self, out: Path) -> Any:
         uri = self.tracking_uri or (out.resolve() / "mlruns").as_uri()
+        self.where = uri
         if uri.startswith("file:"):
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         from mlflow.tracking import MlflowClient
@@ -137,6 +173,7 @@ class MlflowTracker:
 
     def start_run(self, *, name: str, run_id: str, config: Mapping[str, Any], out: Path, group: str | None) -> None:
         self._client, self._run_id = self._start(name, out, group, {"harness.run_id": run_id, "kind": "run"})
+        self.where = f"{self.where} (experiment {self.experiment}, run {self._run_id})"
         params = {k: v for k, v in config.items() if not isinstance(v, (dict, list))}
         for key, value in params.items():
             self._client.log_param(self._run_id, key, "null" if value is None else str(value)[:500])
@@ -174,27 +211,130 @@ class MlflowTracker:
 # --- used by `harness run` ------------------------------------------------------
 
 
+#: Longest a tracker call may take (and the end of a run waits for pending ones) before the
+#: tracker is declared not answering and turned off for the rest of the invocation.
+TRACKER_CALL_TIMEOUT_S = 15.0
+
+#: MLflow HTTP settings for a remote tracking server, unless the environment sets them.
+MLFLOW_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+
+
+def _where(tracker: Any) -> str | None:
+    where = getattr(tracker, "where", None)
+    return str(where) if where else None
+
+
+class _Channel:
+    """One tracker's calls, in order, on a daemon thread: a caller never waits for a call.
+
+    The first call that raises, or that runs past :data:`TRACKER_CALL_TIMEOUT_S` (seen by
+    :meth:`wait`), prints one warning line and turns the tracker off for the rest of the
+    invocation (a hung call's thread is left behind: it is a daemon, and ends with the process).
+    """
+
+    def __init__(self, tracker: Any, label: str):
+        self.tracker, self.label = tracker, label
+        self.queue: "queue.Queue[Any]" = queue.Queue()
+        self.dead = False
+        self.busy: tuple[str, float] | None = None  # (what, since) of the call in flight
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, name=f"tracker-{label}", daemon=True)
+        self.thread.start()
+
+    def submit(self, what: str, fn: Any, *args: Any, **kw: Any) -> None:
+        if not self.dead:
+            self.queue.put((what, fn, args, kw))
+
+    def _loop(self) -> None:
+        while True:
+            what, fn, args, kw = self.queue.get()
+            try:
+                if self.dead:
+                    continue
+                with self.lock:
+                    self.busy = (what, time.monotonic())
+                try:
+                    fn(*args, **kw)
+                except Exception as exc:  # noqa: BLE001 - a tracker never stops a run
+                    text = str(exc).strip().splitlines()
+                    self._fail(f"{what} failed ({type(exc).__name__}: {text[0] if text else ''})")
+                finally:
+                    with self.lock:
+                        self.busy = None
+            finally:
+                self.queue.task_done()
+
+    def _fail(self, why: str) -> None:
+        with self.lock:
+            if self.dead:
+                return
+            self.dead = True
+        from harness.redact import redact_text
+
+        where = _where(self.tracker)
+        print(redact_text(f"harness: warning: tracker {self.label}: {why}"
+                          + (f" writing to {where}" if where else "")
+                          + "; no more tracking in this invocation, its episodes are in the store"),
+              file=sys.stderr, flush=True)
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Until every submitted call has run (True), or the tracker is off (False): a call
+        in flight past the timeout, or calls still pending ``timeout_s`` from now, turn it off."""
+        limit = TRACKER_CALL_TIMEOUT_S if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        while not self.dead:
+            if self.queue.unfinished_tasks == 0:
+                return True
+            with self.lock:
+                busy = self.busy
+            now = time.monotonic()
+            if busy is not None and now - busy[1] > limit:
+                self._fail(f"{busy[0]} did not answer within {limit:g} s")
+            elif now > deadline:
+                self._fail(f"did not keep up ({self.queue.unfinished_tasks} call(s) pending after {limit:g} s)")
+            else:
+                time.sleep(0.01)
+        return False
+
+
+def channel(tracker: Any, label: str) -> _Channel:
+    """The tracker's one channel (made at first use)."""
+    ch = getattr(tracker, "_harness_channel", None)
+    if ch is None:
+        ch = _Channel(tracker, label)
+        try:
+            tracker._harness_channel = ch
+        except AttributeError:
+            pass
+    return ch
+
+
+def call(tracker: Any, label: str, what: str, fn: Any, *args: Any, **kw: Any) -> bool:
+    """Run one tracker call in the background and wait for it, boundedly (after the runs:
+    the table and report, closing). False where the tracker is off or failed."""
+    ch = channel(tracker, label)
+    ch.submit(what, fn, *args, **kw)
+    return ch.wait()
+
+
 class RunLogger:
     """One harness run's side of a tracker: ``episode(record)`` from the runner's ``on_record``,
-    ``end(...)`` after the run. A tracker error prints one warning and turns logging off."""
+    ``end(...)`` after the run. Calls go to the tracker's background channel; an error or a
+    call that does not return prints one warning and turns the tracker off."""
 
     def __init__(self, tracker: Any, label: str):
         self.tracker, self.label = tracker, label
         self.ok = self.n = self.errors = 0
         self.skipped = 0
-        self.active = tracker is not None
+        self.channel = channel(tracker, label) if tracker is not None else None
+
+    @property
+    def active(self) -> bool:
+        return self.channel is not None and not self.channel.dead
 
     def _guard(self, what: str, fn: Any, *args: Any, **kw: Any) -> None:
-        if not self.active:
-            return
-        try:
-            fn(*args, **kw)
-        except Exception as exc:  # noqa: BLE001 - a tracker never stops a run
-            self.active = False
-            text = str(exc).strip().splitlines()
-            print(f"harness: warning: tracker {self.label}: {what} failed ({type(exc).__name__}: "
-                  f"{text[0] if text else ''}); no more tracking for this run, its episodes are in the store",
-                  file=sys.stderr)
+        if self.active:
+            self.channel.submit(what, fn, *args, **kw)
 
     def start(self, *, name: str, run_id: str, config: Mapping[str, Any], out: Path, group: str | None,
               skipped: int = 0) -> None:
@@ -219,6 +359,16 @@ class RunLogger:
         summary = {"final_episodes": float(stored), "final_sr": successes / stored if stored else float("nan"),
                    "final_errors": float(errors)}
         self._guard("finishing", self.tracker.end_run, summary)
+        self.channel.wait()
+
+    def where(self) -> str | None:
+        """For the run's end line: where the tracker wrote, or that it did not."""
+        if self.channel is None:
+            return None
+        if self.channel.dead:
+            return f"tracker {self.label}: off (see the warning above)"
+        where = _where(self.tracker)
+        return f"tracker {self.label} -> {where}" if where else f"tracker {self.label}"
 
 
 def run_config(spec: Any, identity: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -122,8 +122,9 @@ class OpenAIParams:
 
     base_url: Optional[str] = param(
         None, kind="url", results=False, example="http://127.0.0.1:8001/v1",
-        help="the server, e.g. http://127.0.0.1:8000/v1 (where the model is served is not in the run identity; "
-             "the served model name and served_checkpoint's hash are)")
+        help="the server, e.g. http://127.0.0.1:8000/v1; its host and port are in the run identity (as "
+             "`server`, with what the server's /models says it serves under the model name), its path and "
+             "credentials are not")
     api_key_env: str = param("OPENAI_API_KEY", results=False, example="OTHER_KEY",
                              help="the environment variable holding the API key (a local server needs none)")
     max_concurrency: int = param(8, ge=1, le=4096, results=False, help="requests in flight (speed only)")

@@ -249,8 +249,15 @@ class ServeParams:
     unnorm_key: Optional[str] = param(None, help="which dataset of stats_path (null: the only one)")
     norm_mode: str = param("min_max", choices=NORM_MODES, help="how StarVLA replies are normalised: min_max or q99")
     max_connections: int = param(64, ge=1, le=100_000, results=False,
-                                 help="connections served at once; more are refused (HTTP 503)")
+                                 help="connections served at once; at the limit a new client replaces the one idle "
+                                      "longest (5 s or more), and is refused (HTTP 503) only when all are busy")
     max_frame_mb: int = param(64, ge=1, le=4096, results=False, help="largest frame accepted (MiB)")
+    idle_timeout_s: float = param(120.0, gt=0, le=86_400, results=False,
+                                  help="a connection with no request pending that sends nothing this long is closed")
+    max_inflight_mb: int = param(256, ge=1, le=65_536, results=False,
+                                 help="frame bytes received and not yet answered, over all connections (MiB); past "
+                                      "it the server reads no more frames until replies free room (one larger "
+                                      "frame is served alone)")
 
 
 ZERO = AgentPlugin(name="zero", kind="policy", target="policies.zero:ZeroPolicy", params=ZeroParams,

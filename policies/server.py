@@ -157,17 +157,44 @@ class _Batcher:
 #: images and the state per episode) is well under 1 MB per episode; 64 MB leaves room for
 #: large batches and bounds what one frame can cost the server.
 DEFAULT_MAX_FRAME = 64 * 2**20
-#: Connections served at once; more are refused at the handshake (HTTP 503).
+#: Connections served at once. At the limit, a new client takes the place of the connection
+#: idle longest (none of its frames pending, nothing received for EVICT_IDLE_S); only when
+#: every connection is busy is it refused at the handshake (HTTP 503).
 DEFAULT_MAX_CONNECTIONS = 64
+#: A connection with nothing pending that sends no frame for this long is closed (1001).
+DEFAULT_IDLE_TIMEOUT_S = 120.0
+#: An idle connection this old may be closed to admit a new client at max_connections.
+EVICT_IDLE_S = 5.0
+#: Frame bytes received and not yet answered, over all connections: past it the server stops
+#: reading (each connection's further frames wait in TCP). One frame larger than what is free
+#: is admitted alone, when nothing else is in flight.
+DEFAULT_MAX_INFLIGHT = 256 * 2**20
+#: Frames the websocket library buffers per connection before it stops reading the socket.
+MAX_QUEUE = 1
+
+
+class _ConnState:
+    __slots__ = ("conn", "last", "pending", "evicted")
+
+    def __init__(self, conn: Any, now: float):
+        self.conn, self.last, self.pending, self.evicted = conn, now, 0, False
 
 
 class PolicyServer:
     def __init__(self, service: PolicyService, host: str = LOOPBACK, port: int = DEFAULT_PORT, *,
-                 max_connections: int = DEFAULT_MAX_CONNECTIONS, max_frame: int = DEFAULT_MAX_FRAME):
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS, max_frame: int = DEFAULT_MAX_FRAME,
+                 idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, max_inflight: int = DEFAULT_MAX_INFLIGHT,
+                 evict_idle_s: float = EVICT_IDLE_S):
         self.service, self.host, self.port = service, host, int(port)
         self.max_connections, self.max_frame = int(max_connections), int(max_frame)
+        self.idle_timeout_s, self.max_inflight, self.evict_idle_s = float(idle_timeout_s), int(max_inflight), \
+            float(evict_idle_s)
         #: Connections open now (bounded by max_connections).
         self.open_connections = 0
+        #: Frame bytes received and not yet answered (bounded by max_inflight); its peak.
+        self.inflight_bytes = self.peak_inflight_bytes = 0
+        self._states: dict[int, _ConnState] = {}
+        self._room: asyncio.Event | None = None
         self._metadata_frame = wire.packb(service.metadata())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -218,13 +245,15 @@ class PolicyServer:
             health = _health_check(connection, request)
             if health is not None:
                 return health
-            if self.open_connections >= self.max_connections:  # refused before the handshake
+            live = [st for st in self._states.values() if not st.evicted]
+            if len(live) >= self.max_connections and not self._evict_idle(live):  # refused before the handshake
                 return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE,
-                                          f"too many connections (max_connections={self.max_connections})\n")
+                                          f"too many busy connections (max_connections={self.max_connections})\n")
             return None
 
+        self._room = asyncio.Event()
         async with ws_server.serve(handler, self.host, self.port, compression=None, max_size=self.max_frame,
-                                   process_request=process_request) as server:
+                                   max_queue=MAX_QUEUE, process_request=process_request) as server:
             port = next(iter(server.sockets)).getsockname()[1]
             self.port = port
             if on_ready is not None:
@@ -240,26 +269,69 @@ class PolicyServer:
         whole batch of episodes) reach the batcher together and share one ``act``."""
         self.connections += 1
         self.open_connections += 1
+        state = self._states[id(conn)] = _ConnState(conn, asyncio.get_running_loop().time())
         try:
-            await self._serve_connection(conn, batcher)
+            await self._serve_connection(conn, batcher, state)
         finally:
             self.open_connections -= 1
+            self._states.pop(id(conn), None)
 
-    async def _serve_connection(self, conn: Any, batcher: _Batcher) -> None:
+    def _evict_idle(self, live: list[_ConnState]) -> bool:
+        """At max_connections: close the connection idle longest (nothing pending, no frame
+        for evict_idle_s) to make room; False when every connection is busy."""
+        now = asyncio.get_running_loop().time()
+        idle = [st for st in live if st.pending == 0 and now - st.last >= self.evict_idle_s]
+        if not idle:
+            return False
+        victim = min(idle, key=lambda st: st.last)
+        victim.evicted = True
+        asyncio.ensure_future(victim.conn.close(1013, "server at max_connections: idle connection closed"))
+        return True
+
+    async def _admit(self, size: int) -> None:
+        """Wait until ``size`` more frame bytes fit under max_inflight (or nothing is in flight)."""
+        assert self._room is not None
+        while not (self.inflight_bytes == 0 or self.inflight_bytes + size <= self.max_inflight):
+            self._room.clear()
+            await self._room.wait()
+        self.inflight_bytes += size
+        self.peak_inflight_bytes = max(self.peak_inflight_bytes, self.inflight_bytes)
+
+    def _release(self, size: int) -> None:
+        """A frame's reply is done (sent, failed or cancelled, started or not): its bytes are free."""
+        self.inflight_bytes -= size
+        if self._room is not None:
+            self._room.set()
+
+    async def _serve_connection(self, conn: Any, batcher: _Batcher, state: _ConnState) -> None:
         import websockets
 
+        loop = asyncio.get_running_loop()
         await conn.send(self._metadata_frame)
         order: asyncio.Queue[asyncio.Future | None] = asyncio.Queue()
-        sender = asyncio.create_task(self._send_in_order(conn, order))
+        sender = asyncio.create_task(self._send_in_order(conn, order, state))
         closed = False
         try:
             while not sender.done():
                 try:
-                    raw = await conn.recv()
+                    raw = await asyncio.wait_for(conn.recv(), timeout=self.idle_timeout_s)
+                except (asyncio.TimeoutError, TimeoutError):
+                    if state.pending:
+                        continue  # waiting for the policy, not idle
+                    await conn.close(1001, f"idle for {self.idle_timeout_s:g} s")
+                    closed = True
+                    break
                 except websockets.ConnectionClosed:
                     closed = True  # nobody to answer: drop what is still pending
                     break
-                order.put_nowait(asyncio.ensure_future(self._reply(raw, batcher)))
+                state.last = loop.time()
+                size = len(raw)
+                await self._admit(size)
+                state.pending += 1
+                reply = asyncio.ensure_future(self._reply(raw, batcher))
+                del raw
+                reply.add_done_callback(lambda _, n=size: self._release(n))
+                order.put_nowait(reply)
         finally:
             if closed or sender.done():
                 sender.cancel()
@@ -274,12 +346,16 @@ class PolicyServer:
             except (websockets.ConnectionClosed, asyncio.CancelledError):
                 pass
 
-    async def _send_in_order(self, conn: Any, order: asyncio.Queue) -> None:
+    async def _send_in_order(self, conn: Any, order: asyncio.Queue, state: _ConnState) -> None:
         while True:
             item = await order.get()
             if item is None:
                 return
-            fatal, payload = await item
+            try:
+                fatal, payload = await item
+            finally:
+                state.pending -= 1
+                state.last = asyncio.get_running_loop().time()
             if fatal:  # openpi: the traceback as text, then close; later frames are dropped
                 await _send_fatal(conn, payload)
                 while not order.empty():
@@ -429,7 +505,8 @@ def _serve(overrides: Sequence[str]) -> int:
     except (FileNotFoundError, NotADirectoryError, ValueError, TypeError) as exc:
         raise UsageError(f"serve-policy {name}: {str(exc).strip().splitlines()[0]}") from None
     server = PolicyServer(service, host=cfg.host, port=cfg.port, max_connections=cfg.max_connections,
-                          max_frame=cfg.max_frame_mb * 2**20)
+                          max_frame=cfg.max_frame_mb * 2**20, idle_timeout_s=cfg.idle_timeout_s,
+                          max_inflight=cfg.max_inflight_mb * 2**20)
 
     def ready(host: str, port: int) -> None:
         if cfg.host not in (LOOPBACK, "localhost", "::1"):  # once it listens: a host it cannot bind is one line

@@ -255,10 +255,11 @@ def _unreachable_servers(spec: Any, timeout_s: float = 2.0) -> list[str]:
 
 
 def _close_trackers(trackers: dict[Any, Any]) -> None:
-    from harness.trackers import RunLogger
+    from harness.trackers import call, channel
 
     for tracker in trackers.values():
-        RunLogger(tracker, type(tracker).__name__)._guard("closing", tracker.close)
+        if not channel(tracker, type(tracker).__name__).dead:
+            call(tracker, type(tracker).__name__, "closing", tracker.close)
 
 
 def _experiment_name(overrides: list[str]) -> str | None:
@@ -328,7 +329,7 @@ def _log_outputs(prepared: list[_Job], trackers: dict[Any, Any], experiment: str
     from pathlib import Path
 
     from harness.cli import main as cli
-    from harness.trackers import RunLogger
+    from harness.trackers import call, channel
 
     done: set[tuple[Any, str]] = set()
     for job in prepared:
@@ -337,6 +338,8 @@ def _log_outputs(prepared: list[_Job], trackers: dict[Any, Any], experiment: str
         if key is None or (key, out) in done:
             continue
         done.add((key, out))
+        if channel(trackers[key], job.tracker[0]).dead:  # failed or not answering: warned once already
+            continue
         folder = Path(out) / "tracker"
         folder.mkdir(parents=True, exist_ok=True)
         files = {}
@@ -353,9 +356,9 @@ def _log_outputs(prepared: list[_Job], trackers: dict[Any, Any], experiment: str
             rc = cli(["report", out])
         if rc == 0:
             folders["report"] = Path(out) / "report"
-        logger = RunLogger(trackers[key], job.tracker[0])
-        logger._guard("logging the table and report", trackers[key].log_outputs, name=f"table {Path(out).name}",
-                      files=files, folders=folders, out=Path(out), group=experiment or Path(out).name)
+        call(trackers[key], job.tracker[0], "logging the table and report", trackers[key].log_outputs,
+             name=f"table {Path(out).name}", files=files, folders=folders, out=Path(out),
+             group=experiment or Path(out).name)
 
 
 def _print_plan(prepared: list[_Job]) -> None:
@@ -556,10 +559,12 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     SAVED["episodes"] += runner.committed
     SAVED["runner"] = None
     done = summary.skipped + summary.finished
+    tracked = logger.where()
     print(
         f"{spec.variant} {spec.suite}/{spec.split}: {summary.finished} episodes run, {summary.skipped} resumed; "
         f"{successes}/{stored} succeeded; {failures_text(failures, full=True)} (all stored episodes of this run), "
-        f"{time.monotonic() - t0:.1f}s -> {store.path} (run {summary.run_id}, {done}/{summary.total} done)",
+        f"{time.monotonic() - t0:.1f}s -> {store.path} (run {summary.run_id}, {done}/{summary.total} done)"
+        + (f"; {tracked}" if tracked else ""),
         file=sys.stderr,
     )
     return 0

@@ -29,6 +29,9 @@ def add_parser(sub: Any) -> None:
                    help="an avg column even across different suites (default: only within one suite)")
     p.add_argument("--run", action="append", default=[], metavar="RUN_ID",
                    help="show this run (id or prefix) for its variant, suite and split, over any other")
+    p.add_argument("--prefer", action="append", default=[], metavar="OUTDIR",
+                   help="where several stores hold the same episode of a run with different results, "
+                        "this store's rows win (otherwise that is refused)")
     p.add_argument("--baseline", default=None,
                    help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
     p.add_argument("--metrics", default=None, type=_metric_names,
@@ -62,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
 
     outdirs = list(dict.fromkeys(args.outdir))
     try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)
-        selection = results.load(outdirs, _patterns(args.run))
+        selection = results.load(outdirs, _patterns(args.run), args.prefer)
     except (StoreError, results.SelectionError) as exc:
         raise UsageError(str(exc)) from None
     store = None

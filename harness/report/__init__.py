@@ -365,7 +365,8 @@ def _failure_table_html(table: Any) -> str:
 
 # --- build -------------------------------------------------------------------------
 def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | None = None,
-                 baseline: str | None = None, title: str | None = None, picks: Sequence[str] = ()) -> Path:
+                 baseline: str | None = None, title: str | None = None, picks: Sequence[str] = (),
+                 prefer: Sequence[str] = ()) -> Path:
     """Write the report of the store in ``outdir`` (or of several stores read as one, as
     ``harness table A B``: :func:`harness.results.load`); returns the HTML file's path
     (default: under the first store's folder).
@@ -382,7 +383,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     from harness.store import ResultStore
 
     paths = [str(outdir)] if isinstance(outdir, (str, Path)) else [str(p) for p in dict.fromkeys(outdir)]
-    selection = results.load(paths, picks)  # SelectionError is a ValueError: one line
+    selection = results.load(paths, picks, prefer)  # SelectionError is a ValueError: one line
     df, notes = selection.frame, selection.notes
     if df.empty:
         raise ValueError(f"the store in {' and '.join(paths)} holds no episodes yet")

@@ -70,13 +70,24 @@ class Generation(str):
         return obj
 
 
+#: The largest token count taken as a count (2**53: exact as a float, fits SQLite's integer);
+#: anything above it is not a count a server means.
+MAX_TOKEN_COUNT = 2**53
+
+
 def _token_count(value: Any) -> int | None:
-    """``value`` as a token count, or None when it is missing or not a finite number >= 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """``value`` as a token count, or None when it is missing, not a number (text, bool, list),
+    not finite, not whole, negative or above :data:`MAX_TOKEN_COUNT` (a 400-digit integer
+    would overflow every float conversion)."""
+    if isinstance(value, bool):
         return None
-    if not math.isfinite(value) or value < 0:
-        return None
-    return int(value)
+    if isinstance(value, int):
+        return value if 0 <= value <= MAX_TOKEN_COUNT else None
+    if isinstance(value, float):
+        if not math.isfinite(value) or value < 0 or value > MAX_TOKEN_COUNT or value != int(value):
+            return None
+        return int(value)
+    return None
 
 
 class HFBackend:
@@ -332,12 +343,21 @@ class OpenAIBackend:
         self.max_concurrency = int(max_concurrency)
         # A local server needs no key; the client insists on a non-empty one.
         api_key = os.environ.get(api_key_env) or "EMPTY"
+        from harness.redact import register_secret
+
+        register_secret(api_key)  # a server that repeats the key in an error body: never stored
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=float(request_timeout_s),
                              max_retries=int(max_retries))
         self._pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="vlm-openai")
         self._identity = {
             "backend": "openai",
             "model": model,
+            # Where the model is served: two servers holding different weights under one
+            # model name must not give one run id (the URL's path and credentials are not in it).
+            "server": server_address(base_url),
+            # What the server says it serves under that name (vLLM's /v1/models ``root``: the
+            # weights' path), where it answers; None where it does not.
+            "served_model": self._served_model(),
             # The served weights, when the user names them: the model name alone says
             # nothing about which checkpoint a server holds.
             "served_checkpoint": checkpoint_identity(served_checkpoint, full=hash_weights),
@@ -349,6 +369,26 @@ class OpenAIBackend:
 
     def identity(self) -> Mapping[str, Any]:
         return self._identity
+
+    def _served_model(self) -> Any:
+        """The server's own entry for ``model`` in ``GET /models`` (its ``id`` and, where the
+        server gives one, ``root``), or None when the server does not answer that request."""
+        try:
+            listing = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0).models.list()
+            entries = list(listing.data)
+        except Exception:  # noqa: BLE001 - any failure: the server does not say (not an error)
+            return None
+        named = [e for e in entries if getattr(e, "id", None) == self.model]
+        entry = named[0] if named else (entries[0] if len(entries) == 1 else None)
+        if entry is None:
+            return None
+        root = getattr(entry, "root", None) or (entry.model_extra or {}).get("root")
+        out = {"id": str(entry.id)}
+        if isinstance(root, str) and root:
+            out["root"] = root
+        from harness.redact import redact
+
+        return redact(out)
 
     def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
         """Replies; ``schema`` goes out as ``response_format`` when ``json_schema`` is on."""
@@ -377,6 +417,24 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+#: Seconds the openai backend waits for the server's model listing (run identity) at start.
+SERVED_MODEL_TIMEOUT_S = 10.0
+
+
+def server_address(base_url: str) -> str:
+    """``host:port`` of a base URL (the scheme's port where none is given; host lower-cased)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    port = port or (443 if parts.scheme == "https" else 80)
+    host = (parts.hostname or "").lower()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def make_hf(model: str, params: HFParams, *, max_new_tokens: int, json_schema: bool,

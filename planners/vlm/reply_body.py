@@ -82,9 +82,15 @@ def read_reply(chunks: Iterable[bytes], max_chars: int) -> BoundedReply:
     return _complete(bytes(buf), max_chars)
 
 
+def _parse_int(digits: str) -> Any:
+    """A JSON integer; None for one longer than 30 digits (Python refuses to convert more than
+    4300 digits, which would lose the reply's text over a usage count)."""
+    return int(digits) if len(digits) <= 30 else None
+
+
 def _complete(body: bytes, max_chars: int) -> BoundedReply:
     try:
-        data = json.loads(body)
+        data = json.loads(body, parse_int=_parse_int)
         content = data["choices"][0]["message"].get("content")
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
         head = body[:120].decode("utf-8", errors="replace")

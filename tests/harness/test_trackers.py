@@ -196,3 +196,62 @@ def test_a_failing_tracker_never_stops_the_run(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "harness: warning: tracker mlflow: start failed" in err
     assert list(_store_runs(out).values()) == [("oracle", 1.0)]
+
+
+# --- a tracker that is not there, or does not answer, never slows the run ----------------------
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("harness: warning: tracker")]
+
+
+def test_an_unreachable_tracker_costs_one_warning_and_no_time(tmp_path, capsys):
+    _need("mlflow")
+    out = tmp_path / "o"
+    t0 = __import__("time").monotonic()
+    assert main(["run", "-m", *RUN, "planner=oracle,random", "tracker=mlflow",
+                 "tracker.tracking_uri=http://127.0.0.1:9", f"out={out}"]) == 0
+    elapsed = __import__("time").monotonic() - t0
+    err = capsys.readouterr().err
+    lines = _warnings(err)
+    assert len(lines) == 1 and "tracker mlflow" in lines[0] and "http://127.0.0.1:9" in lines[0], err
+    assert "Traceback" not in err and elapsed < 10, elapsed
+    assert sorted(v for v, _ in _store_runs(out).values()) == ["oracle", "random"]
+    assert "tracker mlflow: off" in err  # the end lines say it wrote nothing
+
+
+def test_a_tracker_that_never_answers_is_left_behind(tmp_path, capsys, monkeypatch):
+    import socket
+    import time
+
+    _need("mlflow")
+    from harness import trackers
+
+    monkeypatch.setattr(trackers, "TRACKER_CALL_TIMEOUT_S", 1.0)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")  # the server holds each request this long
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # connections complete in the kernel; nothing ever answers
+    try:
+        out = tmp_path / "o"
+        t0 = time.monotonic()
+        assert main(["run", *RUN, "planner=oracle", "tracker=mlflow",
+                     f"tracker.tracking_uri=http://127.0.0.1:{silent.getsockname()[1]}", f"out={out}"]) == 0
+        elapsed = time.monotonic() - t0
+    finally:
+        silent.close()
+    err = capsys.readouterr().err
+    lines = _warnings(err)
+    assert len(lines) == 1 and "did not answer within 1 s" in lines[0], err
+    assert elapsed < 10, elapsed
+    assert list(_store_runs(out).values()) == [("oracle", 1.0)]
+
+
+def test_the_end_line_says_where_the_tracker_wrote(tmp_path, capsys):
+    _need("mlflow")
+    out = tmp_path / "o"
+    assert main(["run", *RUN, "planner=oracle", "tracker=mlflow", f"out={out}"]) == 0
+    err = capsys.readouterr().err
+    end = [line for line in err.splitlines() if "episodes run" in line]
+    assert len(end) == 1 and "tracker mlflow -> file:" in end[0] and "mlruns" in end[0], err

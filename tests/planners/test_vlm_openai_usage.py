@@ -51,3 +51,23 @@ def test_non_finite_or_missing_usage_keeps_the_text(usage):
     assert str(reply) == "pick up the apple"
     expected = {"output_tokens": 3} if usage and usage["completion_tokens"] == 3 else {}
     assert reply.usage == expected  # unknown counts are left out, a finite one is kept
+
+
+@pytest.mark.parametrize("prompt_tokens", [
+    "1" * 400,  # a 400-digit integer: no float holds it
+    "9" * 5000,  # past Python's 4300-digit limit on integer text
+    "1e300", "-4", "3.5", '"12"', "[1]", "{}", "true", str(2**64),
+])
+def test_huge_or_ill_typed_usage_keeps_the_text(prompt_tokens):
+    body = json.dumps(chat_completion("m", "pick up the apple", usage={"prompt_tokens": 0, "completion_tokens": 3}))
+    body = body.replace('"prompt_tokens": 0', f'"prompt_tokens": {prompt_tokens}')
+    assert prompt_tokens in body
+    httpd = serve(body.encode())
+    try:
+        backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{httpd.server_port}/v1", max_retries=0)
+        (reply,) = backend.generate([[{"role": "user", "content": "hi"}]])
+        backend.close()
+    finally:
+        httpd.shutdown()
+    assert str(reply) == "pick up the apple"
+    assert reply.usage == {"output_tokens": 3}

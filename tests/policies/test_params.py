@@ -31,6 +31,7 @@ def test_serve_defaults_are_the_servers():
     s = plugin.ServeParams()
     assert (s.host, s.port) == (server.LOOPBACK, server.DEFAULT_PORT)
     assert (s.max_connections, s.max_frame_mb * 2**20) == (server.DEFAULT_MAX_CONNECTIONS, server.DEFAULT_MAX_FRAME)
+    assert (s.idle_timeout_s, s.max_inflight_mb * 2**20) == (server.DEFAULT_IDLE_TIMEOUT_S, server.DEFAULT_MAX_INFLIGHT)
     service = inspect.signature(server.PolicyService).parameters
     assert (s.max_batch, s.max_wait_s, s.norm_mode) == (service["max_batch"].default, service["max_wait_s"].default,
                                                         service["norm_mode"].default)

@@ -1,0 +1,49 @@
+"""A store whose header alone is damaged (its first 100 bytes zeroed, every page intact):
+``store check`` names it damaged with the command that recovers it, and ``store repair``
+salvages every episode from it; the damaged file is left as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.store import STORE_FILENAME
+from tests.harness.test_table_selection import two_suites, write_store
+
+
+@pytest.mark.parametrize("fill", [b"\0", b"\xff"])
+def test_a_damaged_header_is_named_and_repaired(tmp_path, capsys, fill):
+    out = tmp_path / "o"
+    write_store(out, two_suites())
+    db = out / STORE_FILENAME
+    data = bytearray(db.read_bytes())
+    data[:100] = fill * 100
+    db.write_bytes(bytes(data))
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+
+    assert main(["store", "check", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "damaged" in err and "header" in err and f"harness store repair {out}" in err, err
+    assert "\n" not in err
+
+    assert main(["store", "repair", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "salvaged 24 episode(s) (0 lost" in err, err
+    repaired = tmp_path / "o-repaired"
+    assert main(["store", "check", str(repaired)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(repaired)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 24 and sum(r["success"] for r in rows) == 10
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # the damaged store untouched
+
+
+def test_a_file_that_is_no_sqlite_at_all_is_still_not_a_store(tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / STORE_FILENAME).write_bytes(b"x" * 8192)
+    assert main(["store", "check", str(out)]) == 4
+    assert "not a harness store" in capsys.readouterr().err
