@@ -121,7 +121,7 @@ class OpenAIParams:
     """The ``openai`` backend (planners/vlm/backends.py): a chat-completions server."""
 
     base_url: Optional[str] = param(
-        None, kind="url", results=False, example="http://127.0.0.1:8001/v1",
+        None, kind="url", via_identity=True, example="http://127.0.0.1:8001/v1",
         help="the server, e.g. http://127.0.0.1:8000/v1; its host and port are in the run identity (as "
              "`server`, with what the server's /models says it serves under the model name), its path and "
              "credentials are not")
