@@ -1,0 +1,143 @@
+"""How a suite is scored: the metrics it declares, and the generic cell formulas.
+
+A suite declares its metrics once (:attr:`harness.plugins.SuitePlugin.metrics`) as
+:class:`Metric` objects. Each names a per-episode *value* (a key of the record's
+``values``, or of what the suite's ``values(record)`` function derives from the record's
+fields) and how a cell aggregates it:
+
+* ``"mean"``: the mean over the episodes that have a value (None / missing: no value);
+* ``"ratio"``: ``sum(value) / sum(weight)`` pooled over episodes that have both
+  (ALFRED's GC is of this kind: goal conditions met over goal conditions present).
+
+The core never names a suite's metric: tables, statistics, the report, export and the
+trackers read these declarations. Cells over no usable episode are NaN, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+#: Aggregations a metric may declare.
+AGGREGATIONS = ("mean", "ratio")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric a suite declares (see the module doc)."""
+
+    name: str
+    label: str
+    value: str
+    aggregation: str = "mean"
+    weight: str | None = None
+    range: tuple[float, float] = (0.0, 1.0)
+    unit: str = "rate"
+    higher_is_better: bool = True
+    binary: bool = False
+    judged: bool = False
+    default: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"metric {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("metric declaration has an empty name")
+        if not isinstance(self.label, str) or not self.label.strip():
+            raise ValueError(f"{where} has an empty label")
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise ValueError(f"{where} names no per-episode value")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"{where} has unknown aggregation {self.aggregation!r} "
+                             f"(one of: {', '.join(AGGREGATIONS)})")
+        if self.aggregation == "ratio" and not self.weight:
+            raise ValueError(f"{where} aggregates as a ratio but declares no weight value")
+        if self.aggregation != "ratio" and self.weight is not None:
+            raise ValueError(f"{where} declares a weight but aggregates as {self.aggregation!r}")
+        try:
+            lo, hi = (float(x) for x in self.range)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where} has a malformed range {self.range!r}") from None
+        if not lo < hi:
+            raise ValueError(f"{where} has an empty range {self.range!r} (needs lo < hi)")
+        if self.binary and (lo, hi) != (0.0, 1.0):
+            raise ValueError(f"{where} is binary but its range is {self.range!r}, not (0, 1)")
+
+    @property
+    def percent(self) -> bool:
+        """Whether tables show it as a percentage (a rate in [0, 1])."""
+        return self.unit == "rate"
+
+
+def check_metrics(metrics: Iterable[Metric], owner: str = "suite") -> tuple[Metric, ...]:
+    """The declarations as a tuple; ValueError (one line) on a non-Metric or a duplicate name."""
+    out: list[Metric] = []
+    seen: set[str] = set()
+    for m in metrics:
+        if not isinstance(m, Metric):
+            raise ValueError(f"{owner} declares {m!r}, not a harness.scoring.Metric")
+        if m.name in seen:
+            raise ValueError(f"{owner} declares metric {m.name!r} twice")
+        seen.add(m.name)
+        out.append(m)
+    return tuple(out)
+
+
+def _number(value: Any) -> float:
+    """A per-episode value as a float; None, missing, NaN or non-numbers give NaN."""
+    if value is None:
+        return math.nan
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float]]:
+    """Per-episode (numerator, denominator) of ``metric``, NaN where an episode has none.
+
+    ``mean``: (value, 1); ``ratio``: (value, weight). An episode without a value
+    (or, for a ratio, without a weight) has (NaN, NaN) and is left out of the cell.
+    """
+    num: list[float] = []
+    den: list[float] = []
+    for v in values:
+        x = _number(v.get(metric.value))
+        if metric.aggregation == "ratio":
+            w = _number(v.get(metric.weight))
+            if math.isnan(x) or math.isnan(w):
+                x = w = math.nan
+        else:
+            w = math.nan if math.isnan(x) else 1.0
+        num.append(x)
+        den.append(w)
+    return num, den
+
+
+def aggregate(metric: Metric, values: Sequence[Mapping[str, Any]]) -> float:
+    """The cell value of ``metric`` over per-episode ``values``; NaN when undefined."""
+    num, den = columns(metric, values)
+    pairs = [(x, w) for x, w in zip(num, den) if not math.isnan(x)]
+    total = sum(w for _, w in pairs)
+    return sum(x for x, _ in pairs) / total if total != 0 else math.nan
+
+
+ValuesFn = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def episode_values(record: Mapping[str, Any], derive: ValuesFn | None = None) -> dict[str, Any]:
+    """A record's per-episode values: the suite's derived values, then the stored ones."""
+    out: dict[str, Any] = dict(derive(record)) if derive is not None else {}
+    stored = record.get("values")
+    if isinstance(stored, Mapping):
+        out.update(stored)
+    return out
+
+
+def format_value(metric: Metric, x: float, digits: int = 1) -> str:
+    """A cell as text: a rate as a percentage, other units raw; NaN as '–'."""
+    if x is None or isinstance(x, float) and math.isnan(x):
+        return "–"
+    return f"{100 * x:.{digits}f}" if metric.percent else f"{x:.{max(digits, 2)}f}"
