@@ -118,10 +118,12 @@ def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[f
 
 def aggregate(metric: Metric, values: Sequence[Mapping[str, Any]]) -> float:
     """The cell value of ``metric`` over per-episode ``values``; NaN when undefined."""
-    num, den = columns(metric, values)
-    pairs = [(x, w) for x, w in zip(num, den) if not math.isnan(x)]
-    total = sum(w for _, w in pairs)
-    return sum(x for x, _ in pairs) / total if total != 0 else math.nan
+    import numpy as np
+
+    num, den = (np.asarray(c, dtype=float) for c in columns(metric, values))
+    use = ~np.isnan(num)
+    total = np.sum(den[use])  # numpy's pairwise sums: the same floats as the formulas' arrays
+    return float(np.sum(num[use]) / total) if total != 0 else math.nan
 
 
 ValuesFn = Callable[[Mapping[str, Any]], Mapping[str, Any]]

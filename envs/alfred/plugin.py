@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from envs.episode_metrics import METRICS as EPISODE_METRICS
 from harness.params import param
 from harness.plugins import AgentPlugin, SuitePlugin
 
@@ -57,6 +58,7 @@ class AlfredPromptParams:
 
 
 SUITE = SuitePlugin(
+    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
     name="alfred", target="envs.alfred.suite:AlfredSuite", params=AlfredParams, default_split="seen",
     failures="envs.alfred.failures:RULES", packages=("ai2thor",),
     prompt="envs.alfred.prompt:make_adapter", prompt_params=AlfredPromptParams,

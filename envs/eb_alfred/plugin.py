@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from envs.episode_metrics import METRICS as EPISODE_METRICS
 from harness.fetch import Dataset, GitFile, GitFiles
 from harness.params import ParamError, param
 from harness.plugins import AgentPlugin, SuitePlugin
@@ -130,6 +131,7 @@ EB_ALFRED_DATASET = Dataset(
     )))
 
 SUITE = SuitePlugin(
+    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
     name="eb_alfred", target="envs.eb_alfred.suite:EBAlfredSuite", params=EBAlfredParams, default_split="seen",
     failures="envs.eb_alfred.failures:RULES",
     # No hub commit is pinned: the first fetch locks one (harness/fetch.py); --revision pins another.
