@@ -97,3 +97,8 @@ def values(record: Mapping[str, Any]) -> dict[str, float | None]:
         INVALID: _number(record.get("invalid_actions")),
         STEPS: _number(record.get("steps")),
     }
+
+
+#: The summary columns these declarations give (harness.metrics.summarize), in order.
+SUMMARY_COLUMNS: tuple[str, ...] = ("episodes", "errors", "successes", "sr", "sr_lo", "sr_hi", "gc", "progress",
+                                    "plw_sr", "plw_gc", "invalid_rate", "mean_steps")

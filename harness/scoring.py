@@ -143,3 +143,101 @@ def format_value(metric: Metric, x: float, digits: int = 1) -> str:
     if x is None or isinstance(x, float) and math.isnan(x):
         return "–"
     return f"{100 * x:.{digits}f}" if metric.percent else f"{x:.{max(digits, 2)}f}"
+
+
+# --- Declarations of the suites in a store --------------------------------------------
+
+#: Where the scoring of a suite that declares no metrics comes from (a suite not installed
+#: here, or one written before metrics were declared): the record-field metrics the
+#: built-in suites declare. A lazy "module" target, like the catalog's plugin targets.
+FALLBACK_SCORING = "envs.episode_metrics"
+_SCORING_CACHE: dict[str, tuple[tuple[Metric, ...], ValuesFn | None]] = {}
+#: Every declaration met so far, by name (labels and formats of table columns).
+_KNOWN: dict[str, Metric] = {}
+#: The per-episode value a ratio metric is weighted by when it is path-length weighted
+#: (the record field ``expert_length``, L*): tables name the unit of L* and T beside it.
+PATH_LENGTH_WEIGHT = "expert_length"
+
+
+def known_metric(name: str) -> Metric | None:
+    """The declaration of a metric met so far (else the fallback scoring's), or None."""
+    if name not in _KNOWN:
+        for m in _load(FALLBACK_SCORING).METRICS:
+            _KNOWN.setdefault(m.name, m)
+    return _KNOWN.get(name)
+
+
+def is_path_length_weighted(name: str) -> bool:
+    m = known_metric(name)
+    return m is not None and m.aggregation == "ratio" and m.weight == PATH_LENGTH_WEIGHT
+
+
+def label_of(name: str) -> str | None:
+    """A summary column's label from its declaration (``NAME_lo``/``_hi``: "LABEL lo"/"hi")."""
+    m = known_metric(name)
+    if m is not None:
+        return m.label
+    base, _, end = name.rpartition("_")
+    m = known_metric(base) if end in ("lo", "hi") else None
+    return f"{m.label} {end}" if m is not None and m.binary else None
+
+
+def is_percent(name: str) -> bool:
+    """Whether a summary column shows as a percentage (a rate, or a binary metric's bound)."""
+    m = known_metric(name)
+    if m is None:
+        base, _, end = name.rpartition("_")
+        m = known_metric(base) if end in ("lo", "hi") else None
+    return m is None or m.percent
+
+
+def _load(target: str) -> Any:
+    import importlib
+
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    return getattr(obj, attr) if attr else obj
+
+
+def suite_scoring(suite: str) -> tuple[tuple[Metric, ...], ValuesFn | None]:
+    """A suite's declared metrics and its values function (cached per process)."""
+    if suite not in _SCORING_CACHE:
+        metrics: tuple[Metric, ...] = ()
+        derive: ValuesFn | None = None
+        try:
+            from harness.catalog import SUITES
+
+            entry = SUITES.entry(suite) if suite in SUITES.names() else None
+        except Exception:  # noqa: BLE001 - a broken plugin elsewhere must not hide a store's tables
+            entry = None
+        if entry is not None and entry.metrics:
+            metrics = tuple(entry.metrics)
+            derive = _load(entry.values) if entry.values else None
+        else:
+            fallback = _load(FALLBACK_SCORING)
+            metrics, derive = tuple(fallback.METRICS), fallback.values
+        _SCORING_CACHE[suite] = (metrics, derive)
+        for m in metrics:
+            _KNOWN.setdefault(m.name, m)
+    return _SCORING_CACHE[suite]
+
+
+def declared(suites: Iterable[str]) -> dict[str, Metric]:
+    """The metrics the given suites declare, by name, in declaration order (first suite first).
+
+    No suite at all: the fallback scoring's metrics (an empty table keeps its columns)."""
+    out: dict[str, Metric] = {}
+    names = sorted({str(s) for s in suites})
+    for suite in names or [""]:
+        metrics = suite_scoring(suite)[0] if suite else tuple(_load(FALLBACK_SCORING).METRICS)
+        for m in metrics:
+            out.setdefault(m.name, m)
+    return out
+
+
+def value_rows(df: Any) -> list[dict[str, Any]]:
+    """Each record row's per-episode values (the suite's derived values, then stored ones)."""
+    if not len(df):
+        return []
+    rows = df.to_dict("records")
+    return [episode_values(r, suite_scoring(str(r.get("suite")))[1]) for r in rows]

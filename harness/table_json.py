@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from harness.metrics import wilson_interval
+from harness import scoring
 
 #: Layout version of the JSON document.
 TABLE_JSON_VERSION = 1
@@ -53,7 +54,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
             if metric.startswith(tables.DELTA) or ":" in metric:
                 continue
             body: dict[str, Any] = {"value": _num(table.at[row, (col, metric)])}
-            if metric in tables.PATH_LENGTH_METRICS:  # the unit of L* and T (tables.length_unit)
+            if scoring.is_path_length_weighted(metric):  # the unit of L* and T (tables.length_unit)
                 body["length_unit"] = tables.length_unit(table, col, metric)
             in_cell = mine[mine_group.isin(cells_of.get(col, [])).to_numpy()]
             body["n"] = int(len(in_cell))

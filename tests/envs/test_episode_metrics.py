@@ -44,3 +44,10 @@ def test_every_built_in_suite_declares_them():
         entry = SUITES.entry(name)
         assert entry.metrics == METRICS and entry.values == "envs.episode_metrics:values"
         assert [m.name for m in entry.metrics if m.default] == ["sr", "gc"]
+
+
+def test_summary_columns_follow_the_declarations():
+    from envs.episode_metrics import SUMMARY_COLUMNS
+    from harness.metrics import summary_columns
+
+    assert tuple(summary_columns(METRICS)) == SUMMARY_COLUMNS
