@@ -237,8 +237,9 @@ def _esc(text: Any) -> str:
 _CHAR_W = 6.6
 
 
-def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str) -> str:
-    """Grouped bars: SR per (group, variant) with Wilson 95 % interval whiskers.
+def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str, metric: Any) -> str:
+    """Grouped bars: a binary declared ``metric`` (:class:`harness.scoring.Metric`) per
+    (group, variant) with Wilson 95 % interval whiskers.
 
     Legible at any number of groups: a group's label is its split (the title
     names the suite); when the longest label is wider than a group's bars the
@@ -255,7 +256,7 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
     legend_top = top + height + label_h + 18
     legend_h = 18 * len(variants)
     svg = [f'<svg class="chart" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{max(width, left + 8 * len(title)):.0f}" height="{legend_top + legend_h + 4:.0f}" data-chart="sr">',
+           f'width="{max(width, left + 8 * len(title)):.0f}" height="{legend_top + legend_h + 4:.0f}" data-chart="{_esc(metric.name)}">',
            f'<text x="{left}" y="16" class="title">{_esc(title)}</text>']
     for tick in range(0, 101, 25):
         y = top + height - tick / 100 * height
@@ -266,12 +267,13 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
         gx = x
         for i, variant in enumerate(variants):
             row = cells.get((variant, group))
-            if row is not None and not math.isnan(row["sr"]):
-                sr, lo, hi = row["sr"], row["sr_lo"], row["sr_hi"]
+            name = metric.name
+            if row is not None and not math.isnan(row[name]):
+                sr, lo, hi = row[name], row[f"{name}_lo"], row[f"{name}_hi"]
                 h = sr * height
                 svg.append(
                     f'<rect x="{x:.1f}" y="{top + height - h:.1f}" width="{bar_w - 3}" height="{h:.1f}" '
-                    f'fill="{_PALETTE[i % len(_PALETTE)]}"><title>{_esc(variant)} · {_esc(group)}: SR {100 * sr:.1f} '
+                    f'fill="{_PALETTE[i % len(_PALETTE)]}"><title>{_esc(variant)} · {_esc(group)}: {_esc(metric.label)} {100 * sr:.1f} '
                     f'[{100 * lo:.1f}, {100 * hi:.1f}] (n={int(row["episodes"])})</title></rect>')
                 cx = x + (bar_w - 3) / 2
                 y_lo, y_hi = top + height - lo * height, top + height - hi * height
@@ -435,7 +437,15 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     charts = []
     for suite in sorted(set(df["suite"])):
         groups = sorted({f"{suite}/{s}" for s in df.loc[df["suite"] == suite, "split"]})
-        charts.append(sr_chart(cells, variants, groups, f"{suite}: success rate with Wilson 95 % intervals"))
+        # The suite's headline binary metric (its first default one), titled by the words before
+        # a colon in its description (else its label).
+        from harness.scoring import suite_scoring
+
+        binary = [m for m in suite_scoring(suite)[0] if m.binary and m.default]
+        if binary:
+            m = binary[0]
+            phrase = m.description.split(":", 1)[0] if ":" in m.description else m.label
+            charts.append(sr_chart(cells, variants, groups, f"{suite}: {phrase} with Wilson 95 % intervals", m))
     sections.append('<section id="charts"><h2>Success rates</h2>' + "".join(charts) + "</section>")
 
     # Power line per suite, from the baseline's rate there.
