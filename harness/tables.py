@@ -46,12 +46,11 @@ from harness.metrics import metric_columns, summarize
 from harness import scoring
 from harness.stats import (
     BOOTSTRAP_RESAMPLES,
-    PAIRED_METRICS,
-    REPEAT_METRICS,
     PairedCell,
     paired_delta,
     repeat_interval,
     value_matrix,
+    _filled,
 )
 from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
@@ -348,7 +347,7 @@ def transfer_table(
         if baseline is not None and (every_delta or col == AVG):
             for metric in shown:
                 table_columns[(col, DELTA + metric)] = _delta(values[(col, metric)], baseline)
-                if stats and metric in PAIRED_METRICS:
+                if stats and metric not in COST_METRICS:
                     if col == AVG:
                         weights = _cell_weights({c: layout[c] for c in averaged[metric]}, col)
                     else:
@@ -434,18 +433,23 @@ def _with_repeat_columns(table_columns: dict, df: pd.DataFrame, variants: list[s
     bootstrap 95 % interval over repeats and their episodes; harness.stats)."""
     frame = df.assign(_group=_split_labels(df).to_numpy(), _repeat=repeat_labels(df).to_numpy(),
                       _error=_error_mask(df), _variant=df["variant"].astype(str).to_numpy())
-    matrices: dict[tuple[str, str, str], np.ndarray] = {}
-    for (variant, group, rep), cell in frame.groupby(["_variant", "_group", "_repeat"], sort=True):
-        err = cell["_error"].to_numpy(dtype=bool)
-        success = cell["success"].astype(bool).to_numpy() & ~err
-        s = np.where(err, 0, pd.to_numeric(cell["gc_satisfied"]).to_numpy(dtype=float))
-        ts = pd.to_numeric(cell["gc_total"]).to_numpy(dtype=float)
-        matrices[(variant, group, rep)] = value_matrix(success, s, ts)
+    episode_values = scoring.value_rows(frame)
+    position = pd.Series(range(len(frame)), index=frame.index)
+    cells_of = {key: cell for key, cell in frame.groupby(["_variant", "_group", "_repeat"], sort=True)}
     out: dict = {}
     for (col, metric), series in table_columns.items():
         out[(col, metric)] = series
-        if metric not in REPEAT_METRICS:
+        if metric in COST_METRICS or _is_delta(metric) or _is_stat(metric):
             continue
+        declared = scoring.known_metric(metric)
+        matrices: dict[tuple[str, str, str], np.ndarray] = {}
+        for key, cell in cells_of.items():
+            err = cell["_error"].to_numpy(dtype=bool)
+            success = cell["success"].astype(bool).to_numpy() & ~err
+            s = np.where(err, 0, pd.to_numeric(cell["gc_satisfied"]).to_numpy(dtype=float))
+            ts = pd.to_numeric(cell["gc_total"]).to_numpy(dtype=float)
+            num, den = scoring.columns(declared, [episode_values[i] for i in position.loc[cell.index]])
+            matrices[key] = value_matrix(success, s, ts, num, den)
         if col == AVG:
             weights = _cell_weights({c: layout[c] for c in averaged[metric]}, AVG)
         else:
@@ -460,7 +464,7 @@ def _with_repeat_columns(table_columns: dict, df: pd.DataFrame, variants: list[s
                     column.append(np.nan)
                 continue
             result = repeat_interval([[matrices[(variant, g, r)] for g in weights] for r in common],
-                                     list(weights.values()), metric)
+                                     list(weights.values()), declared)
             stats[":sd"].append(result.sd)
             stats[":k"].append(float(result.repeats))
             stats[":lo"].append(result.lo)
@@ -556,7 +560,10 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
     frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df), _repeat=repeat_labels(df).to_numpy())
     keys = _pair_keys(df)
     base = frame[frame["variant"].astype(str) == baseline]
-    out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {}) | {":n": []}
+    declared = scoring.known_metric(metric)
+    num, den = scoring.columns(declared, scoring.value_rows(df))
+    frame = frame.assign(_num=num, _den=den)
+    out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if declared.binary else {}) | {":n": []}
     for variant in variants:
         if variant == baseline:
             for column in out.values():
@@ -569,7 +576,7 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
             b = base[base["_group"] == group]
             pairs = a.merge(b, on=keys, suffixes=("_v", "_b"))
             cells.append(_paired_cell(pairs, weight))
-        result = paired_delta(cells, metric)
+        result = paired_delta(cells, declared)
         out[""].append(result.delta)
         out[":n"].append(float(result.pairs))
         out[":lo"].append(result.lo)
@@ -591,7 +598,11 @@ def _paired_cell(pairs: pd.DataFrame, weight: float) -> PairedCell:
     sv, s_v, ts_v = side("_v")
     sb, s_b, ts_b = side("_b")
     repeat = pairs["_repeat_v"].to_numpy(dtype=object) if "_repeat_v" in pairs.columns else None
-    return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight, repeat)
+    if "_num_v" not in pairs.columns:
+        return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight, repeat)
+    nv, dv = _filled(pairs["_num_v"], pairs["_den_v"])
+    nb, db = _filled(pairs["_num_b"], pairs["_den_b"])
+    return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight, repeat, nv, dv, nb, db)
 
 
 def _error_mask(df: pd.DataFrame) -> np.ndarray:
