@@ -168,7 +168,7 @@ def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple
             "split": rec["split"], "episode": rec["episode_id"], "seed": int(rec["seed"]),
             "task_type": _text(rec.get("task_type")), "success": bool(rec["success"]),
             "termination": _text(rec.get("termination")), "error": _text(rec.get("error_kind")),
-            "gc": [int(rec.get("gc_satisfied") or 0), int(rec.get("gc_total") or 0)],
+            "goals": [int(rec.get("gc_satisfied") or 0), int(rec.get("gc_total") or 0)],
             "steps": int(rec.get("steps") or 0), "invalid": int(rec.get("invalid_actions") or 0),
             "output_errors": int(rec.get("planner_output_errors") or 0), "failure": cls,
             "calls": len(calls), "video": video is not None,
