@@ -237,6 +237,13 @@ def _esc(text: Any) -> str:
 _CHAR_W = 6.6
 
 
+def _default_labels(df: Any) -> list[str]:
+    """Labels of the default metrics the records' suites declare (the transfer table's columns)."""
+    from harness.scoring import declared
+
+    return [m.label for m in declared(df["suite"].unique()).values() if m.default]
+
+
 def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str, metric: Any) -> str:
     """Grouped bars: a binary declared ``metric`` (:class:`harness.scoring.Metric`) per
     (group, variant) with Wilson 95 % interval whiskers.
@@ -429,7 +436,8 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     # Transfer table (paired statistics where there is more than one variant).
     transfer = tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None, stats=len(variants) > 1)
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
-                    + table_html(transfer, f"SR / GC per suite/split (%), Δ vs {baseline}", "transfer") + "</section>")
+                    + table_html(transfer, f"{' / '.join(_default_labels(df))} per suite/split (%), Δ vs {baseline}",
+                                 "transfer") + "</section>")
 
     # SR charts with Wilson intervals, one per suite.
     summary = summarize(df, ["variant", "suite", "split"])
