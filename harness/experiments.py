@@ -269,7 +269,8 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     """An :class:`Experiment` from its ``experiment`` node; one-line errors naming the key."""
     from harness import servers
-    from harness.metrics import RATE_COLUMNS
+    from harness.metrics import metric_columns
+    from harness.scoring import declared
 
     unknown = sorted(set(node) - _TOP_KEYS)
     if unknown:
@@ -309,10 +310,14 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     unknown = sorted(set(table) - _TABLE_KEYS)
     if unknown:
         raise ExperimentError(f"experiment.table.{unknown[0]} is not a table key (keys: {', '.join(sorted(_TABLE_KEYS))})")
-    metrics = _strings(table.get("metrics", ["sr"]), "table.metrics")
-    bad = [m for m in metrics if m not in RATE_COLUMNS]
+    # The metrics the runs' suites declare; no table.metrics: their headline (first default) metric.
+    metric_decls = declared(runs)
+    allowed = metric_columns(metric_decls.values())
+    headline = [m.name for m in metric_decls.values() if m.default][:1]
+    metrics = _strings(table.get("metrics", headline), "table.metrics")
+    bad = [m for m in metrics if m not in allowed]
     if bad or not metrics:
-        raise ExperimentError(f"experiment.table.metrics must be among {', '.join(RATE_COLUMNS)}, got {list(metrics)}")
+        raise ExperimentError(f"experiment.table.metrics must be among {', '.join(allowed)}, got {list(metrics)}")
     columns = []
     for i, col in enumerate(table.get("columns") or []):
         if not isinstance(col, dict) or "suite" not in col or set(col) - {"label", "suite", "splits"}:

@@ -1,5 +1,6 @@
 """Episode records as data: one row per episode (the :class:`~harness.types.EpisodeRecord`
-fields, ``extra`` as a JSON object, plus ``repeat`` (the run's trial seed offset),
+fields, ``extra`` as a JSON object, ``values`` the per-episode values the suite's declared
+metrics read (its derived values, then those stored in the record; :mod:`harness.scoring`), plus ``repeat`` (the run's trial seed offset),
 ``repeat_index`` (its declared repeat index) and ``store``), as JSON Lines or Parquet (pandas: ``pd.read_json(path, lines=True)`` /
 ``pd.read_parquet(path)``)."""
 
@@ -28,11 +29,19 @@ def all_runs(paths: Sequence[str], prefer: Sequence[str] = ()) -> pd.DataFrame:
         index = dict(zip(fam["run_id"], fam["repeat_index"])) if fam is not None else {}
         frames.append(df.assign(repeat=df["run_id"].map(repeat).fillna(0).astype(int),
                                 repeat_index=df["run_id"].map(index).fillna(0).astype(int), store=str(path)))
+<<<<<<< HEAD
     unknown = [p for p in prefer if str(p) not in {str(q) for q in paths}]
     if unknown:
         raise SelectionError(f"--prefer {unknown[0]} is not one of the stores read ({', '.join(map(str, paths))})")
     df = pd.concat(frames, ignore_index=True)
     return merge_stores(df, prefer).sort_values(EPISODE_KEY, kind="stable").reset_index(drop=True)
+=======
+    from harness.scoring import value_rows
+
+    df = pd.concat(frames, ignore_index=True)
+    df = df.drop_duplicates(["run_id", "suite", "split", "episode_id", "seed"], keep="first").reset_index(drop=True)
+    return df.assign(values=value_rows(df)) if len(df) else df
+>>>>>>> r41metrics
 
 
 def _plain(value: Any) -> Any:
@@ -52,5 +61,7 @@ def to_jsonl(df: pd.DataFrame) -> str:
 
 def to_parquet(df: pd.DataFrame, path: str) -> None:
     """Parquet via pyarrow; ``extra`` (a dict per row, of varying keys) is stored as JSON text."""
-    df = df.assign(extra=[json.dumps(x, sort_keys=True, default=str) for x in df["extra"]])
+    df = df.assign(extra=[json.dumps(x, sort_keys=True, default=str) for x in df["extra"]],
+                   values=[json.dumps({k: _plain(v) for k, v in x.items()}, sort_keys=True, default=str)
+                           for x in df["values"]])
     df.to_parquet(path, index=False)

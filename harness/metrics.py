@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -61,14 +61,29 @@ from numpy.typing import ArrayLike
 
 from harness.types import EpisodeRecord
 
+if TYPE_CHECKING:
+    from harness.scoring import Metric
+
 #: Column order of :func:`records_frame` (the EpisodeRecord fields, in order).
 RECORD_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EpisodeRecord))
 
-#: Summary columns that are fractions in [0, 1] (tables print them as percentages).
-RATE_COLUMNS: tuple[str, ...] = ("sr", "sr_lo", "sr_hi", "gc", "progress", "plw_sr", "plw_gc", "invalid_rate")
+#: Summary columns before the declared metrics' (generic record facts) and after them.
+COUNT_COLUMNS: tuple[str, ...] = ("episodes", "errors", "successes")
+TRAILING_COLUMNS: tuple[str, ...] = ("mean_steps",)
 
-#: Metric columns of :func:`summarize`, in order (after the group columns).
-SUMMARY_COLUMNS: tuple[str, ...] = ("episodes", "errors", "successes", *RATE_COLUMNS, "mean_steps")
+
+def metric_columns(metrics: Iterable["Metric"]) -> list[str]:
+    """The summary columns of declared metrics: each name, and for a binary one its Wilson
+    interval's ``NAME_lo`` and ``NAME_hi``."""
+    out: list[str] = []
+    for m in metrics:
+        out += [m.name, f"{m.name}_lo", f"{m.name}_hi"] if m.binary else [m.name]
+    return out
+
+
+def summary_columns(metrics: Iterable["Metric"]) -> list[str]:
+    """Metric columns of :func:`summarize` for these declarations, in order."""
+    return [*COUNT_COLUMNS, *metric_columns(metrics), *TRAILING_COLUMNS]
 
 
 # --- Records -> frame ---------------------------------------------------------
@@ -221,52 +236,58 @@ def _is_error(df: pd.DataFrame) -> np.ndarray:
     return kinds.notna().to_numpy() & (kinds.astype("object") != "").to_numpy()
 
 
-def summarize_group(df: pd.DataFrame) -> dict[str, float]:
-    """Every :data:`SUMMARY_COLUMNS` metric for one group of records."""
+def summarize_group(df: pd.DataFrame, metrics: Sequence["Metric"] | None = None,
+                    values: Sequence[dict] | None = None) -> dict[str, float]:
+    """Every summary column for one group of records: the counts, each declared metric
+    (:mod:`harness.scoring`; by default those of the group's suites), and mean_steps."""
+    from harness.scoring import aggregate, columns, declared, value_rows
+
+    if metrics is None:
+        metrics = list(declared(df["suite"].unique()).values())
+    if values is None:
+        values = value_rows(df)
     errors = _is_error(df)
     success = _bools(df["success"]) & ~errors  # errors count as failures
-    n = int(len(df))
-    k = int(success.sum())
-    lo, hi = wilson_interval(k, n)
     completed_steps = _floats(df["steps"])[~errors]
-    satisfied = np.where(errors, 0.0, _floats(df["gc_satisfied"]))  # errors: no goal condition met
-    t = path_lengths(df)
-    return {
-        "episodes": n,
-        "errors": int(errors.sum()),
-        "successes": k,
-        "sr": success_rate(success),
-        "sr_lo": lo,
-        "sr_hi": hi,
-        "gc": pooled_gc(satisfied, df["gc_total"]),
-        "progress": mean_goal_progress(satisfied, df["gc_total"]),
-        "plw_sr": plw_success_rate(success, df["expert_length"], t),
-        "plw_gc": plw_goal_condition(satisfied, df["gc_total"], df["expert_length"], t),
-        "invalid_rate": invalid_action_rate(df["invalid_actions"], df["steps"]),
-        "mean_steps": float(np.mean(completed_steps)) if completed_steps.size else math.nan,
-    }
+    out: dict[str, float] = {"episodes": int(len(df)), "errors": int(errors.sum()), "successes": int(success.sum())}
+    for m in metrics:
+        out[m.name] = aggregate(m, values)
+        if m.binary:
+            num = np.asarray(columns(m, values)[0], dtype=float)
+            known = num[~np.isnan(num)]
+            out[f"{m.name}_lo"], out[f"{m.name}_hi"] = wilson_interval(int(known.sum()), int(known.size))
+    out["mean_steps"] = float(np.mean(completed_steps)) if completed_steps.size else math.nan
+    return out
 
 
-def summarize(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """One row per group of ``by`` with the :data:`SUMMARY_COLUMNS` metrics.
+def summarize(df: pd.DataFrame, by: Sequence[str], metrics: Sequence["Metric"] | None = None) -> pd.DataFrame:
+    """One row per group of ``by`` with the counts, the declared metrics and mean_steps.
 
-    ``episodes`` counts every record, errors included; ``sr`` = successes /
-    episodes, so error records are failures (and are counted in ``errors``).
+    ``episodes`` counts every record, errors included (the built-in suites' values make
+    error records failures; they are counted in ``errors``). ``metrics``: the
+    declarations to compute (default: those of the suites in ``df``).
     Groups are sorted; a missing key (e.g. task_type None) forms its own group.
-    Rates are fractions in [0, 1]; undefined rates are NaN.
+    Rates are fractions in [0, 1]; undefined cells are NaN.
     """
+    from harness.scoring import declared, value_rows
+
     by = list(by)
     missing = [c for c in by if c not in df.columns]
     if missing:
         raise ValueError(f"cannot group by {missing}: not record columns")
+    if metrics is None:
+        metrics = list(declared(df["suite"].unique() if "suite" in df.columns else ()).values())
     rows = []
     if len(df):
+        all_values = value_rows(df)
+        positions = pd.Series(range(len(df)), index=df.index)
         for key, group in df.groupby(by, sort=True, dropna=False):
             key = key if isinstance(key, tuple) else (key,)
             labels = {c: (None if _is_nan(v) else v) for c, v in zip(by, key)}
-            rows.append({**labels, **summarize_group(group)})
-    out = pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
-    for column in ("episodes", "errors", "successes"):
+            values = [all_values[i] for i in positions.loc[group.index]]
+            rows.append({**labels, **summarize_group(group, metrics, values)})
+    out = pd.DataFrame(rows, columns=[*by, *summary_columns(metrics)])
+    for column in COUNT_COLUMNS:
         out[column] = out[column].astype("int64")
     return out
 

@@ -87,6 +87,24 @@ class SuitePlugin(Plugin):
     modules: tuple[str, ...] = ()
     #: Distributions whose versions can move its results (recorded in each run's provenance).
     packages: tuple[str, ...] = ()
+    #: How it is scored: the metrics it declares (:class:`harness.scoring.Metric`), in
+    #: table order; those marked ``default`` are shown when a table names none.
+    metrics: tuple[Any, ...] = ()
+    #: ``"module:attr"`` of ``values(record: Mapping) -> dict[str, float | None]``: the
+    #: per-episode values derived from a record's fields (for values a suite does not
+    #: store in ``record.values``); None: only the stored values.
+    values: str | None = None
+    #: ``"module:attr"`` of a judge rubric factory ``factory(params) -> Rubric`` for its
+    #: ``judged`` metrics; None: no judged metric.
+    judge: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from harness.scoring import check_metrics
+
+        object.__setattr__(self, "metrics", check_metrics(self.metrics, f"suite {self.name!r}"))
+        if self.values is not None and ":" not in self.values:
+            raise ValueError(f"values of suite {self.name!r} must be 'module:attr', got {self.values!r}")
 
 
 @dataclass(frozen=True)

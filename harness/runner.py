@@ -39,6 +39,9 @@ from harness.types import (
     INFO_SUCCESS,
     INFO_TASK_TYPE,
     INFO_TERMINATION,
+    IDENTITY_SCHEMA_VERSION,
+    INFO_ANSWER,
+    INFO_VALUES,
     SCHEMA_VERSION,
     TERMINATION_EMPTY_PLAN,
     EpisodeRecord,
@@ -65,7 +68,7 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
     """
     identity = {
         "identity_version": IDENTITY_VERSION,
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": IDENTITY_SCHEMA_VERSION,
         "suite": suite.name,
         "suite_version": suite.version,
         "suite_params": identity_of(getattr(suite, "params", None)),
@@ -781,6 +784,8 @@ class Runner:
             extra["outputs_truncated"] = cut
         if live.fallback_plans:  # plans of fallback actions (also counted in planner_output_errors)
             extra["fallback_plans"] = live.fallback_plans
+        if info.get(INFO_ANSWER) is not None:  # a one-step episode's answer text
+            extra["answer"] = str(info[INFO_ANSWER])
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,
@@ -805,6 +810,7 @@ class Runner:
             empty_plan=termination == TERMINATION_EMPTY_PLAN,
             path_length=None if info.get(INFO_PATH_LENGTH) is None else int(info[INFO_PATH_LENGTH]),
             extra=extra,
+            values=_episode_values(info.get(INFO_VALUES)),
         )
         if self._writer is not None:
             self._writer.add(record, live.transcript)
@@ -940,6 +946,24 @@ def _describe(exc: BaseException) -> str:
 
 #: Decimals the executed continuous actions keep in a record (``extra["actions"]``).
 ACTION_DECIMALS = 3
+
+
+def _episode_values(values: Any) -> dict[str, Any]:
+    """``info["values"]`` as a record keeps it: names to JSON numbers or None (NaN: None)."""
+    if not isinstance(values, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for name, x in values.items():
+        if x is None or isinstance(x, bool):
+            out[str(name)] = None if x is None else int(x)
+            continue
+        try:
+            f = float(x)
+        except (TypeError, ValueError):
+            out[str(name)] = None
+            continue
+        out[str(name)] = None if f != f or f in (float("inf"), float("-inf")) else (int(f) if float(f).is_integer() and isinstance(x, int) else f)
+    return out
 
 
 def _rounded_actions(actions: Iterator[Any]) -> list[list[float]] | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -68,6 +68,12 @@ class PairedCell:
     #: Each pair's repeat (a label; the same on both sides, as pairs share episode, seed and
     #: repeat index); None: one repeat.
     repeat: np.ndarray | None = None
+    #: The metric's per-pair numerator and denominator on each side (:func:`harness.scoring.columns`;
+    #: a pair side without a value has 0 and 0); None: derived from the record fields above.
+    num_v: np.ndarray | None = None
+    den_v: np.ndarray | None = None
+    num_b: np.ndarray | None = None
+    den_b: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -82,8 +88,49 @@ _BLOCK_ROWS = 500
 _SV, _SB, _S_V, _TS_V, _S_B, _TS_B = range(6)
 
 
-def _pair_matrix(c: PairedCell) -> np.ndarray:
-    return np.column_stack([c.success_v, c.success_b, c.s_v, c.ts_v, c.s_b, c.ts_b]).astype(float)
+#: Columns of the metric's ratio of sums, after the six record columns: [num_v, den_v, num_b, den_b].
+_NV, _DV, _NB, _DB = range(6, 10)
+
+
+def _metric(metric: Any) -> Any:
+    """A declared metric (:class:`harness.scoring.Metric`) from itself or its name."""
+    from harness.scoring import Metric, known_metric
+
+    found = metric if isinstance(metric, Metric) else known_metric(str(metric))
+    if found is None:
+        raise ValueError(f"no suite declares a metric {metric!r}")
+    return found
+
+
+def _num_den(metric: Any, success: np.ndarray, s: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-episode numerator and denominator of ``metric`` from the record columns (the
+    fallback scoring's values of success and goal conditions); 0 and 0 where no value."""
+    from harness.scoring import columns, suite_scoring
+
+    derive = suite_scoring("")[1]
+    values = [derive({"success": bool(a), "gc_satisfied": b, "gc_total": c}) if derive else {}
+              for a, b, c in zip(np.asarray(success).tolist(), np.asarray(s).tolist(), np.asarray(ts).tolist())]
+    return _filled(*columns(metric, values))
+
+
+def _filled(num: Sequence[float], den: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    num_a, den_a = np.asarray(num, dtype=float).reshape(-1), np.asarray(den, dtype=float).reshape(-1)
+    missing = np.isnan(num_a) | np.isnan(den_a)
+    return np.where(missing, 0.0, num_a), np.where(missing, 0.0, den_a)
+
+
+def _pair_matrix(c: PairedCell, metric: Any = None) -> np.ndarray:
+    """The six record columns (they fix the two-stage bootstrap's strata and order), then the
+    metric's [num_v, den_v, num_b, den_b]."""
+    cols = [c.success_v, c.success_b, c.s_v, c.ts_v, c.s_b, c.ts_b]
+    if metric is not None:
+        if c.num_v is not None:
+            nv, dv, nb, db = c.num_v, c.den_v, c.num_b, c.den_b
+        else:
+            nv, dv = _num_den(metric, c.success_v, c.s_v, c.ts_v)
+            nb, db = _num_den(metric, c.success_b, c.s_b, c.ts_b)
+        cols += [nv, dv, nb, db]
+    return np.column_stack(cols).astype(float).reshape(-1, len(cols))
 
 
 def _resample_sums(rng: np.random.Generator, matrix: np.ndarray, resamples: int) -> np.ndarray:
@@ -126,13 +173,10 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-#: metric name -> Δ (variant - baseline) from column sums (rows x 6) over n pairs; the
-#: same arithmetic as the mean of the gathered successes, so results are bit for bit.
-_DELTAS: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
-    "sr": lambda t, n: t[:, _SV] / n - t[:, _SB] / n,
-    "gc": lambda t, n: _ratio(t[:, _S_V], t[:, _TS_V]) - _ratio(t[:, _S_B], t[:, _TS_B]),
-}
-PAIRED_METRICS = tuple(_DELTAS)
+def _delta_of_ratios(t: np.ndarray, n: int) -> np.ndarray:
+    """Δ (variant - baseline) of a ratio of sums from column sums (rows x 10). For a mean the
+    denominator sums to n: the same arithmetic as the mean of the gathered values, bit for bit."""
+    return _ratio(t[:, _NV], t[:, _DV]) - _ratio(t[:, _NB], t[:, _DB])
 
 
 @dataclass(frozen=True)
@@ -140,27 +184,27 @@ class PairedResult:
     delta: float
     lo: float
     hi: float
-    p: float  # McNemar (sr only; NaN for other metrics)
+    p: float  # McNemar (binary metrics only; NaN for other metrics)
     pairs: int
     #: Repeats the interval resamples (two-stage bootstrap when more than one).
     repeats: int = 1
 
 
-def paired_delta(cells: Sequence[PairedCell], metric: str, resamples: int = BOOTSTRAP_RESAMPLES,
+def paired_delta(cells: Sequence[PairedCell], metric: Any, resamples: int = BOOTSTRAP_RESAMPLES,
                  seed: int = BOOTSTRAP_SEED) -> PairedResult:
-    """Δ (variant − baseline) of ``metric`` over weighted cells, its paired
-    bootstrap 95 % interval and, for SR, the exact McNemar p-value on the
-    pooled discordant pairs. NaN where no pairs exist or the metric is undefined."""
-    if metric not in _DELTAS:
-        raise ValueError(f"paired statistics exist for {', '.join(PAIRED_METRICS)}, not {metric!r}")
+    """Δ (variant − baseline) of a declared ``metric`` (a :class:`harness.scoring.Metric` or its
+    name) over weighted cells, its paired bootstrap 95 % interval and, for a binary metric, the
+    exact McNemar p-value on the pooled discordant pairs. NaN where no pairs exist or the metric
+    is undefined."""
+    metric = _metric(metric)
     cells = [c for c in cells if c.n > 0]
     pairs = sum(c.n for c in cells)
     if not cells:
         return PairedResult(math.nan, math.nan, math.nan, math.nan, 0)
-    fn = _DELTAS[metric]
+    fn = _delta_of_ratios
     weights = np.array([c.weight for c in cells], dtype=float)
     weights = weights / weights.sum()
-    matrices = [_pair_matrix(c) for c in cells]
+    matrices = [_pair_matrix(c, metric) for c in cells]
     point = float(sum(w * fn(m.sum(axis=0)[None, :], c.n)[0] for w, c, m in zip(weights, cells, matrices)))
     groups = _repeat_groups(cells, matrices)
     if len(groups) > 1:
@@ -174,9 +218,10 @@ def paired_delta(cells: Sequence[PairedCell], metric: str, resamples: int = BOOT
     else:
         lo, hi = (float(x) for x in np.nanpercentile(boot, [2.5, 97.5]))
     p = math.nan
-    if metric == "sr":
-        b = int(sum(np.sum(c.success_v & ~c.success_b) for c in cells))
-        cc = int(sum(np.sum(~c.success_v & c.success_b) for c in cells))
+    if metric.binary:  # discordant pairs where both sides have a value
+        both = [(m[:, _DV] > 0) & (m[:, _DB] > 0) for m in matrices]
+        b = int(sum(np.sum(k & (m[:, _NV] > 0) & (m[:, _NB] <= 0)) for k, m in zip(both, matrices)))
+        cc = int(sum(np.sum(k & (m[:, _NV] <= 0) & (m[:, _NB] > 0)) for k, m in zip(both, matrices)))
         p = mcnemar_exact(b, cc)
     return PairedResult(point, lo, hi, p, pairs, max(1, len(groups)))
 
@@ -206,15 +251,14 @@ def _repeat_groups(cells: Sequence[PairedCell], matrices: list[np.ndarray]) -> l
 # recompute the statistic of each copy and average over the K copies. With one repeat
 # it is the ordinary (stratified) episode bootstrap.
 
-#: Columns of a repeat's value matrix: success, goal conditions satisfied, goal conditions total.
-_OK, _S, _TS = range(3)
+#: Columns of a repeat's value matrix: success, goal conditions satisfied, goal conditions total
+#: (they fix the bootstrap's strata and order), then the metric's numerator and denominator.
+_OK, _S, _TS, _NUM, _DEN = range(5)
 
-#: metric name -> a cell's value from column sums (rows x 3) over n episodes.
-_VALUES: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
-    "sr": lambda t, n: t[:, _OK] / n,
-    "gc": lambda t, n: _ratio(t[:, _S], t[:, _TS]),
-}
-REPEAT_METRICS = tuple(_VALUES)
+
+def _value_of_ratio(t: np.ndarray, n: int) -> np.ndarray:
+    """A cell's value (ratio of sums) from column sums (rows x 5)."""
+    return _ratio(t[:, _NUM], t[:, _DEN])
 
 
 @dataclass(frozen=True)
@@ -229,10 +273,13 @@ class RepeatResult:
     repeats: int
 
 
-def value_matrix(success: np.ndarray, s: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """The (episodes x 3) matrix :func:`repeat_interval` takes, for one repeat in one cell."""
-    return np.column_stack([np.asarray(success, dtype=float), np.asarray(s, dtype=float),
-                            np.asarray(ts, dtype=float)]).reshape(-1, 3)
+def value_matrix(success: np.ndarray, s: np.ndarray, ts: np.ndarray, num: Any = None, den: Any = None) -> np.ndarray:
+    """The matrix :func:`repeat_interval` takes, for one repeat in one cell: (episodes x 3), or
+    (episodes x 5) with a metric's per-episode numerator and denominator (NaN: no value)."""
+    cols = [np.asarray(success, dtype=float), np.asarray(s, dtype=float), np.asarray(ts, dtype=float)]
+    if num is not None:
+        cols += list(_filled(num, den))
+    return np.column_stack(cols).reshape(-1, len(cols))
 
 
 def two_stage_bootstrap(repeats: Sequence[Sequence[np.ndarray]], weights: Sequence[float],
@@ -273,16 +320,17 @@ def _multinomial_sums(rng: np.random.Generator, matrix: np.ndarray, resamples: i
     return rng.multinomial(n, counts / n, size=resamples) @ rows
 
 
-def repeat_interval(repeats: Sequence[Sequence[np.ndarray]], weights: Sequence[float], metric: str,
+def repeat_interval(repeats: Sequence[Sequence[np.ndarray]], weights: Sequence[float], metric: Any,
                     resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> RepeatResult:
     """Mean, sd and two-stage bootstrap 95 % interval of ``metric`` over repeats.
 
     ``repeats[j][c]``: repeat j's :func:`value_matrix` in cell c (a column's cells,
     weighted by ``weights``); a repeat's value is the weighted mean of its cells' values.
     """
-    if metric not in _VALUES:
-        raise ValueError(f"repeat statistics exist for {', '.join(REPEAT_METRICS)}, not {metric!r}")
-    fn = _VALUES[metric]
+    metric = _metric(metric)
+    fn = _value_of_ratio
+    repeats = [[m if m.shape[1] == 5 else np.column_stack([m, *_num_den(metric, m[:, _OK], m[:, _S], m[:, _TS])])
+                for m in cells] for cells in repeats]
     if not repeats:
         return RepeatResult(math.nan, math.nan, math.nan, math.nan, 0)
     w = np.asarray(weights, dtype=float)

@@ -47,7 +47,7 @@ _STORE_TABLES = {"meta", "runs", "sessions", "episodes"}
 #: Tables whose every row carries ``crc``: a CRC-32 of the row's stored values (see :func:`_row_crc`).
 _CRC_TABLES = ("runs", "sessions", "episodes", "transcripts")
 #: Columns holding JSON; checked to decode where a row has no checksum (an older store).
-_JSON_COLUMNS = {"runs": ("identity", "spec"), "sessions": ("provenance",), "episodes": ("extra",),
+_JSON_COLUMNS = {"runs": ("identity", "spec"), "sessions": ("provenance",), "episodes": ("extra", "values"),
                  "transcripts": ("meta",)}
 #: The unique key of each table's rows (besides rowid); a key stored twice is damage.
 _UNIQUE_KEYS = {"meta": ("key",), "runs": ("run_id",),
@@ -59,15 +59,22 @@ SOUND, DAMAGED, UNKNOWN_SCHEMA, NOT_A_STORE = "sound", "damaged", "unknown schem
 EXIT_STATUS = {SOUND: 0, DAMAGED: 1, UNKNOWN_SCHEMA: 3, NOT_A_STORE: 4}
 
 _RECORD_FIELDS = [f.name for f in fields(EpisodeRecord)]
+
+
+def _q(columns: Iterable[str]) -> str:
+    """Column names quoted for SQL, comma-separated (``values`` is an SQL keyword)."""
+    return ", ".join(f'"{c}"' for c in columns)
+
+
 #: ``json.dumps(extra, sort_keys=True, default=str)`` with the encoder built once (per record, it counts).
 _encode_extra = json.JSONEncoder(sort_keys=True, default=str).encode
 _KEY = ("run_id", "suite", "split", "episode_id", "seed")
 _INSERT_COLUMNS = _RECORD_FIELDS + ["finished_at"]
 # A completed row is never overwritten; an error row is replaced by a rerun's result.
 _INSERT_SQL = (
-    f"INSERT INTO episodes ({', '.join(_INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(_INSERT_COLUMNS))}) "
+    f"INSERT INTO episodes ({_q(_INSERT_COLUMNS)}) VALUES ({', '.join('?' * len(_INSERT_COLUMNS))}) "
     f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET "
-    + ", ".join(f"{c}=excluded.{c}" for c in _INSERT_COLUMNS if c not in _KEY)
+    + ", ".join(f'"{c}"=excluded."{c}"' for c in _INSERT_COLUMNS if c not in _KEY)
     + " WHERE episodes.error_kind IS NOT NULL RETURNING rowid, suite, split, episode_id, seed"
 )
 
@@ -106,7 +113,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     crc INTEGER
 );
 CREATE TABLE IF NOT EXISTS episodes (
-    {", ".join(f"{n} {_column_type(n)}" for n in _RECORD_FIELDS)},
+    {", ".join(f'"{n}" {_column_type(n)}' for n in _RECORD_FIELDS)},
     finished_at REAL NOT NULL,
     crc INTEGER,
     PRIMARY KEY ({", ".join(_KEY)})
@@ -131,7 +138,7 @@ CREATE TABLE IF NOT EXISTS transcripts (
 FAILURE_COUNTS = ("errors", "timeouts", "output_error_episodes", "output_errors", "empty_plans", "fallback_episodes")
 
 #: Columns added since schema 1, with the value old rows get (2: the first two; 3: path_length).
-_ADDED_COLUMNS = {"planner_output_errors": "0", "empty_plan": "0", "path_length": "NULL"}
+_ADDED_COLUMNS = {"planner_output_errors": "0", "empty_plan": "0", "path_length": "NULL", "values": "'{}'"}
 _TRANSCRIPT_COLUMNS = ("call", "step", "raw_output", "output_error", "actions", "prompt")
 #: Any other key of a transcript entry (cost: latency_s, batch, prompt_tokens, output_tokens;
 #: frames: images) travels as JSON in the ``meta`` column (added in place to older stores).
@@ -332,7 +339,7 @@ class ResultStore:
         added = False
         for name, default in _ADDED_COLUMNS.items():
             if name not in columns:
-                self._db.execute(f"ALTER TABLE episodes ADD COLUMN {name} {_column_type(name)} DEFAULT {default}")
+                self._db.execute(f'ALTER TABLE episodes ADD COLUMN "{name}" {_column_type(name)} DEFAULT {default}')
                 added = True
                 if name == "empty_plan":
                     self._db.execute("UPDATE episodes SET empty_plan = (termination = 'empty_plan')")
@@ -474,8 +481,13 @@ class ResultStore:
                 row = record.to_dict()
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
+<<<<<<< HEAD
                 # Known secret values (a key a server echoed) in any text the record carries.
                 row["extra"] = redact_text(_encode_extra(row["extra"]))
+=======
+                row["extra"] = _encode_extra(row["extra"])
+                row["values"] = _encode_extra(row["values"])
+>>>>>>> r41metrics
                 if row["error_message"] is not None:  # an exception naming a URL with credentials
                     row["error_message"] = redact_text(str(row["error_message"]))
                 stored = _execute(self._db, _INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).fetchall()
@@ -547,7 +559,7 @@ class ResultStore:
     def _episodes_query(self, run_ids: Iterable[str] | None) -> tuple[str, list[str]]:
         """SELECT of the EpisodeRecord fields in key order, optionally for some runs."""
         # A schema-1 store read without migrating: its rows get the defaults of newer columns.
-        select = [c if c in self._columns else f"{_ADDED_COLUMNS[c]} AS {c}" for c in _RECORD_FIELDS]
+        select = [f'"{c}"' if c in self._columns else f'{_ADDED_COLUMNS[c]} AS "{c}"' for c in _RECORD_FIELDS]
         sql = f"SELECT {', '.join(select)} FROM episodes"
         params: list[str] = []
         if run_ids is not None:
@@ -567,6 +579,7 @@ class ResultStore:
         df["success"] = df["success"].astype(bool)
         df["empty_plan"] = df["empty_plan"].astype(bool)
         df["extra"] = [json.loads(x) if isinstance(x, str) else {} for x in df["extra"]]
+        df["values"] = [json.loads(x) if isinstance(x, str) else {} for x in df["values"]]
         return df
 
     def records(self, run_ids: Iterable[str] | None = None) -> list[EpisodeRecord]:
@@ -583,6 +596,7 @@ class ResultStore:
             data["success"] = bool(data["success"])
             data["empty_plan"] = bool(data["empty_plan"])
             data["extra"] = json.loads(data["extra"]) if isinstance(data["extra"], str) else {}
+            data["values"] = json.loads(data["values"]) if isinstance(data["values"], str) else {}
             out.append(EpisodeRecord.from_dict(data))
         return out
 
@@ -775,7 +789,7 @@ def _crc_columns(db: sqlite3.Connection, table: str) -> list[str]:
 
 
 def _crc_sql(db: sqlite3.Connection, table: str) -> str:
-    return f"harness_crc({', '.join(_crc_columns(db, table))})"
+    return f"harness_crc({_q(_crc_columns(db, table))})"
 
 
 # --- check and repair -------------------------------------------------------------------------
@@ -932,7 +946,7 @@ def _check_rows(db: sqlite3.Connection, table: str, verdict: Verdict) -> None:
         has_crc = len(cols) < len([r for r in db.execute(f"PRAGMA table_info({table})")])
         json_at = [cols.index(c) for c in _JSON_COLUMNS.get(table, ()) if c in cols]
         key_at = [cols.index(c) for c in _UNIQUE_KEYS.get(table, ()) if c in cols]
-        cur = db.execute(f"SELECT rowid, {'crc' if has_crc else 'NULL'}, {', '.join(cols)} FROM {table} NOT INDEXED")
+        cur = db.execute(f"SELECT rowid, {'crc' if has_crc else 'NULL'}, {_q(cols)} FROM {table} NOT INDEXED")
         seen: set[int] = set()
         for rowid, crc, *values in cur:
             if has_crc and table in _CRC_TABLES:
@@ -1125,7 +1139,7 @@ def repair_store(path: str | Path, dest: str | Path) -> RepairReport:
                 report.corrupt += corrupt
                 if table == "episodes":
                     rows, report.duplicates = _dedup_episodes(cols, rows)
-                sql = (f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) "
+                sql = (f"INSERT OR IGNORE INTO {table} ({_q(cols)}) "
                        f"VALUES ({', '.join('?' * len(cols))}) RETURNING rowid")
                 if table == "meta":
                     rows = [r for r in rows if r[cols.index("key")] != "schema_version"]
@@ -1182,7 +1196,7 @@ def _dedup_episodes(cols: list[str], rows: list[tuple]) -> tuple[list[tuple], li
 
 
 def _salvage(src: sqlite3.Connection, table: str, cols: list[str]) -> tuple[list[tuple], int]:
-    select = f"SELECT {', '.join(cols)} FROM {table}"
+    select = f"SELECT {', '.join(c if c in ('crc', 'NULL') else f'{chr(34)}{c}{chr(34)}' for c in cols)} FROM {table}"
     try:
         return src.execute(select + " ORDER BY rowid").fetchall(), 0
     except _READ_ERRORS:

@@ -22,6 +22,13 @@ from typing import Any
 import pandas as pd
 
 from harness.metrics import wilson_interval
+from harness import scoring
+
+
+def _binary(metric: str) -> bool:
+    declared = scoring.known_metric(metric)
+    return declared is not None and declared.binary
+
 
 #: Layout version of the JSON document.
 TABLE_JSON_VERSION = 1
@@ -53,7 +60,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
             if metric.startswith(tables.DELTA) or ":" in metric:
                 continue
             body: dict[str, Any] = {"value": _num(table.at[row, (col, metric)])}
-            if metric in tables.PATH_LENGTH_METRICS:  # the unit of L* and T (tables.length_unit)
+            if scoring.is_path_length_weighted(metric):  # the unit of L* and T (tables.length_unit)
                 body["length_unit"] = tables.length_unit(table, col, metric)
             in_cell = mine[mine_group.isin(cells_of.get(col, [])).to_numpy()]
             body["n"] = int(len(in_cell))
@@ -65,9 +72,10 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
                 if body["repeats"] is not None:
                     body["repeats"] = int(body["repeats"])
                 body["interval_kind"] = "two_stage_bootstrap95"
-            elif metric == "sr" and len(in_cell) and len(cells_of.get(col, [])) == 1:
-                ok = int((in_cell["success"].astype(bool) & in_cell["error_kind"].isna()).sum())
-                body["interval"] = [_num(x) for x in wilson_interval(ok, len(in_cell))]
+            elif _binary(metric) and len(in_cell) and len(cells_of.get(col, [])) == 1:
+                num = scoring.columns(scoring.known_metric(metric), scoring.value_rows(in_cell))[0]
+                known = [x for x in num if x == x]  # episodes with a value
+                body["interval"] = [_num(x) for x in wilson_interval(int(sum(known)), len(known))]
                 body["interval_kind"] = "wilson95"
             delta = (col, tables.DELTA + metric)
             if delta in table.columns:

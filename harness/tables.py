@@ -42,15 +42,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.metrics import RATE_COLUMNS, summarize
+from harness.metrics import metric_columns, summarize
+from harness import scoring
 from harness.stats import (
     BOOTSTRAP_RESAMPLES,
-    PAIRED_METRICS,
-    REPEAT_METRICS,
     PairedCell,
     paired_delta,
     repeat_interval,
     value_matrix,
+    _filled,
 )
 from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
@@ -68,20 +68,11 @@ DAGGER = "†"
 DIFFERENT = "‡"
 #: Printed for NaN.
 MISSING = "–"
-#: Metrics weighted by path length: their headers name the unit of L* and T.
-PATH_LENGTH_METRICS = ("plw_sr", "plw_gc")
 #: The unit shown for a column whose records count path lengths in different units.
 UNITS_DIFFER = "units differ"
 
+#: Labels of the cost metrics (declared metrics' labels come from their declarations).
 _METRIC_LABELS = {
-    "sr": "SR",
-    "sr_lo": "SR lo",
-    "sr_hi": "SR hi",
-    "gc": "GC",
-    "progress": "Progress",
-    "plw_sr": "PLW SR",
-    "plw_gc": "PLW GC",
-    "invalid_rate": "Invalid",
     "seconds": "s/ep",
     "prompt_tokens": "prompt tok/ep",
     "output_tokens": "output tok/ep",
@@ -128,12 +119,26 @@ def _summarize(df: pd.DataFrame, by: list[str], metrics: Sequence[str]) -> pd.Da
 # --- Building tables ----------------------------------------------------------
 
 
-def _check_metrics(metrics: Sequence[str]) -> list[str]:
-    """The metrics as a list; ValueError unless each is a rate column."""
-    metrics = list(metrics)
-    bad = [m for m in metrics if m not in RATE_COLUMNS and m not in COST_METRICS]
+def declared_columns(df: pd.DataFrame) -> list[str]:
+    """The metric columns a table of ``df`` can show: those its suites declare, then cost."""
+    suites = df["suite"].unique() if "suite" in df.columns else ()
+    return metric_columns(scoring.declared(suites).values()) + list(COST_METRICS)
+
+
+def default_metrics(df: pd.DataFrame) -> list[str]:
+    """The metrics a table shows when none are named: the declared defaults of ``df``'s suites."""
+    suites = df["suite"].unique() if "suite" in df.columns else ()
+    return [m.name for m in scoring.declared(suites).values() if m.default]
+
+
+def _check_metrics(metrics: Sequence[str] | None, df: pd.DataFrame) -> list[str]:
+    """The metrics as a list (None: the declared defaults); ValueError unless each is declared
+    by a suite of ``df`` (or is a cost metric)."""
+    metrics = default_metrics(df) if metrics is None else list(metrics)
+    allowed = declared_columns(df)
+    bad = [m for m in metrics if m not in allowed]
     if bad or not metrics:
-        raise ValueError(f"table metrics must be among {list(RATE_COLUMNS) + list(COST_METRICS)}, got {metrics}")
+        raise ValueError(f"table metrics must be among {allowed}, got {metrics}")
     return metrics
 
 
@@ -251,7 +256,7 @@ def _row_average(values: pd.DataFrame) -> pd.Series:
 def transfer_table(
     df: pd.DataFrame,
     baseline: str | None = "base",
-    metrics: Sequence[str] = ("sr", "gc"),
+    metrics: Sequence[str] | None = None,
     variants_order: Sequence[str] | None = None,
     per_column_delta: bool = False,
     columns: str = "split",
@@ -293,7 +298,7 @@ def transfer_table(
     computed on the variant names); ``stats_in_notes`` prints each paired
     interval and p-value in a footnote instead of in its Δ cell.
     """
-    metrics = _check_metrics(metrics)
+    metrics = _check_metrics(metrics, df)
     if columns not in ("split", "suite"):
         raise ValueError(f"columns must be 'split' or 'suite', got {columns!r}")
     if stats and baseline is None:
@@ -342,7 +347,7 @@ def transfer_table(
         if baseline is not None and (every_delta or col == AVG):
             for metric in shown:
                 table_columns[(col, DELTA + metric)] = _delta(values[(col, metric)], baseline)
-                if stats and metric in PAIRED_METRICS:
+                if stats and metric not in COST_METRICS:
                     if col == AVG:
                         weights = _cell_weights({c: layout[c] for c in averaged[metric]}, col)
                     else:
@@ -428,18 +433,23 @@ def _with_repeat_columns(table_columns: dict, df: pd.DataFrame, variants: list[s
     bootstrap 95 % interval over repeats and their episodes; harness.stats)."""
     frame = df.assign(_group=_split_labels(df).to_numpy(), _repeat=repeat_labels(df).to_numpy(),
                       _error=_error_mask(df), _variant=df["variant"].astype(str).to_numpy())
-    matrices: dict[tuple[str, str, str], np.ndarray] = {}
-    for (variant, group, rep), cell in frame.groupby(["_variant", "_group", "_repeat"], sort=True):
-        err = cell["_error"].to_numpy(dtype=bool)
-        success = cell["success"].astype(bool).to_numpy() & ~err
-        s = np.where(err, 0, pd.to_numeric(cell["gc_satisfied"]).to_numpy(dtype=float))
-        ts = pd.to_numeric(cell["gc_total"]).to_numpy(dtype=float)
-        matrices[(variant, group, rep)] = value_matrix(success, s, ts)
+    episode_values = scoring.value_rows(frame)
+    position = pd.Series(range(len(frame)), index=frame.index)
+    cells_of = {key: cell for key, cell in frame.groupby(["_variant", "_group", "_repeat"], sort=True)}
     out: dict = {}
     for (col, metric), series in table_columns.items():
         out[(col, metric)] = series
-        if metric not in REPEAT_METRICS:
+        if metric in COST_METRICS or _is_delta(metric) or _is_stat(metric):
             continue
+        declared = scoring.known_metric(metric)
+        matrices: dict[tuple[str, str, str], np.ndarray] = {}
+        for key, cell in cells_of.items():
+            err = cell["_error"].to_numpy(dtype=bool)
+            success = cell["success"].astype(bool).to_numpy() & ~err
+            s = np.where(err, 0, pd.to_numeric(cell["gc_satisfied"]).to_numpy(dtype=float))
+            ts = pd.to_numeric(cell["gc_total"]).to_numpy(dtype=float)
+            num, den = scoring.columns(declared, [episode_values[i] for i in position.loc[cell.index]])
+            matrices[key] = value_matrix(success, s, ts, num, den)
         if col == AVG:
             weights = _cell_weights({c: layout[c] for c in averaged[metric]}, AVG)
         else:
@@ -454,7 +464,7 @@ def _with_repeat_columns(table_columns: dict, df: pd.DataFrame, variants: list[s
                     column.append(np.nan)
                 continue
             result = repeat_interval([[matrices[(variant, g, r)] for g in weights] for r in common],
-                                     list(weights.values()), metric)
+                                     list(weights.values()), declared)
             stats[":sd"].append(result.sd)
             stats[":k"].append(float(result.repeats))
             stats[":lo"].append(result.lo)
@@ -550,7 +560,10 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
     frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df), _repeat=repeat_labels(df).to_numpy())
     keys = _pair_keys(df)
     base = frame[frame["variant"].astype(str) == baseline]
-    out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if metric == "sr" else {}) | {":n": []}
+    declared = scoring.known_metric(metric)
+    num, den = scoring.columns(declared, scoring.value_rows(df))
+    frame = frame.assign(_num=num, _den=den)
+    out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if declared.binary else {}) | {":n": []}
     for variant in variants:
         if variant == baseline:
             for column in out.values():
@@ -563,7 +576,7 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
             b = base[base["_group"] == group]
             pairs = a.merge(b, on=keys, suffixes=("_v", "_b"))
             cells.append(_paired_cell(pairs, weight))
-        result = paired_delta(cells, metric)
+        result = paired_delta(cells, declared)
         out[""].append(result.delta)
         out[":n"].append(float(result.pairs))
         out[":lo"].append(result.lo)
@@ -585,7 +598,11 @@ def _paired_cell(pairs: pd.DataFrame, weight: float) -> PairedCell:
     sv, s_v, ts_v = side("_v")
     sb, s_b, ts_b = side("_b")
     repeat = pairs["_repeat_v"].to_numpy(dtype=object) if "_repeat_v" in pairs.columns else None
-    return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight, repeat)
+    if "_num_v" not in pairs.columns:
+        return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight, repeat)
+    nv, dv = _filled(pairs["_num_v"], pairs["_den_v"])
+    nb, db = _filled(pairs["_num_b"], pairs["_den_b"])
+    return PairedCell(sv, sb, s_v, ts_v, s_b, ts_b, weight, repeat, nv, dv, nb, db)
 
 
 def _error_mask(df: pd.DataFrame) -> np.ndarray:
@@ -612,7 +629,7 @@ def _delta(column: pd.Series, baseline: str) -> pd.Series:
 def breakdown_table(
     df: pd.DataFrame,
     by: str = "task_type",
-    metrics: Sequence[str] = ("sr", "gc"),
+    metrics: Sequence[str] | None = None,
     baseline: str | None = "base",
     variants_order: Sequence[str] | None = None,
 ) -> pd.DataFrame:
@@ -624,7 +641,7 @@ def breakdown_table(
     Variants are ordered as in :func:`transfer_table`, but the baseline is only
     used for ordering here and need not be present.
     """
-    metrics = _check_metrics(metrics)
+    metrics = _check_metrics(metrics, df)
     if by not in df.columns:
         raise ValueError(f"cannot break down by {by!r}: not a record column")
     variants = ordered_variants(df, baseline, variants_order, require_baseline=False)
@@ -745,10 +762,10 @@ def _repeat_notes(table: pd.DataFrame) -> list[str]:
 def format_metric(value: float, metric: str) -> str:
     """A cell of ``metric`` (or its Δ): a cost metric as a plain number, a rate as a percentage."""
     base = metric[len(DELTA):] if _is_delta(metric) else metric
-    if base in _COST_FORMAT:
+    if base in _COST_FORMAT or not scoring.is_percent(base):
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return ""
-        text = _COST_FORMAT[base].format(value)
+        text = _COST_FORMAT.get(base, "{:.2f}").format(value)
         return ("+" + text if value >= 0 else text) if _is_delta(metric) else text
     return format_value(value, _is_delta(metric))
 
@@ -762,7 +779,7 @@ def format_value(value: float, delta: bool = False) -> str:
 
 def length_unit(table: pd.DataFrame, group: str, metric: str) -> str | None:
     """The unit of L* and T behind a path-length-weighted value column; None otherwise."""
-    if metric not in PATH_LENGTH_METRICS:
+    if not scoring.is_path_length_weighted(metric):
         return None
     return table.attrs.get("units", {}).get(group)
 
@@ -776,9 +793,10 @@ def _column_label(table: pd.DataFrame, group: str, metric: str) -> str:
 def _metric_label(metric: str) -> str:
     metric, _, stat = metric.partition(":")
     if _is_delta(metric):
-        label = DELTA + _METRIC_LABELS.get(metric[len(DELTA):], metric[len(DELTA):])
+        base = metric[len(DELTA):]
+        label = DELTA + (_METRIC_LABELS.get(base) or scoring.label_of(base) or base)
     else:
-        label = _METRIC_LABELS.get(metric, metric)
+        label = _METRIC_LABELS.get(metric) or scoring.label_of(metric) or metric
     return f"{label} {stat}" if stat else label
 
 
@@ -849,7 +867,7 @@ def _notes(table: pd.DataFrame) -> list[str]:
         )
     if table.attrs.get("paper_note"):
         notes.append(table.attrs["paper_note"])
-    if any(m in PATH_LENGTH_METRICS for _, m in table.columns):
+    if any(scoring.is_path_length_weighted(m) for _, m in table.columns):
         for e in table.attrs.get("units_differ", []):
             rows = "; ".join(f"{row}: {unit}" for row, unit in e["rows"].items())
             notes.append(f"PLW [{UNITS_DIFFER}] in {e['group']}: L* and T are counted in {rows}.")

@@ -88,6 +88,7 @@ from harness.types import (
     INFO_SUCCESS,
     INFO_TASK_TYPE,
     INFO_TERMINATION,
+    INFO_VALUES,
     EpisodeRecord,
     EpisodeSpec,
     RunSpec,
@@ -520,6 +521,10 @@ class _Checker:
             if key in info and not isinstance(info[key], types):
                 raise self.fail(c, f"{where}() info[{key!r}] must be {' or '.join(t.__name__ for t in types)}, "
                                    f"got {_short(info[key])}")
+        values = info.get(INFO_VALUES, {})
+        if not isinstance(values, dict) or not all(
+                isinstance(k, str) and (v is None or isinstance(v, (int, float))) for k, v in values.items()):
+            raise self.fail(c, f"{where}() info[{INFO_VALUES!r}] must map names to numbers or None, got {_short(values)}")
         if info[INFO_GC_SATISFIED] < 0 or info[INFO_GC_TOTAL] < 0 or info[INFO_INVALID_ACTIONS] < 0:
             raise self.fail(c, f"{where}() info counts must be >= 0")
         if INFO_PRIVILEGED in info and not privileged:

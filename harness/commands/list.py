@@ -63,6 +63,11 @@ def _one(name: str) -> int:
         print(f"{kind} {entry.name}" + (f" (suite {owner}'s own)" if owner else "") + f": {entry.summary}")
         if getattr(entry, "default_split", None):
             print(f"  default split: {entry.default_split}")
+        for m in getattr(entry, "metrics", ()):  # what `harness table --metrics` takes for it
+            flags = ", ".join(f for f, on in (("default", m.default), ("binary", m.binary), ("judged", m.judged),
+                                               ("lower is better", not m.higher_is_better)) if on)
+            print(f"  metric {m.name} ({m.label}; {m.aggregation}, {m.unit} in [{m.range[0]:g}, {m.range[1]:g}]"
+                  + (f"; {flags}" if flags else "") + ")" + (f": {m.description}" if m.description else ""))
         if entry.extra:
             print(f"  needs the extra: pip install -e '.[{entry.extra}]'")
         _print_params(entry.params, "  ")

@@ -35,8 +35,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--baseline", default=None,
                    help="variant the Δ columns compare against (default: 'base' if present, else no Δ columns)")
     p.add_argument("--metrics", default=None, type=_metric_names,
-                   help="comma-separated (default sr,gc): sr, gc, progress, plw_sr, plw_gc, invalid_rate; "
-                        "cost per episode: seconds, prompt_tokens, output_tokens")
+                   help="comma-separated metrics the store's suites declare (default: their default ones; "
+                        "harness list shows each suite's); cost per episode: seconds, prompt_tokens, output_tokens")
     p.add_argument("--by", choices=["task_type", "failure"], default=None,
                    help="per-task-type breakdown (takes --metrics), or the failure taxonomy "
                         "(harness/failures.py; takes no --metrics/--stats/--columns), instead")
@@ -134,7 +134,8 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                             " (its columns are variants; it has no Δ)"))
     if args.by == "failure":
         return _failure_table(args, df, notes, store)
-    metrics = tuple(m.strip() for m in (args.metrics or "sr,gc").split(",") if m.strip())
+    metrics = (tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics
+               else tuple(tables.default_metrics(df)))
     try:
         if set(metrics) & set(tables.COST_METRICS):
             df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))

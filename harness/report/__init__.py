@@ -168,7 +168,7 @@ def _episode_payload(df: Any, classes: Sequence[str], transcripts: Mapping[tuple
             "split": rec["split"], "episode": rec["episode_id"], "seed": int(rec["seed"]),
             "task_type": _text(rec.get("task_type")), "success": bool(rec["success"]),
             "termination": _text(rec.get("termination")), "error": _text(rec.get("error_kind")),
-            "gc": [int(rec.get("gc_satisfied") or 0), int(rec.get("gc_total") or 0)],
+            "goals": [int(rec.get("gc_satisfied") or 0), int(rec.get("gc_total") or 0)],
             "steps": int(rec.get("steps") or 0), "invalid": int(rec.get("invalid_actions") or 0),
             "output_errors": int(rec.get("planner_output_errors") or 0), "failure": cls,
             "calls": len(calls), "video": video is not None,
@@ -237,8 +237,16 @@ def _esc(text: Any) -> str:
 _CHAR_W = 6.6
 
 
-def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str) -> str:
-    """Grouped bars: SR per (group, variant) with Wilson 95 % interval whiskers.
+def _default_labels(df: Any) -> list[str]:
+    """Labels of the default metrics the records' suites declare (the transfer table's columns)."""
+    from harness.scoring import declared
+
+    return [m.label for m in declared(df["suite"].unique()).values() if m.default]
+
+
+def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str, metric: Any) -> str:
+    """Grouped bars: a binary declared ``metric`` (:class:`harness.scoring.Metric`) per
+    (group, variant) with Wilson 95 % interval whiskers.
 
     Legible at any number of groups: a group's label is its split (the title
     names the suite); when the longest label is wider than a group's bars the
@@ -255,7 +263,7 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
     legend_top = top + height + label_h + 18
     legend_h = 18 * len(variants)
     svg = [f'<svg class="chart" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{max(width, left + 8 * len(title)):.0f}" height="{legend_top + legend_h + 4:.0f}" data-chart="sr">',
+           f'width="{max(width, left + 8 * len(title)):.0f}" height="{legend_top + legend_h + 4:.0f}" data-chart="{_esc(metric.name)}">',
            f'<text x="{left}" y="16" class="title">{_esc(title)}</text>']
     for tick in range(0, 101, 25):
         y = top + height - tick / 100 * height
@@ -266,12 +274,13 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
         gx = x
         for i, variant in enumerate(variants):
             row = cells.get((variant, group))
-            if row is not None and not math.isnan(row["sr"]):
-                sr, lo, hi = row["sr"], row["sr_lo"], row["sr_hi"]
+            name = metric.name
+            if row is not None and not math.isnan(row[name]):
+                sr, lo, hi = row[name], row[f"{name}_lo"], row[f"{name}_hi"]
                 h = sr * height
                 svg.append(
                     f'<rect x="{x:.1f}" y="{top + height - h:.1f}" width="{bar_w - 3}" height="{h:.1f}" '
-                    f'fill="{_PALETTE[i % len(_PALETTE)]}"><title>{_esc(variant)} · {_esc(group)}: SR {100 * sr:.1f} '
+                    f'fill="{_PALETTE[i % len(_PALETTE)]}"><title>{_esc(variant)} · {_esc(group)}: {_esc(metric.label)} {100 * sr:.1f} '
                     f'[{100 * lo:.1f}, {100 * hi:.1f}] (n={int(row["episodes"])})</title></rect>')
                 cx = x + (bar_w - 3) / 2
                 y_lo, y_hi = top + height - lo * height, top + height - hi * height
@@ -434,7 +443,8 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     # Transfer table (paired statistics where there is more than one variant).
     transfer = tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None, stats=len(variants) > 1)
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
-                    + table_html(transfer, f"SR / GC per suite/split (%), Δ vs {baseline}", "transfer") + "</section>")
+                    + table_html(transfer, f"{' / '.join(_default_labels(df))} per suite/split (%), Δ vs {baseline}",
+                                 "transfer") + "</section>")
 
     # SR charts with Wilson intervals, one per suite.
     summary = summarize(df, ["variant", "suite", "split"])
@@ -442,7 +452,15 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     charts = []
     for suite in sorted(set(df["suite"])):
         groups = sorted({f"{suite}/{s}" for s in df.loc[df["suite"] == suite, "split"]})
-        charts.append(sr_chart(cells, variants, groups, f"{suite}: success rate with Wilson 95 % intervals"))
+        # The suite's headline binary metric (its first default one), titled by the words before
+        # a colon in its description (else its label).
+        from harness.scoring import suite_scoring
+
+        binary = [m for m in suite_scoring(suite)[0] if m.binary and m.default]
+        if binary:
+            m = binary[0]
+            phrase = m.description.split(":", 1)[0] if ":" in m.description else m.label
+            charts.append(sr_chart(cells, variants, groups, f"{suite}: {phrase} with Wilson 95 % intervals", m))
     sections.append('<section id="charts"><h2>Success rates</h2>' + "".join(charts) + "</section>")
 
     # Power line per suite, from the baseline's rate there.

@@ -10,7 +10,6 @@ import pytest
 
 from harness.metrics import (
     RECORD_COLUMNS,
-    SUMMARY_COLUMNS,
     by_split,
     by_task_type,
     invalid_action_rate,
@@ -25,6 +24,7 @@ from harness.metrics import (
     wilson_interval,
 )
 from harness.types import EpisodeRecord
+from envs.episode_metrics import SUMMARY_COLUMNS
 
 
 def rec(episode: str, variant: str = "base", split: str = "valid", **kw) -> EpisodeRecord:

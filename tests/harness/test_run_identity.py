@@ -120,7 +120,7 @@ def test_schema_version_changes_the_run_id(monkeypatch) -> None:
     """Mutation caught: leaving the record schema version out of the identity (a new
     record layout would resume rows written under the old one)."""
     before = rid()
-    monkeypatch.setattr(runner_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(runner_module, "IDENTITY_SCHEMA_VERSION", runner_module.IDENTITY_SCHEMA_VERSION + 1)
     assert rid() != before
 
 

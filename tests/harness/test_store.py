@@ -223,8 +223,37 @@ def test_a_schema_2_store_is_read_and_migrated_to_path_length(tmp_path):
         (old,) = store.records()
         assert old.path_length is None and store.frame()["path_length"].isna().all()
     with ResultStore(tmp_path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         store.add(rec("e2", steps=1, expert_length=9, path_length=12))
         back = {r.episode_id: r.path_length for r in store.records()}
     assert back == {"e1": None, "e2": 12}
+    assert inspect_store(tmp_path).kind == "sound"
+
+
+def test_a_schema_3_store_is_read_and_migrated_to_values(tmp_path):
+    """Schema 4 added ``values`` (per-episode metric values): a schema-3 store reads them as {}
+    and is re-sealed when migrated; a new record's values round-trip as JSON numbers or None.
+    Mutation caught: a migration that adds the column without re-sealing the checksums."""
+    from harness.store import _crc_sql, _register_crc, inspect_store
+    from harness.types import SCHEMA_VERSION
+
+    with ResultStore(tmp_path) as store:
+        store.begin_run("r1", SPEC, {}, {})
+        store.add(rec("e1", steps=4))
+    db = sqlite3.connect(tmp_path / "results.sqlite")
+    _register_crc(db)
+    db.execute('ALTER TABLE episodes DROP COLUMN "values"')
+    db.execute(f"UPDATE episodes SET crc = {_crc_sql(db, 'episodes')}")  # as a schema-3 harness sealed it
+    db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    assert inspect_store(tmp_path).kind == "sound"
+    with ResultStore(tmp_path, readonly=True) as store:
+        (old,) = store.records()
+        assert old.values == {} and list(store.frame()["values"]) == [{}]
+    with ResultStore(tmp_path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 4
+        store.add(rec("e2", values={"accuracy": 1, "judge_score": None, "iou": 0.25}))
+        back = {r.episode_id: r.values for r in store.records()}
+    assert back == {"e1": {}, "e2": {"accuracy": 1, "judge_score": None, "iou": 0.25}}
     assert inspect_store(tmp_path).kind == "sound"

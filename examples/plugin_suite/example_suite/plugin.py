@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from harness.interfaces import FailureClass
 from harness.params import param
 from harness.plugins import AgentPlugin, SuitePlugin
+from harness.scoring import Metric
 
 
 @dataclass
@@ -54,3 +55,29 @@ SUITE = SuitePlugin(
 ORACLE = AgentPlugin(
     name="oracle", suite="example", target="example_suite.agents:ExampleOracle", params=OracleParams,
     summary="example plugin: the shortest walk to the target, from the true state (privileged)")
+
+
+# --- A second suite, of the one-step kind: one multiple-choice question per episode ---------
+
+
+@dataclass
+class QAParams:
+    generator_seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the questions")
+    questions: int = param(
+        12, ge=1, le=100_000, results=False,
+        help="questions in the split; question i depends only on the seed and i (not in the run identity)")
+
+
+QA_SUITE = SuitePlugin(
+    name="example_qa", target="example_suite.qa:QASuite", params=QAParams, default_split="test",
+    summary="example plugin: one multiple-choice arithmetic question per episode (one-step, scored)",
+    metrics=(
+        Metric("accuracy", "Acc", "correct", binary=True, default=True,
+               description="accuracy: questions answered with the right choice / questions"),
+        Metric("judge_score", "Judge", "judge_score", range=(0.0, 10.0), unit="score", judged=True,
+               description="a judge's 0-10 score of the answer (absent until a judge scored the run)"),
+    ))
+
+QA_ORACLE = AgentPlugin(
+    name="oracle", suite="example_qa", target="example_suite.qa:QAOracle",
+    summary="example plugin: the right choice, from the true state (privileged)")

@@ -140,7 +140,7 @@ function episodeView(e, d) {
   box.append($('h3', {}, e.variant + ' · ' + e.suite + '/' + e.episode + ' (seed ' + e.seed + ') ',
     $('a', {href: '#episode=' + e.link, class: 'permalink', title: 'link to this episode', text: '#'})));
   box.append($('p', {}, $('b', {text: 'Instruction: '}), d.instruction || '(not recorded)'));
-  const gc = e.gc[1] ? e.gc[0] + '/' + e.gc[1] : '–';
+  const gc = e.goals[1] ? e.goals[0] + '/' + e.goals[1] : '–';
   box.append($('p', {}, $('span', {class: e.success ? 'ok' : 'fail', text: e.success ? 'success' : 'failure'}),
     ' · failure class ', $('b', {text: e.failure}), ' · termination ' + (e.termination || '–') + ' · goal conditions ' + gc +
     ' · steps ' + e.steps + ' · invalid ' + e.invalid + ' · output errors ' + e.output_errors + (e.task_type ? ' · ' + e.task_type : '') +

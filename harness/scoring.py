@@ -1,0 +1,243 @@
+"""How a suite is scored: the metrics it declares, and the generic cell formulas.
+
+A suite declares its metrics once (:attr:`harness.plugins.SuitePlugin.metrics`) as
+:class:`Metric` objects. Each names a per-episode *value* (a key of the record's
+``values``, or of what the suite's ``values(record)`` function derives from the record's
+fields) and how a cell aggregates it:
+
+* ``"mean"``: the mean over the episodes that have a value (None / missing: no value);
+* ``"ratio"``: ``sum(value) / sum(weight)`` pooled over episodes that have both
+  (ALFRED's GC is of this kind: goal conditions met over goal conditions present).
+
+The core never names a suite's metric: tables, statistics, the report, export and the
+trackers read these declarations. Cells over no usable episode are NaN, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+#: Aggregations a metric may declare.
+AGGREGATIONS = ("mean", "ratio")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric a suite declares (see the module doc)."""
+
+    name: str
+    label: str
+    value: str
+    aggregation: str = "mean"
+    weight: str | None = None
+    range: tuple[float, float] = (0.0, 1.0)
+    unit: str = "rate"
+    higher_is_better: bool = True
+    binary: bool = False
+    judged: bool = False
+    default: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"metric {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("metric declaration has an empty name")
+        if not isinstance(self.label, str) or not self.label.strip():
+            raise ValueError(f"{where} has an empty label")
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise ValueError(f"{where} names no per-episode value")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"{where} has unknown aggregation {self.aggregation!r} "
+                             f"(one of: {', '.join(AGGREGATIONS)})")
+        if self.aggregation == "ratio" and not self.weight:
+            raise ValueError(f"{where} aggregates as a ratio but declares no weight value")
+        if self.aggregation != "ratio" and self.weight is not None:
+            raise ValueError(f"{where} declares a weight but aggregates as {self.aggregation!r}")
+        try:
+            lo, hi = (float(x) for x in self.range)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where} has a malformed range {self.range!r}") from None
+        if not lo < hi:
+            raise ValueError(f"{where} has an empty range {self.range!r} (needs lo < hi)")
+        if self.binary and (lo, hi) != (0.0, 1.0):
+            raise ValueError(f"{where} is binary but its range is {self.range!r}, not (0, 1)")
+
+    @property
+    def percent(self) -> bool:
+        """Whether tables show it as a percentage (a rate in [0, 1])."""
+        return self.unit == "rate"
+
+
+def check_metrics(metrics: Iterable[Metric], owner: str = "suite") -> tuple[Metric, ...]:
+    """The declarations as a tuple; ValueError (one line) on a non-Metric or a duplicate name."""
+    out: list[Metric] = []
+    seen: set[str] = set()
+    for m in metrics:
+        if not isinstance(m, Metric):
+            raise ValueError(f"{owner} declares {m!r}, not a harness.scoring.Metric")
+        if m.name in seen:
+            raise ValueError(f"{owner} declares metric {m.name!r} twice")
+        seen.add(m.name)
+        out.append(m)
+    return tuple(out)
+
+
+def _number(value: Any) -> float:
+    """A per-episode value as a float; None, missing, NaN or non-numbers give NaN."""
+    if value is None:
+        return math.nan
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float]]:
+    """Per-episode (numerator, denominator) of ``metric``, NaN where an episode has none.
+
+    ``mean``: (value, 1); ``ratio``: (value, weight). An episode without a value
+    (or, for a ratio, without a weight) has (NaN, NaN) and is left out of the cell.
+    """
+    num: list[float] = []
+    den: list[float] = []
+    for v in values:
+        x = _number(v.get(metric.value))
+        if metric.aggregation == "ratio":
+            w = _number(v.get(metric.weight))
+            if math.isnan(x) or math.isnan(w):
+                x = w = math.nan
+        else:
+            w = math.nan if math.isnan(x) else 1.0
+        num.append(x)
+        den.append(w)
+    return num, den
+
+
+def aggregate(metric: Metric, values: Sequence[Mapping[str, Any]]) -> float:
+    """The cell value of ``metric`` over per-episode ``values``; NaN when undefined."""
+    import numpy as np
+
+    num, den = (np.asarray(c, dtype=float) for c in columns(metric, values))
+    use = ~np.isnan(num)
+    total = np.sum(den[use])  # numpy's pairwise sums: the same floats as the formulas' arrays
+    return float(np.sum(num[use]) / total) if total != 0 else math.nan
+
+
+ValuesFn = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def episode_values(record: Mapping[str, Any], derive: ValuesFn | None = None) -> dict[str, Any]:
+    """A record's per-episode values: the suite's derived values, then the stored ones."""
+    out: dict[str, Any] = dict(derive(record)) if derive is not None else {}
+    stored = record.get("values")
+    if isinstance(stored, Mapping):
+        out.update(stored)
+    return out
+
+
+def format_value(metric: Metric, x: float, digits: int = 1) -> str:
+    """A cell as text: a rate as a percentage, other units raw; NaN as '–'."""
+    if x is None or isinstance(x, float) and math.isnan(x):
+        return "–"
+    return f"{100 * x:.{digits}f}" if metric.percent else f"{x:.{max(digits, 2)}f}"
+
+
+# --- Declarations of the suites in a store --------------------------------------------
+
+#: Where the scoring of a suite that declares no metrics comes from (a suite not installed
+#: here, or one written before metrics were declared): the record-field metrics the
+#: built-in suites declare. A lazy "module" target, like the catalog's plugin targets.
+FALLBACK_SCORING = "envs.episode_metrics"
+_SCORING_CACHE: dict[str, tuple[tuple[Metric, ...], ValuesFn | None]] = {}
+#: Every declaration met so far, by name (labels and formats of table columns).
+_KNOWN: dict[str, Metric] = {}
+#: The per-episode value a ratio metric is weighted by when it is path-length weighted
+#: (the record field ``expert_length``, L*): tables name the unit of L* and T beside it.
+PATH_LENGTH_WEIGHT = "expert_length"
+
+
+def known_metric(name: str) -> Metric | None:
+    """The declaration of a metric met so far (else the fallback scoring's), or None."""
+    if name not in _KNOWN:
+        for m in _load(FALLBACK_SCORING).METRICS:
+            _KNOWN.setdefault(m.name, m)
+    return _KNOWN.get(name)
+
+
+def is_path_length_weighted(name: str) -> bool:
+    m = known_metric(name)
+    return m is not None and m.aggregation == "ratio" and m.weight == PATH_LENGTH_WEIGHT
+
+
+def label_of(name: str) -> str | None:
+    """A summary column's label from its declaration (``NAME_lo``/``_hi``: "LABEL lo"/"hi")."""
+    m = known_metric(name)
+    if m is not None:
+        return m.label
+    base, _, end = name.rpartition("_")
+    m = known_metric(base) if end in ("lo", "hi") else None
+    return f"{m.label} {end}" if m is not None and m.binary else None
+
+
+def is_percent(name: str) -> bool:
+    """Whether a summary column shows as a percentage (a rate, or a binary metric's bound)."""
+    m = known_metric(name)
+    if m is None:
+        base, _, end = name.rpartition("_")
+        m = known_metric(base) if end in ("lo", "hi") else None
+    return m is None or m.percent
+
+
+def _load(target: str) -> Any:
+    import importlib
+
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    return getattr(obj, attr) if attr else obj
+
+
+def suite_scoring(suite: str) -> tuple[tuple[Metric, ...], ValuesFn | None]:
+    """A suite's declared metrics and its values function (cached per process)."""
+    if suite not in _SCORING_CACHE:
+        metrics: tuple[Metric, ...] = ()
+        derive: ValuesFn | None = None
+        try:
+            from harness.catalog import SUITES
+
+            entry = SUITES.entry(suite) if suite in SUITES.names() else None
+        except Exception:  # noqa: BLE001 - a broken plugin elsewhere must not hide a store's tables
+            entry = None
+        if entry is not None and entry.metrics:
+            metrics = tuple(entry.metrics)
+            derive = _load(entry.values) if entry.values else None
+        else:
+            fallback = _load(FALLBACK_SCORING)
+            metrics, derive = tuple(fallback.METRICS), fallback.values
+        _SCORING_CACHE[suite] = (metrics, derive)
+        for m in metrics:
+            _KNOWN.setdefault(m.name, m)
+    return _SCORING_CACHE[suite]
+
+
+def declared(suites: Iterable[str]) -> dict[str, Metric]:
+    """The metrics the given suites declare, by name, in declaration order (first suite first).
+
+    No suite at all: the fallback scoring's metrics (an empty table keeps its columns)."""
+    out: dict[str, Metric] = {}
+    names = sorted({str(s) for s in suites})
+    for suite in names or [""]:
+        metrics = suite_scoring(suite)[0] if suite else tuple(_load(FALLBACK_SCORING).METRICS)
+        for m in metrics:
+            out.setdefault(m.name, m)
+    return out
+
+
+def value_rows(df: Any) -> list[dict[str, Any]]:
+    """Each record row's per-episode values (the suite's derived values, then stored ones)."""
+    if not len(df):
+        return []
+    rows = df.to_dict("records")
+    return [episode_values(r, suite_scoring(str(r.get("suite")))[1]) for r in rows]
