@@ -83,6 +83,9 @@ class SuitePlugin(Plugin):
     modules: tuple[str, ...] = ()
     #: Distributions whose versions can move its results (recorded in each run's provenance).
     packages: tuple[str, ...] = ()
+    #: ``"module:attr"`` of the suite's judge rubric factory, ``factory(params) -> Rubric``
+    #: (:class:`harness.judging.Rubric`): how ``harness judge`` scores its stored answers; None: not judged.
+    judge: str | None = None
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,22 @@ CREATE TABLE IF NOT EXISTS transcripts (
     crc INTEGER,
     PRIMARY KEY (run_id, suite, split, episode_id, seed, call)
 );
+""" + """
+CREATE TABLE IF NOT EXISTS judgements (
+    run_id TEXT NOT NULL, suite TEXT NOT NULL, split TEXT NOT NULL, episode_id TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    judge_id TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    status TEXT NOT NULL,
+    vals TEXT,
+    reason TEXT,
+    raw_reply TEXT,
+    prompt TEXT,
+    meta TEXT,
+    judged_at REAL NOT NULL,
+    PRIMARY KEY (run_id, suite, split, episode_id, seed, judge_id)
+);
 """
 
 #: The keys of :meth:`ResultStore.run_failures`, in the order the console prints them.
@@ -541,6 +557,64 @@ class ResultStore:
             meta = entry.pop("meta")
             out.append({**json.loads(meta), **entry} if meta else entry)
         return out
+
+    # --- judgements (harness/judging.py) -------------------------------------
+    def _has_judgements(self) -> bool:
+        return "judgements" in {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+
+    def judged_keys(self, judge_id: str) -> set[tuple[str, str, str, str, int]]:
+        """(run_id, suite, split, episode_id, seed) of the answers ``judge_id`` has a verdict on
+        (``ok`` or ``unreadable``; an ``error`` row is judged again by a rerun)."""
+        if not self._has_judgements():
+            return set()
+        rows = self._db.execute(f"SELECT {', '.join(_KEY)} FROM judgements WHERE judge_id=? AND status != 'error'",
+                                (judge_id,))
+        return {tuple(r) for r in rows}  # type: ignore[misc]
+
+    def add_judgement(self, row: Mapping[str, Any]) -> bool:
+        """Store one judged answer (committed at once). A verdict is never overwritten; an
+        ``error`` row is replaced by a later attempt. True when the row was written."""
+        cols = list(_KEY) + ["judge_id", "judge", "identity", "status", "vals", "reason", "raw_reply",
+                             "prompt", "meta", "judged_at"]
+        values = [row.get(c) for c in cols]
+        sql = (f"INSERT INTO judgements ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+               f"ON CONFLICT ({', '.join(_KEY)}, judge_id) DO UPDATE SET "
+               + ", ".join(f"{c}=excluded.{c}" for c in cols[6:])
+               + " WHERE judgements.status = 'error' RETURNING rowid")
+        try:
+            with self._db:
+                return bool(_execute(self._db, sql, values).fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_db_error("write to", self.path, exc)) from None
+
+    @_reads
+    def judgements(self, judge_id: str | None = None) -> "pd.DataFrame":
+        """One row per judged answer: the answer's key, ``judge_id``, ``judge`` (its name),
+        ``identity`` and ``values`` (dicts), ``status``, ``reason``, ``raw_reply``, ``prompt``,
+        ``meta`` (dict: latency_s, tokens, output_truncated), ``judged_at``."""
+        import pandas as pd
+
+        cols = list(_KEY) + ["judge_id", "judge", "identity", "status", "vals", "reason", "raw_reply",
+                             "prompt", "meta", "judged_at"]
+        if not self._has_judgements():
+            return pd.DataFrame(columns=[c if c != "vals" else "values" for c in cols])
+        sql = f"SELECT {', '.join(cols)} FROM judgements"
+        params: list[str] = []
+        if judge_id is not None:
+            sql, params = sql + " WHERE judge_id = ?", [judge_id]
+        df = pd.read_sql_query(sql + f" ORDER BY judge_id, {', '.join(_KEY)}", self._db, params=params)
+        for c in ("identity", "vals", "meta"):
+            df[c] = [json.loads(x) if isinstance(x, str) else {} for x in df[c]]
+        return df.rename(columns={"vals": "values"})
+
+    @_reads
+    def judges(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every judge with rows in this store: (judge_id, identity), in order of first use."""
+        if not self._has_judgements():
+            return []
+        rows = self._db.execute("SELECT judge_id, identity, MIN(judged_at) AS t FROM judgements "
+                                "GROUP BY judge_id ORDER BY t").fetchall()
+        return [(r[0], json.loads(r[1])) for r in rows]
 
     def _episodes_query(self, run_ids: Iterable[str] | None) -> tuple[str, list[str]]:
         """SELECT of the EpisodeRecord fields in key order, optionally for some runs."""
