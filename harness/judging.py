@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -133,7 +132,8 @@ def load_config(name: str, overrides: Sequence[str] = ()) -> JudgeConfig:
     except OmegaConfBaseException as exc:
         raise JudgeError(f"judge {name}: {str(exc).splitlines()[0]}") from None
     assert isinstance(merged, dict)
-    merged.setdefault("name", path.stem)
+    if not merged.get("name"):  # the judge's name (not in its identity): the model's unless set
+        merged["name"] = str(merged.get("model") or path.stem)
     allowed = {f for f in JudgeConfig.__dataclass_fields__}
     unknown = sorted(set(merged) - allowed)
     if unknown:
@@ -222,9 +222,12 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
                 raise JudgeError(f"judge rubric of suite {run.suite}: {_one_line(exc)}") from None
         spec = json.loads(run.spec)
         key = json.dumps([run.suite, spec.get("suite_params", {})], sort_keys=True, default=str)
-        if key not in suites:
-            suites[key] = SUITES.load(run.suite)(**dict(spec.get("suite_params", {})))
-        episodes = {(e.episode_id, e.seed): e for e in suites[key].episodes(run.split)}
+        try:
+            if key not in suites:
+                suites[key] = SUITES.load(run.suite)(**dict(spec.get("suite_params", {})))
+            episodes = {(e.episode_id, e.seed): e for e in suites[key].episodes(run.split)}
+        except (OSError, ValueError, TypeError, KeyError) as exc:  # its data not here, ...
+            raise JudgeError(f"suite {run.suite}/{run.split}: cannot read its episodes: {_one_line(exc)}") from None
         rows = records[records["run_id"] == run.run_id]
         for rec in rows.to_dict("records"):
             k = (rec["run_id"], rec["suite"], rec["split"], rec["episode_id"], int(rec["seed"]))
@@ -507,7 +510,3 @@ def agreement(frame: Any, values: Sequence[str] | None = None) -> dict[str, Any]
         out[name] = {"judges": judges, "answers": sum(1 for u in units if sum(v is not None for v in u) >= 2),
                      "alpha": krippendorff_alpha_interval(units), "pairs": pairs}
     return out
-
-
-def print_err(line: str) -> None:
-    print(line, file=sys.stderr)
