@@ -45,14 +45,15 @@ APPLICATION_ID = 0x45544831
 #: Tables a store has; a file with other tables and none of these is not a store.
 _STORE_TABLES = {"meta", "runs", "sessions", "episodes"}
 #: Tables whose every row carries ``crc``: a CRC-32 of the row's stored values (see :func:`_row_crc`).
-_CRC_TABLES = ("runs", "sessions", "episodes", "transcripts")
+_CRC_TABLES = ("runs", "sessions", "episodes", "transcripts", "judgements")
 #: Columns holding JSON; checked to decode where a row has no checksum (an older store).
 _JSON_COLUMNS = {"runs": ("identity", "spec"), "sessions": ("provenance",), "episodes": ("extra",),
-                 "transcripts": ("meta",)}
+                 "transcripts": ("meta",), "judgements": ("identity", "vals", "meta")}
 #: The unique key of each table's rows (besides rowid); a key stored twice is damage.
 _UNIQUE_KEYS = {"meta": ("key",), "runs": ("run_id",),
                 "episodes": ("run_id", "suite", "split", "episode_id", "seed"),
-                "transcripts": ("run_id", "suite", "split", "episode_id", "seed", "call")}
+                "transcripts": ("run_id", "suite", "split", "episode_id", "seed", "call"),
+                "judgements": ("run_id", "suite", "split", "episode_id", "seed", "judge_id")}
 
 #: ``harness store check`` verdicts and their exit statuses (2 stays "bad input", as everywhere).
 SOUND, DAMAGED, UNKNOWN_SCHEMA, NOT_A_STORE = "sound", "damaged", "unknown schema version", "not a harness store"
@@ -139,6 +140,7 @@ CREATE TABLE IF NOT EXISTS judgements (
     prompt TEXT,
     meta TEXT,
     judged_at REAL NOT NULL,
+    crc INTEGER,
     PRIMARY KEY (run_id, suite, split, episode_id, seed, judge_id)
 );
 """
@@ -583,7 +585,10 @@ class ResultStore:
                + " WHERE judgements.status = 'error' RETURNING rowid")
         try:
             with self._db:
-                return bool(_execute(self._db, sql, values).fetchall())
+                written = _execute(self._db, sql, values).fetchall()
+                for (rowid,) in written:
+                    self._seal("judgements", rowid)
+                return bool(written)
         except sqlite3.DatabaseError as exc:
             raise StoreError(_db_error("write to", self.path, exc)) from None
 
@@ -851,7 +856,7 @@ def _crc_sql(db: sqlite3.Connection, table: str) -> str:
 
 
 # --- check and repair -------------------------------------------------------------------------
-_SALVAGED_TABLES = ("meta", "runs", "sessions", "episodes", "transcripts")
+_SALVAGED_TABLES = ("meta", "runs", "sessions", "episodes", "transcripts", "judgements")
 #: What reading damaged data raises: SQLite's errors, and text that is not UTF-8.
 _READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
 _SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -240,3 +240,23 @@ def _count(out: Path) -> int:
             db.close()
     except sqlite3.DatabaseError:
         return 0
+
+
+def test_judgements_are_checksummed_and_repaired(tmp_path, server, capsys):
+    from harness.store import DAMAGED, SOUND, inspect_store, repair_store
+
+    url, _ = server
+    out = tmp_path / "out"
+    assert harness("run", f"suite={fx.SUITE_NAME}", "planner=answerer", "executor=local", f"out={out}",
+                   "progress=false", *judge_args(url, "judge-a")) == 0
+    assert inspect_store(out).kind == SOUND
+    db = sqlite3.connect(out / "results.sqlite")
+    with db:
+        db.execute("UPDATE judgements SET vals = '{\"judge_score\": 10.0}' WHERE episode_id = 'test/001'")
+    db.close()
+    verdict = inspect_store(out)
+    assert verdict.kind == DAMAGED and any("judgements" in p for p in verdict.problems)
+    report = repair_store(out, tmp_path / "repaired")
+    assert report.tables["judgements"][0] == 5  # the tampered verdict is dropped, the rest kept
+    with ResultStore(tmp_path / "repaired", readonly=True) as s:
+        assert len(s.judgements()) == 5
