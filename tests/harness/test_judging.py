@@ -24,6 +24,25 @@ REPO = Path(__file__).resolve().parents[2]
 KEY = ["run_id", "suite", "split", "episode_id", "seed"]
 
 
+@pytest.fixture(autouse=True)
+def _registered_only_here():
+    """The test suite and agent are registered in this process for these tests only."""
+    from harness.catalog import PLANNERS, SUITES
+
+    saved = {reg: (reg.names(), dict(reg._entries))[1] for reg in (SUITES, PLANNERS)}  # filled first
+    yield
+    for reg, entries in saved.items():
+        reg._entries = entries
+    try:
+        from hydra.core.config_store import ConfigStore
+
+        repo = ConfigStore.instance().repo
+        repo.get("suite", {}).pop(f"{fx.SUITE_NAME}.yaml", None)
+        repo.get("planner", {}).pop("answerer.yaml", None)
+    except ImportError:
+        pass
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
