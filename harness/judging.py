@@ -338,15 +338,28 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
     lock = threading.Lock()
     last = [time.monotonic()]
 
-    def one(answer: Answer) -> dict[str, Any]:
-        rubric = answer.rubric
-        messages = rubric.messages(answer.episode, answer.text)
+    def batch(answers: list[Answer]) -> list[dict[str, Any]]:
+        """Judge ``answers`` with one backend call (one request on a server; one batched
+        ``generate`` in process); a failed call is an ``error`` row for each of them."""
+        conversations = [a.rubric.messages(a.episode, a.text) for a in answers]
         start = time.monotonic()
-        meta: dict[str, Any] = {}
         try:
-            reply = backend.generate([messages])[0]
-        except Exception as exc:  # a server down, a timeout: an error row, retried by a rerun
-            verdict, raw = Verdict({}, "error", f"{type(exc).__name__}: {_one_line(exc)}"[:_MAX_REASON_CHARS]), None
+            replies: list[Any] = list(backend.generate(conversations))
+            failure = None
+        except Exception as exc:  # a server down, a timeout: error rows, judged again by a rerun
+            replies, failure = [None] * len(answers), f"{type(exc).__name__}: {_one_line(exc)}"[:_MAX_REASON_CHARS]
+        latency = round(time.monotonic() - start, 4)
+        return [row(a, m, r, failure, latency, len(answers)) for a, m, r in zip(answers, conversations, replies)]
+
+    def row(answer: Answer, messages: Conversation, reply: Any, failure: str | None, latency: float,
+            size: int) -> dict[str, Any]:
+        rubric = answer.rubric
+        meta: dict[str, Any] = {"latency_s": latency}
+        if size > 1:
+            meta["batch"] = size
+        raw = None
+        if failure is not None:
+            verdict = Verdict({}, "error", failure)
         else:
             raw = str(reply)
             meta.update(getattr(reply, "usage", {}) or {})
@@ -358,12 +371,10 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
                 verdict = Verdict({}, "unreadable", f"rubric raised {type(exc).__name__}: {_one_line(exc)}")
             if not isinstance(verdict, Verdict):
                 verdict = Verdict({}, "unreadable", f"rubric returned {type(verdict).__name__}")
-        meta["latency_s"] = round(time.monotonic() - start, 4)
         values = {k: _number(v) for k, v in verdict.values.items()} if verdict.status == "ok" else {}
-        ident = identities[id(rubric)]
         return {
             **dict(zip(_KEY, answer.key)), "judge_id": ids[id(rubric)], "judge": cfg.name,
-            "identity": json.dumps(ident, sort_keys=True, default=str), "status": verdict.status,
+            "identity": json.dumps(identities[id(rubric)], sort_keys=True, default=str), "status": verdict.status,
             "vals": json.dumps(values, sort_keys=True), "reason": verdict.reason, "raw_reply": raw,
             "prompt": _prompt_text(messages) if cfg.record_prompts else None,
             "meta": json.dumps(meta, sort_keys=True), "judged_at": time.time(),
@@ -378,22 +389,25 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
                 last[0] = time.monotonic()
                 print_fn(f"{label}: {counts.judged}/{len(todo)} judged ({_counts_text(counts)})")
 
-    workers = int(getattr(backend, "max_concurrency", 1) or 1)
-    if workers > 1:  # an openai server: K requests in flight, each verdict written as it arrives
+    workers = int(getattr(backend, "max_concurrency", 0) or 0)
+    if workers:  # a server (openai): K requests in flight, each verdict written as it arrives
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
-            pending = set()
-            items = iter(todo)
-            for a in items:
-                pending.add(pool.submit(one, a))
+            pending: set[Any] = set()
+            for a in todo:
+                pending.add(pool.submit(batch, [a]))
                 if len(pending) >= workers:
                     finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for f in finished:
-                        record(f.result())
+                        for r in f.result():
+                            record(r)
             for f in pending:
-                record(f.result())
-    else:  # in process (hf): one answer at a time through the backend
-        for a in todo:
-            record(one(a))
+                for r in f.result():
+                    record(r)
+    else:  # in process (hf): batch_size answers per batched generate call, as for the planner
+        size = max(1, int(getattr(backend, "batch_size", 1) or 1))
+        for i in range(0, len(todo), size):
+            for r in batch(todo[i:i + size]):
+                record(r)
     print_fn(f"{label}: done, {counts.judged} judged now, {counts.skipped} already judged "
              f"({_counts_text(counts)})")
     return counts

@@ -39,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
     # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
     name, mine, overrides = judge.check_config(args.overrides)
     status = _cmd_run(overrides, args.multirun, show=args.cfg, dry_run=args.dry_run)
-    if name is None or args.cfg or args.dry_run or status != 0:
+    if name is None or args.cfg or args.dry_run or status not in (0, 1):  # 1: some episodes failed
         return status
     for out in dict.fromkeys(OUTS):
         status = max(status, judge.run_judge(out, [f"judge={name}", *mine]))

@@ -279,3 +279,25 @@ def test_judgements_are_checksummed_and_repaired(tmp_path, server, capsys):
     assert report.tables["judgements"][0] == 5  # the tampered verdict is dropped, the rest kept
     with ResultStore(tmp_path / "repaired", readonly=True) as s:
         assert len(s.judgements()) == 5
+
+
+def test_hf_judge_in_process_batches_and_counts_unreadable_replies(tmp_path, capsys):
+    """A tiny random-weight Qwen2.5-VL as the judge (the ``hf`` backend, in process): its
+    replies are noise, so every verdict is ``unreadable`` (kept, never a 0), its raw reply
+    stored; the answers go through batched generate calls of ``batch_size``."""
+    pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
+    from tests.planners.tiny_vlm import build_base
+
+    ckpt = build_base(tmp_path / "tiny")
+    out = tmp_path / "out"
+    assert harness("run", f"suite={fx.SUITE_NAME}", "planner=answerer", "executor=local", f"out={out}",
+                   "progress=false") == 0
+    assert harness("judge", str(out), "judge=hf", f"judge.model={ckpt}", "judge.max_new_tokens=4",
+                   "judge.params.batch_size=4", "judge.params.num_threads=1") == 0
+    assert "ok 0, unreadable 6, error 0" in capsys.readouterr().err
+    with ResultStore(out, readonly=True) as s:
+        got = s.judgements()
+    assert list(got.status) == ["unreadable"] * 6 and all(v == {} for v in got["values"])
+    assert all(isinstance(r, str) for r in got.raw_reply)
+    assert sorted(m.get("batch", 1) for m in got.meta) == [2, 2, 4, 4, 4, 4]
+    assert got.identity[0]["backend_identity"]["backend"] == "hf"
