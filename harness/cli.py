@@ -16,7 +16,8 @@ from harness.commands.common import EXIT_USAGE, UsageError
 
 #: Subcommand -> module of harness.commands (each has ``add_parser(sub)`` and ``main(args)``).
 COMMANDS = {"run": "run", "table": "table", "report": "report", "export": "export", "fetch": "fetch",
-            "store": "store", "list": "list", "serve-policy": "serve_policy"}
+            "store": "store", "list": "list", "serve-policy": "serve_policy",
+            "judge": "judge"}
 
 __all__ = ["main", "UsageError", "EXIT_USAGE", "Terminated"]
 

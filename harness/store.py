@@ -45,14 +45,15 @@ APPLICATION_ID = 0x45544831
 #: Tables a store has; a file with other tables and none of these is not a store.
 _STORE_TABLES = {"meta", "runs", "sessions", "episodes"}
 #: Tables whose every row carries ``crc``: a CRC-32 of the row's stored values (see :func:`_row_crc`).
-_CRC_TABLES = ("runs", "sessions", "episodes", "transcripts")
+_CRC_TABLES = ("runs", "sessions", "episodes", "transcripts", "judgements")
 #: Columns holding JSON; checked to decode where a row has no checksum (an older store).
 _JSON_COLUMNS = {"runs": ("identity", "spec"), "sessions": ("provenance",), "episodes": ("extra", "values"),
-                 "transcripts": ("meta",)}
+                 "transcripts": ("meta",), "judgements": ("identity", "vals", "meta")}
 #: The unique key of each table's rows (besides rowid); a key stored twice is damage.
 _UNIQUE_KEYS = {"meta": ("key",), "runs": ("run_id",),
                 "episodes": ("run_id", "suite", "split", "episode_id", "seed"),
-                "transcripts": ("run_id", "suite", "split", "episode_id", "seed", "call")}
+                "transcripts": ("run_id", "suite", "split", "episode_id", "seed", "call"),
+                "judgements": ("run_id", "suite", "split", "episode_id", "seed", "judge_id")}
 
 #: ``harness store check`` verdicts and their exit statuses (2 stays "bad input", as everywhere).
 SOUND, DAMAGED, UNKNOWN_SCHEMA, NOT_A_STORE = "sound", "damaged", "unknown schema version", "not a harness store"
@@ -131,6 +132,23 @@ CREATE TABLE IF NOT EXISTS transcripts (
     meta TEXT,
     crc INTEGER,
     PRIMARY KEY (run_id, suite, split, episode_id, seed, call)
+);
+""" + """
+CREATE TABLE IF NOT EXISTS judgements (
+    run_id TEXT NOT NULL, suite TEXT NOT NULL, split TEXT NOT NULL, episode_id TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    judge_id TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    status TEXT NOT NULL,
+    vals TEXT,
+    reason TEXT,
+    raw_reply TEXT,
+    prompt TEXT,
+    meta TEXT,
+    judged_at REAL NOT NULL,
+    crc INTEGER,
+    PRIMARY KEY (run_id, suite, split, episode_id, seed, judge_id)
 );
 """
 
@@ -481,13 +499,9 @@ class ResultStore:
                 row = record.to_dict()
                 row["success"] = int(bool(row["success"]))
                 row["empty_plan"] = int(bool(row["empty_plan"]))
-<<<<<<< HEAD
                 # Known secret values (a key a server echoed) in any text the record carries.
                 row["extra"] = redact_text(_encode_extra(row["extra"]))
-=======
-                row["extra"] = _encode_extra(row["extra"])
                 row["values"] = _encode_extra(row["values"])
->>>>>>> r41metrics
                 if row["error_message"] is not None:  # an exception naming a URL with credentials
                     row["error_message"] = redact_text(str(row["error_message"]))
                 stored = _execute(self._db, _INSERT_SQL, [row[c] for c in _RECORD_FIELDS] + [now]).fetchall()
@@ -555,6 +569,67 @@ class ResultStore:
             meta = entry.pop("meta")
             out.append({**json.loads(meta), **entry} if meta else entry)
         return out
+
+    # --- judgements (harness/judging.py) -------------------------------------
+    def _has_judgements(self) -> bool:
+        return "judgements" in {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+
+    def judged_keys(self, judge_id: str) -> set[tuple[str, str, str, str, int]]:
+        """(run_id, suite, split, episode_id, seed) of the answers ``judge_id`` has a verdict on
+        (``ok`` or ``unreadable``; an ``error`` row is judged again by a rerun)."""
+        if not self._has_judgements():
+            return set()
+        rows = self._db.execute(f"SELECT {', '.join(_KEY)} FROM judgements WHERE judge_id=? AND status != 'error'",
+                                (judge_id,))
+        return {tuple(r) for r in rows}  # type: ignore[misc]
+
+    def add_judgement(self, row: Mapping[str, Any]) -> bool:
+        """Store one judged answer (committed at once). A verdict is never overwritten; an
+        ``error`` row is replaced by a later attempt. True when the row was written."""
+        cols = list(_KEY) + ["judge_id", "judge", "identity", "status", "vals", "reason", "raw_reply",
+                             "prompt", "meta", "judged_at"]
+        values = [row.get(c) for c in cols]
+        sql = (f"INSERT INTO judgements ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+               f"ON CONFLICT ({', '.join(_KEY)}, judge_id) DO UPDATE SET "
+               + ", ".join(f"{c}=excluded.{c}" for c in cols[6:])
+               + " WHERE judgements.status = 'error' RETURNING rowid")
+        try:
+            with self._db:
+                written = _execute(self._db, sql, values).fetchall()
+                for (rowid,) in written:
+                    self._seal("judgements", rowid)
+                return bool(written)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(_db_error("write to", self.path, exc)) from None
+
+    @_reads
+    def judgements(self, judge_id: str | None = None) -> "pd.DataFrame":
+        """One row per judged answer: the answer's key, ``judge_id``, ``judge`` (its name),
+        ``identity`` and ``values`` (dicts), ``status``, ``reason``, ``raw_reply``, ``prompt``,
+        ``meta`` (dict: latency_s, tokens, output_truncated), ``judged_at``."""
+        import pandas as pd
+
+        cols = list(_KEY) + ["judge_id", "judge", "identity", "status", "vals", "reason", "raw_reply",
+                             "prompt", "meta", "judged_at"]
+        if not self._has_judgements():
+            return pd.DataFrame(columns=[c if c != "vals" else "values" for c in cols])
+        sql = f"SELECT {', '.join(cols)} FROM judgements"
+        params: list[str] = []
+        if judge_id is not None:
+            sql, params = sql + " WHERE judge_id = ?", [judge_id]
+        df = pd.read_sql_query(sql + f" ORDER BY judge_id, {', '.join(_KEY)}", self._db, params=params)
+        for c in ("identity", "vals", "meta"):
+            df[c] = [json.loads(x) if isinstance(x, str) else {} for x in df[c]]
+        return df.rename(columns={"vals": "values"})
+
+    @_reads
+    def judges(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every judge with rows in this store: (judge_id, identity), in order of first use."""
+        if not self._has_judgements():
+            return []
+        rows = self._db.execute("SELECT judge_id, identity, MIN(judged_at) AS t FROM judgements "
+                                "GROUP BY judge_id ORDER BY t").fetchall()
+        return [(r[0], json.loads(r[1])) for r in rows]
 
     def _episodes_query(self, run_ids: Iterable[str] | None) -> tuple[str, list[str]]:
         """SELECT of the EpisodeRecord fields in key order, optionally for some runs."""
@@ -793,7 +868,7 @@ def _crc_sql(db: sqlite3.Connection, table: str) -> str:
 
 
 # --- check and repair -------------------------------------------------------------------------
-_SALVAGED_TABLES = ("meta", "runs", "sessions", "episodes", "transcripts")
+_SALVAGED_TABLES = ("meta", "runs", "sessions", "episodes", "transcripts", "judgements")
 #: What reading damaged data raises: SQLite's errors, and text that is not UTF-8.
 _READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
 _SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -14,6 +14,8 @@ from harness.commands.common import UsageError, first_lines, one_line
 #: What this invocation has committed so far (for the message on an interrupt):
 #: episodes of finished jobs, the running job's runner, the output directory.
 SAVED: dict[str, Any] = {"episodes": 0, "runner": None, "out": None}
+#: Output directories this invocation wrote (``judge=NAME`` judges them after the run).
+OUTS: list[str] = []
 
 
 def add_parser(sub: Any) -> None:
@@ -32,7 +34,16 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return _cmd_run(args.overrides, args.multirun, show=args.cfg, dry_run=args.dry_run)
+    from harness.commands import judge
+
+    # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
+    name, mine, overrides = judge.check_config(args.overrides)
+    status = _cmd_run(overrides, args.multirun, show=args.cfg, dry_run=args.dry_run)
+    if name is None or args.cfg or args.dry_run or status not in (0, 1):  # 1: some episodes failed
+        return status
+    for out in dict.fromkeys(OUTS):
+        status = max(status, judge.run_judge(out, [f"judge={name}", *mine]))
+    return status
 
 
 def _experiment_jobs(overrides: list[str], multirun: bool) -> list[list[str]] | None:
@@ -511,6 +522,7 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     SAVED["out"] = str(store.path.parent)
+    OUTS.append(SAVED["out"])
 
     in_process = getattr(EXECUTORS.entry(spec.executor), "in_process", False)
     env_factory = None if in_process else SuiteEnvFactory(spec.suite, dict(spec.suite_params))

@@ -98,6 +98,13 @@ CASES = [
     # --- harness table (refused while parsing, before any store is read) ---
     pytest.param("table", ["o", "--metrics", ""], id="table --metrics ''"),
     pytest.param("table", ["o", "--metrics", "sr,,gc"], id="table --metrics sr,,gc"),
+    # --- harness judge (tests/harness/test_judging.py: the cases that need a store or a server) ---
+    pytest.param("judge", ["out"], id="judge without judge="),
+    pytest.param("judge", ["out", "judge=no_such_judge"], id="judge unknown judge"),
+    pytest.param("judge", ["out", "judge=openai"], id="judge without judge.model"),
+    pytest.param("judge", ["out", "judge=openai", "judge.model=m", "judge.bogus=1"], id="judge bogus key"),
+    pytest.param("judge", ["out", "judge=openai", "judge.model=m"], id="judge no store"),
+    pytest.param("run", [*EB_ALFRED, "planner=oracle", "judge=no_such_judge"], id="run judge=unknown"),
 ]
 
 

@@ -1,0 +1,526 @@
+"""Judging as a stage of its own: score stored answers with a judge model.
+
+``harness run`` stores the answers (a one-step episode's answer is ``record.extra["answer"]``
+when the suite put it there, else the agent's last raw output in the ``transcripts`` table).
+``harness judge OUT judge=NAME`` scores them later through the ``vlm`` planner's model
+backends (``openai``: any OpenAI-compatible server such as vLLM; ``hf``: in process), with
+the suite's rubric (``SuitePlugin.judge``: ``"module:attr"`` of ``factory(params) -> Rubric``).
+
+- The judge's identity (backend, model, the backend's own identity, sampling, the rubric's
+  identity and version) is hashed to ``judge_id``; each verdict is one row of the store's
+  ``judgements`` table keyed by the answer's key and ``judge_id``, so one run carries any
+  number of judges' scores and a second judge never touches the first one's rows.
+- Each verdict is committed as it arrives: a judge killed mid-way (even SIGKILL) loses at
+  most the calls in flight, and a rerun judges only the answers without a verdict from that
+  judge (an ``error`` row, e.g. a server that went down, is tried again).
+- A reply the rubric cannot read is stored with status ``unreadable`` and no values (never a
+  silent 0) and counted on the console.
+- :func:`agreement` compares judges run over the same answers (Spearman's rho per pair,
+  Krippendorff's alpha, interval metric, over all of them), per judged value.
+
+Judge configs: ``configs/judge/NAME.yaml`` (or a path to a YAML file), overridden on the
+command line with ``judge.KEY=VALUE`` (``judge.model=...``, ``judge.params.base_url=...``,
+``judge.rubric.prompt_file=...``). See docs/judging.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+
+from harness.types import EpisodeSpec
+
+#: Bumped when the way judge prompts are sent or replies are stored changes.
+JUDGE_PROTOCOL_VERSION = "1"
+STATUSES = ("ok", "unreadable", "error")
+_KEY = ("run_id", "suite", "split", "episode_id", "seed")
+#: Most characters of an error message kept in a judgement row.
+_MAX_REASON_CHARS = 2000
+
+Conversation = list  # chat messages (harness.interfaces' convention: {"role", "content"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A rubric's reading of one judge reply."""
+
+    values: dict[str, float | None]
+    status: str  # "ok" | "unreadable" | "error"
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"verdict status must be one of {', '.join(STATUSES)}, got {self.status!r}")
+
+
+class Rubric(Protocol):
+    """How a suite's answers are judged (its prompts are the suite's own)."""
+
+    version: str
+
+    def identity(self) -> Mapping[str, Any]: ...
+
+    def needs(self, record: Mapping[str, Any], episode: EpisodeSpec) -> bool: ...
+
+    def messages(self, episode: EpisodeSpec, answer: str) -> Conversation: ...
+
+    def read(self, text: str, episode: EpisodeSpec) -> Verdict: ...
+
+
+class JudgeError(ValueError):
+    """Bad judge input (one line for the CLI; exit 2, nothing written)."""
+
+
+# --- judge configs ---------------------------------------------------------------------
+@dataclass
+class JudgeConfig:
+    name: str
+    backend: str
+    model: str
+    max_new_tokens: int = 512
+    #: The backend's parameters (checked against its declaration, planners/plugin.py).
+    params: dict[str, Any] = field(default_factory=dict)
+    #: The rubric factory's parameters (e.g. ``prompt_file``: a user's copy of an original prompt).
+    rubric: dict[str, Any] = field(default_factory=dict)
+    #: Keep each judge prompt (text parts) in its row.
+    record_prompts: bool = False
+
+
+def judge_dir() -> Path:
+    from harness.config import _config_dir
+
+    return _config_dir() / "judge"
+
+
+def known_judges() -> list[str]:
+    d = judge_dir()
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+def load_config(name: str, overrides: Sequence[str] = ()) -> JudgeConfig:
+    """The judge config ``name`` (configs/judge/NAME.yaml or a YAML path) with ``judge.K=V`` overrides."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    path = Path(name)
+    if not (name.endswith((".yaml", ".yml")) and path.is_file()):
+        path = judge_dir() / f"{name}.yaml"
+        if not path.is_file():
+            import difflib
+
+            known = known_judges()
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise JudgeError(f"unknown judge {name!r}{hint} (known: {', '.join(known) or 'none'}; "
+                             "or a path to a judge .yaml)")
+    try:
+        base = OmegaConf.load(path)
+        dotlist = []
+        for o in overrides:
+            key, sep, value = o.partition("=")
+            if not sep or not key.startswith("judge."):
+                raise JudgeError(f"bad judge override {o!r} (expected judge.KEY=VALUE)")
+            dotlist.append(f"{key[len('judge.'):]}={value}")
+        merged = OmegaConf.to_container(OmegaConf.merge(base, OmegaConf.from_dotlist(dotlist)), resolve=True)
+    except OmegaConfBaseException as exc:
+        raise JudgeError(f"judge {name}: {str(exc).splitlines()[0]}") from None
+    assert isinstance(merged, dict)
+    if not merged.get("name"):  # the judge's name (not in its identity): the model's unless set
+        merged["name"] = str(merged.get("model") or path.stem)
+    allowed = {f for f in JudgeConfig.__dataclass_fields__}
+    unknown = sorted(set(merged) - allowed)
+    if unknown:
+        raise JudgeError(f"judge {name}: unknown key judge.{unknown[0]} (keys: {', '.join(sorted(allowed))})")
+    for key in ("backend", "model"):
+        if not merged.get(key):
+            raise JudgeError(f"judge {name}: judge.{key} is required (e.g. judge.{key}=...)")
+    for key in ("params", "rubric"):
+        merged[key] = dict(merged.get(key) or {})
+    try:
+        merged["max_new_tokens"] = int(merged.get("max_new_tokens", 512))
+    except (TypeError, ValueError):
+        raise JudgeError(f"judge {name}: judge.max_new_tokens must be a whole number") from None
+    return JudgeConfig(**merged)
+
+
+def split_judge_overrides(overrides: Sequence[str]) -> tuple[str | None, list[str], list[str]]:
+    """``(judge name, judge.* overrides, the rest)`` of a command line (``harness run ... judge=NAME``)."""
+    name, mine, rest = None, [], []
+    for o in overrides:
+        if o.startswith("judge="):
+            name = o.partition("=")[2]
+        elif o.startswith("judge."):
+            mine.append(o)
+        else:
+            rest.append(o)
+    return name, mine, rest
+
+
+# --- identity ----------------------------------------------------------------------------
+def judge_identity(cfg: JudgeConfig, backend_identity: Mapping[str, Any], rubric: Any) -> dict[str, Any]:
+    return {
+        "backend": cfg.backend, "model": cfg.model, "backend_identity": dict(backend_identity),
+        "sampling": {"decoding": "greedy", "temperature": 0.0, "max_new_tokens": cfg.max_new_tokens},
+        "rubric": dict(rubric.identity()), "rubric_version": str(rubric.version),
+        "protocol": JUDGE_PROTOCOL_VERSION,
+    }
+
+
+def judge_id_of(identity: Mapping[str, Any]) -> str:
+    """A short hash of a judge identity (the judge's name is not in it)."""
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+# --- answers -----------------------------------------------------------------------------
+@dataclass
+class Answer:
+    key: tuple[str, str, str, str, int]
+    episode: EpisodeSpec
+    text: str
+    rubric: Any
+
+
+def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[str]]:
+    """Every stored answer a suite's rubric wants judged, and notes on what was skipped."""
+    from harness.catalog import SUITES
+    from harness.registry import UnknownPluginError, load_target
+
+    runs = store.runs()
+    if runs.empty:
+        raise JudgeError(f"{store.path.parent}: the store has no runs (nothing to judge)")
+    records = store.frame()
+    last_output: dict[tuple, str] = {}
+    for t in store.transcripts():
+        if t.get("raw_output") is not None:
+            last_output[tuple(t[k] for k in _KEY)] = t["raw_output"]
+    notes: list[str] = []
+    out: list[Answer] = []
+    rubrics: dict[str, Any] = {}
+    suites: dict[str, Any] = {}
+    for run in runs.itertuples():
+        try:
+            plugin = SUITES.entry(run.suite)
+        except UnknownPluginError:
+            notes.append(f"suite {run.suite} is not installed: run {run.run_id} skipped")
+            continue
+        target = getattr(plugin, "judge", None)
+        if not target:
+            notes.append(f"suite {run.suite} declares no judge rubric: run {run.run_id} skipped")
+            continue
+        if run.suite not in rubrics:
+            try:
+                rubrics[run.suite] = load_target(plugin, "suite", target)(dict(cfg.rubric))
+            except (ValueError, TypeError, OSError) as exc:
+                raise JudgeError(f"judge rubric of suite {run.suite}: {_one_line(exc)}") from None
+        spec = json.loads(run.spec)
+        key = json.dumps([run.suite, spec.get("suite_params", {})], sort_keys=True, default=str)
+        try:
+            if key not in suites:
+                suites[key] = SUITES.load(run.suite)(**dict(spec.get("suite_params", {})))
+            episodes = {(e.episode_id, e.seed): e for e in suites[key].episodes(run.split)}
+        except (OSError, ValueError, TypeError, KeyError) as exc:  # its data not here, ...
+            raise JudgeError(f"suite {run.suite}/{run.split}: cannot read its episodes: {_one_line(exc)}") from None
+        rows = records[records["run_id"] == run.run_id]
+        for rec in rows.to_dict("records"):
+            k = (rec["run_id"], rec["suite"], rec["split"], rec["episode_id"], int(rec["seed"]))
+            episode = episodes.get((rec["episode_id"], int(rec["seed"])))
+            if episode is None or rec.get("error_kind"):
+                continue
+            text = (rec.get("extra") or {}).get("answer")
+            if text is None:
+                text = last_output.get(k)
+            if text is None or not rubrics[run.suite].needs(rec, episode):
+                continue
+            out.append(Answer(k, episode, str(text), rubrics[run.suite]))
+    return out, notes
+
+
+# --- the stage ---------------------------------------------------------------------------
+@dataclass
+class Counts:
+    judged: int = 0
+    ok: int = 0
+    unreadable: int = 0
+    error: int = 0
+    skipped: int = 0
+
+
+def build_backend(cfg: JudgeConfig) -> Any:
+    from harness.catalog import BACKENDS
+    from harness.params import ParamError, parse
+    from harness.registry import UnknownPluginError, load_target
+
+    try:
+        plugin = BACKENDS.entry(cfg.backend)
+    except UnknownPluginError as exc:
+        raise JudgeError(f"judge {cfg.name}: {exc.args[0]}") from None
+    try:
+        params = parse(plugin.params, cfg.params) if plugin.params is not None else None
+    except ParamError as exc:
+        raise JudgeError(f"judge {cfg.name}: judge.params: {_one_line(exc)}") from None
+    if cfg.backend == "openai":
+        _check_reachable(cfg.name, params.base_url)
+    return load_target(plugin, "model backend")(cfg.model, params, max_new_tokens=cfg.max_new_tokens,
+                                                json_schema=False, hash_weights=False)
+
+
+def _check_reachable(name: str, base_url: str, timeout_s: float = 3.0) -> None:
+    import socket
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(base_url)
+    port = u.port or (443 if u.scheme == "https" else 80)
+    try:
+        socket.create_connection((u.hostname or "", port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise JudgeError(f"judge {name}: the judge server {base_url} is unreachable "
+                         f"({exc.strerror or exc}); start it or set judge.params.base_url") from None
+
+
+def _prompt_text(messages: Conversation) -> str:
+    parts = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            parts.append(f"[{m['role']}] {content}")
+        else:
+            parts.append(f"[{m['role']}] " + " ".join(p.get("text", f"<{p.get('type')}>") for p in content))
+    return "\n".join(parts)
+
+
+def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
+                print_fn: Callable[[str], None] = print, progress_every_s: float = 10.0) -> Counts:
+    """``harness judge OUT judge=NAME judge.K=V ...``: judge every unjudged answer in ``out``."""
+    from harness.store import STORE_FILENAME, ResultStore, StoreError
+
+    cfg = load_config(name, overrides)
+    path = Path(out)
+    if not (path / STORE_FILENAME).is_file() and not (path.suffix == ".sqlite" and path.is_file()):
+        raise JudgeError(f"no result store in {out} (run `harness run ... out={out}` first)")
+    try:
+        with ResultStore(out, readonly=True) as ro:
+            answers, notes = answers_to_judge(ro, cfg)
+    except StoreError as exc:
+        raise JudgeError(str(exc)) from None
+    if not answers:
+        why = f" ({'; '.join(notes)})" if notes else ""
+        raise JudgeError(f"{out}: no stored answers to judge{why}")
+    backend = build_backend(cfg)
+    rubric_ids = {id(a.rubric): a.rubric for a in answers}
+    identities = {rid: judge_identity(cfg, backend.identity(), r) for rid, r in rubric_ids.items()}
+    try:
+        with ResultStore(out) as store:
+            return _judge(store, cfg, backend, answers, identities, print_fn, progress_every_s)
+    except StoreError as exc:
+        raise JudgeError(str(exc)) from None
+    finally:
+        close = getattr(backend, "close", None)
+        if callable(close):
+            close()
+
+
+def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], identities: dict[int, dict],
+           print_fn: Callable[[str], None], progress_every_s: float) -> Counts:
+    ids = {rid: judge_id_of(ident) for rid, ident in identities.items()}
+    done: dict[str, set] = {jid: store.judged_keys(jid) for jid in set(ids.values())}
+    todo = [a for a in answers if a.key not in done[ids[id(a.rubric)]]]
+    counts = Counts(skipped=len(answers) - len(todo))
+    label = f"judge {cfg.name} ({', '.join(sorted(set(ids.values())))})"
+    print_fn(f"{label}: {len(todo)} answer(s) to judge, {counts.skipped} already judged")
+    lock = threading.Lock()
+    last = [time.monotonic()]
+
+    def batch(answers: list[Answer]) -> list[dict[str, Any]]:
+        """Judge ``answers`` with one backend call (one request on a server; one batched
+        ``generate`` in process); a failed call is an ``error`` row for each of them."""
+        conversations = [a.rubric.messages(a.episode, a.text) for a in answers]
+        start = time.monotonic()
+        try:
+            replies: list[Any] = list(backend.generate(conversations))
+            failure = None
+        except Exception as exc:  # a server down, a timeout: error rows, judged again by a rerun
+            replies, failure = [None] * len(answers), f"{type(exc).__name__}: {_one_line(exc)}"[:_MAX_REASON_CHARS]
+        latency = round(time.monotonic() - start, 4)
+        return [row(a, m, r, failure, latency, len(answers)) for a, m, r in zip(answers, conversations, replies)]
+
+    def row(answer: Answer, messages: Conversation, reply: Any, failure: str | None, latency: float,
+            size: int) -> dict[str, Any]:
+        rubric = answer.rubric
+        meta: dict[str, Any] = {"latency_s": latency}
+        if size > 1:
+            meta["batch"] = size
+        raw = None
+        if failure is not None:
+            verdict = Verdict({}, "error", failure)
+        else:
+            raw = str(reply)
+            meta.update(getattr(reply, "usage", {}) or {})
+            if getattr(reply, "output_truncated", False):
+                meta["output_truncated"] = True
+            try:
+                verdict = rubric.read(raw, answer.episode)
+            except Exception as exc:  # a rubric must not raise; if it does, the reply is unreadable
+                verdict = Verdict({}, "unreadable", f"rubric raised {type(exc).__name__}: {_one_line(exc)}")
+            if not isinstance(verdict, Verdict):
+                verdict = Verdict({}, "unreadable", f"rubric returned {type(verdict).__name__}")
+        values = {k: _number(v) for k, v in verdict.values.items()} if verdict.status == "ok" else {}
+        return {
+            **dict(zip(_KEY, answer.key)), "judge_id": ids[id(rubric)], "judge": cfg.name,
+            "identity": json.dumps(identities[id(rubric)], sort_keys=True, default=str), "status": verdict.status,
+            "vals": json.dumps(values, sort_keys=True), "reason": verdict.reason, "raw_reply": raw,
+            "prompt": _prompt_text(messages) if cfg.record_prompts else None,
+            "meta": json.dumps(meta, sort_keys=True), "judged_at": time.time(),
+        }
+
+    def record(row: dict[str, Any]) -> None:
+        with lock:
+            store.add_judgement(row)
+            counts.judged += 1
+            setattr(counts, row["status"], getattr(counts, row["status"]) + 1)
+            if time.monotonic() - last[0] >= progress_every_s:
+                last[0] = time.monotonic()
+                print_fn(f"{label}: {counts.judged}/{len(todo)} judged ({_counts_text(counts)})")
+
+    workers = int(getattr(backend, "max_concurrency", 0) or 0)
+    if workers:  # a server (openai): K requests in flight, each verdict written as it arrives
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
+            pending: set[Any] = set()
+            for a in todo:
+                pending.add(pool.submit(batch, [a]))
+                if len(pending) >= workers:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in finished:
+                        for r in f.result():
+                            record(r)
+            for f in pending:
+                for r in f.result():
+                    record(r)
+    else:  # in process (hf): batch_size answers per batched generate call, as for the planner
+        size = max(1, int(getattr(backend, "batch_size", 1) or 1))
+        for i in range(0, len(todo), size):
+            for r in batch(todo[i:i + size]):
+                record(r)
+    print_fn(f"{label}: done, {counts.judged} judged now, {counts.skipped} already judged "
+             f"({_counts_text(counts)})")
+    return counts
+
+
+def _counts_text(c: Counts) -> str:
+    return f"ok {c.ok}, unreadable {c.unreadable}, error {c.error}"
+
+
+def _number(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None if v is None else float(v)
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+# --- agreement ---------------------------------------------------------------------------
+def _ranks(xs: Sequence[float]) -> list[float]:
+    """1-based ranks, ties given their average rank."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    ranks = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Spearman's rank correlation: Pearson's r of the (tie-averaged) ranks; None when
+    undefined (fewer than 2 pairs, or a constant side)."""
+    if len(a) != len(b) or len(a) < 2:
+        return None
+    ra, rb = _ranks(a), _ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra)
+    vb = sum((y - mb) ** 2 for y in rb)
+    if va == 0 or vb == 0:
+        return None
+    return cov / math.sqrt(va * vb)
+
+
+def krippendorff_alpha_interval(units: Iterable[Sequence[float | None]]) -> float | None:
+    """Krippendorff's alpha with the interval metric, ``1 - D_o / D_e``.
+
+    ``units``: per judged answer, the values the judges gave (None: missing). Only units
+    with two or more values are pairable. With ``n`` the pairable values, ``m_u`` those of
+    unit u: ``D_o = (1/n) sum_u 1/(m_u - 1) sum_{i != j in u} (v_i - v_j)^2`` and
+    ``D_e = 1/(n(n-1)) sum_{i != j over all pairable values} (v_i - v_j)^2`` (Krippendorff,
+    "Computing Krippendorff's Alpha-Reliability", 2011, the coincidence-matrix form with
+    delta^2 = (c - k)^2). None when undefined (fewer than 2 pairable values, or no spread).
+    """
+    pairable = [[float(v) for v in u if v is not None] for u in units]
+    pairable = [u for u in pairable if len(u) >= 2]
+    values = [v for u in pairable for v in u]
+    n = len(values)
+    if n < 2:
+        return None
+    d_o = sum(sum((x - y) ** 2 for x in u for y in u) / (len(u) - 1) for u in pairable) / n
+    s, s2 = sum(values), sum(v * v for v in values)
+    d_e = 2 * (n * s2 - s * s) / (n * (n - 1))  # sum over ordered pairs i != j of (v_i - v_j)^2, over n(n-1)
+    if d_e <= 0:
+        return None
+    return 1.0 - d_o / d_e
+
+
+def agreement(frame: Any, values: Sequence[str] | None = None) -> dict[str, Any]:
+    """Agreement between the judges of a ``ResultStore.judgements()`` frame, per judged value.
+
+    ``{value: {"judges": [ids], "answers": n, "alpha": float | None,
+    "pairs": [{"a": id, "b": id, "n": n, "rho": float | None}]}}``, only for values that two or
+    more judges gave; only ``ok`` verdicts count (an unreadable one is a missing value).
+    """
+    if frame is None or len(frame) == 0:
+        return {}
+    scores: dict[str, dict[str, dict[tuple, float]]] = {}  # value -> judge -> answer key -> x
+    for row in frame.to_dict("records"):
+        if row["status"] != "ok":
+            continue
+        key = tuple(row[k] for k in _KEY)
+        for name, x in (row["values"] or {}).items():
+            x = _number(x)
+            if x is not None:
+                scores.setdefault(name, {}).setdefault(row["judge_id"], {})[key] = x
+    out: dict[str, Any] = {}
+    for name in sorted(scores):
+        if values is not None and name not in values:
+            continue
+        judges = sorted(scores[name])
+        if len(judges) < 2:
+            continue
+        keys = sorted({k for j in judges for k in scores[name][j]})
+        units = [[scores[name][j].get(k) for j in judges] for k in keys]
+        pairs = []
+        for i, a in enumerate(judges):
+            for b in judges[i + 1:]:
+                both = [k for k in keys if k in scores[name][a] and k in scores[name][b]]
+                pairs.append({"a": a, "b": b, "n": len(both),
+                              "rho": spearman_rho([scores[name][a][k] for k in both],
+                                                  [scores[name][b][k] for k in both])})
+        out[name] = {"judges": judges, "answers": sum(1 for u in units if sum(v is not None for v in u) >= 2),
+                     "alpha": krippendorff_alpha_interval(units), "pairs": pairs}
+    return out
