@@ -29,19 +29,14 @@ def all_runs(paths: Sequence[str], prefer: Sequence[str] = ()) -> pd.DataFrame:
         index = dict(zip(fam["run_id"], fam["repeat_index"])) if fam is not None else {}
         frames.append(df.assign(repeat=df["run_id"].map(repeat).fillna(0).astype(int),
                                 repeat_index=df["run_id"].map(index).fillna(0).astype(int), store=str(path)))
-<<<<<<< HEAD
     unknown = [p for p in prefer if str(p) not in {str(q) for q in paths}]
     if unknown:
         raise SelectionError(f"--prefer {unknown[0]} is not one of the stores read ({', '.join(map(str, paths))})")
-    df = pd.concat(frames, ignore_index=True)
-    return merge_stores(df, prefer).sort_values(EPISODE_KEY, kind="stable").reset_index(drop=True)
-=======
     from harness.scoring import value_rows
 
     df = pd.concat(frames, ignore_index=True)
-    df = df.drop_duplicates(["run_id", "suite", "split", "episode_id", "seed"], keep="first").reset_index(drop=True)
+    df = merge_stores(df, prefer).sort_values(EPISODE_KEY, kind="stable").reset_index(drop=True)
     return df.assign(values=value_rows(df)) if len(df) else df
->>>>>>> r41metrics
 
 
 def _plain(value: Any) -> Any:
