@@ -1,0 +1,158 @@
+"""The cfg_bench suite: one CFG-Bench question per episode, answered in one step.
+
+Episodes come from a data folder laid out as the originals' scripts read it (docs/cfg_bench.md):
+``suite.params.data_dir`` or ``$CFG_BENCH_DATA_DIR``. ``reset`` shows the question (with the
+options for multiple choice), the video's path and the clip's bounds (the whole video); the one
+``step`` takes the answer text and ends the episode. Multiple-choice answers are scored here
+(``info["values"]``: ``correct`` and ``unreadable``, 0/1, by the strict rule of
+:func:`envs.cfg_bench.scoring.extract_choice`); open-ended answers are kept
+(``info["answer"]``) for the judge. The env never decodes the video: a missing video fails that
+question's record (an env error), and the prompt adapter decodes it only when the model sees it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from envs.cfg_bench import data as D
+from envs.cfg_bench.plugin import DATA_ENV, CFGBenchParams
+from envs.cfg_bench.prompt import PROMPT_VERSION
+from envs.cfg_bench.scoring import extract_choice, mc_correct
+from harness.params import parse
+from harness.types import (
+    INFO_ACTION_OK, INFO_ANSWER, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
+    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, INFO_VALUES, EpisodeSpec,
+)
+
+VERSION = "1.0.0"
+#: Longest answer text kept in the record.
+MAX_ANSWER_CHARS = 8000
+
+
+def data_root(data_dir: str | None) -> Path:
+    """The data folder, or a one-line DataError saying how to give it."""
+    root = data_dir or os.environ.get(DATA_ENV)
+    if not root:
+        raise D.DataError(f"cfg_bench needs its data: set suite.params.data_dir=FOLDER or ${DATA_ENV} "
+                          "(harness fetch cfg_bench lays it out)")
+    path = Path(root).expanduser()
+    if not (path / D.QA_FILE).is_file():
+        raise D.DataError(f"cfg_bench data folder {path} has no {D.QA_FILE} (harness fetch cfg_bench lays it out)")
+    return path
+
+
+class CFGBenchSuite:
+    name = "cfg_bench"
+    version = VERSION
+    action_kind = "text"
+
+    def __init__(self, **values: Any) -> None:
+        self.params = parse(CFGBenchParams, values)
+        self._questions: list[D.Question] | None = None
+
+    def _load(self) -> tuple[Path, list[D.Question]]:
+        root = data_root(self.params.data_dir)
+        if self._questions is None:
+            self._questions = D.load_questions(root)
+        return root, self._questions
+
+    def splits(self) -> Sequence[str]:
+        return D.SPLITS
+
+    def protocol(self, split: str) -> Mapping[str, Any]:
+        return {"max_steps": 1, "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
+                "prompt_version": PROMPT_VERSION, "mc_rule": "json result == option text (stripped)",
+                "tasks": sorted({q for q in D.TASKS if split == "all" or split.upper() == q
+                                 or q in D.TIERS.get(split, ())})}
+
+    def episodes(self, split: str) -> Sequence[EpisodeSpec]:
+        if split not in D.SPLITS:
+            try:
+                D.select([], split)  # the one-line unknown-split message (with a suggestion)
+            except D.DataError as exc:
+                raise KeyError(str(exc)) from None
+        root, questions = self._load()
+        captions = D.load_captions(root) if (root / D.CAPTION_FILE).is_file() else {}
+        index = D.video_index(root)
+        out = []
+        for i, q in enumerate(D.select(questions, split)):
+            video = D.find_video(index, q.video_name)
+            out.append(EpisodeSpec(
+                suite=self.name, split=split, episode_id=q.qid, seed=0, instruction=q.question,
+                metadata={"task_type": q.task_type, "tier": q.tier, "options": list(q.options),
+                          "correct_answer": q.correct_answer, "video_name": q.video_name,
+                          "video": str(video) if video is not None else None,
+                          "caption": D.caption_for(captions, q) or "", "question_key": q.question_key,
+                          "fps": float(self.params.fps), "max_frames": int(self.params.max_frames)}))
+        return out
+
+    def make_env(self) -> "CFGBenchEnv":
+        return CFGBenchEnv()
+
+
+def question_of(episode: EpisodeSpec) -> D.Question:
+    m = episode.metadata
+    return D.Question(qid=episode.episode_id, video_name=m["video_name"], question=episode.instruction,
+                      task_type=m["task_type"], correct_answer=m["correct_answer"],
+                      options=tuple(m.get("options") or ()), question_key=m.get("question_key", ""))
+
+
+class CFGBenchEnv(gym.Env):
+    """One question per episode: ``reset`` shows it, the one ``step`` answers it and ends it."""
+
+    action_space = spaces.Text(max_length=MAX_ANSWER_CHARS)
+
+    def __init__(self) -> None:
+        self._episode: EpisodeSpec | None = None
+
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+        super().reset(seed=seed)
+        episode = (options or {}).get("episode")
+        if not isinstance(episode, EpisodeSpec):
+            raise ValueError("reset needs options={'episode': EpisodeSpec}")
+        video = episode.metadata.get("video")
+        if not video or not Path(video).is_file():
+            raise FileNotFoundError(f"cfg_bench {episode.episode_id}: video {episode.metadata['video_name']!r} "
+                                    "is not in the data folder's videos/")
+        self._episode = episode
+        info = {INFO_SUCCESS: False, INFO_GC_SATISFIED: 0, INFO_GC_TOTAL: 0, INFO_INVALID_ACTIONS: 0,
+                INFO_TASK_TYPE: episode.metadata["task_type"], INFO_ACTION_OK: True, INFO_FEEDBACK: "",
+                INFO_TERMINATION: None}
+        if (options or {}).get("privileged"):
+            info[INFO_PRIVILEGED] = {"answer": episode.metadata["correct_answer"]}
+        return self._observation(), info
+
+    def _observation(self) -> dict[str, Any]:
+        e = self._episode
+        m = e.metadata
+        return {"text": e.instruction, "question": e.instruction, "options": list(m.get("options") or ()),
+                "task_type": m["task_type"], "video": m["video"], "clip_start": 0.0, "clip_end": None,
+                "fps": m["fps"], "max_frames": m["max_frames"]}
+
+    def step(self, action: Any):
+        if self._episode is None:
+            raise RuntimeError("step before reset")
+        m = self._episode.metadata
+        text = action if isinstance(action, str) else ""
+        values: dict[str, float | None] = {}
+        if m["options"]:
+            answer = extract_choice(text, m["options"])
+            correct = mc_correct(answer, m["correct_answer"])
+            values = {"correct": int(correct), "unreadable": int(not answer.readable)}
+            stored, success, feedback = text.strip(), correct, answer.problem or "answered"
+        else:
+            stored, success, feedback = text.strip(), False, "answered" if text.strip() else "empty answer"
+        # An unreadable MC reply, an empty answer or unusable model output: answered, but not validly.
+        invalid = (values.get("unreadable") == 1) if m["options"] else not stored
+        info = {INFO_SUCCESS: bool(success), INFO_GC_SATISFIED: 0, INFO_GC_TOTAL: 0,
+                INFO_INVALID_ACTIONS: int(invalid), INFO_TASK_TYPE: m["task_type"], INFO_ACTION_OK: not invalid, INFO_FEEDBACK: feedback,
+                INFO_TERMINATION: "answered", INFO_VALUES: values, INFO_ANSWER: stored[:MAX_ANSWER_CHARS]}
+        return self._observation(), float(success), True, False, info
+
+    def close(self) -> None:
+        self._episode = None

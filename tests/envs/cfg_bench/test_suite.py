@@ -1,0 +1,114 @@
+"""The cfg_bench suite end to end on a generated data folder: check_suite, harness run with the
+oracle and random agents, the vlm planner (scripted backend; visual=none decodes no video),
+harness table --by task_type, and bad input (unknown split, malformed file, missing data)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from harness.cli import main
+from harness.store import ResultStore
+from harness.testing import SUITE_CHECKS, check_suite, scripted_replies
+
+
+def run(args, capsys=None):
+    code = main(args)
+    return code
+
+
+def test_check_suite_passes(cfg_data):
+    report = check_suite("cfg_bench", suite_params={"data_dir": str(cfg_data)}, split="temporal_causal", episodes=2)
+    assert list(report.passed) == list(SUITE_CHECKS), report
+
+
+def test_oracle_scores_every_mc_question_and_keeps_open_answers(cfg_data, tmp_path):
+    out = tmp_path / "oracle"
+    assert main(["run", "suite=cfg_bench", "planner=oracle", f"suite.params.data_dir={cfg_data}", f"out={out}",
+                 "progress=false"]) == 0
+    df = ResultStore(out / "results.sqlite").frame()
+    assert len(df) == 5 and df["error_kind"].isna().all()
+    mc = df[df["task_type"].isin(["FAU", "TR", "CR"])]
+    assert [v["correct"] for v in mc["values"]] == [1, 1, 1]
+    assert [v["unreadable"] for v in mc["values"]] == [0, 0, 0]
+    gi = df[df["task_type"] == "GI"].iloc[0]
+    assert gi["extra"]["answer"] == "To make tea." and gi["values"] == {}
+
+
+def test_random_is_seeded_and_table_breaks_down_by_task(cfg_data, tmp_path, capsys):
+    out = tmp_path / "random"
+    for _ in range(2):  # the second run resumes: nothing new
+        assert main(["run", "suite=cfg_bench", "planner=random", f"suite.params.data_dir={cfg_data}", f"out={out}",
+                     "progress=false"]) == 0
+    df = ResultStore(out / "results.sqlite").frame()
+    assert len(df) == 5
+    capsys.readouterr()
+    assert main(["table", str(out), "--by", "task_type"]) == 0
+    text = capsys.readouterr().out
+    assert "FAU" in text and "TR" in text and "Acc" in text
+
+
+def test_vlm_scripted_reads_mc_replies_strictly(cfg_data, tmp_path):
+    def reply(text, schema, call):
+        if "Which hand" in text:
+            return '{"result": "right hand"}'
+        if "What happens first" in text:
+            return "pour"  # not JSON: unreadable, counted
+        return '{"answer": "a scripted answer"}'
+
+    out = tmp_path / "vlm"
+    with scripted_replies(reply, name="cfg"):
+        assert main(["run", "suite=cfg_bench", "planner=vlm", "planner.params.backend=scripted",
+                     "planner.params.script=cfg", "planner.params.model=scripted", f"suite.params.data_dir={cfg_data}",
+                     f"out={out}", "progress=false"]) == 0
+    df = ResultStore(out / "results.sqlite").frame().set_index("task_type")
+    assert df.loc["FAU", "values"] == {"correct": 1, "unreadable": 0}
+    assert df.loc["TR", "values"] == {"correct": 0, "unreadable": 1}
+    assert df.loc["GI", "extra"]["answer"] == "a scripted answer"
+
+
+def test_blind_decodes_no_video(cfg_data, tmp_path):
+    """visual=none: the videos are replaced by bytes no decoder reads, and the run still answers;
+    with visual=video the same data fails those questions' records, not the run."""
+    data = tmp_path / "data"
+    shutil.copytree(cfg_data, data)
+    for v in (data / "videos").iterdir():
+        v.write_bytes(b"not a video")
+    seen = []
+
+    def reply(text, schema, call):
+        seen.append(text)
+        return '{"result": "pour"}'
+
+    common = ["planner=vlm", "planner.params.backend=scripted", "planner.params.script=blind",
+              "planner.params.model=scripted", f"suite.params.data_dir={data}", "progress=false"]
+    with scripted_replies(reply, name="blind"):
+        assert main(["run", "suite=cfg_bench", "planner.params.prompt.visual=none", *common,
+                     f"out={tmp_path / 'blind'}"]) == 0
+        df = ResultStore(tmp_path / "blind" / "results.sqlite").frame().set_index("task_type")
+        assert df["error_kind"].isna().all() and df.loc["TR", "values"]["correct"] == 1
+        main(["run", "suite=cfg_bench", *common, f"out={tmp_path / 'seeing'}"])
+    df = ResultStore(tmp_path / "seeing" / "results.sqlite").frame()
+    assert len(df) == 5 and df["error_kind"].notna().all()
+    assert "cannot decode video" in df["error_message"].iloc[0]
+
+
+def test_bad_input_is_one_line_exit_2(cfg_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("CFG_BENCH_DATA_DIR", raising=False)
+    assert main(["run", "suite=cfg_bench", "planner=oracle", f"out={tmp_path / 'a'}", "progress=false"]) == 2
+    assert "CFG_BENCH_DATA_DIR" in capsys.readouterr().err
+    assert main(["run", "suite=cfg_bench", "split=temporal", "planner=oracle", f"suite.params.data_dir={cfg_data}",
+                 f"out={tmp_path / 'b'}", "progress=false"]) == 2
+    assert "did you mean 'temporal_causal'" in capsys.readouterr().err
+    bad = tmp_path / "bad"
+    shutil.copytree(cfg_data, bad)
+    items = json.loads((bad / "qa_pairs.json").read_text())
+    items[1]["task_type"] = "XYZ"
+    (bad / "qa_pairs.json").write_text(json.dumps(items))
+    assert main(["run", "suite=cfg_bench", "planner=oracle", f"suite.params.data_dir={bad}",
+                 f"out={tmp_path / 'c'}", "progress=false"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "item 1" in err[0]
+    assert not (tmp_path / "c" / "results.sqlite").exists()
