@@ -85,7 +85,7 @@ def test_blind_decodes_no_video(cfg_data, tmp_path):
     common = ["planner=vlm", "planner.params.backend=scripted", "planner.params.script=blind",
               "planner.params.model=scripted", f"suite.params.data_dir={data}", "progress=false"]
     with scripted_replies(reply, name="blind"):
-        assert main(["run", "suite=cfg_bench", "planner.params.prompt.visual=none", *common,
+        assert main(["run", "suite=cfg_bench", "planner.params.visual=none", *common,
                      f"out={tmp_path / 'blind'}"]) == 0
         df = ResultStore(tmp_path / "blind" / "results.sqlite").frame().set_index("task_type")
         assert df["error_kind"].isna().all() and df.loc["TR", "values"]["correct"] == 1
