@@ -1,0 +1,50 @@
+"""procobject's judge rubric (``SuitePlugin.judge``) for ``harness judge``: J in [0, 5], the mean
+of the four dimensions (:mod:`envs.procobject.judge_prompt`). The stored answer is the model's
+reply as given; the judge is shown its ``answer`` field. An unreadable reply, or judge reply, is
+not judged / an ``unreadable`` verdict, never a 0."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from envs.procobject.answer import json_object
+from envs.procobject.judge_prompt import DIMENSIONS, JUDGE_PROMPT_VERSION, build_judge_prompt, parse_judge_reply
+from harness.judging import Verdict
+from harness.types import EpisodeSpec
+
+
+def answer_text(reply: str) -> str | None:
+    obj = json_object(reply)
+    if obj is None or not isinstance(obj.get("answer"), str) or not obj["answer"].strip():
+        return None
+    return obj["answer"].strip()
+
+
+class ProcObjectRubric:
+    version = JUDGE_PROMPT_VERSION
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"rubric": "procobject", "version": self.version}
+
+    def needs(self, record: Mapping[str, Any], episode: EpisodeSpec) -> bool:
+        return answer_text(str((record.get("extra") or {}).get("answer") or "")) is not None
+
+    def messages(self, episode: EpisodeSpec, answer: str) -> list[dict[str, Any]]:
+        text = build_judge_prompt(question=episode.instruction, reference=episode.metadata["answer"],
+                                  answer=answer_text(answer) or answer)
+        return [{"role": "user", "content": [{"type": "text", "text": text}]}]
+
+    def read(self, text: str, episode: EpisodeSpec) -> Verdict:
+        try:
+            v = parse_judge_reply(text)
+        except Exception as exc:  # never raises
+            return Verdict({}, "unreadable", f"{type(exc).__name__}: {exc}"[:200])
+        if v.status != "ok":
+            return Verdict({}, "unreadable", v.problem)
+        return Verdict({"judge_score": float(v.j), **{d: float(s) for d, s in zip(DIMENSIONS, v.scores)}}, "ok")
+
+
+def make_rubric(params: Mapping[str, Any]) -> ProcObjectRubric:
+    if params:
+        raise ValueError(f"unknown procobject rubric parameter {sorted(params)[0]!r} (it takes none)")
+    return ProcObjectRubric()
