@@ -41,16 +41,16 @@ class CFGBenchPromptParams:
 METRICS = (
     Metric("accuracy", "Acc", "correct", binary=True, default=True,
            description="multiple choice (FAU, TR, CR): questions answered with the correct option / MC questions"),
-    Metric("unreadable", "Unread", "unreadable", binary=True, higher_is_better=False,
+    Metric("mc_unreadable", "Unread", "unreadable", binary=True, higher_is_better=False,
            description="multiple choice: replies with no readable option (no JSON, no result, not an option) / MC "
                        "questions; counted wrong in accuracy"),
-    Metric("judge_score", "S", "judge_score", range=(0.0, 10.0), unit="score", judged=True, default=True,
+    Metric("cfg_s", "S", "judge_score", range=(0.0, 10.0), unit="score", judged=True, default=True,
            description="open-ended: S = (C + D) / 2, 0 where the gate failed (CIA, CRS)"),
-    Metric("correctness", "C", "correctness", range=(0.0, 10.0), unit="score", judged=True,
+    Metric("cfg_c", "C", "correctness", range=(0.0, 10.0), unit="score", judged=True,
            description="open-ended: the judge's correctness 0-10 (0 where the gate failed)"),
-    Metric("detailedness", "D", "detailedness", range=(0.0, 10.0), unit="score", judged=True,
+    Metric("cfg_d", "D", "detailedness", range=(0.0, 10.0), unit="score", judged=True,
            description="open-ended: the judge's detailedness 0-10 (0 where the gate failed)"),
-    Metric("gate", "Gate", "gate", binary=True, judged=True,
+    Metric("cfg_gate", "Gate", "gate", binary=True, judged=True,
            description="CIA and CRS: answers that rejected or corrected the false premise / judged answers"),
 )
 

@@ -45,11 +45,11 @@ METRICS = (
     Metric("miog", "mIoG", "iog", unit="iou", description="intersection over the reference length, mean"),
     Metric("iou_at_0_3", "IoU@0.3", "iou_at_0_3", binary=True, description="questions with IoU >= 0.3"),
     Metric("iou_at_0_5", "IoU@0.5", "iou_at_0_5", binary=True, description="questions with IoU >= 0.5"),
-    Metric("unreadable", "Unread", "unreadable", binary=True, higher_is_better=False,
+    Metric("reply_unreadable", "Unread", "unreadable", binary=True, higher_is_better=False,
            description="replies with no readable JSON answer (kept in every mean, grounding 0)"),
     Metric("span_problems", "Refused", "span_problems", unit="count", range=(0.0, 1e6), higher_is_better=False,
            description="spans refused per question (negative, reversed, past the clip, not a pair)"),
-    Metric("judge_score", "J", "judge_score", range=(0.0, 5.0), unit="score", judged=True, default=True,
+    Metric("procobject_j", "J", "judge_score", range=(0.0, 5.0), unit="score", judged=True, default=True,
            description="judge score 0-5: mean of contextual integration, detail orientation, contextual "
                        "understanding, temporal understanding"),
     Metric("sentence_similarity", "SentSim", "sentence_similarity", unit="score", range=(-1.0, 1.0),

@@ -28,7 +28,7 @@ def test_oracle_scores_every_mc_question_and_keeps_open_answers(cfg_data, tmp_pa
     out = tmp_path / "oracle"
     assert main(["run", "suite=cfg_bench", "planner=oracle", f"suite.params.data_dir={cfg_data}", f"out={out}",
                  "progress=false"]) == 0
-    df = ResultStore(out / "results.sqlite").frame()
+    df = ResultStore(out, readonly=True).frame()
     assert len(df) == 5 and df["error_kind"].isna().all()
     mc = df[df["task_type"].isin(["FAU", "TR", "CR"])]
     assert [v["correct"] for v in mc["values"]] == [1, 1, 1]
@@ -42,7 +42,7 @@ def test_random_is_seeded_and_table_breaks_down_by_task(cfg_data, tmp_path, caps
     for _ in range(2):  # the second run resumes: nothing new
         assert main(["run", "suite=cfg_bench", "planner=random", f"suite.params.data_dir={cfg_data}", f"out={out}",
                      "progress=false"]) == 0
-    df = ResultStore(out / "results.sqlite").frame()
+    df = ResultStore(out, readonly=True).frame()
     assert len(df) == 5
     capsys.readouterr()
     assert main(["table", str(out), "--by", "task_type"]) == 0
@@ -63,7 +63,7 @@ def test_vlm_scripted_reads_mc_replies_strictly(cfg_data, tmp_path):
         assert main(["run", "suite=cfg_bench", "planner=vlm", "planner.params.backend=scripted",
                      "planner.params.script=cfg", "planner.params.model=scripted", f"suite.params.data_dir={cfg_data}",
                      f"out={out}", "progress=false"]) == 0
-    df = ResultStore(out / "results.sqlite").frame().set_index("task_type")
+    df = ResultStore(out, readonly=True).frame().set_index("task_type")
     assert df.loc["FAU", "values"] == {"correct": 1, "unreadable": 0}
     assert df.loc["TR", "values"] == {"correct": 0, "unreadable": 1}
     assert df.loc["GI", "extra"]["answer"] == "a scripted answer"
@@ -87,10 +87,10 @@ def test_blind_decodes_no_video(cfg_data, tmp_path):
     with scripted_replies(reply, name="blind"):
         assert main(["run", "suite=cfg_bench", "planner.params.visual=none", *common,
                      f"out={tmp_path / 'blind'}"]) == 0
-        df = ResultStore(tmp_path / "blind" / "results.sqlite").frame().set_index("task_type")
+        df = ResultStore(tmp_path / "blind", readonly=True).frame().set_index("task_type")
         assert df["error_kind"].isna().all() and df.loc["TR", "values"]["correct"] == 1
         main(["run", "suite=cfg_bench", *common, f"out={tmp_path / 'seeing'}"])
-    df = ResultStore(tmp_path / "seeing" / "results.sqlite").frame()
+    df = ResultStore(tmp_path / "seeing", readonly=True).frame()
     assert len(df) == 5 and df["error_kind"].notna().all()
     assert "cannot decode video" in df["error_message"].iloc[0]
 
@@ -112,3 +112,34 @@ def test_bad_input_is_one_line_exit_2(cfg_data, tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "item 1" in err[0]
     assert not (tmp_path / "c" / "results.sqlite").exists()
+
+
+def test_harness_judge_fills_s_c_d_and_the_gate(cfg_data, tmp_path, capsys):
+    """Open-ended answers judged by a loopback judge: the gated CIA answer that accepts the premise
+    gets S = 0 and gate 0 (scoring.open_score); GI gets S = (C + D) / 2; MC questions are not judged."""
+    from tests.envs.loopback_judge import serve
+
+    def reply_of(text):
+        if "Premise check" in text:
+            return '{"premise": "accepted", "correctness": 7, "detailedness": 5, "rationale": "r"}'
+        return '{"correctness": 8, "detailedness": 5, "rationale": "r"}'
+
+    srv, url = serve(reply_of)
+    try:
+        out = tmp_path / "judged"
+        assert main(["run", "suite=cfg_bench", "planner=oracle", f"suite.params.data_dir={cfg_data}", f"out={out}",
+                     "progress=false"]) == 0
+        assert main(["judge", str(out), "judge=openai", "judge.model=judge-x", f"judge.params.base_url={url}"]) == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    j = ResultStore(out, readonly=True).judgements().set_index("episode_id")
+    assert len(j) == 2 and set(j.status) == {"ok"}
+    by_task = {ResultStore(out, readonly=True).frame().set_index("episode_id").loc[e, "task_type"]: v
+               for e, v in j["values"].items()}
+    assert by_task["CIA"] == {"correctness": 0.0, "detailedness": 0.0, "judge_score": 0.0, "gate": 0.0}
+    assert by_task["GI"] == {"correctness": 8.0, "detailedness": 5.0, "judge_score": 6.5}
+    capsys.readouterr()
+    assert main(["table", str(out), "--by", "task_type", "--metrics", "accuracy,cfg_s,cfg_gate"]) == 0
+    text = capsys.readouterr().out
+    assert "| CIA |" in text and "S" in text and "Gate" in text

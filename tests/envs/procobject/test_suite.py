@@ -24,7 +24,7 @@ def test_oracle_grounds_perfectly(po_data, tmp_path, capsys):
     out = tmp_path / "oracle"
     assert main(["run", "suite=procobject", "planner=oracle", f"suite.params.data_dir={po_data}", f"out={out}",
                  "progress=false"]) == 0
-    df = ResultStore(out / "results.sqlite").frame()
+    df = ResultStore(out, readonly=True).frame()
     assert len(df) == 3 and df["error_kind"].isna().all()
     for v in df["values"]:
         assert v["iou"] == pytest.approx(1.0) and v["iou_at_0_5"] == 1 and v["unreadable"] == 0
@@ -47,7 +47,7 @@ def test_vlm_scripted_counts_bad_spans_and_unreadable(po_data, tmp_path):
         assert main(["run", "suite=procobject", "planner=vlm", "planner.params.backend=scripted",
                      "planner.params.script=po", "planner.params.model=scripted", f"suite.params.data_dir={po_data}",
                      f"out={out}", "progress=false"]) == 0
-    df = ResultStore(out / "results.sqlite").frame().set_index("episode_id")
+    df = ResultStore(out, readonly=True).frame().set_index("episode_id")
     v1 = df.loc["1", "values"]
     expected = ground([[0.5, 3.0]], [[0.5, 2.0], [1.5, 3.0]])
     assert v1["iou"] == pytest.approx(expected.iou) == pytest.approx(1.0) and v1["span_problems"] == 3
@@ -65,8 +65,8 @@ def test_blind_decodes_no_video(po_data, tmp_path):
     with scripted_replies(lambda text, schema, call: '{"answer": "x", "evidence": [[2, 5]]}', name="poblind"):
         assert main(["run", "suite=procobject", "planner.params.visual=none", *common, f"out={tmp_path / 'b'}"]) == 0
         main(["run", "suite=procobject", *common, f"out={tmp_path / 's'}"])
-    assert ResultStore(tmp_path / "b" / "results.sqlite").frame()["error_kind"].isna().all()
-    assert ResultStore(tmp_path / "s" / "results.sqlite").frame()["error_kind"].notna().all()
+    assert ResultStore(tmp_path / "b", readonly=True).frame()["error_kind"].isna().all()
+    assert ResultStore(tmp_path / "s", readonly=True).frame()["error_kind"].notna().all()
 
 
 def test_official_predictions_from_a_store(po_data, tmp_path):
@@ -102,3 +102,26 @@ def test_bad_input_is_one_line_exit_2(po_data, tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "record 2" in err[0]
     assert not (tmp_path / "c" / "results.sqlite").exists()
+
+
+def test_harness_judge_gives_j(po_data, tmp_path, capsys):
+    from tests.envs.loopback_judge import serve
+
+    def reply_of(text):
+        if "dough" in text:
+            return "I cannot tell."  # unreadable: counted, no value
+        return ('{"contextual_integration": 4, "detail_orientation": 3, "contextual_understanding": 5, '
+                '"temporal_understanding": 4}')
+
+    srv, url = serve(reply_of)
+    try:
+        out = tmp_path / "judged"
+        assert main(["run", "suite=procobject", "planner=oracle", f"suite.params.data_dir={po_data}", f"out={out}",
+                     "progress=false"]) == 0
+        assert main(["judge", str(out), "judge=openai", "judge.model=judge-x", f"judge.params.base_url={url}"]) == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    j = ResultStore(out, readonly=True).judgements().set_index("episode_id")
+    assert j.loc["1", "values"]["judge_score"] == pytest.approx(4.0)
+    assert j.loc["3", "status"] == "unreadable" and j.loc["3", "values"] == {}
