@@ -20,8 +20,8 @@ def predictions_from_store(out: str | Path, path: str | Path, *, data_dir: str |
                            run_id: str | None = None, split: str = D.DEFAULT_SPLIT) -> Path:
     from harness.store import ResultStore
 
-    store = ResultStore(Path(out) / "results.sqlite")
-    df = store.frame()
+    with ResultStore(out, readonly=True) as store:
+        df = store.frame()
     df = df[(df["suite"] == "procobject") & (df["split"] == split)]
     if run_id is not None:
         df = df[df["run_id"] == run_id]
@@ -39,6 +39,8 @@ def predictions_from_store(out: str | Path, path: str | Path, *, data_dir: str |
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness.store import StoreError
+
     ap = argparse.ArgumentParser(prog="python -m envs.procobject.export", description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("predictions")
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         print(predictions_from_store(a.out, a.predictions, data_dir=a.data_dir, run_id=a.run))
-    except (D.DataError, OSError) as exc:
+    except (D.DataError, OSError, StoreError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     return 0

@@ -143,3 +143,26 @@ def test_harness_judge_fills_s_c_d_and_the_gate(cfg_data, tmp_path, capsys):
     assert main(["table", str(out), "--by", "task_type", "--metrics", "accuracy,cfg_s,cfg_gate"]) == 0
     text = capsys.readouterr().out
     assert "| CIA |" in text and "S" in text and "Gate" in text
+
+
+def test_official_results_from_a_store(cfg_data, tmp_path):
+    """The store's answers written in the originals' format equal what official.py makes of the same
+    answers (MC read by the strict rule; open-ended as given)."""
+    from envs.cfg_bench.data import load_questions
+    from envs.cfg_bench.export import official_from_store
+    from envs.cfg_bench.official import to_official
+    from envs.cfg_bench.scoring import extract_choice
+
+    out = tmp_path / "random"
+    assert main(["run", "suite=cfg_bench", "planner=random", "planner.params.seed=3",
+                 f"suite.params.data_dir={cfg_data}", f"out={out}", "progress=false"]) == 0
+    got = json.loads(official_from_store(out, tmp_path / "res.json", data_dir=cfg_data, model="m").read_text())
+    df = ResultStore(out, readonly=True).frame().set_index("episode_id")
+    qs = load_questions(cfg_data)
+    answers = {q.qid: extract_choice(df.loc[q.qid, "extra"]["answer"], q.options) if q.is_mc
+               else df.loc[q.qid, "extra"]["answer"] for q in qs}
+    assert got == to_official(qs, answers, "m")
+    mc = [g for g in got if "options" in g]
+    assert len(mc) == 3 and all(g["evaluation"][0]["result"] in g["options"] for g in mc)
+    from envs.cfg_bench.export import main as export_main
+    assert export_main([str(tmp_path / "nothing"), str(tmp_path / "x.json"), "--data-dir", str(cfg_data)]) == 2
