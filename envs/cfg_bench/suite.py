@@ -37,6 +37,11 @@ MAX_ANSWER_CHARS = 8000
 def data_root(data_dir: str | None) -> Path:
     """The data folder, or a one-line DataError saying how to give it."""
     root = data_dir or os.environ.get(DATA_ENV)
+    if not root:  # what `harness fetch cfg_bench` laid out, when it completed
+        from harness.fetch import fetched_dir
+
+        fetched = fetched_dir("cfg_bench")
+        root = str(fetched) if fetched is not None else None
     if not root:
         raise D.DataError(f"cfg_bench needs its data: set suite.params.data_dir=FOLDER or ${DATA_ENV} "
                           "(harness fetch cfg_bench lays it out)")

@@ -36,6 +36,11 @@ MAX_REPLY_CHARS = 16000
 
 def data_root(data_dir: str | None) -> Path:
     root = data_dir or os.environ.get(DATA_ENV)
+    if not root:  # what `harness fetch procobject` laid out, when it completed
+        from harness.fetch import fetched_dir
+
+        fetched = fetched_dir("procobject")
+        root = str(fetched) if fetched is not None else None
     if not root:
         raise D.DataError(f"procobject needs its data: set suite.params.data_dir=FOLDER or ${DATA_ENV} "
                           "(harness fetch procobject lays it out)")

@@ -34,8 +34,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", _dead_url())
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    # the suites declare these on their plugins; here they are offered to fetch directly
-    monkeypatch.setattr(fetch_mod, "DATASETS", {"cfg_bench": CFG_BENCH_DATASET, "procobject": PROCOBJECT_DATASET})
+    # the datasets come from the suites' plugins (SuitePlugin.datasets), as for any suite
     return root
 
 
@@ -87,3 +86,15 @@ def test_fetch_procobject_lays_out_what_the_reader_reads(env, tmp_path, monkeypa
         assert main(["fetch", "procobject"]) == 0
     items = load_items(env / "procobject")
     assert [(i.qid, i.type_key, i.pattern_key) for i in items] == [("2709", "preconditions", "multi_hop")]
+
+
+def test_the_suites_read_what_fetch_laid_out(env, tmp_path, monkeypatch):
+    """With no data_dir and no env var, each suite reads the folder `harness fetch` completed."""
+    from envs.cfg_bench.suite import CFGBenchSuite
+
+    monkeypatch.delenv("CFG_BENCH_DATA_DIR", raising=False)
+    repo = MirrorRepo(CFG_BENCH_DATASET.repo_id, _cfg_hub(tmp_path / "hub-cfg"))
+    with HubMirror([repo]) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert main(["fetch", "cfg_bench"]) == 0
+    assert len(CFGBenchSuite().episodes("all")) == len(load_questions(fetch_mod.fetched_dir("cfg_bench")))
