@@ -104,7 +104,7 @@ class QuestionEnv(gym.Env):
         correct = valid and answer == self._episode.metadata["answer"]
         info = {
             INFO_SUCCESS: correct, INFO_GC_SATISFIED: 0, INFO_GC_TOTAL: 0, INFO_INVALID_ACTIONS: int(not valid),
-            INFO_TASK_TYPE: self._episode.metadata["task_type"], INFO_ACTION_OK: True,
+            INFO_TASK_TYPE: self._episode.metadata["task_type"], INFO_ACTION_OK: valid,
             INFO_FEEDBACK: "answered", INFO_TERMINATION: "answered",
             INFO_VALUES: {"correct": int(correct)}, INFO_ANSWER: str(action)[:200],
         }
