@@ -58,8 +58,10 @@ def clip_frames(path: str | Path, start: float, end: float | None, *, fps: float
     decoded = _decode(path, start, end)
     if not decoded:
         raise ClipError(f"no frames in {path} between {start:g}s and {end if end is not None else 'the end'}")
-    last = decoded[-1][0]
-    times = sample_times(start, end if end is not None else last + 1e-3, fps, max_frames)
+    if end is None:  # to the end of the last frame
+        last = decoded[-1][0]
+        end = last + (last - decoded[-2][0] if len(decoded) > 1 else 1e-3)
+    times = sample_times(start, end, fps, max_frames)
     picked, j = [], 0
     for t in times:  # the last decoded frame at or before t
         while j + 1 < len(decoded) and decoded[j + 1][0] <= t + 1e-6:

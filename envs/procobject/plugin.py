@@ -62,7 +62,7 @@ SUITE = SuitePlugin(
     name="procobject", target="envs.procobject.suite:ProcObjectSuite", params=ProcObjectParams,
     default_split="test", prompt="envs.procobject.adapter:make_adapter", prompt_params=ProcObjectPromptParams,
     datasets=(PROCOBJECT_DATASET,), metrics=METRICS, judge="envs.procobject.rubric:make_rubric",
-    modules=("av",), packages=("av",),
+    packages=("av",),
     summary="ProcObject-10K: grounded procedural VideoQA (answer + evidence spans; mIoU/IoP/IoG, judged J)")
 
 ORACLE = AgentPlugin(
