@@ -14,7 +14,7 @@ from harness.catalog import Collected
 #: extras; each suite declares its own (``SuitePlugin.modules`` with its ``extra``).
 _CORE_EXTRAS: dict[str, str] = {
     "torch": "models", "transformers": "models", "peft": "models", "accelerate": "models",
-    "safetensors": "models", "openai": "models",
+    "safetensors": "models", "openai": "models", "av": "video",
     "ai2thor": "thor",
     "websockets": "policies", "msgpack": "policies",
     "ray": "ray",

@@ -32,13 +32,19 @@ def to_pil(image: Any, size: int | None) -> Any:
 
 
 def transcript_form(messages: Conversation) -> list[dict[str, Any]]:
-    """The messages with images replaced by their size (what the transcripts keep)."""
+    """The messages with images replaced by their size and clips by their frame times (what the
+    transcripts keep)."""
     out = []
     for m in messages:
         parts = []
         for p in m["content"]:
             if p.get("type") == "image":
                 parts.append({"type": "image", "size": list(p["image"].size)})
+            elif p.get("type") == "video":  # a clip (harness/media.py): where its frames come from
+                clip = p["video"]
+                parts.append({"type": "video", "frames": len(clip), "size": list(clip.size),
+                              "source": clip.source, "timestamps": [round(t, 6) for t in clip.timestamps],
+                              "sampling": dict(clip.sampling)})
             else:
                 parts.append(p)
         out.append({"role": m["role"], "content": parts})

@@ -22,7 +22,9 @@ processor that masks every token the schema's grammar does not allow), and
 does for its local and most remote models (harness/promptkit/family.py).
 
 Messages use the processor's convention: ``{"type": "image", "image": PIL}``
-parts; the ``openai`` backend sends them as base64 PNG data URLs.
+parts; the ``openai`` backend sends them as base64 PNG data URLs. A clip
+(``{"type": "video", "video": harness.media.Clip}``) goes as each backend's
+``video_form`` says (planners/vlm/video.py).
 
 Their settings are declared in planners/plugin.py (``HFParams``, ``OpenAIParams``; plugins
 ``HF`` / ``OPENAI`` in the ``embodied_transfer.model_backends`` group); :func:`make_hf` and
@@ -44,6 +46,8 @@ from typing import Any, Mapping, Sequence
 from planners.plugin import DEFAULT_MAX_NEW_TOKENS, DEFAULT_MAX_REPLY_CHARS, HFParams, OpenAIParams
 from planners.vlm.identity import checkpoint_identity
 from planners.vlm.reply_body import read_reply
+from planners.vlm.video import (HF_FORMS, OPENAI_FORMS, frames_as_images, has_video, hf_video_inputs,
+                                openai_video_parts)
 
 Messages = list[dict[str, Any]]
 
@@ -99,7 +103,7 @@ class HFBackend:
                  dtype: str = "auto", device_map: str | None = None, attn_implementation: str | None = None,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, batch_size: int = 16,
                  trust_remote_code: bool = False, hash_weights: bool = False, json_schema: bool = False,
-                 num_threads: int | str | None = "auto") -> None:
+                 num_threads: int | str | None = "auto", video_form: str = "video") -> None:
         import torch
         from transformers import AutoModelForImageTextToText
 
@@ -109,6 +113,7 @@ class HFBackend:
         self.json_schema = bool(json_schema)
         if self.json_schema:
             _require_xgrammar()
+        self.video_form = _video_form(video_form, HF_FORMS)
         #: intra-op threads: "auto" = the cores this process has (planners/vlm/threads.py), less
         #: those of env worker processes once the run says how many (share_cores).
         self.num_threads = num_threads
@@ -154,6 +159,8 @@ class HFBackend:
             "json_schema": self.json_schema,
             "guided_decoding": f"xgrammar=={_version('xgrammar')}" if self.json_schema else None,
         }
+        if self.video_form != HF_FORMS[0]:  # only where set: runs without clips keep their identity
+            self._identity["video_form"] = self.video_form
         #: generate() calls and conversations served (for benchmarks and tests).
         self.calls = 0
         self.served = 0
@@ -201,10 +208,15 @@ class HFBackend:
 
     def _generate_batch(self, conversations: Sequence[Messages], grammar: Any = None) -> list[str]:
         torch = self._torch
-        inputs = self.processor.apply_chat_template(
-            list(conversations), add_generation_prompt=True, tokenize=True, return_dict=True,
-            return_tensors="pt", processor_kwargs={"padding": True},
-        )
+        if has_video(conversations) and self.video_form == "frames":
+            conversations = [frames_as_images(c) for c in conversations]
+        if has_video(conversations):
+            inputs = hf_video_inputs(self.processor, conversations)
+        else:
+            inputs = self.processor.apply_chat_template(
+                list(conversations), add_generation_prompt=True, tokenize=True, return_dict=True,
+                return_tensors="pt", processor_kwargs={"padding": True},
+            )
         inputs = inputs.to(self.device)
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         extra: dict[str, Any] = {}
@@ -238,6 +250,12 @@ def _require_xgrammar() -> None:
     except ImportError as exc:
         raise ImportError("json_schema=true on the hf backend constrains decoding with xgrammar: install the "
                           "`models` extra (or set planner.params.json_schema=false)") from exc
+
+
+def _video_form(value: str, forms: Sequence[str]) -> str:
+    if value not in forms:
+        raise ValueError(f"video_form must be one of {', '.join(forms)}, got {value!r}")
+    return value
 
 
 def _version(package: str) -> str:
@@ -334,7 +352,7 @@ class OpenAIBackend:
                  max_concurrency: int = 8, request_timeout_s: float = 120.0, max_retries: int = 3,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, json_schema: bool = False,
                  served_checkpoint: str | None = None, hash_weights: bool = False,
-                 max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS) -> None:
+                 max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS, video_form: str = "frames") -> None:
         from openai import OpenAI
 
         self.model, self.base_url = model, base_url
@@ -364,6 +382,9 @@ class OpenAIBackend:
             "json_schema": self.json_schema,
             "decoding": "greedy",
         }
+        self.video_form = _video_form(video_form, OPENAI_FORMS)
+        if self.video_form != OPENAI_FORMS[0]:  # only where set: runs without clips keep their identity
+            self._identity["video_form"] = self.video_form
         self.calls = 0
         self._count_lock = threading.Lock()
 
@@ -408,7 +429,7 @@ class OpenAIBackend:
         # retries and timeouts), read up to a size limit (planners/vlm/reply_body.py): a server
         # answering hundreds of MB costs about max_reply_chars bytes, not the whole body.
         with self.client.chat.completions.with_streaming_response.create(
-            model=self.model, messages=to_openai_messages(messages), temperature=0.0,
+            model=self.model, messages=to_openai_messages(messages, self.video_form), temperature=0.0,
             max_tokens=self.max_new_tokens, **kwargs,
         ) as response:
             reply = read_reply(response.iter_bytes(), self.max_reply_chars)
@@ -444,7 +465,7 @@ def make_hf(model: str, params: HFParams, *, max_new_tokens: int, json_schema: b
                      device_map=params.device_map, attn_implementation=params.attn_implementation,
                      max_new_tokens=max_new_tokens, batch_size=params.batch_size,
                      trust_remote_code=params.trust_remote_code, hash_weights=hash_weights, json_schema=json_schema,
-                     num_threads=params.num_threads)
+                     num_threads=params.num_threads, video_form=params.video_form)
 
 
 def make_openai(model: str, params: OpenAIParams, *, max_new_tokens: int, json_schema: bool,
@@ -454,11 +475,12 @@ def make_openai(model: str, params: OpenAIParams, *, max_new_tokens: int, json_s
                          max_concurrency=params.max_concurrency, request_timeout_s=params.request_timeout_s,
                          max_retries=params.max_retries, max_new_tokens=max_new_tokens, json_schema=json_schema,
                          served_checkpoint=params.served_checkpoint, hash_weights=hash_weights,
-                         max_reply_chars=params.max_reply_chars)
+                         max_reply_chars=params.max_reply_chars, video_form=params.video_form)
 
 
-def to_openai_messages(messages: Messages) -> list[dict[str, Any]]:
-    """Processor-style messages -> OpenAI chat messages (images as base64 PNG data URLs)."""
+def to_openai_messages(messages: Messages, video_form: str = "frames") -> list[dict[str, Any]]:
+    """Processor-style messages -> OpenAI chat messages (images as base64 PNG data URLs, clips in
+    ``video_form``: planners/vlm/video.py)."""
     out = []
     for m in messages:
         content = m["content"]
@@ -469,6 +491,8 @@ def to_openai_messages(messages: Messages) -> list[dict[str, Any]]:
         for part in content:
             if part.get("type") == "image":
                 parts.append({"type": "image_url", "image_url": {"url": png_data_url(part["image"])}})
+            elif part.get("type") == "video":
+                parts += openai_video_parts(part["video"], video_form, png_data_url)
             else:
                 parts.append({"type": "text", "text": part["text"]})
         out.append({"role": m["role"], "content": parts})

@@ -38,6 +38,7 @@ CHAT_TEMPLATE = (
     "{% if message['content'] is string %}{{ message['content'] }}"
     "{% else %}{% for part in message['content'] %}"
     "{% if part['type'] == 'image' or part['type'] == 'image_url' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
     "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
     "{% endfor %}{% endif %}<|im_end|>\n"
     "{% endfor %}"
@@ -55,6 +56,9 @@ class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
         super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
                          chat_template=chat_template, **kwargs)
 '''
+
+#: The same for a Qwen3-VL checkpoint (its own processor class: timestamps in video prompts).
+PROCESSOR_MODULE_QWEN3 = PROCESSOR_MODULE.replace("Qwen2-VL", "Qwen3-VL").replace("Qwen2VL", "Qwen3VL")
 
 
 def _corpus() -> list[str]:
@@ -102,7 +106,7 @@ WEIGHT_BOUND = dict(hidden=512, vocab_size=151936, intermediate_size=1024, num_a
 
 
 def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0, weight_bound: bool = False) -> Path:
-    """Save a tiny random-weight checkpoint of ``family`` ("qwen2_vl" or "qwen2_5_vl") to ``out``;
+    """Save a tiny random-weight checkpoint of ``family`` ("qwen2_vl", "qwen2_5_vl" or "qwen3_vl") to ``out``;
     ``weight_bound``: the wider one with the real vocabulary (:data:`WEIGHT_BOUND`)."""
     import torch
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
@@ -134,6 +138,16 @@ def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0, weight_boun
         vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=hidden,
                       fullatt_block_indexes=[0], window_size=112)
         model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common))
+    elif family == "qwen3_vl":
+        from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+
+        # head_dim 32: mrope sections (t, h, w) over its 16 rotary pairs; one deepstack layer.
+        text3 = {**text, "head_dim": 32, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                              "mrope_section": [6, 5, 5], "mrope_interleaved": True}}
+        vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=hidden,
+                      patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+                      deepstack_visual_indexes=[0])
+        model = Qwen3VLForConditionalGeneration(Qwen3VLConfig(text_config=text3, vision_config=vision, **common))
     else:
         raise ValueError(f"unknown tiny family {family!r}")
     if weight_bound:
@@ -147,20 +161,25 @@ def build_base(out: Path, family: str = "qwen2_5_vl", seed: int = 0, weight_boun
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.save_pretrained(out)
-    image_processor = Qwen2VLImageProcessorPil(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
-    (out / "image_only_processor.py").write_text(PROCESSOR_MODULE)
+    if family == "qwen3_vl":  # Qwen3-VL's patches are 16 px (its processor config: patch_size 16)
+        image_processor = Qwen2VLImageProcessorPil(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, patch_size=16,
+                                                   image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+        module, cls_name = PROCESSOR_MODULE_QWEN3, "ImageOnlyQwen3VLProcessor"
+    else:
+        image_processor = Qwen2VLImageProcessorPil(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+        module, cls_name = PROCESSOR_MODULE, "ImageOnlyQwen2VLProcessor"
+    (out / "image_only_processor.py").write_text(module)
     namespace: dict = {}
-    exec(compile(PROCESSOR_MODULE, str(out / "image_only_processor.py"), "exec"), namespace)
-    processor = namespace["ImageOnlyQwen2VLProcessor"](image_processor=image_processor, tokenizer=tokenizer,
-                                                       chat_template=CHAT_TEMPLATE)
+    exec(compile(module, str(out / "image_only_processor.py"), "exec"), namespace)
+    processor = namespace[cls_name](image_processor=image_processor, tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
     processor.save_pretrained(out)
-    auto = {"AutoProcessor": "image_only_processor.ImageOnlyQwen2VLProcessor"}
+    auto = {"AutoProcessor": f"image_only_processor.{cls_name}"}
     for name in ("processor_config.json", "tokenizer_config.json"):
         path = out / name
         cfg = json.loads(path.read_text()) if path.exists() else {}
         cfg["auto_map"] = {**cfg.get("auto_map", {}), **auto}
         if name == "processor_config.json":
-            cfg["processor_class"] = "ImageOnlyQwen2VLProcessor"
+            cfg["processor_class"] = cls_name
         path.write_text(json.dumps(cfg, indent=2))
     return out
 
