@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from envs.video_frames import clip_frames, middle_frame, sample_times
+from envs.video_frames import visual_parts
 from harness.interfaces import AgentReply, AgentRequest, ModelFacts
 from harness.types import EpisodeSpec
 
@@ -18,10 +18,10 @@ class ProcObjectPrompt:
     schema = None
 
     def __init__(self, params: Any, model: ModelFacts) -> None:
-        self.visual, self.timestamps = str(params.visual), bool(params.timestamps)
+        self.visual = str(params.visual)
 
     def identity(self) -> Mapping[str, Any]:
-        return {"prompt_version": PROMPT_VERSION, "visual": self.visual, "timestamps": self.timestamps}
+        return {"prompt_version": PROMPT_VERSION, "visual": self.visual}
 
     def reset(self, episode: EpisodeSpec) -> None:
         pass
@@ -29,17 +29,9 @@ class ProcObjectPrompt:
     def messages(self, request: AgentRequest) -> list[dict[str, Any]]:
         obs = request.observation
         start, end = float(obs["clip_start"]), float(obs["clip_end"])
-        content: list[dict[str, Any]] = []
-        if self.visual == "frame":
-            content.append({"type": "image", "image": middle_frame(obs["video"], start, end)})
-        elif self.visual == "video":
-            frames = clip_frames(obs["video"], start, end, fps=obs["fps"], max_frames=obs["max_frames"])
-            times = sample_times(start, end, obs["fps"], obs["max_frames"])
-            for t, im in zip(times, frames):
-                if self.timestamps:
-                    content.append({"type": "text", "text": f"[{t - start:.1f}s]"})
-                content.append({"type": "image", "image": im})
-        seen = {"video": "the frames above are from a video clip", "frame": "the image above is the middle "
+        content = visual_parts(obs["video"], start, end, visual=self.visual, fps=obs["fps"],
+                               max_frames=obs["max_frames"])
+        seen = {"video": "the video above is the clip", "frame": "the image above is the middle "
                 "frame of a video clip", "none": "you cannot see the video clip"}[self.visual]
         text = (f"Question about a procedure ({seen}, {end - start:.1f} seconds long): {request.episode.instruction}\n"
                 "Answer, and give the time spans of the clip that support your answer, in seconds from the "

@@ -34,7 +34,6 @@ class ProcObjectParams:
 class ProcObjectPromptParams:
     visual: str = param("video", choices=("video", "frame", "none"),
                         help="what the model sees: the sampled clip, its single middle frame, or nothing (blind)")
-    timestamps: bool = param(True, help="each frame is introduced by its time in seconds from the clip's start")
 
 
 METRICS = (

@@ -34,7 +34,7 @@ def test_tiny_vlm_answers_from_frames(suite, tiny_base, cfg_data, po_data, tmp_p
         out = tmp_path / visual
         assert main(["run", f"suite={suite}", "planner=vlm", "limit=2", f"planner.params.model={tiny_base}",
                      "planner.params.max_new_tokens=8", f"suite.params.data_dir={data}", "suite.params.fps=1",
-                     "suite.params.max_frames=2", f"planner.params.visual={visual}", f"out={out}",
+                     "suite.params.max_frames=2", f"planner.params.visual={visual}", "planner.params.video_form=frames", f"out={out}",
                      "progress=false"]) == 0
         with ResultStore(out, readonly=True) as store:
             df, transcripts = store.frame(), store.transcripts()
