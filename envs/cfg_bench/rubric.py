@@ -32,7 +32,8 @@ class CFGBenchRubric:
         return {"rubric": "cfg_bench", "version": self.version, "recommended_temperature": JUDGE_TEMPERATURE}
 
     def needs(self, record: Mapping[str, Any], episode: EpisodeSpec) -> bool:
-        return episode.metadata["task_type"] not in MC_TASKS
+        answer = str((record.get("extra") or {}).get("answer") or "").strip()
+        return episode.metadata["task_type"] not in MC_TASKS and bool(answer)  # an empty answer has nothing to judge
 
     def messages(self, episode: EpisodeSpec, answer: str) -> list[dict[str, Any]]:
         m = episode.metadata

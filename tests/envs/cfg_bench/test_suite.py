@@ -166,3 +166,20 @@ def test_official_results_from_a_store(cfg_data, tmp_path):
     assert len(mc) == 3 and all(g["evaluation"][0]["result"] in g["options"] for g in mc)
     from envs.cfg_bench.export import main as export_main
     assert export_main([str(tmp_path / "nothing"), str(tmp_path / "x.json"), "--data-dir", str(cfg_data)]) == 2
+
+
+def test_empty_open_answers_are_not_sent_to_the_judge(cfg_data, tmp_path, capsys):
+    from tests.envs.loopback_judge import serve
+
+    asked = []
+    srv, url = serve(lambda text: asked.append(text) or '{"correctness": 1, "detailedness": 1}')
+    try:
+        out = tmp_path / "random"
+        assert main(["run", "suite=cfg_bench", "planner=random", f"suite.params.data_dir={cfg_data}", f"out={out}",
+                     "progress=false"]) == 0
+        capsys.readouterr()
+        assert main(["judge", str(out), "judge=openai", "judge.model=judge-x", f"judge.params.base_url={url}"]) == 2
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert "no stored answers to judge" in capsys.readouterr().err and asked == []
