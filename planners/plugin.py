@@ -115,7 +115,7 @@ class HFParams:
                              help="torch intra-op threads: 'auto' (this process's cores less one per env worker "
                                   "process, planners/vlm/threads.py) or a whole number >= 1; speed only")
     video_form: str = param(
-        "video", choices=("video", "frames"), results=False, example="frames",
+        "video", choices=("video", "frames"), via_identity=True, example="frames",
         help="how a prompt's video clip reaches the model: video (the checkpoint's own video processor, the "
              "frames as sampled) or frames (each frame an image); another than the default is in the run identity "
              "through the backend's identity (planners/vlm/video.py)")
@@ -147,7 +147,7 @@ class OpenAIParams:
              "plus 64 KiB), so memory stays bounded. A longer reply keeps its first max_reply_chars characters, "
              "marked output_truncated in the transcript; the parser reads the prefix")
     video_form: str = param(
-        "frames", choices=("frames", "video_jpeg"), results=False, example="video_jpeg",
+        "frames", choices=("frames", "video_jpeg"), via_identity=True, example="video_jpeg",
         help="how a prompt's video clip is sent: frames (an image_url part per frame: vLLM, SGLang, any multi-image "
              "server) or video_jpeg (one video_url of JPEG frames: vLLM); another than the default is in the run "
              "identity through the backend's identity (planners/vlm/video.py)")

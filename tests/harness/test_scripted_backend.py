@@ -46,6 +46,9 @@ def _run(tmp_path, suite: str, split: str, replies, name: str) -> tuple[list, li
 
 def test_every_suite_with_a_prompt_is_covered():
     built_in = {p.name for p in SUITES.entries() if getattr(p, "prompt", None) and p.target.startswith("envs.")}
+    # The video-QA suites' adapters run through the scripted backend in their own tests
+    # (tests/envs/cfg_bench, tests/envs/procobject: generated question files and clips).
+    built_in -= {"cfg_bench", "procobject"}
     assert built_in == set(READABLE)
 
 

@@ -45,7 +45,9 @@ def test_every_registered_suite_has_a_contract_entry():
     such as the example plugin, answer to harness.testing.check_suite instead)."""
     from harness.plugins import own_entry_points
 
-    builtin = set(own_entry_points()["embodied_transfer.suites"])
+    # The video-QA suites need a question file and clips: their check_suite runs in
+    # tests/envs/cfg_bench and tests/envs/procobject on generated data.
+    builtin = set(own_entry_points()["embodied_transfer.suites"]) - {"cfg_bench", "procobject"}
     assert builtin == set(CONTRACT) and builtin <= set(SUITES.names())
 
 
