@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# Its two run+judge tests failed once beside other tests under pytest-xdist and pass alone: run
+# them in the serial pass until the cause (shared registration or ports) is found.
+pytestmark = pytest.mark.serial
+
 from harness.judging import agreement, judge_id_of, krippendorff_alpha_interval, spearman_rho
 from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
