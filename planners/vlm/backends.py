@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import math
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from planners.plugin import DEFAULT_MAX_NEW_TOKENS, DEFAULT_MAX_REPLY_CHARS, HFParams, OpenAIParams
@@ -105,7 +108,6 @@ class HFBackend:
                  trust_remote_code: bool = False, hash_weights: bool = False, json_schema: bool = False,
                  num_threads: int | str | None = "auto", video_form: str = "video") -> None:
         import torch
-        from transformers import AutoModelForImageTextToText
 
         self.model_path, self.adapter_path = model, adapter
         self.merge_adapter, self.dtype = bool(merge_adapter), str(dtype)
@@ -120,14 +122,6 @@ class HFBackend:
         self.share_cores(0)
         self._grammar_compiler: Any = None
         self._grammars: dict[str, Any] = {}
-        self.processor = load_processor(model, trust_remote_code=trust_remote_code)
-        tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        tokenizer.padding_side = "left"  # decoder-only batching: new tokens line up at the right
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype)}
-        if device_map:
-            kwargs["device_map"] = device_map
         #: CPU defaults: padding-aware attention, so a batched prefill costs no more than
         #: one-by-one ones, and a KV cache written in place (transformers' StaticCache). On a GPU
         #: the reserved room (max_new_tokens per conversation) would cost memory for little gain.
@@ -136,23 +130,22 @@ class HFBackend:
             from planners.vlm.attention import register
 
             attn_implementation = register()
-        if attn_implementation:
-            kwargs["attn_implementation"] = attn_implementation
-        net = AutoModelForImageTextToText.from_pretrained(model, trust_remote_code=trust_remote_code, **kwargs)
-        if adapter:
-            from peft import PeftModel
-
-            net = PeftModel.from_pretrained(net, adapter)
-            if merge_adapter:
-                net = net.merge_and_unload()
-        net.eval()
-        self.model = net
-        self.device = next(net.parameters()).device
+        model_identity = checkpoint_identity(model, full=hash_weights)
+        adapter_identity = checkpoint_identity(adapter, full=hash_weights) if adapter else None
+        # Loaded once per process for every run with the same weights and loading settings
+        # (an experiment's many runs of one checkpoint): keyed by the checkpoint's identity, not its path.
+        key = json.dumps({"model": model_identity, "adapter": adapter_identity, "merge_adapter": self.merge_adapter,
+                          "dtype": self.dtype, "device_map": device_map, "attn_implementation": attn_implementation,
+                          "trust_remote_code": bool(trust_remote_code)}, sort_keys=True)
+        loaded = LOADED.get(key, lambda: _load_hf(model, adapter, merge_adapter=self.merge_adapter, dtype=dtype,
+                                                  device_map=device_map, attn_implementation=attn_implementation,
+                                                  trust_remote_code=trust_remote_code))
+        self.processor, self.model, self.device = loaded.processor, loaded.model, loaded.device
         self._torch = torch
         self._identity = {
             "backend": "hf",
-            "model": checkpoint_identity(model, full=hash_weights),
-            "adapter": checkpoint_identity(adapter, full=hash_weights) if adapter else None,
+            "model": model_identity,
+            "adapter": adapter_identity,
             # In force: the CPU default when none is set (its own version), else the one set.
             "attn_implementation": attn_implementation or "default",
             "decoding": "greedy",
@@ -242,6 +235,97 @@ class HFBackend:
         output_tokens = (new != tokenizer.pad_token_id).sum(dim=1).tolist()
         texts = tokenizer.batch_decode(new, skip_special_tokens=True)
         return [Generation(t.strip(), p, o) for t, p, o in zip(texts, prompt_tokens, output_tokens)]
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A checkpoint in memory: its processor (left padding set) and its model (+ adapter), in eval mode."""
+
+    processor: Any
+    model: Any
+    device: Any
+
+
+def _load_hf(model: str, adapter: str | None, *, merge_adapter: bool, dtype: str, device_map: str | None,
+             attn_implementation: str | None, trust_remote_code: bool) -> LoadedModel:
+    from transformers import AutoModelForImageTextToText
+
+    processor = load_processor(model, trust_remote_code=trust_remote_code)
+    tokenizer = getattr(processor, "tokenizer", processor)
+    tokenizer.padding_side = "left"  # decoder-only batching: new tokens line up at the right
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype)}
+    if device_map:
+        kwargs["device_map"] = device_map
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    net = AutoModelForImageTextToText.from_pretrained(model, trust_remote_code=trust_remote_code, **kwargs)
+    if adapter:
+        from peft import PeftModel
+
+        net = PeftModel.from_pretrained(net, adapter)
+        if merge_adapter:
+            net = net.merge_and_unload()
+    net.eval()
+    return LoadedModel(processor, net, next(net.parameters()).device)
+
+
+class LoadedModels:
+    """The checkpoints this process holds, most recently used last, at most ``keep`` of them.
+
+    ``harness run`` builds one planner per run; an experiment's runs of one checkpoint (each
+    variant's suites and splits, in that order: harness/experiments.py) find it loaded. A
+    different checkpoint first drops the least recently used one (``keep`` 1: one model's
+    memory at a time; ``keep`` 0: nothing kept, every backend loads its own, the loading of
+    before). ``loads`` counts the checkpoints actually loaded.
+    """
+
+    def __init__(self, keep: int = 1) -> None:
+        self.keep = int(keep)
+        self.loads = 0
+        self._items: OrderedDict[str, LoadedModel] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str, load: Any) -> LoadedModel:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            self._drop(max(0, self.keep - 1))  # room first: never two models' memory for one
+            loaded = load()
+            self.loads += 1
+            if self.keep > 0:
+                self._items[key] = loaded
+            return loaded
+
+    def clear(self) -> None:
+        with self._lock:
+            self._drop(0)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _drop(self, down_to: int) -> None:
+        dropped = False
+        while len(self._items) > down_to:
+            self._items.popitem(last=False)
+            dropped = True
+        if dropped:
+            import gc
+
+            gc.collect()
+            try:
+                import torch
+
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+            except ImportError:  # pragma: no cover - the hf backend needs torch
+                pass
+
+
+#: This process's loaded checkpoints (the ``hf`` backend's).
+LOADED = LoadedModels(keep=1)
 
 
 def _require_xgrammar() -> None:

@@ -262,14 +262,18 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
     backend = HFBackend(str(ckpt), max_new_tokens=150)
     conv = [[{"role": "user", "content": [{"type": "text", "text": "pick up the apple"}]}]]
     steps = []
-    backend.model.register_forward_pre_hook(lambda *_: steps.append(time.monotonic()))
-    backend.generate(conv)  # warm-up
-    full = len(steps)
-    steps.clear()
-    with pytest.raises(AgentTimeout):
-        _call_with_timeout(lambda: (time.sleep(0.3), backend.generate(conv)), 0.01)
-    assert wait_for_abandoned(30)
-    assert len(steps) <= 2 < full, (len(steps), full)
+    # Removed at the end: the process keeps the loaded model for later backends of the same checkpoint.
+    hook = backend.model.register_forward_pre_hook(lambda *_: steps.append(time.monotonic()))
+    try:
+        backend.generate(conv)  # warm-up
+        full = len(steps)
+        steps.clear()
+        with pytest.raises(AgentTimeout):
+            _call_with_timeout(lambda: (time.sleep(0.3), backend.generate(conv)), 0.01)
+        assert wait_for_abandoned(30)
+        assert len(steps) <= 2 < full, (len(steps), full)
+    finally:
+        hook.remove()
 
 
 # --- config precedence ------------------------------------------------------------------------------
