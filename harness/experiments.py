@@ -16,7 +16,10 @@ selected with ``+experiment=NAME``) and holds one node, ``experiment``:
   in a variant's overrides are filled from its ``serve``);
 * ``table``: ``baseline``, ``metrics``, ``columns`` (each a ``label``, a
   ``suite`` and optionally some of its ``splits``; a column is the mean over
-  its splits), ``average`` (an overall average column), ``delta`` (``each``:
+  its splits; optionally its own ``metrics``, among its suite's, instead of the
+  table's, and a ``role``, ``diagnostic`` or ``transfer``: with both roles the
+  table adds, below it, the association of diagnostic Δ and transfer Δ across
+  variants, :mod:`harness.joint`), ``average`` (an overall average column), ``delta`` (``each``:
   a Δ beside every column; ``average``: only beside the average; ``none``),
   ``stats`` (paired statistics, printed in a footnote);
 * ``paper`` (optional): numbers a paper reports, ``source`` and ``rows``
@@ -45,6 +48,9 @@ if TYPE_CHECKING:
 EXPERIMENT_DIR = CONFIG_DIR / "experiment"
 #: Values of ``table.delta``.
 DELTA_MODES = ("each", "average", "none")
+#: Values of a column's ``role`` (harness.joint: diagnostic Δ set beside transfer Δ).
+ROLES = ("diagnostic", "transfer")
+_COLUMN_KEYS = {"label", "suite", "splits", "metrics", "role"}
 _TOP_KEYS = {"name", "description", "runs", "suite_overrides", "variants", "table", "paper", "serve"}
 _TABLE_KEYS = {"baseline", "metrics", "columns", "average", "delta", "stats"}
 
@@ -67,6 +73,10 @@ class Column:
     label: str
     suite: str
     splits: tuple[str, ...]
+    #: The column's own metrics (empty: the table's ``metrics``).
+    metrics: tuple[str, ...] = ()
+    #: One of :data:`ROLES`, or None.
+    role: str | None = None
 
     @property
     def cells(self) -> list[str]:
@@ -118,14 +128,24 @@ class Experiment:
     def labels(self) -> dict[str, str]:
         return {v.name: v.label for v in self.variants}
 
-    def table(self, df: "pd.DataFrame", paper: bool = False) -> "pd.DataFrame":
-        """The experiment's table from store records: its variants, cells and layout only."""
+    def metrics_of(self, column: Column) -> tuple[str, ...]:
+        """The metrics a column shows: its own, else the table's."""
+        return column.metrics or self.metrics
+
+    def table(self, df: "pd.DataFrame", paper: bool = False, out: str = "OUT") -> "pd.DataFrame":
+        """The experiment's table from store records: its variants, cells and layout only.
+
+        Columns with no records are left out and named in a note with the command that
+        fills them (``out``: the store's folder, as the note prints it); so are a column's
+        splits no variant ran, and a column's metric without a value. With columns of both
+        roles, the association of their Δ is added below (:mod:`harness.joint`)."""
         from harness import tables
 
         names = [v.name for v in self.variants]
         cells = {c for col in self.columns for c in col.cells}
-        keep = df["variant"].astype(str).isin(names) & (df["suite"].astype(str) + "/" + df["split"].astype(str)).isin(cells)
-        df = df[keep.to_numpy()]
+        in_cells = (df["suite"].astype(str) + "/" + df["split"].astype(str)).isin(cells).to_numpy()
+        every_variant = df[in_cells]  # the association also counts variants the file does not declare
+        df = every_variant[every_variant["variant"].astype(str).isin(names).to_numpy()]
         present = [n for n in names if n in set(df["variant"].astype(str))]
         if not present:
             raise ExperimentError(f"the store holds no runs of experiment {self.name} "
@@ -134,19 +154,86 @@ class Experiment:
         if self.baseline is not None and baseline is None:
             raise ExperimentError(f"experiment {self.name}: its baseline {self.baseline!r} has no runs in the store "
                                   f"(variants present: {', '.join(present)})")
+        have = set(df["suite"].astype(str) + "/" + df["split"].astype(str))
+        shown = [c for c in self.columns if have & set(c.cells)]
+        declared = set(tables.declared_columns(df))
+        metrics = tuple(dict.fromkeys(m for c in shown for m in self.metrics_of(c) if m in declared))
         table = tables.transfer_table(
-            df, baseline=baseline, metrics=self.metrics, variants_order=present,
+            df, baseline=baseline, metrics=metrics, variants_order=present,
             per_column_delta=self.delta == "each", stats=self.stats and baseline is not None,
-            layout={c.label: c.cells for c in self.columns}, average=self.average, drop_undefined=True,
+            layout={c.label: c.cells for c in shown}, average=self.average, drop_undefined=True,
             stats_in_notes=True,
         )
+        wanted = {c.label: set(self.metrics_of(c)) for c in shown}
+        plain = lambda m: (m[len(tables.DELTA):] if m.startswith(tables.DELTA) else m).split(":", 1)[0]  # noqa: E731
+        keep = [g not in wanted or plain(m) in wanted[g] for g, m in table.columns]
+        if not all(keep):
+            attrs = dict(table.attrs)
+            table = table.loc[:, keep]
+            table.attrs = attrs
         if self.delta == "none":
             table = table.loc[:, [not m.startswith(tables.DELTA) for _, m in table.columns]]
+        notes = self._missing_notes(table, shown, have, out)
         table = tables.relabel(table, self.labels)
+        if any(c.role for c in self.columns):
+            from harness import joint
+
+            defined = {(g, m) for g, m in table.columns}
+            results = self.association(every_variant, [c for c in shown if c.role], baseline or "", defined)
+            table.attrs["association"] = results
+            notes += joint.notes(results, self.labels.get(baseline or "", baseline or ""))
+            lacking = [r for r in ("diagnostic", "transfer") if not any(c.role == r and (c.label, m) in defined
+                                                                       for c in shown for m in self.metrics_of(c))]
+            if lacking:
+                notes.append(f"association not computed: no {' and no '.join(lacking)} column in the store.")
+        table.attrs["extra_notes"] = [*table.attrs.get("extra_notes", []), *notes]
         if paper:
             table = self._with_paper_rows(table)
         table.attrs["title"] = self.description or self.name
         return table
+
+    def _missing_notes(self, table: "pd.DataFrame", shown: Sequence[Column], have: set[str], out: str) -> list[str]:
+        """What the store lacks of the table: whole columns, a column's splits, a column's metrics."""
+        from harness import scoring
+
+        notes = []
+        fill = f"`harness run +experiment={self.name} out={out}` with the overrides of the runs already there"
+        absent = [c for c in self.columns if c not in shown]
+        if absent:
+            what = "; ".join(f"{c.label} ({c.suite}: {', '.join(c.splits)})" for c in absent)
+            notes.append(f"not in the store, so not shown: {what}; {fill} runs them (finished runs are skipped).")
+        for c in shown:
+            lacking = [s for s in c.splits if f"{c.suite}/{s}" not in have]
+            if lacking:
+                ran = [s for s in c.splits if s not in lacking]
+                notes.append(f"{c.label}: over {len(ran)} of its {len(c.splits)} splits ({', '.join(ran)}); "
+                             f"not in the store: {', '.join(lacking)} ({fill} runs them).")
+        groups = {(g, m.split(":", 1)[0]) for g, m in table.columns if not m.startswith("Δ")}
+        for c in shown:
+            for m in self.metrics_of(c):
+                if (c.label, m) in groups:
+                    continue
+                decl = scoring.known_metric(m)
+                label = decl.label if decl is not None else m
+                hint = (" (a judged metric: `harness judge` fills it, `harness table --judge NAME` shows it)"
+                        if decl is not None and decl.judged else "")
+                notes.append(f"{c.label} {label}: no value in the store{hint}.")
+        return notes
+
+    def association(self, df: "pd.DataFrame", columns: Sequence[Column], baseline: str,
+                    defined: set[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+        """Each diagnostic (column, metric) against each transfer (column, metric)
+        (:func:`harness.joint.association`); ``defined``: the (column, metric) pairs with a
+        value in the table (others are named in a note already)."""
+        from harness import joint
+
+        def expand(role: str) -> list["joint.JointColumn"]:
+            return [joint.JointColumn(c.label, tuple(c.cells), m) for c in columns if c.role == role
+                    for m in self.metrics_of(c) if defined is None or (c.label, m) in defined]
+
+        labels = self.labels
+        return [joint.association(df, x, y, baseline, [v.name for v in self.variants], labels)
+                for x in expand("diagnostic") for y in expand("transfer")]
 
     def _with_paper_rows(self, table: "pd.DataFrame") -> "pd.DataFrame":
         """The table with one row per variant the paper reports, labelled '(paper)', Δ vs the paper's baseline."""
@@ -320,8 +407,9 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
         raise ExperimentError(f"experiment.table.metrics must be among {', '.join(allowed)}, got {list(metrics)}")
     columns = []
     for i, col in enumerate(table.get("columns") or []):
-        if not isinstance(col, dict) or "suite" not in col or set(col) - {"label", "suite", "splits"}:
-            raise ExperimentError(f"experiment.table.columns[{i}] takes label, suite and splits, got {col!r}")
+        if not isinstance(col, dict) or "suite" not in col or set(col) - _COLUMN_KEYS:
+            raise ExperimentError(f"experiment.table.columns[{i}] takes label, suite, splits, metrics and role, "
+                                  f"got {col!r}")
         suite = str(col["suite"])
         if suite not in runs:
             raise ExperimentError(f"experiment.table.columns[{i}]: suite {suite} is not among the runs "
@@ -331,7 +419,16 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
         if missing:
             raise ExperimentError(f"experiment.table.columns[{i}]: split {missing[0]} is not among {suite}'s runs "
                                   f"({', '.join(runs[suite])})")
-        columns.append(Column(str(col.get("label") or suite), suite, splits))
+        own = _strings(col.get("metrics"), f"table.columns[{i}].metrics")
+        mine = metric_columns(declared([suite]).values())
+        bad = [m for m in own if m not in mine]
+        if bad:
+            raise ExperimentError(f"experiment.table.columns[{i}].metrics: {bad[0]} is not a metric {suite} declares "
+                                  f"({', '.join(mine)})")
+        role = col.get("role")
+        if role is not None and role not in ROLES:
+            raise ExperimentError(f"experiment.table.columns[{i}].role must be one of {', '.join(ROLES)}, got {role!r}")
+        columns.append(Column(str(col.get("label") or suite), suite, splits, own, role))
     if not columns:  # default: a column per suite/split run
         columns = [Column(f"{s}/{sp}", s, (sp,)) for s, splits in runs.items() for sp in splits]
     labels = [c.label for c in columns]

@@ -107,6 +107,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         "columns": {col: cells for col, cells in layout.items()},
         "rows": rows,
         "notes": tables._notes(table),
+        **({"association": table.attrs["association"]} if "association" in table.attrs else {}),
         "stores": list(selection.stores),
         "runs": runs,
     }

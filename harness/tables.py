@@ -559,10 +559,11 @@ def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weight
     labels = _split_labels(df)
     frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df), _repeat=repeat_labels(df).to_numpy())
     keys = _pair_keys(df)
-    base = frame[frame["variant"].astype(str) == baseline]
     declared = scoring.known_metric(metric)
     num, den = scoring.columns(declared, scoring.value_rows(df))
     frame = frame.assign(_num=num, _den=den)
+    # (the baseline's rows after the metric's columns: both sides of a pair carry them)
+    base = frame[frame["variant"].astype(str) == baseline]
     out = {"": [], ":lo": [], ":hi": []} | ({":p": []} if declared.binary else {}) | {":n": []}
     for variant in variants:
         if variant == baseline:
@@ -714,7 +715,7 @@ def _stats_suffix(table: pd.DataFrame, row: Any, group: str, metric: str) -> str
     if (group, metric + ":lo") in cols:
         lo, hi = table.at[row, (group, metric + ":lo")], table.at[row, (group, metric + ":hi")]
         if not (math.isnan(lo) or math.isnan(hi)):
-            text += f" [{format_value(lo, True)}, {format_value(hi, True)}]"
+            text += f" [{format_metric(lo, metric)}, {format_metric(hi, metric)}]"  # a score in its own unit
     if (group, metric + ":p") in cols:
         p = format_p(table.at[row, (group, metric + ":p")])
         if p:
@@ -867,6 +868,7 @@ def _notes(table: pd.DataFrame) -> list[str]:
         )
     if table.attrs.get("paper_note"):
         notes.append(table.attrs["paper_note"])
+    notes.extend(table.attrs.get("extra_notes", []))  # what the table's maker adds (harness.experiments)
     if any(scoring.is_path_length_weighted(m) for _, m in table.columns):
         for e in table.attrs.get("units_differ", []):
             rows = "; ".join(f"{row}: {unit}" for row, unit in e["rows"].items())

@@ -187,11 +187,13 @@ def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selec
             labels = _labels(args)
             experiment = dataclasses.replace(experiment, variants=tuple(
                 dataclasses.replace(v, label=labels.get(v.name, v.label)) for v in experiment.variants))
-        table = experiment.table(df, paper=args.paper)
+        table = experiment.table(df, paper=args.paper, out=args.outdir[0])
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
     text = _renderer(args, selection)(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.format == "csv":  # CSV has no footnotes: what the experiment adds below its table goes to stderr
+        notes = [*table.attrs.get("extra_notes", []), *notes]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
