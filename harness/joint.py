@@ -254,9 +254,9 @@ def notes(results: Sequence[Mapping[str, Any]], baseline_label: str) -> list[str
                      if r["undefined_resamples"] else "")
         lines.append(f"{head} = {r['rho']:+.2f}{interval}, n = {r['n']} points: {points}{undefined}.")
     counts = sorted({r["n"] for r in results})
-    lines.append(f"Caveat: n = {', '.join(map(str, counts))} points. So few variants prove nothing: with 3 points ρ "
-                 "can only be -1, -0.5, +0.5 or +1, and +1 arises by chance in 1 of 6 orderings when there is no "
-                 "association; the interval covers the sampling of episodes only (the variants are taken as given), "
+    lines.append(f"Caveat: n = {', '.join(map(str, counts))} points. So few variants prove nothing: with 3 points and no "
+                 "ties ρ can only be -1, -0.5, +0.5 or +1, and +1 arises by chance in 1 of 6 orderings when there is "
+                 "no association; the interval covers the sampling of episodes only (the variants are taken as given), "
                  "and no correlation says that a diagnostic gain causes a transfer gain.")
     return lines
 

@@ -210,7 +210,10 @@ def test_joint_table_prints_both_sides_and_their_association(store, capsys):
                 d = value - want[("base", column)][metric]
                 assert delta == (f"{100 * d:+.1f}" if metric != "miou" else f"{d:+.2f}"), (variant, column)
     # The paired intervals of each Δ are in the footnotes.
-    assert "FAVOR-SFT, EB-ALFRED Avg: ΔSR +25.0 [" in text
+    d = want[("favor_sft", "EB-ALFRED Avg")]["sr"] - want[("base", "EB-ALFRED Avg")]["sr"]
+    assert f"FAVOR-SFT, EB-ALFRED Avg: ΔSR {100 * d:+.1f} [" in text
+    d = want[("cfg_sft", "ProcObject")]["miou"] - want[("base", "ProcObject")]["miou"]
+    assert f"CFG-SFT, ProcObject: ΔmIoU {d:+.2f} [+0." in text  # a score's interval in its own unit
     # The association, per diagnostic column and metric vs each transfer column, recomputed here.
     variants = ["base", "favor_sft", "cfg_sft"]
     for diag, dm, dl in (("CFG Physical", "accuracy", "Acc"), ("CFG Temporal-Causal", "accuracy", "Acc"),
