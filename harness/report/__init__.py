@@ -375,14 +375,16 @@ def _failure_table_html(table: Any) -> str:
 # --- build -------------------------------------------------------------------------
 def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | None = None,
                  baseline: str | None = None, title: str | None = None, picks: Sequence[str] = (),
-                 prefer: Sequence[str] = ()) -> Path:
+                 prefer: Sequence[str] = (), experiment: str | None = None) -> Path:
     """Write the report of the store in ``outdir`` (or of several stores read as one, as
     ``harness table A B``: :func:`harness.results.load`); returns the HTML file's path
     (default: under the first store's folder).
 
     ``baseline``: the variant Δ columns and the paired view compare against
     (default: ``base`` if present, else the first variant in run order). ``picks``:
-    run ids (or prefixes) chosen where stores disagree. Raises
+    run ids (or prefixes) chosen where stores disagree. ``experiment``: add its table, and
+    for an experiment with diagnostic and transfer columns the charts of their Δ and the
+    questions where the variants differ most (:mod:`harness.report.joint`). Raises
     :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
     """
     import pandas as pd
@@ -445,6 +447,10 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
                     + table_html(transfer, f"{' / '.join(_default_labels(df))} per suite/split (%), Δ vs {baseline}",
                                  "transfer") + "</section>")
+    if experiment is not None:  # the experiment's own table, and its diagnostic vs transfer charts
+        from harness.report.joint import joint_section
+
+        sections.append(joint_section(experiment, df, paths[0]))
 
     # SR charts with Wilson intervals, one per suite.
     summary = summarize(df, ["variant", "suite", "split"])

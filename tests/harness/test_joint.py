@@ -317,3 +317,38 @@ def test_one_side_alone_and_too_few_points(data, tmp_path, capsys):
     assert line == ("ρ(CFG Physical Acc, EB-ALFRED Avg SR): not computed: 2 points (Base, CFG-SFT): "
                     "a rank correlation needs at least 3.")
     assert "Caveat: n = 2 points" in text
+
+
+def test_report_page_charts_and_links_to_the_questions(store, tmp_path):
+    """`harness report OUT --experiment ...`: the joint table, one chart per diagnostic x transfer
+    (column, metric) with a point per variant, and the questions where a variant's value differs
+    from the base's, each a link the page's browser opens (an episode of the report's data)."""
+    import re
+    from urllib.parse import unquote
+
+    dest = tmp_path / "report" / "index.html"
+    assert main(["report", str(store), "--experiment", EXPERIMENT, "--dest", str(dest)]) == 0
+    page = dest.read_text()
+    section = page[page.index('<section id="joint">'):]
+    section = section[:section.index("</section>")]
+    assert "ρ(CFG Physical Acc, EB-ALFRED Avg SR)" in section
+    charts = re.findall(r'<svg class="chart joint".*?</svg>', section)
+    assert len(charts) == 3 * 2 and all(c.count("<circle") == 3 for c in charts)
+    data = json.loads(re.search(r'<script[^>]*id="report-data"[^>]*>(.*?)</script>', page, re.S).group(1))
+    eps = [dict(zip(data["fields"], row)) for row in data["rows"]]
+    links = {":".join(re.sub(r"[%:#?&\s]", lambda m: f"%{ord(m.group()):02X}", str(e[k]))
+                      for k in ("variant", "suite", "split", "episode", "seed")) for e in eps}
+    hrefs = re.findall(r'href="#episode=([^"]+)"', section)
+    assert hrefs and all(h in links for h in hrefs)
+    # the listed questions of CFG Physical Acc: exactly those where a variant's answer differs from the base's
+    correct: dict[tuple[str, str], float] = {}
+    for r in _rows(store):
+        values = json.loads(r["values"]) if r["values"] else {}
+        if r["split"] == "physical_interaction" and "correct" in values:
+            correct[(r["variant"], r["episode_id"])] = values["correct"]
+    want = sorted((v, e) for (v, e), c in correct.items() if v != "base" and c != correct[("base", e)])
+    block = section[section.index("<h3>CFG Physical Acc</h3>"):]
+    block = block[:block.index("</ul>")]
+    listed = sorted((unquote(h).split(":")[0], unquote(h).split(":")[3])
+                    for h in re.findall(r'class="ep-link" href="#episode=([^"]+)"', block))
+    assert listed == want and want

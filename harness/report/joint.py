@@ -1,0 +1,133 @@
+"""The report's "Diagnostics and transfer" section (``harness report OUT --experiment NAME``).
+
+The experiment's table (:meth:`harness.experiments.Experiment.table`, with the association
+of diagnostic Δ and transfer Δ below it, :mod:`harness.joint`), one scatter chart per
+diagnostic (column, metric) and transfer (column, metric): each variant a point at
+(diagnostic Δ, transfer Δ) vs the baseline; and, per diagnostic (column, metric) and
+variant, the questions where it differs most from the baseline, each linked to its
+episode in the report's browser (and to the baseline's answer to the same question).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Mapping, Sequence
+
+#: Questions listed per diagnostic (column, metric) and variant.
+TOP = 5
+_PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _shown(value: float, metric: str) -> float:
+    """A Δ as the table prints it: points for a rate, the score's own unit otherwise."""
+    from harness import scoring
+
+    return 100 * value if scoring.is_percent(metric) else value
+
+
+def _axis_label(column: str, metric: str) -> str:
+    from harness import scoring
+
+    unit = " (points)" if scoring.is_percent(metric) else ""
+    return f"Δ {column} {scoring.label_of(metric) or metric}{unit}"
+
+
+def scatter_chart(result: Mapping[str, Any]) -> str:
+    """SVG: one point per variant at (diagnostic Δ, transfer Δ), the zero lines, ρ in the title."""
+    x_metric, y_metric = result["x"]["metric"], result["y"]["metric"]
+    pts = [(p["label"], _shown(p["x_delta"], x_metric), _shown(p["y_delta"], y_metric)) for p in result["points"]]
+    w, h, left, top, right, bottom = 300, 220, 56, 34, 16, 44
+    xs, ys = [0.0, *[p[1] for p in pts]], [0.0, *[p[2] for p in pts]]
+
+    def span(values: Sequence[float]) -> tuple[float, float]:
+        lo, hi = min(values), max(values)
+        pad = (hi - lo) * 0.12 or 1.0
+        return lo - pad, hi + pad
+
+    (x0, x1), (y0, y1) = span(xs), span(ys)
+    px = lambda v: left + (v - x0) / (x1 - x0) * (w - left - right)  # noqa: E731
+    py = lambda v: top + (1 - (v - y0) / (y1 - y0)) * (h - top - bottom)  # noqa: E731
+    rho = (f"ρ = {result['rho']:+.2f}" + (f" [{result['interval'][0]:+.2f}, {result['interval'][1]:+.2f}]"
+                                          if result.get("interval") else "")
+           if result["rho"] is not None else "ρ not computed")
+    title = f"{result['x']['column']} vs {result['y']['column']}: {rho}, n = {result['n']}"
+    svg = [f'<svg class="chart joint" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
+           f'width="{w}" height="{h}" data-chart="joint" data-x="{_esc(result["x"]["column"])}" '
+           f'data-y="{_esc(result["y"]["column"])}">',
+           f'<text x="4" y="14" class="title">{_esc(title)}</text>',
+           f'<line x1="{px(0):.1f}" x2="{px(0):.1f}" y1="{top}" y2="{h - bottom}" class="grid"/>',
+           f'<line x1="{left}" x2="{w - right}" y1="{py(0):.1f}" y2="{py(0):.1f}" class="grid"/>',
+           f'<text x="{(left + w - right) / 2:.0f}" y="{h - 8}" class="tick" text-anchor="middle">'
+           f'{_esc(_axis_label(result["x"]["column"], x_metric))}</text>',
+           f'<text x="12" y="{(top + h - bottom) / 2:.0f}" class="tick" text-anchor="middle" '
+           f'transform="rotate(-90 12 {(top + h - bottom) / 2:.0f})">{_esc(_axis_label(result["y"]["column"], y_metric))}</text>']
+    for v, anchor in ((x0, "start"), (x1, "end")):
+        svg.append(f'<text x="{px(v):.1f}" y="{h - bottom + 14}" class="tick" text-anchor="{anchor}">{v:+.3g}</text>')
+    for v in (y0, y1):
+        svg.append(f'<text x="{left - 4}" y="{py(v) + 4:.1f}" class="tick" text-anchor="end">{v:+.3g}</text>')
+    for i, (label, x, y) in enumerate(pts):
+        colour = _PALETTE[i % len(_PALETTE)]
+        svg.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" fill="{colour}" data-variant="{_esc(label)}">'
+                   f'<title>{_esc(label)}: Δ {x:+.3g}, {y:+.3g}</title></circle>'
+                   f'<text x="{px(x) + 7:.1f}" y="{py(y) - 6:.1f}" class="tick">{_esc(label)}</text>')
+    svg.append("</svg>")
+    return "".join(svg)
+
+
+def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
+    from harness import joint, scoring
+
+    labels = experiment.labels
+    variants = [v for v in dict.fromkeys(df["variant"].astype(str)) if v != baseline]
+    variants = [v.name for v in experiment.variants if v.name in variants] + sorted(
+        v for v in variants if v not in {x.name for x in experiment.variants})
+    blocks = []
+    for column in experiment.columns:
+        if column.role != "diagnostic":
+            continue
+        for metric in experiment.metrics_of(column):
+            jc = joint.JointColumn(column.label, tuple(column.cells), metric)
+            mlabel = scoring.label_of(metric) or metric
+            items = []
+            for variant in variants:
+                rows = joint.largest_differences(df, jc, baseline, variant, TOP)
+                for r in rows:
+                    diff = _shown(r["difference"], metric)
+                    kind = f" ({_esc(r['task_type'])})" if r.get("task_type") else ""
+                    items.append(
+                        f'<li data-variant="{_esc(variant)}"><a class="ep-link" href="{_esc(r["link"])}">'
+                        f'{_esc(labels.get(variant, variant))} · {_esc(r["split"])}/{_esc(r["episode_id"])}</a>{kind}: '
+                        f'{_esc(mlabel)} {_shown(r["value"], metric):.3g} vs {_shown(r["baseline_value"], metric):.3g} '
+                        f'(<a href="{_esc(r["baseline_link"])}">{_esc(labels.get(baseline, baseline))}</a>), '
+                        f'Δ {diff:+.3g}</li>')
+            if items:
+                blocks.append(f'<h3>{_esc(column.label)} {_esc(mlabel)}</h3><ul class="joint-questions">'
+                              + "".join(items) + "</ul>")
+    if not blocks:
+        return '<p class="notes">No diagnostic question has a value that differs between a variant and the baseline.</p>'
+    return (f'<p class="notes">Per diagnostic column and variant, the {TOP} questions whose value differs most from '
+            f'{_esc(labels.get(baseline, baseline))}\'s (largest |Δ| first); each opens the episode below.</p>'
+            + "".join(blocks))
+
+
+def joint_section(experiment_name: str, df: Any, out: str) -> str:
+    """The section's HTML (escaped where it is made)."""
+    from harness import experiments
+    from harness.report import table_html
+
+    experiment = experiments.load(experiment_name)
+    table = experiment.table(df, out=out)
+    baseline = experiment.baseline or experiment.variants[0].name
+    charts = [scatter_chart(r) for r in table.attrs.get("association", []) if r["points"]]
+    parts = ['<section id="joint"><h2>Diagnostics and transfer</h2>',
+             table_html(table, table.attrs.get("title") or experiment.name, "joint"),
+             '<div class="joint-charts">' + "".join(charts) + "</div>" if charts else
+             '<p class="notes">No chart: the store holds no diagnostic and transfer columns with values for the '
+             "same variants.</p>",
+             "<h3>Where the variants differ most</h3>", _differences_html(df, experiment, baseline), "</section>"]
+    return "".join(parts)
