@@ -89,6 +89,8 @@ class Selection:
     runs: "pd.DataFrame"
     notes: list[str]
     stores: list[str]
+    #: Which judges' scores fill the judged metrics (:mod:`harness.judge_views`); None: not read.
+    judges: Any = None
 
 
 def _resolve_picks(runs: "pd.DataFrame", picks: Sequence[str]) -> dict[tuple[str, str, str], str]:
@@ -172,10 +174,13 @@ def protocol_fact(identity: Any, key: str) -> Any:
     return protocol.get(key) if isinstance(protocol, dict) else None
 
 
-def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] = ()) -> Selection:
+def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] = (),
+         judge: str | None = None) -> Selection:
     """The shown records of the stores at ``paths``, with columns ``repeat``, ``repeat_index``,
     ``store`` and ``expert_length_unit`` (the run's protocol fact, None where it states none).
-    ``prefer``: stores whose rows win where stores disagree on an episode (:func:`merge_stores`)."""
+    ``prefer``: stores whose rows win where stores disagree on an episode (:func:`merge_stores`).
+    ``judge``: whose verdicts fill the judged metrics' values (:mod:`harness.judge_views`:
+    a name, ``A,B`` for their mean, ``all``; None: the only judge, or each of several)."""
     import pandas as pd
 
     from harness.store import ResultStore
@@ -218,11 +223,15 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
             families[cell] = distinct[0]
         keep = runs[[families.get((r.variant, r.suite, r.split)) == r.family for r in runs.itertuples()]]
         frames = []
+        verdicts = []
         provenance: dict[str, Any] = {}
         for path, store in opened:
             ids = sorted(set(keep.loc[keep["store"] == path, "run_id"]))
             if ids:
                 frames.append(store.frame(ids).assign(store=path))
+                judged = store.judgements()
+                if len(judged):
+                    verdicts.append(judged[judged["run_id"].isin(ids)])
             for run_id in ids:  # the latest session's provenance (git commit, versions, resolved config)
                 sessions = store.provenance(run_id)
                 provenance.setdefault(run_id, sessions[-1] if sessions else {})
@@ -246,4 +255,28 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
         {**{c: "first" for c in keep.columns if c not in ("run_id", "store")},
          "store": lambda s: sorted(set(s))}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)
-    return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened])
+    df, view = _judged(df, verdicts, judge)
+    return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened], view)
+
+
+def _judged(df: "pd.DataFrame", verdicts: list["pd.DataFrame"], judge: str | None) -> tuple["pd.DataFrame", Any]:
+    """``df`` with the chosen judges' values (:func:`harness.judge_views.apply`); the same
+    verdict in two stores counts once."""
+    import pandas as pd
+
+    from harness import judge_views, scoring
+
+    frame = pd.concat(verdicts, ignore_index=True) if verdicts else None
+    if frame is not None:
+        rank = frame["status"].map({"ok": 0, "unreadable": 1}).fillna(2)
+        frame = (frame.assign(_rank=rank).sort_values("_rank", kind="stable")
+                 .drop_duplicates([*judge_views.KEY, "judge_id"], keep="first").drop(columns="_rank"))
+    suites = df["suite"].unique() if len(df) else ()
+    scoring.set_judge_columns(())
+    labels = [m.label for m in scoring.declared(suites).values() if m.judged]
+    try:
+        df, view = judge_views.apply(df, frame, judge, labels)
+    except judge_views.JudgeSelectionError as exc:
+        raise SelectionError(str(exc)) from None
+    scoring.set_judge_columns(view.tags)
+    return df, view

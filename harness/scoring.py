@@ -225,14 +225,37 @@ def suite_scoring(suite: str) -> tuple[tuple[Metric, ...], ValuesFn | None]:
 def declared(suites: Iterable[str]) -> dict[str, Metric]:
     """The metrics the given suites declare, by name, in declaration order (first suite first).
 
-    No suite at all: the fallback scoring's metrics (an empty table keeps its columns)."""
+    No suite at all: the fallback scoring's metrics (an empty table keeps its columns). While
+    judges are shown side by side (:func:`set_judge_columns`), each judged metric is replaced
+    by one metric per judge (:func:`per_judge`)."""
     out: dict[str, Metric] = {}
     names = sorted({str(s) for s in suites})
     for suite in names or [""]:
         metrics = suite_scoring(suite)[0] if suite else tuple(_load(FALLBACK_SCORING).METRICS)
         for m in metrics:
-            out.setdefault(m.name, m)
+            for shown in ([per_judge(m, t) for t in _JUDGE_COLUMNS] if m.judged and _JUDGE_COLUMNS else [m]):
+                out.setdefault(shown.name, shown)
     return out
+
+
+#: Judges whose scores tables show side by side (``--judge all``; :mod:`harness.judge_views`).
+_JUDGE_COLUMNS: tuple[str, ...] = ()
+
+
+def set_judge_columns(tags: Sequence[str]) -> None:
+    """Show each judged metric once per judge tag (empty: once, from the chosen judge)."""
+    global _JUDGE_COLUMNS
+    _JUDGE_COLUMNS = tuple(tags)
+
+
+def per_judge(metric: Metric, tag: str) -> Metric:
+    """``metric`` as scored by the judge ``tag``: name ``NAME@TAG``, label ``LABEL [TAG]``, value ``VALUE@TAG``."""
+    import dataclasses
+
+    m = dataclasses.replace(metric, name=f"{metric.name}@{tag}", label=f"{metric.label} [{tag}]",
+                            value=f"{metric.value}@{tag}", description=f"{metric.description} (judge {tag})")
+    _KNOWN[m.name] = m
+    return m
 
 
 def value_rows(df: Any) -> list[dict[str, Any]]:

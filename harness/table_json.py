@@ -111,4 +111,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         "stores": list(selection.stores),
         "runs": runs,
     }
+    judges = getattr(selection, "judges", None)
+    if judges is not None and judges.judged_metrics:  # whose verdicts fill the judged metrics
+        doc["judges"] = judges.to_json()
     return json.dumps(doc, indent=2, sort_keys=False, default=str, allow_nan=False) + "\n"

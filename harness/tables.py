@@ -878,6 +878,7 @@ def _notes(table: pd.DataFrame) -> list[str]:
             f"{DAGGER} {e['row']}, {e['group']}: {e['errors']} of {e['episodes']} episodes "
             f"ended in errors ({e['kinds']}), counted as failures (no goal condition met)."
         )
+    notes.extend(table.attrs.get("judge_notes", []))  # harness.judge_views: whose verdicts, how many unread
     return notes
 
 

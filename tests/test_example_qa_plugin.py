@@ -1,7 +1,8 @@
 """The example plugin's one-step suite ``example_qa`` (examples/plugin_suite): one multiple-choice
 question per episode, an ``accuracy`` metric and a judged 0-10 ``judge_score`` declared by the
-suite. It runs through ``harness run``, ``harness table`` (--by task_type, --metrics), the report
-and ``harness export``, and passes check_suite.
+suite. It runs through ``harness run``, ``harness judge`` (a loopback judge server),
+``harness table`` (--by task_type, --metrics), the report and ``harness export``, and passes
+check_suite.
 
 The package is registered here through its entry points as an installed copy would be: a
 distribution record (dist-info) written from examples/plugin_suite/pyproject.toml, put first on
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tomllib
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness.store import ResultStore
+from tests.harness import judge_fixtures as fx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO_ROOT / "examples" / "plugin_suite"
@@ -71,14 +74,35 @@ def test_run_table_report_export(env, tmp_path):
     assert judged.returncode == 0, judged.stderr
     # Declared, so accepted; no judge has scored the run yet, so no episode has a value and the
     # column is left out as any metric no row defines is.
-    assert "Acc" in judged.stdout and "Judge" not in judged.stdout
+    assert "Acc" in judged.stdout and "Judge |" not in judged.stdout
+    assert "judged metrics (Judge) have no values: no judge has scored these answers" in judged.stdout
     bad = harness(env, "table", str(out), "--metrics", "sr")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "accuracy" in bad.stderr and "judge_score" in bad.stderr
+
+    # A judge through a loopback OpenAI-compatible server (tests/harness/judge_fixtures.py: model
+    # judge-a scores an answer len(answer) % 11, so each one-letter answer gets 1).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = fx.serve(port, tmp_path / "judge.log", 0.0)
+    try:
+        judge = harness(env, "judge", str(out), "judge=openai", "judge.model=judge-a",
+                        f"judge.params.base_url=http://127.0.0.1:{port}/v1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert judge.returncode == 0, judge.stderr[-3000:]
+    assert "12 judged now" in judge.stderr and "ok 12, unreadable 0, error 0" in judge.stderr
+    assert len((tmp_path / "judge.log").read_text().splitlines()) == 12
+    judged = harness(env, "table", str(out), "--by", "task_type", "--metrics", "accuracy,judge_score")
+    assert judged.returncode == 0, judged.stderr
+    assert "Judge" in judged.stdout and "1.00" in judged.stdout
+    assert "judge judge-a: 12 readable verdicts, 0 unreadable, 0 failed calls" in judged.stdout
 
     report = harness(env, "report", str(out), "--dest", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr[-3000:]
     export = harness(env, "export", str(out))
     assert export.returncode == 0, export.stderr
     rows = [json.loads(line) for line in export.stdout.splitlines()]
-    assert len(rows) == 12 and all(row["values"] == {"correct": 1} for row in rows)
+    assert len(rows) == 12 and all(row["values"] == {"correct": 1, "judge_score": 1.0} for row in rows)

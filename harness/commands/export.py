@@ -21,6 +21,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--split", action="append", default=[], metavar="PATTERN")
     p.add_argument("--variant", action="append", default=[], metavar="PATTERN")
     p.add_argument("--run", action="append", default=[], metavar="RUN_ID")
+    p.add_argument("--judge", default=None, metavar="NAME|A,B|all",
+                   help="whose verdicts fill the judged values (as harness table --judge; not with --all-runs)")
     p.add_argument("--prefer", action="append", default=[], metavar="OUTDIR",
                    help="where several stores hold the same episode of a run with different results, "
                         "this store's rows win (otherwise that is refused)")
@@ -38,9 +40,12 @@ def main(args: argparse.Namespace) -> int:
             import pyarrow  # noqa: F401
         except ModuleNotFoundError:
             raise UsageError("--format parquet needs pyarrow: pip install -e '.[export]' (or use --format jsonl)") from None
+    if args.all_runs and args.judge is not None:
+        raise UsageError("--judge reads the shown runs' verdicts: it does not go with --all-runs")
     out = check_output(args.output, args.outdir, args.force) if args.output != "-" else None
     try:
-        df = export.all_runs(args.outdir, args.prefer) if args.all_runs else results.load(args.outdir, _patterns(args.run), args.prefer).frame
+        df = (export.all_runs(args.outdir, args.prefer) if args.all_runs
+              else results.load(args.outdir, _patterns(args.run), args.prefer, judge=args.judge).frame)
         df = tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
     except (StoreError, results.SelectionError, ValueError) as exc:
         raise UsageError(one_line(exc)) from None

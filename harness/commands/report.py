@@ -22,6 +22,8 @@ def add_parser(sub: Any) -> None:
                         "declares diagnostic and transfer columns, the charts of their Δ per variant")
     p.add_argument("--run", action="append", default=[], metavar="RUN_ID",
                    help="show this run (id or prefix) for its variant, suite and split, over any other")
+    p.add_argument("--judge", default=None, metavar="NAME|A,B|all",
+                   help="whose verdicts fill the judged metrics (as harness table --judge)")
     p.add_argument("--prefer", action="append", default=[], metavar="OUTDIR",
                    help="where several stores hold the same episode of a run with different results, "
                         "this store's rows win (otherwise that is refused)")
@@ -41,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
         outdir = args.outdir[0] if len(args.outdir) == 1 else args.outdir
         path = build_report(outdir, dest=args.dest, baseline=args.baseline,
                             picks=[p.strip() for v in args.run for p in v.split(",") if p.strip()],
-                            prefer=args.prefer, experiment=args.experiment)
+                            prefer=args.prefer, judge=args.judge, experiment=args.experiment)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:

@@ -37,6 +37,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--metrics", default=None, type=_metric_names,
                    help="comma-separated metrics the store's suites declare (default: their default ones; "
                         "harness list shows each suite's); cost per episode: seconds, prompt_tokens, output_tokens")
+    p.add_argument("--judge", default=None, metavar="NAME|A,B|all",
+                   help="whose verdicts fill the judged metrics (harness judge): a judge's name, A,B for the "
+                        "mean of several, all for each side by side (default: the store's only judge, or each)")
     p.add_argument("--by", choices=["task_type", "failure"], default=None,
                    help="per-task-type breakdown (takes --metrics), or the failure taxonomy "
                         "(harness/failures.py; takes no --metrics/--stats/--columns), instead")
@@ -65,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
 
     outdirs = list(dict.fromkeys(args.outdir))
     try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)
-        selection = results.load(outdirs, _patterns(args.run), args.prefer)
+        selection = results.load(outdirs, _patterns(args.run), args.prefer, judge=args.judge)
     except (StoreError, results.SelectionError) as exc:
         raise UsageError(str(exc)) from None
     store = None
@@ -161,13 +164,22 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
 
 
 def _renderer(args: argparse.Namespace, selection: Any) -> Any:
+    """The format's writer; the table's footnotes gain which judges' scores it shows."""
     from harness import tables
 
     if args.format == "json":
         from harness import table_json
 
-        return lambda table: table_json.to_json(table, selection)
-    return {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
+        write = lambda table: table_json.to_json(table, selection)  # noqa: E731
+    else:
+        write = {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
+
+    def render(table: Any) -> str:
+        if selection.judges is not None:
+            table.attrs["judge_notes"] = selection.judges.notes()
+        return write(table)
+
+    return render
 
 
 def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selection: Any) -> int:

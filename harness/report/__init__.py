@@ -375,16 +375,17 @@ def _failure_table_html(table: Any) -> str:
 # --- build -------------------------------------------------------------------------
 def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | None = None,
                  baseline: str | None = None, title: str | None = None, picks: Sequence[str] = (),
-                 prefer: Sequence[str] = (), experiment: str | None = None) -> Path:
+                 prefer: Sequence[str] = (), judge: str | None = None, experiment: str | None = None) -> Path:
     """Write the report of the store in ``outdir`` (or of several stores read as one, as
     ``harness table A B``: :func:`harness.results.load`); returns the HTML file's path
     (default: under the first store's folder).
 
     ``baseline``: the variant Δ columns and the paired view compare against
     (default: ``base`` if present, else the first variant in run order). ``picks``:
-    run ids (or prefixes) chosen where stores disagree. ``experiment``: add its table, and
-    for an experiment with diagnostic and transfer columns the charts of their Δ and the
-    questions where the variants differ most (:mod:`harness.report.joint`). Raises
+    run ids (or prefixes) chosen where stores disagree. ``judge``: whose verdicts fill the
+    judged metrics (:mod:`harness.judge_views`, as ``harness table --judge``). ``experiment``:
+    add its table, and for an experiment with diagnostic and transfer columns the charts of
+    their Δ and the questions where the variants differ most (:mod:`harness.report.joint`). Raises
     :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
     """
     import pandas as pd
@@ -394,7 +395,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     from harness.store import ResultStore
 
     paths = [str(outdir)] if isinstance(outdir, (str, Path)) else [str(p) for p in dict.fromkeys(outdir)]
-    selection = results.load(paths, picks, prefer)  # SelectionError is a ValueError: one line
+    selection = results.load(paths, picks, prefer, judge=judge)  # SelectionError is a ValueError: one line
     df, notes = selection.frame, selection.notes
     if df.empty:
         raise ValueError(f"the store in {' and '.join(paths)} holds no episodes yet")
@@ -444,6 +445,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     sections: list[str] = []
     # Transfer table (paired statistics where there is more than one variant).
     transfer = tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None, stats=len(variants) > 1)
+    transfer.attrs["judge_notes"] = selection.judges.notes() if selection.judges is not None else []
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
                     + table_html(transfer, f"{' / '.join(_default_labels(df))} per suite/split (%), Δ vs {baseline}",
                                  "transfer") + "</section>")

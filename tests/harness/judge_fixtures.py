@@ -27,6 +27,7 @@ from harness.interfaces import AgentReply
 from harness.judging import Verdict
 from harness.params import param, parse
 from harness.plugins import AgentPlugin, SuitePlugin
+from harness.scoring import Metric
 from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
     INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
@@ -148,8 +149,16 @@ def qa_rubric(params: Mapping[str, Any]) -> QARubric:
     return QARubric(Path(path).read_text(encoding="utf-8") if path else DEFAULT_TEMPLATE)
 
 
+def qa_values(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"correct": int(bool(record.get("success")))}
+
+
 SUITE = SuitePlugin(name=SUITE_NAME, target="tests.harness.judge_fixtures:QASuite", params=QAParams,
-                    default_split="test", judge="tests.harness.judge_fixtures:qa_rubric", summary="test QA suite")
+                    default_split="test", judge="tests.harness.judge_fixtures:qa_rubric", summary="test QA suite",
+                    values="tests.harness.judge_fixtures:qa_values",
+                    metrics=(Metric("accuracy", "Acc", "correct", binary=True, default=True),
+                             Metric("judge_score", "Judge", "judge_score", range=(0.0, 10.0), unit="score",
+                                    judged=True, default=True)))
 AGENT = AgentPlugin(name="answerer", suite=SUITE_NAME, target="tests.harness.judge_fixtures:Answerer",
                     summary="test QA answerer")
 

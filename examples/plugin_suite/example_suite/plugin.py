@@ -70,6 +70,7 @@ class QAParams:
 
 QA_SUITE = SuitePlugin(
     name="example_qa", target="example_suite.qa:QASuite", params=QAParams, default_split="test",
+    judge="example_suite.rubric:make_rubric",
     summary="example plugin: one multiple-choice arithmetic question per episode (one-step, scored)",
     metrics=(
         Metric("accuracy", "Acc", "correct", binary=True, default=True,
