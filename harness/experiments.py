@@ -128,9 +128,15 @@ class Experiment:
     def labels(self) -> dict[str, str]:
         return {v.name: v.label for v in self.variants}
 
-    def metrics_of(self, column: Column) -> tuple[str, ...]:
-        """The metrics a column shows: its own, else the table's."""
-        return column.metrics or self.metrics
+    def metrics_of(self, column: Column, available: Sequence[str] | None = None) -> tuple[str, ...]:
+        """The metrics a column shows: its own, else the table's. With ``available`` (the
+        metrics the shown records declare), a judged metric shown once per judge
+        (``harness table --judge all``: ``NAME@JUDGE``, :func:`harness.scoring.per_judge`)
+        stands for each of those."""
+        named = column.metrics or self.metrics
+        if available is None:
+            return named
+        return tuple(dict.fromkeys(x for m in named for x in (m, *[a for a in available if a.startswith(f"{m}@")])))
 
     def table(self, df: "pd.DataFrame", paper: bool = False, out: str = "OUT") -> "pd.DataFrame":
         """The experiment's table from store records: its variants, cells and layout only.
@@ -156,15 +162,16 @@ class Experiment:
                                   f"(variants present: {', '.join(present)})")
         have = set(df["suite"].astype(str) + "/" + df["split"].astype(str))
         shown = [c for c in self.columns if have & set(c.cells)]
-        declared = set(tables.declared_columns(df))
-        metrics = tuple(dict.fromkeys(m for c in shown for m in self.metrics_of(c) if m in declared))
+        available = tables.declared_columns(df)
+        declared = set(available)
+        metrics = tuple(dict.fromkeys(m for c in shown for m in self.metrics_of(c, available) if m in declared))
         table = tables.transfer_table(
             df, baseline=baseline, metrics=metrics, variants_order=present,
             per_column_delta=self.delta == "each", stats=self.stats and baseline is not None,
             layout={c.label: c.cells for c in shown}, average=self.average, drop_undefined=True,
             stats_in_notes=True,
         )
-        wanted = {c.label: set(self.metrics_of(c)) for c in shown}
+        wanted = {c.label: set(self.metrics_of(c, available)) for c in shown}
         plain = lambda m: (m[len(tables.DELTA):] if m.startswith(tables.DELTA) else m).split(":", 1)[0]  # noqa: E731
         keep = [g not in wanted or plain(m) in wanted[g] for g, m in table.columns]
         if not all(keep):
@@ -173,17 +180,19 @@ class Experiment:
             table.attrs = attrs
         if self.delta == "none":
             table = table.loc[:, [not m.startswith(tables.DELTA) for _, m in table.columns]]
-        notes = self._missing_notes(table, shown, have, out)
+        notes = self._missing_notes(table, shown, have, out, available)
         table = tables.relabel(table, self.labels)
         if any(c.role for c in self.columns):
             from harness import joint
 
             defined = {(g, m) for g, m in table.columns}
-            results = self.association(every_variant, [c for c in shown if c.role], baseline or "", defined)
+            results = self.association(every_variant, [c for c in shown if c.role], baseline or "", defined,
+                                       available)
             table.attrs["association"] = results
             notes += joint.notes(results, self.labels.get(baseline or "", baseline or ""))
             lacking = [r for r in ("diagnostic", "transfer") if not any(c.role == r and (c.label, m) in defined
-                                                                       for c in shown for m in self.metrics_of(c))]
+                                                                       for c in shown
+                                                                       for m in self.metrics_of(c, available))]
             if lacking:
                 notes.append(f"association not computed: no {' and no '.join(lacking)} column in the store.")
         table.attrs["extra_notes"] = [*table.attrs.get("extra_notes", []), *notes]
@@ -192,7 +201,8 @@ class Experiment:
         table.attrs["title"] = self.description or self.name
         return table
 
-    def _missing_notes(self, table: "pd.DataFrame", shown: Sequence[Column], have: set[str], out: str) -> list[str]:
+    def _missing_notes(self, table: "pd.DataFrame", shown: Sequence[Column], have: set[str], out: str,
+                       available: Sequence[str] = ()) -> list[str]:
         """What the store lacks of the table: whole columns, a column's splits, a column's metrics."""
         from harness import scoring
 
@@ -210,8 +220,8 @@ class Experiment:
                              f"not in the store: {', '.join(lacking)} ({fill} runs them).")
         groups = {(g, m.split(":", 1)[0]) for g, m in table.columns if not m.startswith("Δ")}
         for c in shown:
-            for m in self.metrics_of(c):
-                if (c.label, m) in groups:
+            for m in self.metrics_of(c, available):
+                if (c.label, m) in groups or any(g == c.label and x.startswith(f"{m}@") for g, x in groups):
                     continue
                 decl = scoring.known_metric(m)
                 label = decl.label if decl is not None else m
@@ -221,7 +231,8 @@ class Experiment:
         return notes
 
     def association(self, df: "pd.DataFrame", columns: Sequence[Column], baseline: str,
-                    defined: set[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+                    defined: set[tuple[str, str]] | None = None,
+                    available: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Each diagnostic (column, metric) against each transfer (column, metric)
         (:func:`harness.joint.association`); ``defined``: the (column, metric) pairs with a
         value in the table (others are named in a note already)."""
@@ -229,7 +240,7 @@ class Experiment:
 
         def expand(role: str) -> list["joint.JointColumn"]:
             return [joint.JointColumn(c.label, tuple(c.cells), m) for c in columns if c.role == role
-                    for m in self.metrics_of(c) if defined is None or (c.label, m) in defined]
+                    for m in self.metrics_of(c, available) if defined is None or (c.label, m) in defined]
 
         labels = self.labels
         return [joint.association(df, x, y, baseline, [v.name for v in self.variants], labels)
@@ -357,7 +368,7 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     """An :class:`Experiment` from its ``experiment`` node; one-line errors naming the key."""
     from harness import servers
     from harness.metrics import metric_columns
-    from harness.scoring import declared
+    from harness.scoring import declared, suite_scoring
 
     unknown = sorted(set(node) - _TOP_KEYS)
     if unknown:
@@ -400,6 +411,7 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     # The metrics the runs' suites declare; no table.metrics: their headline (first default) metric.
     metric_decls = declared(runs)
     allowed = metric_columns(metric_decls.values())
+    allowed += [m for m in metric_columns(d for s in runs for d in suite_scoring(s)[0]) if m not in allowed]
     headline = [m.name for m in metric_decls.values() if m.default][:1]
     metrics = _strings(table.get("metrics", headline), "table.metrics")
     bad = [m for m in metrics if m not in allowed]
@@ -420,7 +432,7 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
             raise ExperimentError(f"experiment.table.columns[{i}]: split {missing[0]} is not among {suite}'s runs "
                                   f"({', '.join(runs[suite])})")
         own = _strings(col.get("metrics"), f"table.columns[{i}].metrics")
-        mine = metric_columns(declared([suite]).values())
+        mine = metric_columns(suite_scoring(suite)[0])  # as declared (not per judge: harness.judge_views)
         bad = [m for m in own if m not in mine]
         if bad:
             raise ExperimentError(f"experiment.table.columns[{i}].metrics: {bad[0]} is not a metric {suite} declares "

@@ -80,9 +80,10 @@ def scatter_chart(result: Mapping[str, Any]) -> str:
 
 
 def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
-    from harness import joint, scoring
+    from harness import joint, scoring, tables
 
     labels = experiment.labels
+    available = [m for m in tables.declared_columns(df)]
     variants = [v for v in dict.fromkeys(df["variant"].astype(str)) if v != baseline]
     variants = [v.name for v in experiment.variants if v.name in variants] + sorted(
         v for v in variants if v not in {x.name for x in experiment.variants})
@@ -90,7 +91,7 @@ def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
     for column in experiment.columns:
         if column.role != "diagnostic":
             continue
-        for metric in experiment.metrics_of(column):
+        for metric in experiment.metrics_of(column, available):
             jc = joint.JointColumn(column.label, tuple(column.cells), metric)
             mlabel = scoring.label_of(metric) or metric
             items = []

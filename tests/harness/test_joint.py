@@ -88,8 +88,8 @@ def _reply_for(variant: str):
                 wrong = next(o for o in item["options"] if o != item["correct_answer"])
                 return json.dumps({"result": item["correct_answer"] if right else wrong})
         if any(r["question"] in text for r in PO_RECORDS):
-            return json.dumps({"answer": "an answer", "evidence": [skill["span"]]})
-        return json.dumps({"answer": "an open answer"})
+            return json.dumps({"answer": f"a procedure answer by {variant}", "evidence": [skill["span"]]})
+        return json.dumps({"answer": f"an open answer by {variant}"})
     return reply
 
 
@@ -352,3 +352,74 @@ def test_report_page_charts_and_links_to_the_questions(store, tmp_path):
     listed = sorted((unquote(h).split(":")[0], unquote(h).split(":")[3])
                     for h in re.findall(r'class="ep-link" href="#episode=([^"]+)"', block))
     assert listed == want and want
+
+
+#: What the loopback judge gives each variant's answers: CFG-Bench (C, D, premise decision on a
+#: gated question), ProcObject's four dimensions (all equal here).
+JUDGED = {"base": (2, 2, "accepted", 1), "favor_sft": (6, 4, "corrected", 3), "cfg_sft": (8, 8, "rejected", 5)}
+
+
+def _judge_reply(text: str) -> str:
+    variant = next(v for v in JUDGED if f"by {v}" in text)
+    c, d, premise, j = JUDGED[variant]
+    if "procedure answer" in text:
+        return json.dumps({k: j for k in ("contextual_integration", "detail_orientation", "contextual_understanding",
+                                          "temporal_understanding")})
+    gate = {"premise": premise} if "Premise check" in text else {}
+    return json.dumps({**gate, "correctness": c, "detailedness": d, "rationale": "r"})
+
+
+def test_judged_columns_after_harness_judge(data, tmp_path, capsys):
+    """`harness judge` with a loopback judge, then the table: CFG-Bench S per tier and ProcObject J
+    beside the rest, each value the mean of the stored verdicts' values over the tier's judged
+    answers (recomputed here from the judgements rows), and in the association."""
+    from tests.envs.loopback_judge import serve
+
+    out = tmp_path / "judged"
+    build(out, data, ["base", "favor_sft", "cfg_sft"], suites=("cfg_bench", "procobject", "eb_alfred"))
+    srv, url = serve(_judge_reply)
+    try:
+        capsys.readouterr()
+        assert main(["judge", str(out), "judge=openai", "judge.model=judge-x", f"judge.params.base_url={url}"]) == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    with sqlite3.connect(out / "results.sqlite") as db:
+        verdicts = db.execute("SELECT e.variant, e.suite, e.split, j.vals FROM judgements j JOIN episodes e USING "
+                              "(run_id, suite, split, episode_id, seed) WHERE j.status = 'ok'").fetchall()
+    scores: dict[tuple[str, str, str], list[float]] = {}
+    for variant, suite, split, vals in verdicts:
+        scores.setdefault((variant, suite, split), []).append(json.loads(vals)["judge_score"])
+    mean = {k: sum(v) / len(v) for k, v in scores.items()}
+    assert mean[("base", "cfg_bench", "physical_interaction")] == 0.0  # the gate: the premise was accepted
+    text = _table(capsys, str(out), "--experiment", EXPERIMENT, "--judge", "all")[0]
+    lines = text.splitlines()
+    header = _cells(lines[0])
+    for column, split, suite, name in (("CFG Physical", "physical_interaction", "cfg_bench", "S"),
+                                       ("CFG Intentional", "intentional", "cfg_bench", "S"),
+                                       ("ProcObject", "test", "procobject", "J")):
+        for line, variant in zip(lines[2:5], ("base", "favor_sft", "cfg_sft")):
+            row = dict(zip(header, _cells(line)))
+            assert row[f"{column} {name}"] == f"{mean[(variant, suite, split)]:.2f}", (column, variant)
+            if variant != "base":
+                d = mean[(variant, suite, split)] - mean[("base", suite, split)]
+                assert row[f"{column} Δ{name}"] == f"{d:+.2f}"
+    assert "CFG Temporal-Causal S: no value in the store (a judged metric" in text  # no open question there
+    assert "judged metrics (S, C, D, Gate, J): judge judge-x." in text
+    x = [mean[(v, "cfg_bench", "intentional")] for v in ("base", "favor_sft", "cfg_sft")]
+    y = [expected(out)[(v, "EB-ALFRED Avg")]["sr"] for v in ("base", "favor_sft", "cfg_sft")]
+    line = next(line for line in lines if line.startswith("ρ(CFG Intentional S, EB-ALFRED Avg SR)"))
+    assert f" = {_spearman(x, y):+.2f} [" in line and "n = 3 points" in line
+    # a second judge: --judge all shows each judge's S and J in its own columns, each in the association
+    srv, url = serve(_judge_reply)
+    try:
+        assert main(["judge", str(out), "judge=openai", "judge.model=judge-y", f"judge.params.base_url={url}"]) == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    text = _table(capsys, str(out), "--experiment", EXPERIMENT, "--judge", "all")[0]
+    header = _cells(text.splitlines()[0])
+    for tag in ("judge-x", "judge-y"):
+        assert f"CFG Physical S [{tag}]" in header and f"ProcObject ΔJ [{tag}]" in header
+        assert f"ρ(CFG Intentional S [{tag}], EB-ALFRED Avg SR) = {_spearman(x, y):+.2f} [" in text
+    assert "CFG Physical S: no value" not in text
