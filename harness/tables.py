@@ -841,6 +841,12 @@ def _notes(table: pd.DataFrame) -> list[str]:
     if any(_is_delta(m) for _, m in table.columns):
         cost = " (s/ep, tok/ep: in their own units)" if any(
             (m[len(DELTA):] if _is_delta(m) else m) in COST_METRICS for _, m in table.columns) else ""
+        scores = list(dict.fromkeys(_metric_label(m[len(DELTA):]) for _, m in table.columns if _is_delta(m)
+                                    and not _is_stat(m) and m[len(DELTA):] not in COST_METRICS
+                                    and not scoring.is_percent(m[len(DELTA):])))
+        if scores:  # a score's Δ is in the score's own unit
+            cost = cost[:-1] + f"; {', '.join(scores)}: in their own units)" if cost else \
+                f" ({', '.join(scores)}: in their own units)"
         notes.append(f"{DELTA}: percentage points vs {table.attrs.get('baseline')}{cost}.")
     shown = {m[len(DELTA):] if _is_delta(m) else m for _, m in table.columns}
     if shown & set(COST_METRICS):
