@@ -110,7 +110,8 @@ def build(out: Path, data: dict[str, Path], variants, suites=("cfg_bench", "proc
         for suite in ("eb_alfred", "eb_manipulation"):
             if suite in suites:
                 for split, planner in SKILL[variant][suite].items():
-                    assert main(["run", f"suite={suite}", f"split={split}", f"planner={planner}", "limit=2",
+                    limit = 2 if suite == "eb_alfred" else 1  # a MuJoCo episode takes seconds
+                    assert main(["run", f"suite={suite}", f"split={split}", f"planner={planner}", f"limit={limit}",
                                  *common]) == 0
 
 
