@@ -41,7 +41,7 @@ def scatter_chart(result: Mapping[str, Any]) -> str:
     """SVG: one point per variant at (diagnostic Δ, transfer Δ), the zero lines, ρ in the title."""
     x_metric, y_metric = result["x"]["metric"], result["y"]["metric"]
     pts = [(p["label"], _shown(p["x_delta"], x_metric), _shown(p["y_delta"], y_metric)) for p in result["points"]]
-    w, h, left, top, right, bottom = 300, 220, 56, 34, 16, 44
+    w, h, left, top, right, bottom = 380, 250, 64, 48, 84, 44
     xs, ys = [0.0, *[p[1] for p in pts]], [0.0, *[p[2] for p in pts]]
 
     def span(values: Sequence[float]) -> tuple[float, float]:
@@ -55,17 +55,25 @@ def scatter_chart(result: Mapping[str, Any]) -> str:
     rho = (f"ρ = {result['rho']:+.2f}" + (f" [{result['interval'][0]:+.2f}, {result['interval'][1]:+.2f}]"
                                           if result.get("interval") else "")
            if result["rho"] is not None else "ρ not computed")
-    title = f"{result['x']['column']} vs {result['y']['column']}: {rho}, n = {result['n']}"
-    svg = [f'<svg class="chart joint" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
+    from harness import scoring
+
+    name = lambda side: f"{result[side]['column']} {scoring.label_of(result[side]['metric']) or result[side]['metric']}"  # noqa: E731
+    title = f"{name('x')} vs {name('y')}"
+    subtitle = f"{rho}, n = {result['n']}"
+    svg = [f'<svg class="chart joint" role="img" aria-label="{_esc(title)}: {_esc(subtitle)}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{w}" height="{h}" data-chart="joint" data-x="{_esc(result["x"]["column"])}" '
            f'data-y="{_esc(result["y"]["column"])}">',
            f'<text x="4" y="14" class="title">{_esc(title)}</text>',
+           f'<text x="4" y="30" class="tick">{_esc(subtitle)}</text>',
            f'<line x1="{px(0):.1f}" x2="{px(0):.1f}" y1="{top}" y2="{h - bottom}" class="grid"/>',
            f'<line x1="{left}" x2="{w - right}" y1="{py(0):.1f}" y2="{py(0):.1f}" class="grid"/>',
            f'<text x="{(left + w - right) / 2:.0f}" y="{h - 8}" class="tick" text-anchor="middle">'
            f'{_esc(_axis_label(result["x"]["column"], x_metric))}</text>',
            f'<text x="12" y="{(top + h - bottom) / 2:.0f}" class="tick" text-anchor="middle" '
            f'transform="rotate(-90 12 {(top + h - bottom) / 2:.0f})">{_esc(_axis_label(result["y"]["column"], y_metric))}</text>']
+    if len(_axis_label(result["y"]["column"], y_metric)) * 6 > h - top - bottom:  # too long beside the plot
+        svg[-1] = (f'<text x="12" y="{(top + h - bottom) / 2:.0f}" class="tick" text-anchor="middle" '
+                   f'transform="rotate(-90 12 {(top + h - bottom) / 2:.0f})">Δ {_esc(result["y"]["column"])}</text>')
     for v, anchor in ((x0, "start"), (x1, "end")):
         svg.append(f'<text x="{px(v):.1f}" y="{h - bottom + 14}" class="tick" text-anchor="{anchor}">{v:+.3g}</text>')
     for v in (y0, y1):
