@@ -38,6 +38,7 @@ def main(args: argparse.Namespace) -> int:
 
     # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
     name, mine, overrides = judge.check_config(args.overrides)
+    OUTS.clear()  # this invocation's outputs only (an earlier `main` in the same process wrote others)
     status = _cmd_run(overrides, args.multirun, show=args.cfg, dry_run=args.dry_run)
     if name is None or args.cfg or args.dry_run or status not in (0, 1):  # 1: some episodes failed
         return status

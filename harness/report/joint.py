@@ -11,7 +11,6 @@ episode in the report's browser (and to the baseline's answer to the same questi
 from __future__ import annotations
 
 import html
-import math
 from typing import Any, Mapping, Sequence
 
 #: Questions listed per diagnostic (column, metric) and variant.
