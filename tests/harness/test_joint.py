@@ -425,3 +425,36 @@ def test_judged_columns_after_harness_judge(data, tmp_path, capsys):
         assert f"CFG Physical S [{tag}]" in header and f"ProcObject ΔJ [{tag}]" in header
         assert f"ρ(CFG Intentional S [{tag}], EB-ALFRED Avg SR) = {_spearman(x, y):+.2f} [" in text
     assert "CFG Physical S: no value" not in text
+
+
+def test_spearman_matches_scipy_with_ties():
+    stats = pytest.importorskip("scipy.stats")
+    from harness.joint import spearman
+
+    rng = np.random.default_rng(1)
+    for n in (3, 4, 7):
+        for _ in range(50):
+            x, y = rng.integers(0, 3, n).astype(float), rng.integers(0, 4, n).astype(float)
+            want = stats.spearmanr(x, y).statistic if len(set(x)) > 1 and len(set(y)) > 1 else math.nan
+            got = float(spearman(x, y))
+            assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want), (x, y)
+
+
+@pytest.mark.parametrize("column, key, value, message", [
+    (0, "role", "diagnostics", "columns[0].role must be one of diagnostic, transfer"),
+    (0, "metrics", ["sr"], "columns[0].metrics: sr is not a metric cfg_bench declares"),
+    (5, "metrics", ["miou"], "columns[5].metrics: miou is not a metric eb_alfred declares"),
+])
+def test_bad_column_keys_are_one_line(column, key, value, message, tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    from harness import experiments
+
+    node = OmegaConf.to_container(OmegaConf.load(experiments.path_of(EXPERIMENT)))
+    node["experiment"]["table"]["columns"][column][key] = value
+    path = tmp_path / "bad.yaml"
+    path.write_text(OmegaConf.to_yaml(node))
+    assert main(["run", f"+experiment={path}", f"out={tmp_path / 'o'}", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not (tmp_path / "o").exists()
