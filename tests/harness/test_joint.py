@@ -19,7 +19,6 @@ from harness.cli import main
 from harness.testing import scripted_replies
 
 av = pytest.importorskip("av")
-pytest.importorskip("robosuite", reason="EB-Manipulation's twin needs the `eb_manipulation` extra")
 
 EXPERIMENT = "diagnostics_and_transfer"
 #: CFG-Bench questions: MC in FAU (physical), TR and CR (temporal-causal); open-ended elsewhere.
@@ -96,6 +95,8 @@ def _reply_for(variant: str):
 def build(out: Path, data: dict[str, Path], variants, suites=("cfg_bench", "procobject", "eb_alfred",
                                                              "eb_manipulation")) -> None:
     """Each variant's runs, as `harness run` writes them (the real suites, cheap agents)."""
+    if "eb_manipulation" in suites:
+        pytest.importorskip("robosuite", reason="EB-Manipulation's twin needs the `eb_manipulation` extra")
     for variant in variants:
         common = [f"variant.name={variant}", f"out={out}", "progress=false"]
         with scripted_replies(_reply_for(variant), name=f"joint-{variant}"):
@@ -373,7 +374,8 @@ def _judge_reply(text: str) -> str:
 def test_judged_columns_after_harness_judge(data, tmp_path, capsys):
     """`harness judge` with a loopback judge, then the table: CFG-Bench S per tier and ProcObject J
     beside the rest, each value the mean of the stored verdicts' values over the tier's judged
-    answers (recomputed here from the judgements rows), and in the association."""
+    answers (recomputed here from the judgements rows), each Δ the paired one (a suite's declared
+    metric, not a record field), and in the association."""
     from tests.envs.loopback_judge import serve
 
     out = tmp_path / "judged"
