@@ -941,6 +941,7 @@ _LATEX_SPECIAL = {
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
     DELTA: r"$\Delta$",
+    "ρ": r"$\rho$",
     "<": r"$<$",
     DAGGER: r"$^\dagger$",
     DIFFERENT: r"$^\ddagger$",

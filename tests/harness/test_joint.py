@@ -288,7 +288,7 @@ def test_every_format_and_a_further_variant(store, data, tmp_path, capsys):
     assert csv_text.splitlines()[0].startswith("variant,CFG Physical:accuracy,CFG Physical:Δaccuracy")
     assert "note: ρ(CFG Physical Acc, EB-ALFRED Avg SR)" in csv_err
     latex = _table(capsys, str(store), "--experiment", EXPERIMENT, "--format", "latex")[0]
-    assert r"\rho" not in latex and "ρ(CFG Physical Acc, EB-ALFRED Avg SR)" in latex
+    assert r"$\rho$(CFG Physical Acc, EB-ALFRED Avg SR)" in latex and "ρ" not in latex
     # a fourth variant in a second store, read together: n = 4, the table still shows the declared three
     more = tmp_path / "more"
     build(more, data, ["other"])
