@@ -217,6 +217,8 @@ def paired_delta(cells: Sequence[PairedCell], metric: Any, resamples: int = BOOT
         lo = hi = math.nan
     else:
         lo, hi = (float(x) for x in np.nanpercentile(boot, [2.5, 97.5]))
+    if metric.aggregation == "mean":  # the pairs where both sides have a value (a judged score of some questions only)
+        pairs = int(sum(np.sum((m[:, _DV] > 0) & (m[:, _DB] > 0)) for m in matrices))
     p = math.nan
     if metric.binary:  # discordant pairs where both sides have a value
         both = [(m[:, _DV] > 0) & (m[:, _DB] > 0) for m in matrices]

@@ -901,7 +901,7 @@ def _stats_notes(table: pd.DataFrame) -> list[str]:
             n = table.at[row, (group, metric + ":n")] if (group, metric + ":n") in table.columns else math.nan
             if math.isnan(n):  # a row with no paired episodes (the paper's numbers): nothing to test
                 continue
-            pairs = f", {int(n)} pairs"
+            pairs = f", {int(n)} pair{'' if int(n) == 1 else 's'}"
             lines.append(f"{row}, {group}: {_metric_label(metric)} {format_metric(value, metric)}"
                          f"{_stats_suffix(table, row, group, metric)}{pairs}.")
     return lines

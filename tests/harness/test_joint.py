@@ -410,6 +410,10 @@ def test_judged_columns_after_harness_judge(data, tmp_path, capsys):
     assert "CFG Temporal-Causal S: no value in the store (a judged metric" in text  # no open question there
     assert "judged metrics (S, C, D, Gate, J): judge judge-x." in text
     assert "Δ: percentage points vs Base (S, J, mIoU: in their own units)." in text
+    # the pairs behind a judged Δ are the questions both sides have a score on (the CIA ones), not the tier's
+    n = len(scores[("favor_sft", "cfg_bench", "physical_interaction")])
+    footnote = next(line for line in lines if line.startswith("FAVOR-SFT, CFG Physical: ΔS "))
+    assert footnote.endswith(f", {n} pair{'' if n == 1 else 's'}."), footnote
     x = [mean[(v, "cfg_bench", "intentional")] for v in ("base", "favor_sft", "cfg_sft")]
     y = [expected(out)[(v, "EB-ALFRED Avg")]["sr"] for v in ("base", "favor_sft", "cfg_sft")]
     line = next(line for line in lines if line.startswith("ρ(CFG Intentional S, EB-ALFRED Avg SR)"))

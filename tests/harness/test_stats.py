@@ -88,6 +88,21 @@ def test_no_pairs_gives_nan():
     assert math.isnan(r.delta) and r.pairs == 0
 
 
+def test_pairs_of_a_score_count_only_episodes_both_sides_scored():
+    # A judged score exists for some questions only (cfg_bench's S: the open-ended ones): four
+    # episodes, the variant scored on 0, 1, 3, the baseline on 0, 1, 2; pairs with both: 2.
+    from harness.scoring import Metric
+
+    score = Metric("s", "S", "s", range=(0.0, 10.0), unit="score")
+    z = np.zeros(4, dtype=bool)
+    nv, dv = np.array([6.0, 8.0, 0.0, 4.0]), np.array([1.0, 1.0, 0.0, 1.0])
+    nb, db = np.array([2.0, 4.0, 5.0, 0.0]), np.array([1.0, 1.0, 1.0, 0.0])
+    c = PairedCell(z, z, z.astype(float), z.astype(float), z.astype(float), z.astype(float), 1.0, None, nv, dv, nb, db)
+    r = paired_delta([c], score)
+    assert r.pairs == 2
+    assert r.delta == pytest.approx(18 / 3 - 11 / 3)  # each side's mean over its own scored episodes
+
+
 def _records():
     recs = []
     for i in range(20):
