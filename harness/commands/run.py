@@ -36,6 +36,10 @@ def add_parser(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from harness.commands import judge
 
+    # One invocation's state: a process that calls main() again (tests, a notebook) must not
+    # judge, or count as saved, what an earlier invocation wrote.
+    SAVED.update(episodes=0, runner=None, out=None)
+    OUTS.clear()
     # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
     name, mine, overrides = judge.check_config(args.overrides)
     status = _cmd_run(overrides, args.multirun, show=args.cfg, dry_run=args.dry_run)
