@@ -243,7 +243,8 @@ def _reachable(uri: str) -> None:
     except ValueError:
         return  # a malformed port: the client says so in its own words
     try:
-        timeout = float(os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT") or MLFLOW_HTTP_DEFAULTS["MLFLOW_HTTP_REQUEST_TIMEOUT"])
+        name = "MLFLOW_HTTP_REQUEST_TIMEOUT"
+        timeout = float(os.environ.get(name) or MLFLOW_HTTP_DEFAULTS[name])
     except ValueError:
         timeout = 10.0
     try:
