@@ -158,6 +158,8 @@ class MlflowTracker:
         self.where = uri
         if uri.startswith("file:"):
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        else:
+            _reachable(uri)  # before importing mlflow: seconds of CPU the run would share for nothing
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=uri)
@@ -217,6 +219,38 @@ TRACKER_CALL_TIMEOUT_S = 15.0
 
 #: MLflow HTTP settings for a remote tracking server, unless the environment sets them.
 MLFLOW_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+
+
+def _reachable(uri: str) -> None:
+    """Raise ``ConnectionError`` (one line) when nothing accepts a TCP connection at an http(s)
+    URI's host and port, within MLflow's request timeout; other URIs, and URIs a proxy
+    serves, are left to the client.
+
+    Importing MLflow's client costs about 2 s of CPU, and its import runs on the tracker's
+    thread beside the run's own: against a server that is not there, that cost bought
+    nothing and slowed short runs by more than half (benchmarks/tracker_overhead.py)."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(parts.hostname):
+        return
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return  # a malformed port: the client says so in its own words
+    try:
+        name = "MLFLOW_HTTP_REQUEST_TIMEOUT"
+        timeout = float(os.environ.get(name) or MLFLOW_HTTP_DEFAULTS[name])
+    except ValueError:
+        timeout = 10.0
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"cannot connect to {parts.hostname}:{port} ({exc.strerror or exc})") from None
 
 
 def _where(tracker: Any) -> str | None:

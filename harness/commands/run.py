@@ -36,6 +36,10 @@ def add_parser(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from harness.commands import judge
 
+    # One invocation's state: a process that calls main() again (tests, a notebook) must not
+    # judge, or count as saved, what an earlier invocation wrote.
+    SAVED.update(episodes=0, runner=None, out=None)
+    OUTS.clear()
     # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
     name, mine, overrides = judge.check_config(args.overrides)
     OUTS.clear()  # this invocation's outputs only (an earlier `main` in the same process wrote others)

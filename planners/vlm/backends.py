@@ -476,8 +476,24 @@ class OpenAIBackend:
         return self._identity
 
     def _served_model(self) -> Any:
-        """The server's own entry for ``model`` in ``GET /models`` (its ``id`` and, where the
-        server gives one, ``root``), or None when the server does not answer that request."""
+        """What the server reports about the weights it serves under ``model``, or None when it
+        does not answer ``GET /models``.
+
+        From the listing entry: ``id``, and where given ``root`` and ``parent``. vLLM lists a base
+        model with ``root`` = the weights' path and a LoRA adapter with ``root`` = the adapter's
+        path and ``parent`` = its base model (vllm-project/vllm@00153c8,
+        vllm/entrypoints/openai/models/serving.py, both ``show_available_models``); lmdeploy
+        gives ``root`` = the model name (InternLM/lmdeploy@1263d5c,
+        lmdeploy/serve/openai/endpoints/models.py:16-25); SGLang's ``root`` is the served name;
+        ``transformers serve`` lists ids only. ``max_model_len`` and ``created`` are left out:
+        they do not say which weights answer.
+
+        A listing entry owned by ``sglang`` is followed by SGLang's own model report
+        (``/model_info``, or ``/get_model_info`` on older servers, at the server's root): its
+        ``model_path`` (the weights' path, whatever ``--served-model-name`` says) and
+        ``weight_version`` (set by ``--weight-version`` and by weight updates;
+        sgl-project/sglang@9c0549b, python/sglang/srt/entrypoints/http_server.py,
+        ``model_info``). Servers that report none of these keep the identity they had."""
         try:
             listing = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0).models.list()
             entries = list(listing.data)
@@ -487,13 +503,36 @@ class OpenAIBackend:
         entry = named[0] if named else (entries[0] if len(entries) == 1 else None)
         if entry is None:
             return None
-        root = getattr(entry, "root", None) or (entry.model_extra or {}).get("root")
+        extra = entry.model_extra or {}
         out = {"id": str(entry.id)}
-        if isinstance(root, str) and root:
-            out["root"] = root
+        for key in SERVED_MODEL_FIELDS:
+            value = getattr(entry, key, None) or extra.get(key)
+            if isinstance(value, str) and value:
+                out[key] = value
+        if getattr(entry, "owned_by", None) == "sglang":
+            out.update(self._sglang_model_info())
         from harness.redact import redact
 
         return redact(out)
+
+    def _sglang_model_info(self) -> dict[str, str]:
+        """SGLang's ``model_path`` and ``weight_version`` (empty where it does not answer)."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(self.base_url)
+        root_path = parts.path.rstrip("/")
+        root_path = root_path[: -len("/v1")] if root_path.endswith("/v1") else root_path
+        client = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0)
+        for endpoint in ("/model_info", "/get_model_info"):
+            url = urlunsplit((parts.scheme, parts.netloc, root_path + endpoint, "", ""))
+            try:
+                info = client.get(url, cast_to=object)
+            except Exception:  # noqa: BLE001 - an older or a proxied server: try the next name
+                continue
+            if isinstance(info, dict):
+                return {key: info[key] for key in SGLANG_INFO_FIELDS
+                        if isinstance(info.get(key), str) and info[key]}
+        return {}
 
     def generate(self, conversations: Sequence[Messages], schema: Mapping[str, Any] | None = None) -> list[str]:
         """Replies; ``schema`` goes out as ``response_format`` when ``json_schema`` is on."""
@@ -526,6 +565,10 @@ class OpenAIBackend:
 
 #: Seconds the openai backend waits for the server's model listing (run identity) at start.
 SERVED_MODEL_TIMEOUT_S = 10.0
+#: Fields of a ``GET /models`` entry that say which weights answer under the model name.
+SERVED_MODEL_FIELDS = ("root", "parent")
+#: Fields of SGLang's model report that say which weights it serves.
+SGLANG_INFO_FIELDS = ("model_path", "weight_version")
 
 
 def server_address(base_url: str) -> str:

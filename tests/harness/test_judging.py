@@ -14,10 +14,6 @@ from pathlib import Path
 
 import pytest
 
-# Its two run+judge tests failed once beside other tests under pytest-xdist and pass alone: run
-# them in the serial pass until the cause (shared registration or ports) is found.
-pytestmark = pytest.mark.serial
-
 from harness.judging import agreement, judge_id_of, krippendorff_alpha_interval, spearman_rho
 from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
@@ -174,6 +170,22 @@ def test_run_with_judge_then_a_second_judge(tmp_path, server, capsys):
     assert harness("judge", str(out), *judge_args(url, "judge-a", f"judge.rubric.prompt_file={prompt}")) == 0
     with ResultStore(out, readonly=True) as s:
         assert len(s.judges()) == 3
+
+
+def test_run_with_judge_judges_only_this_invocations_output(tmp_path, server, capsys):
+    """An earlier `harness run` in the same process (another test under pytest-xdist, a
+    notebook) wrote elsewhere: `run ... judge=` judges its own output folder only."""
+    url, log = server
+    earlier = tmp_path / "earlier"
+    assert harness("run", f"suite={fx.SUITE_NAME}", "planner=answerer", "executor=local", f"out={earlier}",
+                   "progress=false") == 0
+    out = tmp_path / "out"
+    assert harness("run", f"suite={fx.SUITE_NAME}", "planner=answerer", "executor=local", f"out={out}",
+                   "progress=false", *judge_args(url, "judge-a")) == 0
+    assert "6 judged now" in capsys.readouterr().err
+    assert len(log.read_text().splitlines()) == 6
+    with ResultStore(earlier, readonly=True) as s:
+        assert len(s.judgements()) == 0
 
 
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, server, capsys):

@@ -255,3 +255,22 @@ def test_the_end_line_says_where_the_tracker_wrote(tmp_path, capsys):
     err = capsys.readouterr().err
     end = [line for line in err.splitlines() if "episodes run" in line]
     assert len(end) == 1 and "tracker mlflow -> file:" in end[0] and "mlruns" in end[0], err
+
+
+def test_an_unreachable_tracker_is_known_before_mlflow_loads(tmp_path):
+    """Nothing listening at the tracking URI: the tracker is off without importing MLflow's
+    client (about 2 s of CPU on the tracker's thread beside the run: the cost that made a short
+    run with an unreachable tracker take 3x as long, benchmarks/tracker_overhead.py)."""
+    import subprocess
+    import sys
+
+    _need("mlflow")
+    out = tmp_path / "o"
+    code = ("import sys; from harness.cli import main; "
+            f"rc = main(['run', *{RUN!r}, 'planner=oracle', 'tracker=mlflow', "
+            f"'tracker.tracking_uri=http://127.0.0.1:9', 'out={out}']); "
+            "print('RC', rc, 'MLFLOW', 'mlflow.tracking' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "RC 0 MLFLOW False" in done.stdout, done.stdout + done.stderr
+    lines = _warnings(done.stderr)
+    assert len(lines) == 1 and "cannot connect to 127.0.0.1:9" in lines[0], done.stderr
