@@ -120,7 +120,7 @@ class Experiment:
 
     def table(self, df: "pd.DataFrame", paper: bool = False) -> "pd.DataFrame":
         """The experiment's table from store records: its variants, cells and layout only."""
-        from harness import tables
+        from harness import caveats, tables
 
         names = [v.name for v in self.variants]
         cells = {c for col in self.columns for c in col.cells}
@@ -143,6 +143,7 @@ class Experiment:
         if self.delta == "none":
             table = table.loc[:, [not m.startswith(tables.DELTA) for _, m in table.columns]]
         table = tables.relabel(table, self.labels)
+        caveats.against_declaration(table, self)  # a row run with a stand-in agent says so
         if paper:
             table = self._with_paper_rows(table)
         table.attrs["title"] = self.description or self.name

@@ -246,4 +246,7 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
         {**{c: "first" for c in keep.columns if c not in ("run_id", "store")},
          "store": lambda s: sorted(set(s))}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)
+    from harness import caveats  # each record's split size and its run's settings (table footnotes)
+
+    df = caveats.with_run_facts(df, shown)
     return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened])
