@@ -185,13 +185,17 @@ def _cell(part: "pd.DataFrame") -> dict[str, Any]:
 
 
 def cells(df: "pd.DataFrame", row_of: "pd.Series", group_of: "pd.Series",
-          extra_groups: Mapping[str, Sequence[str]] = {}) -> list[dict[str, Any]]:
+          extra_groups: Mapping[str, Sequence[str]] = {}, totals: bool = True) -> list[dict[str, Any]]:
     """One entry per (row, group) with records: :func:`_cell`'s counts plus ``row`` and
-    ``group``. ``extra_groups``: more columns pooling others (``avg`` -> every column)."""
+    ``group``. ``extra_groups``: more columns pooling others (``avg`` -> every column).
+    ``totals=False``: cells that are part of a split (a task type's), with no split total
+    (``total`` None, ``of_split`` False)."""
     frame = df.assign(_row=row_of.to_numpy(), _group=group_of.to_numpy())
     out = []
     for (row, group), part in frame.groupby(["_row", "_group"], sort=True, dropna=True):
         out.append({"row": row, "group": group, **_cell(part)})
+        if not totals:
+            out[-1].update(total=None, of_split=False)
     for label, groups in extra_groups.items():
         pooled = frame[frame["_group"].isin(list(groups)).to_numpy()]
         for row, part in pooled.groupby("_row", sort=True):
@@ -336,8 +340,10 @@ def marks(table: "pd.DataFrame", row: Any, group: str) -> str:
 
 
 def episodes_text(cell: Mapping[str, Any]) -> str:
-    """'1/50', or '3 (total unknown)'."""
-    return f"{cell['episodes']}/{cell['total']}" if cell["total"] is not None else f"{cell['episodes']} (total unknown)"
+    """'1/50', or '3 (total unknown)'; a cell that is part of a split (a task type): '3'."""
+    if cell["total"] is not None:
+        return f"{cell['episodes']}/{cell['total']}"
+    return str(cell["episodes"]) if cell.get("of_split") is False else f"{cell['episodes']} (total unknown)"
 
 
 def _failures_text(cell: Mapping[str, Any]) -> str:
@@ -434,7 +440,7 @@ def json_cell(table: "pd.DataFrame", row: Any, group: str) -> dict[str, Any]:
     cell = _cell_of(table).get((row, group))
     if cell is None:
         return {}
-    return {"episodes_total": cell["total"], "partial": cell["total"] is not None and cell["episodes"] < cell["total"],
+    return {"episodes_total": cell["total"], "partial": None if cell["total"] is None else cell["episodes"] < cell["total"],
             "output_error_episodes": cell["output_error_episodes"], "fallback_episodes": cell["fallback_episodes"],
             "agent_replies": cell["replies"], "unusable_replies": cell["unusable_replies"],
             "mostly_unusable": cell["mostly_unusable"]}

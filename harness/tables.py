@@ -675,6 +675,7 @@ def breakdown_table(
     units, units_differ = _length_units(df, rows, df["variant"].astype(str))
     variant_of = df["variant"].astype(str)
     cell_caveats = caveats.of(df, rows, variant_of, settings_row_of=variant_of)
+    cell_caveats["cells"] = caveats.cells(df, rows, variant_of, totals=False)  # a task type has no split total
     cell_caveats["cells"] += caveats.cells(df, pd.Series(ALL, index=df.index), variant_of)
     table.attrs.update(
         {"caveats": cell_caveats, "kind": "breakdown", "baseline": baseline, "row_name": by, "marked": marked, "errors": errors,
