@@ -375,14 +375,16 @@ def _failure_table_html(table: Any) -> str:
 # --- build -------------------------------------------------------------------------
 def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | None = None,
                  baseline: str | None = None, title: str | None = None, picks: Sequence[str] = (),
-                 prefer: Sequence[str] = ()) -> Path:
+                 prefer: Sequence[str] = (), experiment: str | None = None, paper: bool = False) -> Path:
     """Write the report of the store in ``outdir`` (or of several stores read as one, as
     ``harness table A B``: :func:`harness.results.load`); returns the HTML file's path
     (default: under the first store's folder).
 
     ``baseline``: the variant Δ columns and the paired view compare against
     (default: ``base`` if present, else the first variant in run order). ``picks``:
-    run ids (or prefixes) chosen where stores disagree. Raises
+    run ids (or prefixes) chosen where stores disagree. ``experiment``: an experiment's name
+    (or file) whose table (:meth:`harness.experiments.Experiment.table`, as ``harness table
+    --experiment`` prints it; ``paper``: with the paper's rows) opens the report. Raises
     :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
     """
     import pandas as pd
@@ -433,6 +435,17 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     if baseline not in variants_all:
         raise ValueError(f"baseline {baseline!r} is not a variant of this store (variants: {', '.join(variants_all)})")
     variants = tables.ordered_variants(df, baseline, None)
+    experiment_section = ""
+    if experiment is not None:  # the experiment's own table first, as `harness table --experiment` prints it
+        from harness import experiments
+
+        declared = experiments.load(experiment)  # before anything is written: a bad name writes nothing
+        etable = declared.table(df, paper=paper)
+        experiment_section = ('<section id="experiment"><h2>Experiment table</h2>'
+                              + table_html(etable, etable.attrs.get("title") or declared.name, "experiment")
+                              + "</section>")
+    elif paper:
+        raise ValueError("--paper needs --experiment NAME (the paper's numbers are declared there)")
     dest_path = Path(dest) if dest is not None else store_dirs[paths[0]] / "report" / "index.html"
     if dest_path.suffix.lower() not in (".html", ".htm"):
         dest_path = dest_path / "index.html"
@@ -440,6 +453,8 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     report_dir.mkdir(parents=True, exist_ok=True)
 
     sections: list[str] = []
+    if experiment_section:
+        sections.append(experiment_section)
     # Transfer table (paired statistics where there is more than one variant).
     transfer = tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None, stats=len(variants) > 1)
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
@@ -524,6 +539,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     doc = render_page(
         title=title, store=" + ".join(str(f) for f in store_files.values()), episodes=len(df), variants=variants, baseline=baseline,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), has_cost=bool(cost), notes=list(notes),
+        has_experiment=bool(experiment_section),
         sections=sections, runs=provenance_section(runs[runs["run_id"].isin(run_ids)], provenance),
         data_json=_json_for_html(payload), search_json=_json_for_html(_search_index(details)))
     _write_atomic(dest_path, doc)
