@@ -390,8 +390,8 @@ def notes(table: "pd.DataFrame", avg_label: str | None = None) -> list[str]:
     setting_lines = []
     for s in caveats.get("settings", []):
         rows = s["rows"]
-        if caveats.get("settings_by") == "row":
-            rows = {r: v for r, v in rows.items() if r in order}
+        if caveats.get("settings_by") == "row":  # in the table's row order
+            rows = {r: rows[r] for r in sorted((r for r in rows if r in order), key=order.get)}
         if not rows:
             continue
         values = set(rows.values())
