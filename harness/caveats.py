@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ def _flat(node: Any, prefix: str) -> dict[str, Any]:
     return {prefix: node}
 
 
+@lru_cache(maxsize=None)
 def _suite_defaults(suite: str) -> dict[str, Any]:
     """The suite's declared parameter defaults (its plugin's declaration); {} where unknown."""
     try:
@@ -212,7 +214,8 @@ def settings(df: "pd.DataFrame", row_of: "pd.Series") -> list[dict[str, Any]]:
         return []
     per_row: dict[Any, dict[str, list[str]]] = {}
     defaults: dict[Any, set[str]] = {}
-    for row, text in zip(row_of.to_numpy(), df[RUN_SETTINGS].to_numpy()):
+    pairs = set(zip(row_of.to_numpy(), df[RUN_SETTINGS].to_numpy()))  # each row's runs once
+    for row, text in sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))):
         if not isinstance(text, str):
             continue
         values = json.loads(text)
@@ -254,7 +257,7 @@ def of(df: "pd.DataFrame", row_of: "pd.Series", group_of: "pd.Series",
     ``settings`` (:func:`settings`, by ``settings_row_of`` or the rows)."""
     agents: dict[Any, str] = {}
     if RUN_SETTINGS in df.columns:
-        for row, text in zip(row_of.to_numpy(), df[RUN_SETTINGS].to_numpy()):
+        for row, text in sorted(set(zip(row_of.to_numpy(), df[RUN_SETTINGS].to_numpy())), key=str):
             if isinstance(text, str):
                 agent = str(json.loads(text).get("agent"))
                 agents[row] = agent if agents.get(row, agent) == agent else f"{agents[row]} / {agent}"

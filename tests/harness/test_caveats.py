@@ -142,6 +142,10 @@ def test_limit_one_says_one_of_the_split_in_every_format(limit_one, capsys):
             assert (cell["n"], cell["episodes_total"], cell["partial"]) == (1, SIZE, True)
     by = _table(capsys, out, "--by", "task_type")
     assert f"all: base 1/{SIZE}, oracle 1/{SIZE}" in by
+    failures = _table(capsys, out, "--by", "failure")
+    assert f"base, eb_alfred/seen: 1/{SIZE}; oracle, eb_alfred/seen: 1/{SIZE}." in failures
+    frame = pd.read_csv(io.StringIO(_table(capsys, out, "--by", "failure", "--format", "csv"))).set_index("variant")
+    assert list(frame["n"]) == [1, 1] and list(frame["of_split"]) == [SIZE, SIZE]
     assert "limit=1 (every row)" in md
 
 
