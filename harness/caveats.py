@@ -401,7 +401,7 @@ def notes(table: "pd.DataFrame", avg_label: str | None = None) -> list[str]:
         if len(values) == 1:
             setting_lines.append(f"{s['key']}={next(iter(values))} (every row)")
         else:
-            setting_lines.append(f"{s['key']}: " + ", ".join(f"{r} {v}" for r, v in rows.items()))
+            setting_lines.append(f"{s['key']} (" + ", ".join(f"{r}: {v}" for r, v in rows.items()) + ")")
     if setting_lines:
         lines.append("Settings not at their defaults or not alike across rows: " + "; ".join(setting_lines) + ".")
     for row, d in (caveats.get("declared") or {}).items():

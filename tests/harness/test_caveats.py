@@ -107,8 +107,8 @@ def test_a_given_token_budget_and_the_agent_are_named_per_row(prose_store, capsy
     out, _ = prose_store
     md = _table(capsys, out, "--baseline", "oracle")
     (line,) = [x for x in md.splitlines() if x.startswith("Settings not at their defaults")]
-    assert "agent: oracle oracle, prose vlm" in line, line  # the baseline row first, as in the table
-    assert "planner.params.max_new_tokens: oracle (unset), prose 64" in line, line
+    assert "agent (oracle: oracle, prose: vlm)" in line, line  # the baseline row first, as in the table
+    assert "planner.params.max_new_tokens (oracle: (unset), prose: 64)" in line, line
     assert "limit=2 (every row)" in line
     doc = json.loads(_table(capsys, out, "--baseline", "oracle", "--format", "json"))
     settings = next(r for r in doc["rows"] if r["row"] == "prose")["settings"]
