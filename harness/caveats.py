@@ -212,29 +212,29 @@ def settings(df: "pd.DataFrame", row_of: "pd.Series") -> list[dict[str, Any]]:
     runs disagree on a key shows their values joined by " / "."""
     if RUN_SETTINGS not in df.columns or not len(df):
         return []
-    per_row: dict[Any, dict[str, list[str]]] = {}
+    runs_of: dict[Any, list[dict[str, Any]]] = {}
     defaults: dict[Any, set[str]] = {}
     pairs = set(zip(row_of.to_numpy(), df[RUN_SETTINGS].to_numpy()))  # each row's runs once
     for row, text in sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))):
         if not isinstance(text, str):
             continue
         values = json.loads(text)
-        marks = set(values.pop("_defaults", []))
-        mine = per_row.setdefault(row, {})
-        defaults.setdefault(row, set()).update(marks)
-        for key, value in values.items():
-            shown = _value_text(value)
-            if shown not in mine.setdefault(key, []):
-                mine[key].append(shown)
-    if not per_row:
+        defaults.setdefault(row, set()).update(values.pop("_defaults", []))
+        runs_of.setdefault(row, []).append(values)
+    if not runs_of:
         return []
-    keys = sorted({k for v in per_row.values() for k in v}, key=_key_order)
+    keys = sorted({k for runs in runs_of.values() for v in runs for k in v}, key=_key_order)
     out = []
     for key in keys:
-        rows = {row: " / ".join(values.get(key, ["(unset)"])) for row, values in per_row.items()}
+        rows = {}
+        for row, runs in runs_of.items():  # a run without the key ran at its default
+            shown = [_value_text(v[key]) if key in v else _value_text(_SPEC_DEFAULTS[key]) if key in _SPEC_DEFAULTS
+                     else "(unset)" for v in runs]
+            rows[row] = " / ".join(sorted(dict.fromkeys(shown)))
         differ = len(set(rows.values())) > 1
-        always = key in _SPEC_DEFAULTS or (".params." in key and not key.startswith("suite."))
-        non_default = key.startswith("suite.params.") and not all(key in defaults.get(r, ()) for r in per_row)
+        always = (key in _SPEC_DEFAULTS and any(key in v for runs in runs_of.values() for v in runs)) or (
+            ".params." in key and not key.startswith("suite."))
+        non_default = key.startswith("suite.params.") and not all(key in defaults.get(r, ()) for r in runs_of)
         if differ or always or non_default:
             out.append({"key": key, "rows": rows, "differ": differ})
     return out
@@ -246,6 +246,8 @@ def _key_order(key: str) -> tuple[int, str]:
 
 
 def _value_text(value: Any) -> str:
+    if value is None:
+        return "none"
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, default=str)

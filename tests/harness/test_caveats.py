@@ -274,3 +274,14 @@ def test_failure_colours_are_fixed_per_class_across_reports(tmp_path):
     for name, colour in two.items():
         assert colour == household.get(name, failures.GENERIC.get(name, failures.undeclared(name)).colour), name
     assert one["success"] == two["success"] == failures.GENERIC["success"].colour
+
+
+def test_repeats_count_their_split_once_each_and_name_their_seeds(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["run", "-m", "suite=eb_alfred", "suite.params.render=false", f"suite.params.generated_per_split={SIZE}",
+                 "split=seen", "limit=1", "seed=0,1", "planner=random", "variant.name=base", f"out={out}",
+                 "progress=false"]) == 0
+    _run(out, "planner=oracle", "variant.name=oracle")
+    md = _table(capsys, out)
+    assert f"base: eb_alfred/seen 2/{2 * SIZE}" in md and f"oracle: eb_alfred/seen 1/{SIZE}" in md
+    assert "seed (base: 0 / 1, oracle: 0)" in md
