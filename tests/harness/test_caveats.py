@@ -101,6 +101,11 @@ def test_every_reply_unparseable_is_said_in_the_end_line_and_flagged_in_every_fo
     assert cell["output_error_episodes"] == 2 and cell["mostly_unusable"] is True
     assert cell["unusable_replies"] == cell["agent_replies"] == replies
     assert any("most replies unusable" in n for n in doc["notes"])
+    from harness.report import build_report  # the report's table: the same mark and footnote
+
+    page = build_report(str(out), out.parent / "r" / "index.html", baseline="oracle").read_text(encoding="utf-8")
+    section = page[page.index('<section id="transfer">'):page.index('<section id="charts">')]
+    assert f"0.0{caveats.UNUSABLE}" in section and "2 of 2 episodes with output errors" in section
 
 
 def test_a_given_token_budget_and_the_agent_are_named_per_row(prose_store, capsys):
@@ -285,3 +290,38 @@ def test_repeats_count_their_split_once_each_and_name_their_seeds(tmp_path, caps
     md = _table(capsys, out)
     assert f"base: eb_alfred/seen 2/{2 * SIZE}" in md and f"oracle: eb_alfred/seen 1/{SIZE}" in md
     assert "seed (base: 0 / 1, oracle: 0)" in md
+
+
+def test_fallback_actions_are_counted_and_a_cell_of_fallbacks_is_flagged(tmp_path, capsys):
+    """Every reply an output error whose fallback actions (here the oracle's) run: the episodes
+    may even succeed, but the cell is flagged and its footnote counts the fallback episodes."""
+    from envs.eb_alfred.suite import EBAlfredSuite
+    from harness.catalog import PLANNERS
+    from harness.interfaces import AgentReply
+    from harness.runner import Runner
+    from harness.types import RunSpec
+
+    oracle = PLANNERS.build("oracle", suite="eb_alfred")
+
+    class Fallback:
+        name, privileged = oracle.name, oracle.privileged
+
+        def identity(self):
+            return oracle.identity()
+
+        def reset(self, episode):
+            oracle.reset(episode)
+
+        def act(self, requests):
+            return [AgentReply(actions=list(p), raw_output="prose", output_error="no plan")
+                    for p in oracle.act(requests)]
+
+    suite = EBAlfredSuite(render=False, generated_per_split=SIZE)
+    with ResultStore(tmp_path / "o") as store:
+        Runner(RunSpec(suite="eb_alfred", split="seen", agent="oracle", variant="fallback", limit=2), suite,
+               Fallback(), store).run()
+    md = _table(capsys, tmp_path / "o")
+    assert f"| fallback | 100.0{caveats.UNUSABLE}{caveats.PARTIAL} |" in md
+    assert ("fallback, eb_alfred/seen: 2 of 2 episodes with output errors" in md
+            and "2 with fallback actions; most replies unusable" in md)
+    assert f"fallback: eb_alfred/seen 2/{SIZE}" in md
