@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness import export, results, tables
+    from harness import caveats, export, results, tables
     from harness.commands.table import _patterns
     from harness.store import StoreError
 
@@ -42,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         df = export.all_runs(args.outdir, args.prefer) if args.all_runs else results.load(args.outdir, _patterns(args.run), args.prefer).frame
         df = tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
+        df = df.drop(columns=[caveats.SPLIT_EPISODES, caveats.RUN_SETTINGS], errors="ignore")  # tables' footnotes only
     except (StoreError, results.SelectionError, ValueError) as exc:
         raise UsageError(one_line(exc)) from None
     if out is None:
