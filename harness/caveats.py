@@ -312,7 +312,8 @@ def declared_agents(experiment: Any) -> dict[str, str]:
 
 def against_declaration(table: "pd.DataFrame", experiment: Any) -> None:
     """Record in ``table.attrs["caveats"]["declared"]`` each row whose stored agent is not the
-    one the experiment declares for it (a stand-in), ``{row: {"agent", "declared"}}``."""
+    one the experiment declares for it (a stand-in), ``{row: {"agent", "declared"}}``; drop
+    the settings the experiment declares itself (``suite_overrides``) with the declared value."""
     caveats = table.attrs.get("caveats")
     if not caveats:
         return
@@ -326,6 +327,15 @@ def against_declaration(table: "pd.DataFrame", experiment: Any) -> None:
         if stored is not None and stored != agent:
             out[row] = {"agent": stored, "declared": agent}
     caveats["declared"] = out
+    # Settings the experiment itself declares (its suite_overrides) are its protocol, not caveats.
+    given = {}
+    for overrides in getattr(experiment, "suite_overrides", {}).values():
+        for ov in overrides:
+            key, sep, value = ov.lstrip("+").partition("=")
+            if sep:
+                given[key] = value
+    caveats["settings"] = [s for s in caveats.get("settings", [])
+                           if not (s["key"] in given and set(s["rows"].values()) == {given[s["key"]]})]
 
 
 # --- rendering ---------------------------------------------------------------------------

@@ -187,6 +187,8 @@ def test_experiment_table_names_the_stand_in_row_and_partial_cells_beside_paper_
     text = _table(capsys, out, "--experiment", mini, "--paper")
     assert "Oracle: run with agent random, a stand-in for the declared oracle." in text
     assert "Random walk: run with agent" not in text  # the declared agent: no stand-in
+    # limit is the user's; render=false the experiment's own declaration: no caveat
+    assert "limit=1 (every row)" in text and "suite.params.render" not in text
     assert f"Random walk: Household 1/{SIZE}; Oracle: Household 1/{SIZE}" in text
     assert "(paper) rows are the paper's full splits; measured cells marked ° ran only part" in text
     doc = json.loads(_table(capsys, out, "--experiment", mini, "--format", "json"))
