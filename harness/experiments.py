@@ -145,7 +145,7 @@ class Experiment:
         fills them (``out``: the store's folder, as the note prints it); so are a column's
         splits no variant ran, and a column's metric without a value. With columns of both
         roles, the association of their Δ is added below (:mod:`harness.joint`)."""
-        from harness import tables
+        from harness import caveats, tables
 
         names = [v.name for v in self.variants]
         cells = {c for col in self.columns for c in col.cells}
@@ -195,6 +195,7 @@ class Experiment:
                                                                        for m in self.metrics_of(c, available))]
             if lacking:
                 notes.append(f"association not computed: no {' and no '.join(lacking)} column in the store.")
+        caveats.against_declaration(table, self)  # a row run with a stand-in agent says so
         table.attrs["extra_notes"] = [*table.attrs.get("extra_notes", []), *notes]
         if paper:
             table = self._with_paper_rows(table)

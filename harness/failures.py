@@ -274,6 +274,9 @@ def failure_table(frame: Any, classes: Iterable[str] | None = None) -> Any:
     table = counts.div(n, axis=0).mul(100.0)
     table.insert(0, "n", n)
     table.attrs["classes"] = declared
+    from harness import caveats  # each row's episodes of its split's total
+
+    table.attrs["caveats"] = {"cells": caveats.cells(df, df["variant"].astype(str), df["group"])}
     return table
 
 
@@ -294,8 +297,24 @@ def failure_markdown(table: Any) -> str:
     lines.append("")
     lines.append("% of each row's episodes per failure class (rules: harness/failures.py and each suite's reader).")
     lines += [f"{c.name}: {c.label}" for c in classes]
+    shown = _episodes_of_split(table)
+    if shown:
+        lines.append("Episodes run / in the split: " + "; ".join(f"{v}, {g}: {t}" for (v, g), t in shown.items()) + ".")
     return "\n".join(lines) + "\n"
 
 
+def _episodes_of_split(table: Any) -> dict[tuple[str, str], str]:
+    """(variant, suite/split) -> 'n/N' or 'n (total unknown)' (harness.caveats)."""
+    from harness import caveats
+
+    return {(str(c["row"]), str(c["group"])): caveats.episodes_text(c)
+            for c in table.attrs.get("caveats", {}).get("cells", [])}
+
+
 def failure_csv(table: Any) -> str:
-    return table.reset_index().to_csv(index=False, float_format="%.2f")
+    out = table.reset_index()
+    shown = _episodes_of_split(table)
+    if shown:  # the split's total beside n (empty where unknown)
+        totals = {k: t.split("/", 1)[1] if "/" in t else "" for k, t in shown.items()}
+        out.insert(3, "of_split", [totals.get((str(v), str(g)), "") for v, g in zip(out["variant"], out["group"])])
+    return out.to_csv(index=False, float_format="%.2f")

@@ -256,6 +256,9 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
          "store": lambda s: sorted(set(s))}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)
     df, view = _judged(df, verdicts, judge)
+    from harness import caveats  # each record's split size and its run's settings (table footnotes)
+
+    df = caveats.with_run_facts(df, shown)
     return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened], view)
 
 

@@ -112,6 +112,15 @@ def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
     return episodes
 
 
+def split_size(suite: Suite, split: str) -> int | None:
+    """How many episodes the suite's split holds (before any limit); None where it cannot say
+    (the error, if any, is raised again where the episodes are read)."""
+    try:
+        return len(suite.episodes(split))
+    except Exception:  # noqa: BLE001 - plan_episodes reports it
+        return None
+
+
 def plan_episodes(suite: Suite, spec: RunSpec, done: set) -> tuple[int, int, Iterator[EpisodeSpec]]:
     """(episodes selected, episodes left to run, those episodes as a lazy iterator).
 
@@ -341,7 +350,9 @@ class Runner:
     def run(self) -> RunSummary:
         done: set = set()
         if self.store is not None:
-            self.store.begin_run(self.run_id, self.spec, self.identity, self.provenance)
+            # The split's episode count, so tables can say "1/50" (harness.caveats); not hashed.
+            provenance = {**self.provenance, "split_episodes": split_size(self.suite, self.spec.split)}
+            self.store.begin_run(self.run_id, self.spec, self.identity, provenance)
             done = self.store.completed_keys(self.run_id)
             # Third-party warnings of this run (harness.console, when the CLI routes them).
             if getattr(self.store, "path", None) is not None:

@@ -11,6 +11,12 @@ harness's results file). Rates are fractions in [0, 1], as in the tables'
 data; the printed tables show them as percentages. NaN is ``null``. A PLW
 cell names the unit its records count L* and T in (``length_unit``: the runs'
 ``expert_length_unit``, "units differ", or null where none is stated).
+Each measured cell also carries its caveats (:mod:`harness.caveats`):
+``episodes_total`` (the split's episodes, null where unknown) beside ``n``,
+``partial``, ``output_error_episodes``, ``fallback_episodes``, ``agent_replies``,
+``unusable_replies`` and ``mostly_unusable``; each row its ``settings`` (not at
+their defaults or not alike across rows) and, in an experiment's table,
+``stand_in_for`` (the agent its declaration composes).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from harness.metrics import wilson_interval
-from harness import scoring
+from harness import caveats, scoring
 
 
 def _binary(metric: str) -> bool:
@@ -88,11 +94,12 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
                     body["p"] = _num(table.at[row, (col, delta[1] + ":p")])
                 if (col, delta[1] + ":n") in table.columns:
                     body["pairs"] = _num(table.at[row, (col, delta[1] + ":n")])
+            body.update(caveats.json_cell(table, row, col))  # n of the split's total, agent failures
             cells.setdefault(col, {})[metric] = body
         run_ids = sorted(set(mine["run_id"]))
         paper = str(row).endswith(" (paper)")  # a row the paper reports, not measured here
         rows.append({"row": str(row), "variant": None if paper else str(variant), "measured": not paper,
-                     "cells": cells, "runs": run_ids})
+                     "cells": cells, "runs": run_ids, **caveats.json_row(table, row)})
     runs = []
     for r in selection.runs.itertuples() if len(selection.runs) else []:
         runs.append({"run_id": r.run_id, "variant": r.variant, "suite": r.suite, "split": r.split,

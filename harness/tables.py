@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics import metric_columns, summarize
-from harness import scoring
+from harness import caveats, scoring
 from harness.stats import (
     BOOTSTRAP_RESAMPLES,
     PairedCell,
@@ -377,8 +377,11 @@ def transfer_table(
     if not average:
         mismatch = [m for m in mismatch if m["group"] != AVG]
     units, units_differ = _length_units(df, df["variant"].astype(str), group_labels, AVG if average else None)
+    # episodes run of the split's total, agent failures, settings (harness.caveats)
+    cell_caveats = caveats.of(df, df["variant"].astype(str), group_labels, {AVG: list(layout)} if average else {})
     table.attrs.update(
         {
+            "caveats": cell_caveats,
             "kind": "transfer",
             "baseline": baseline,
             "row_name": "variant",
@@ -491,6 +494,8 @@ def relabel(table: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
     attrs["mismatch"] = [{**e, "row": name(e["row"])} for e in attrs.get("mismatch", [])]
     attrs["units_differ"] = [{**e, "rows": {name(r): u for r, u in e["rows"].items()}}
                              for e in attrs.get("units_differ", [])]
+    if attrs.get("caveats"):
+        attrs["caveats"] = caveats.relabel(attrs["caveats"], name)
     if attrs.get("baseline") is not None:
         attrs["baseline"] = name(attrs["baseline"])
     attrs["labels"] = {**attrs.get("labels", {}), **{name(k): k for k in labels}}
@@ -669,8 +674,12 @@ def breakdown_table(
     marked = [(e["row"], e["group"]) for e in errors]
     marked += [(ALL, group) for group in dict.fromkeys(e["group"] for e in errors)]
     units, units_differ = _length_units(df, rows, df["variant"].astype(str))
+    variant_of = df["variant"].astype(str)
+    cell_caveats = caveats.of(df, rows, variant_of, settings_row_of=variant_of)
+    cell_caveats["cells"] = caveats.cells(df, rows, variant_of, totals=False)  # a task type has no split total
+    cell_caveats["cells"] += caveats.cells(df, pd.Series(ALL, index=df.index), variant_of)
     table.attrs.update(
-        {"kind": "breakdown", "baseline": baseline, "row_name": by, "marked": marked, "errors": errors,
+        {"caveats": cell_caveats, "kind": "breakdown", "baseline": baseline, "row_name": by, "marked": marked, "errors": errors,
          "units": units, "units_differ": units_differ}
     )
     return table
@@ -824,6 +833,8 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
             text = format_metric(value, metric) or missing
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
+            if dagger and not _is_delta(metric) and text != missing:  # caveat marks (not in CSV)
+                text += caveats.marks(table, row, group)
             if merge_stats and not _is_delta(metric) and text != missing:
                 text += _repeat_suffix(table, row, group, metric)
             if (row, group) in differs and _is_delta(metric) and text != missing and dagger:
@@ -884,6 +895,7 @@ def _notes(table: pd.DataFrame) -> list[str]:
             f"{DAGGER} {e['row']}, {e['group']}: {e['errors']} of {e['episodes']} episodes "
             f"ended in errors ({e['kinds']}), counted as failures (no goal condition met)."
         )
+    notes.extend(caveats.notes(table, AVG))
     notes.extend(table.attrs.get("judge_notes", []))  # harness.judge_views: whose verdicts, how many unread
     return notes
 
@@ -945,6 +957,8 @@ _LATEX_SPECIAL = {
     "<": r"$<$",
     DAGGER: r"$^\dagger$",
     DIFFERENT: r"$^\ddagger$",
+    caveats.PARTIAL: r"$^\circ$",
+    caveats.UNUSABLE: r"\S{}",
     MISSING: "--",
 }
 
@@ -993,7 +1007,9 @@ def to_csv(table: pd.DataFrame) -> str:
     """CSV with header 'group:metric', percentages, empty fields for NaN, no daggers.
 
     A trailing ``errors`` column lists, per row, the groups whose records had
-    errors as 'group: errors/episodes (kinds)'.
+    errors as 'group: errors/episodes (kinds)'; then ``caveats``, per row, each group's
+    episodes run of the split's total, agent failures and the row's settings
+    (:func:`harness.caveats.csv_text`).
     """
     row_name = table.attrs.get("row_name", table.index.name or "")
     per_row: dict[Any, list[str]] = {}
@@ -1005,7 +1021,7 @@ def to_csv(table: pd.DataFrame) -> str:
     writer = csv.writer(out, lineterminator="\n")
     units = {(g, m): length_unit(table, g, m) for g, m in table.columns}
     writer.writerow([row_name] + [f"{g}:{m}" + (f" [{units[g, m]}]" if units[g, m] else "") for g, m in table.columns]
-                    + ["errors"])
+                    + ["errors", "caveats"])
     for row, cells in zip(table.index, _cell_strings(table, "", "", merge_stats=False)):
-        writer.writerow([row, *cells, "; ".join(per_row.get(row, []))])
+        writer.writerow([row, *cells, "; ".join(per_row.get(row, [])), caveats.csv_text(table, row)])
     return out.getvalue()

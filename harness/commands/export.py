@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness import export, results, tables
+    from harness import caveats, export, results, tables
     from harness.commands.table import _patterns
     from harness.store import StoreError
 
@@ -47,6 +47,7 @@ def main(args: argparse.Namespace) -> int:
         df = (export.all_runs(args.outdir, args.prefer) if args.all_runs
               else results.load(args.outdir, _patterns(args.run), args.prefer, judge=args.judge).frame)
         df = tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
+        df = df.drop(columns=[caveats.SPLIT_EPISODES, caveats.RUN_SETTINGS], errors="ignore")  # tables' footnotes only
     except (StoreError, results.SelectionError, ValueError) as exc:
         raise UsageError(one_line(exc)) from None
     if out is None:

@@ -18,8 +18,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="replace the report file --dest names if it exists")
     p.add_argument("--baseline", default=None, help="variant for Δ and the paired view (default: 'base' or the first)")
     p.add_argument("--experiment", default=None,
-                   help="add experiment NAME's table (configs/experiment/NAME.yaml, or a YAML file) and, where it "
-                        "declares diagnostic and transfer columns, the charts of their Δ per variant")
+                   help="open the report with experiment NAME's table, as `harness table --experiment` prints it "
+                        "(configs/experiment/NAME.yaml, or a YAML file), and where it declares diagnostic and "
+                        "transfer columns, the charts of their Δ per variant")
+    p.add_argument("--paper", action="store_true",
+                   help="with --experiment: add the numbers the paper reports, as rows marked '(paper)'")
     p.add_argument("--run", action="append", default=[], metavar="RUN_ID",
                    help="show this run (id or prefix) for its variant, suite and split, over any other")
     p.add_argument("--judge", default=None, metavar="NAME|A,B|all",
@@ -43,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         outdir = args.outdir[0] if len(args.outdir) == 1 else args.outdir
         path = build_report(outdir, dest=args.dest, baseline=args.baseline,
                             picks=[p.strip() for v in args.run for p in v.split(",") if p.strip()],
-                            prefer=args.prefer, judge=args.judge, experiment=args.experiment)
+                            prefer=args.prefer, judge=args.judge, experiment=args.experiment, paper=args.paper)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:

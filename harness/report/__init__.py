@@ -375,7 +375,8 @@ def _failure_table_html(table: Any) -> str:
 # --- build -------------------------------------------------------------------------
 def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | None = None,
                  baseline: str | None = None, title: str | None = None, picks: Sequence[str] = (),
-                 prefer: Sequence[str] = (), judge: str | None = None, experiment: str | None = None) -> Path:
+                 prefer: Sequence[str] = (), judge: str | None = None, experiment: str | None = None,
+                 paper: bool = False) -> Path:
     """Write the report of the store in ``outdir`` (or of several stores read as one, as
     ``harness table A B``: :func:`harness.results.load`); returns the HTML file's path
     (default: under the first store's folder).
@@ -384,8 +385,10 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     (default: ``base`` if present, else the first variant in run order). ``picks``:
     run ids (or prefixes) chosen where stores disagree. ``judge``: whose verdicts fill the
     judged metrics (:mod:`harness.judge_views`, as ``harness table --judge``). ``experiment``:
-    add its table, and for an experiment with diagnostic and transfer columns the charts of
-    their Δ and the questions where the variants differ most (:mod:`harness.report.joint`). Raises
+    an experiment's name (or file) whose table (:meth:`harness.experiments.Experiment.table`,
+    as ``harness table --experiment`` prints it; ``paper``: with the paper's rows) opens the
+    report; for an experiment with diagnostic and transfer columns, also the charts of their Δ
+    and the questions where the variants differ most (:mod:`harness.report.joint`). Raises
     :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
     """
     import pandas as pd
@@ -436,6 +439,17 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     if baseline not in variants_all:
         raise ValueError(f"baseline {baseline!r} is not a variant of this store (variants: {', '.join(variants_all)})")
     variants = tables.ordered_variants(df, baseline, None)
+    experiment_section = ""
+    if experiment is not None:  # the experiment's own table first, as `harness table --experiment` prints it
+        from harness import experiments
+
+        declared = experiments.load(experiment)  # before anything is written: a bad name writes nothing
+        etable = declared.table(df, paper=paper, out=paths[0])
+        experiment_section = ('<section id="experiment"><h2>Experiment table</h2>'
+                              + table_html(etable, etable.attrs.get("title") or declared.name, "experiment")
+                              + "</section>")
+    elif paper:
+        raise ValueError("--paper needs --experiment NAME (the paper's numbers are declared there)")
     dest_path = Path(dest) if dest is not None else store_dirs[paths[0]] / "report" / "index.html"
     if dest_path.suffix.lower() not in (".html", ".htm"):
         dest_path = dest_path / "index.html"
@@ -443,16 +457,18 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     report_dir.mkdir(parents=True, exist_ok=True)
 
     sections: list[str] = []
+    if experiment_section:
+        sections.append(experiment_section)
     # Transfer table (paired statistics where there is more than one variant).
     transfer = tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None, stats=len(variants) > 1)
     transfer.attrs["judge_notes"] = selection.judges.notes() if selection.judges is not None else []
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
                     + table_html(transfer, f"{' / '.join(_default_labels(df))} per suite/split (%), Δ vs {baseline}",
                                  "transfer") + "</section>")
-    if experiment is not None:  # the experiment's own table, and its diagnostic vs transfer charts
+    if experiment is not None and any(c.role for c in declared.columns):  # diagnostic vs transfer charts
         from harness.report.joint import joint_section
 
-        sections.append(joint_section(experiment, df, paths[0]))
+        sections.append(joint_section(declared, etable, df))
 
     # SR charts with Wilson intervals, one per suite.
     summary = summarize(df, ["variant", "suite", "split"])
@@ -532,6 +548,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     doc = render_page(
         title=title, store=" + ".join(str(f) for f in store_files.values()), episodes=len(df), variants=variants, baseline=baseline,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), has_cost=bool(cost), notes=list(notes),
+        has_experiment=bool(experiment_section),
         sections=sections, runs=provenance_section(runs[runs["run_id"].isin(run_ids)], provenance),
         data_json=_json_for_html(payload), search_json=_json_for_html(_search_index(details)))
     _write_atomic(dest_path, doc)

@@ -1,7 +1,8 @@
 """The report's "Diagnostics and transfer" section (``harness report OUT --experiment NAME``).
 
-The experiment's table (:meth:`harness.experiments.Experiment.table`, with the association
-of diagnostic Δ and transfer Δ below it, :mod:`harness.joint`), one scatter chart per
+Below the experiment's table (:meth:`harness.experiments.Experiment.table`, with the
+association of diagnostic Δ and transfer Δ in its notes, :mod:`harness.joint`; the report
+opens with it), one scatter chart per
 diagnostic (column, metric) and transfer (column, metric): each variant a point at
 (diagnostic Δ, transfer Δ) vs the baseline; and, per diagnostic (column, metric) and
 variant, the questions where it differs most from the baseline, each linked to its
@@ -123,17 +124,13 @@ def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
             + "".join(blocks))
 
 
-def joint_section(experiment_name: str, df: Any, out: str) -> str:
-    """The section's HTML (escaped where it is made)."""
-    from harness import experiments
-    from harness.report import table_html
-
-    experiment = experiments.load(experiment_name)
-    table = experiment.table(df, out=out)
+def joint_section(experiment: Any, table: Any, df: Any) -> str:
+    """The section's HTML (escaped where it is made): the charts of the association that
+    ``experiment.table`` put in ``table`` (the report shows that table above), and the
+    questions where the variants differ most."""
     baseline = experiment.baseline or experiment.variants[0].name
     charts = [scatter_chart(r) for r in table.attrs.get("association", []) if r["points"]]
     parts = ['<section id="joint"><h2>Diagnostics and transfer</h2>',
-             table_html(table, table.attrs.get("title") or experiment.name, "joint"),
              '<div class="joint-charts">' + "".join(charts) + "</div>" if charts else
              '<p class="notes">No chart: the store holds no diagnostic and transfer columns with values for the '
              "same variants.</p>",

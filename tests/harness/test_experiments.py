@@ -79,8 +79,9 @@ def test_experiment_runs_resumes_and_prints_its_table(mini, tmp_path, capsys):
     lines = text.splitlines()
     assert lines[0] == ("| variant | Household SR | Household GC | Household ΔSR | Household ΔGC "
                         "| Line SR | Line GC | Line ΔSR | Line ΔGC |")
-    assert lines[2].startswith("| Random walk | 0.0 | 0.0 | – | – |")
-    assert lines[3].startswith("| Oracle | 100.0 | 100.0 | +100.0 | +100.0 | 100.0 | 100.0 |")
+    # ° on each value: 4 episodes of each split's total (the footnote gives n/N)
+    assert lines[2].startswith("| Random walk | 0.0° | 0.0° | – | – |")
+    assert lines[3].startswith("| Oracle | 100.0° | 100.0° | +100.0 | +100.0 | 100.0° | 100.0° |")
     assert "[" not in lines[3]  # significance goes to the footnote
     assert "Oracle, Household: ΔSR +100.0 [+100.0, +100.0] p=0.0078, 8 pairs." in text
     assert "(paper)" not in text
