@@ -145,8 +145,15 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
         order = [v.strip() for v in args.order.split(",") if v.strip()] if args.order else None
         if args.by:
             table = tables.breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline, variants_order=order)
-            if args.label:
-                table = table.rename(columns=_labels(args), level=0)
+            if args.label:  # the variants are the columns here: their caveats follow the new names
+                labels = _labels(args)
+                table = table.rename(columns=labels, level=0)
+                cav = table.attrs.get("caveats")
+                if cav:
+                    table.attrs["caveats"] = {
+                        **cav, "cells": [{**c, "group": labels.get(c["group"], c["group"])} for c in cav["cells"]],
+                        "settings": [{**x, "rows": {labels.get(r, r): v for r, v in x["rows"].items()}}
+                                     for x in cav.get("settings", [])]}
         else:
             several = df["suite"].nunique() > 1
             table = tables.transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns or "split",

@@ -147,6 +147,8 @@ def test_limit_one_says_one_of_the_split_in_every_format(limit_one, capsys):
             assert (cell["n"], cell["episodes_total"], cell["partial"]) == (1, SIZE, True)
     by = _table(capsys, out, "--by", "task_type")
     assert f"all: base 1/{SIZE}, oracle 1/{SIZE}" in by
+    labelled = _table(capsys, out, "--by", "task_type", "--label", "oracle=Oracle")  # columns renamed: caveats follow
+    assert f"all: base 1/{SIZE}, Oracle 1/{SIZE}" in labelled and "°" in labelled.split("\n\n")[0]
     failures = _table(capsys, out, "--by", "failure")
     assert f"base, eb_alfred/seen: 1/{SIZE}; oracle, eb_alfred/seen: 1/{SIZE}." in failures
     frame = pd.read_csv(io.StringIO(_table(capsys, out, "--by", "failure", "--format", "csv"))).set_index("variant")
