@@ -64,6 +64,7 @@ SUITE = SuitePlugin(
     name="procobject", target="envs.procobject.suite:ProcObjectSuite", params=ProcObjectParams,
     default_split="test", prompt="envs.procobject.adapter:make_adapter", prompt_params=ProcObjectPromptParams,
     datasets=(PROCOBJECT_DATASET,), metrics=METRICS, judge="envs.procobject.rubric:make_rubric",
+    breakdowns=("pattern",),  # the temporal-search pattern (needle / multi_hop): harness table --by pattern
     packages=("av",),
     summary="ProcObject-10K: grounded procedural VideoQA (answer + evidence spans; mIoU/IoP/IoG, judged J)")
 
