@@ -8,6 +8,8 @@ that shows one question and takes one answer, the reading of a JSON reply, and t
   episode's record, not the run: :class:`VideoQAEnv`); the one ``step`` scores the answer
   (:meth:`OneStepEnv.answer`, the suite's) and ends the episode. The env never decodes a video.
 - :func:`json_object`: the JSON object a model's reply holds.
+- :func:`one_run` and :func:`export_main`: the suites' exports of a stored run in their
+  benchmark's official format (``python -m envs.SUITE.export OUT FILE``).
 - :class:`ReferenceOracle`: the privileged agent that replies with what the env reveals to it
   (the reference answer), to check the pipeline; the suites (and the example plugin's
   ``example_qa``) say only how the reply is written.
@@ -15,11 +17,13 @@ that shows one question and takes one answer, the reading of a JSON reply, and t
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 
@@ -172,6 +176,47 @@ class VideoQAEnv(OneStepEnv):
 def text_of(action: Any) -> str:
     """A text action as given; anything else is the empty answer."""
     return action if isinstance(action, str) else ""
+
+
+# --- exports ---------------------------------------------------------------------------
+def one_run(out: str | Path, suite: str, run_id: str | None, error: type[Exception],
+            split: str | None = None) -> tuple[Any, Any]:
+    """``(records, runs)`` of the store at ``out``: the records of ``suite`` (and ``split``), of
+    run ``run_id`` when given; ``error`` when they span several runs."""
+    from harness.store import ResultStore
+
+    with ResultStore(out, readonly=True) as store:
+        df = store.frame()
+        runs = store.runs()
+    df = df[df["suite"] == suite]
+    if split is not None:
+        df = df[df["split"] == split]
+    if run_id is not None:
+        df = df[df["run_id"] == run_id]
+    if df["run_id"].nunique() > 1:
+        raise error(f"{out} holds {df['run_id'].nunique()} {suite} runs: name one with --run")
+    return df, runs
+
+
+def export_main(argv: list[str] | None, prog: str, doc: str, target: str,
+                write: Callable[[argparse.Namespace], Any], errors: tuple[type[Exception], ...],
+                options: Sequence[str] = ()) -> int:
+    """``prog OUT TARGET [--data-dir FOLDER] [--run RUN_ID] [OPTIONS]``: print what ``write``
+    wrote; bad input (``errors``) is one line and exit 2."""
+    from harness.store import StoreError
+
+    ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument(target)
+    for option in ("--data-dir", "--run", *options):
+        ap.add_argument(option)
+    a = ap.parse_args(argv)
+    try:
+        print(write(a))
+    except (*errors, OSError, StoreError) as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    return 0
 
 
 # --- the oracle ------------------------------------------------------------------------
