@@ -150,3 +150,22 @@ def test_bad_scorer_settings_are_one_line_exit_2(answered, tiny_bert, tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "num_layers" in err[0]
     assert len(ResultStore(out, readonly=True).judgements()) == 0
+
+
+def test_suites_without_the_scorer_are_skipped(answered, tiny_bert, cfg_data, tmp_path, capsys):
+    """A store that also holds cfg_bench answers: the local scorer scores procobject's and names
+    cfg_bench as skipped; a store of cfg_bench alone has nothing to score (one line, exit 2)."""
+    out = _copy(answered, tmp_path)
+    assert main(["run", "suite=cfg_bench", "planner=oracle", f"suite.params.data_dir={cfg_data}", f"out={out}",
+                 "progress=false"]) == 0
+    assert main(["judge", str(out), "judge=sentence_similarity", f"judge.model={tiny_bert}",
+                 "judge.rubric.device=cpu"]) == 0
+    rows = ResultStore(out, readonly=True).judgements()
+    assert set(rows["suite"]) == {"procobject"} and len(rows) == 2
+    only_cfg = tmp_path / "cfg_only"
+    assert main(["run", "suite=cfg_bench", "planner=oracle", f"suite.params.data_dir={cfg_data}", f"out={only_cfg}",
+                 "progress=false"]) == 0
+    capsys.readouterr()
+    assert main(["judge", str(only_cfg), "judge=sentence_similarity", f"judge.model={tiny_bert}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "suite cfg_bench has no local scorer" in err[0]
