@@ -2,7 +2,7 @@
 
 The paper reports both beside the judge's J ("Sentence Similarity" after Sentence-BERT,
 "BERT-Score F1" after BERTScore; WenliangGuo/ProcObject-10K-Page at
-21702a847363a58df645ba9919805befb91fc212, tools/paper/5_experiment.tex:24). They are computed by
+21702a847363a58df645ba9919805befb91fc212, tools/paper/5_experiment.tex:19). They are computed by
 the maintained libraries, never re-implemented:
 
 - ``sentence_similarity``: the cosine similarity of the answer's and the reference's
@@ -18,11 +18,12 @@ scorer's settings. Defaults, the scoring model (``judge.model``):
 
 - sentence similarity: ``sentence-transformers/all-MiniLM-L6-v2``, the model of the ancestor
   benchmark's answer scorer (qirui-chen/MultiHop-EgoQA at
-  01ed3e105528ad384a3f5c16ffa953eb482cb5fd, benchmark/metrics/answering_metrics.py:32; it takes
-  the dot product of that model's embeddings, which the model normalises, so the cosine). The
+  01ed3e105528ad384a3f5c16ffa953eb482cb5fd, benchmark/metrics/answering_metrics.py:34; at :46 it
+  takes the dot product of that model's embeddings, which the model normalises, so the cosine). The
   ProcObject-10K code repository could not be read in this build: its choice is unconfirmed.
 - BERTScore: ``roberta-large`` at layer 17, the library's own default for English
-  (bert_score/utils.py:32 ``lang2model["en"]`` and :47 ``model2layers``, bert-score 0.3.13).
+  (Tiiiger/bert_score at cb582ed5c88b02230b8f101173fd959b68023dc6, bert_score/utils.py:32
+  ``lang2model["en"]`` and :47 ``model2layers``; the same in bert-score 0.3.13).
 
 A model that can't be loaded here (not a local folder, not in the local cache, and not
 downloadable) makes the metric *not computed*: :class:`harness.judging.NotComputed`, no row
