@@ -18,6 +18,12 @@ the suite's rubric (``SuitePlugin.judge``: ``"module:attr"`` of ``factory(params
 - :func:`agreement` compares judges run over the same answers (Spearman's rho per pair,
   Krippendorff's alpha, interval metric, over all of them), per judged value.
 
+A judge with ``judge.backend=local`` has no judge model: the suite's rubric scores each answer
+itself (:class:`LocalScorer`, e.g. embedding similarity to the reference with the model
+``judge.model`` names); its values are stored, resumed and identified the same way. A scorer
+that cannot load its model here raises :class:`NotComputed`: nothing is written and the end line
+says ``not computed: <reason>``.
+
 Judge configs: ``configs/judge/NAME.yaml`` (or a path to a YAML file), overridden on the
 command line with ``judge.KEY=VALUE`` (``judge.model=...``, ``judge.params.base_url=...``,
 ``judge.rubric.prompt_file=...``). See docs/judging.md.
@@ -72,6 +78,31 @@ class Rubric(Protocol):
     def messages(self, episode: EpisodeSpec, answer: str) -> Conversation: ...
 
     def read(self, text: str, episode: EpisodeSpec) -> Verdict: ...
+
+
+#: ``judge.backend`` of a judge without a judge model: the rubric scores answers itself.
+LOCAL_BACKEND = "local"
+
+
+class LocalScorer(Protocol):
+    """A rubric that scores answers itself (``judge.backend=local``); its factory gets the
+    ``judge.rubric.*`` parameters and ``model`` (``judge.model``)."""
+
+    version: str
+
+    def identity(self) -> Mapping[str, Any]: ...
+
+    def needs(self, record: Mapping[str, Any], episode: EpisodeSpec) -> bool: ...
+
+    def prepare(self) -> str | None:
+        """Load the scoring model; its local folder (hashed into the judge's identity), or None.
+        Raises :class:`NotComputed` when it cannot be loaded here."""
+
+    def score(self, items: Sequence[tuple[EpisodeSpec, str]]) -> list[Verdict]: ...
+
+
+class NotComputed(RuntimeError):
+    """A local scorer cannot run here (e.g. its model is neither cached nor downloadable)."""
 
 
 class JudgeError(ValueError):
@@ -215,11 +246,21 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
         if not target:
             notes.append(f"suite {run.suite} declares no judge rubric: run {run.run_id} skipped")
             continue
+        local = cfg.backend == LOCAL_BACKEND
         if run.suite not in rubrics:
+            params = {**cfg.rubric, "model": cfg.model} if local else dict(cfg.rubric)
             try:
-                rubrics[run.suite] = load_target(plugin, "suite", target)(dict(cfg.rubric))
+                rubrics[run.suite] = load_target(plugin, "suite", target)(params)
             except (ValueError, TypeError, OSError) as exc:
-                raise JudgeError(f"judge rubric of suite {run.suite}: {_one_line(exc)}") from None
+                if not local:
+                    raise JudgeError(f"judge rubric of suite {run.suite}: {_one_line(exc)}") from None
+                rubrics[run.suite] = None  # this suite has no such local scorer
+                notes.append(f"suite {run.suite} has no local scorer {cfg.name} ({_one_line(exc)})")
+        if rubrics[run.suite] is None or local != callable(getattr(rubrics[run.suite], "score", None)):
+            if rubrics[run.suite] is not None:
+                notes.append(f"suite {run.suite}'s rubric for judge {cfg.name} is not a "
+                             + ("local scorer" if local else "judge-model rubric") + f": run {run.run_id} skipped")
+            continue
         spec = json.loads(run.spec)
         key = json.dumps([run.suite, spec.get("suite_params", {})], sort_keys=True, default=str)
         try:
@@ -251,6 +292,8 @@ class Counts:
     unreadable: int = 0
     error: int = 0
     skipped: int = 0
+    #: Why a local scorer computed nothing (its model could not be loaded), or None.
+    not_computed: str | None = None
 
 
 def build_backend(cfg: JudgeConfig) -> Any:
@@ -270,6 +313,16 @@ def build_backend(cfg: JudgeConfig) -> Any:
         _check_reachable(cfg.name, params.base_url)
     return load_target(plugin, "model backend")(cfg.model, params, max_new_tokens=cfg.max_new_tokens,
                                                 json_schema=False, hash_weights=False)
+
+
+def _local_identity(model: str, folder: str | None) -> dict[str, Any]:
+    """A local scorer's model: the checkpoint identity of the folder it loaded (configs,
+    tokenizer, weight headers and samples), or its name where no folder is known."""
+    if folder is None:
+        return {"local": True, "model": model}
+    from planners.vlm.identity import checkpoint_identity  # lazy: the core imports no plugin at load
+
+    return {"local": True, "model": model, "checkpoint": checkpoint_identity(folder)}
 
 
 def _check_reachable(name: str, base_url: str, timeout_s: float = 3.0) -> None:
@@ -313,16 +366,27 @@ def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
     if not answers:
         why = f" ({'; '.join(notes)})" if notes else ""
         raise JudgeError(f"{out}: no stored answers to judge{why}")
-    backend = build_backend(cfg)
     rubric_ids = {id(a.rubric): a.rubric for a in answers}
-    identities = {rid: judge_identity(cfg, backend.identity(), r) for rid, r in rubric_ids.items()}
+    if cfg.backend == LOCAL_BACKEND:
+        backend: Any = None
+        identities = {}
+        for rid, r in rubric_ids.items():
+            try:
+                folder = r.prepare()
+            except NotComputed as exc:
+                print_fn(f"judge {cfg.name}: not computed: {_one_line(exc)}")
+                return Counts(skipped=len(answers), not_computed=_one_line(exc))
+            identities[rid] = judge_identity(cfg, _local_identity(cfg.model, folder), r)
+    else:
+        backend = build_backend(cfg)
+        identities = {rid: judge_identity(cfg, backend.identity(), r) for rid, r in rubric_ids.items()}
     try:
         with ResultStore(out) as store:
             return _judge(store, cfg, backend, answers, identities, print_fn, progress_every_s)
     except StoreError as exc:
         raise JudgeError(str(exc)) from None
     finally:
-        close = getattr(backend, "close", None)
+        close = getattr(backend, "close", None) if backend is not None else None
         if callable(close):
             close()
 
@@ -341,6 +405,17 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
     def batch(answers: list[Answer]) -> list[dict[str, Any]]:
         """Judge ``answers`` with one backend call (one request on a server; one batched
         ``generate`` in process); a failed call is an ``error`` row for each of them."""
+        if backend is None:  # a local scorer: the rubric scores the answers itself
+            start = time.monotonic()
+            try:
+                verdicts: list[Any] = list(answers[0].rubric.score([(a.episode, a.text) for a in answers]))
+                failure = None if len(verdicts) == len(answers) else f"scorer gave {len(verdicts)} verdicts"
+            except Exception as exc:  # noqa: BLE001 - an error row each, scored again by a rerun
+                verdicts, failure = [], f"{type(exc).__name__}: {_one_line(exc)}"[:_MAX_REASON_CHARS]
+            latency = round(time.monotonic() - start, 4)
+            if failure is not None:
+                verdicts = [None] * len(answers)
+            return [row(a, [], None, failure, latency, len(answers), v) for a, v in zip(answers, verdicts)]
         conversations = [a.rubric.messages(a.episode, a.text) for a in answers]
         start = time.monotonic()
         try:
@@ -352,7 +427,7 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
         return [row(a, m, r, failure, latency, len(answers)) for a, m, r in zip(answers, conversations, replies)]
 
     def row(answer: Answer, messages: Conversation, reply: Any, failure: str | None, latency: float,
-            size: int) -> dict[str, Any]:
+            size: int, scored: Any = None) -> dict[str, Any]:
         rubric = answer.rubric
         meta: dict[str, Any] = {"latency_s": latency}
         if size > 1:
@@ -360,6 +435,8 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
         raw = None
         if failure is not None:
             verdict = Verdict({}, "error", failure)
+        elif backend is None:
+            verdict = scored if isinstance(scored, Verdict) else Verdict({}, "unreadable", "scorer gave no Verdict")
         else:
             raw = str(reply)
             meta.update(getattr(reply, "usage", {}) or {})
@@ -390,7 +467,14 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
                 print_fn(f"{label}: {counts.judged}/{len(todo)} judged ({_counts_text(counts)})")
 
     workers = int(getattr(backend, "max_concurrency", 0) or 0)
-    if workers:  # a server (openai): K requests in flight, each verdict written as it arrives
+    if backend is None:  # local scorers: batches of one rubric's answers, each committed as it returns
+        for rubric in {id(a.rubric): a.rubric for a in todo}.values():
+            mine = [a for a in todo if a.rubric is rubric]
+            size = max(1, int(getattr(rubric, "batch_size", 32) or 32))
+            for i in range(0, len(mine), size):
+                for r in batch(mine[i:i + size]):
+                    record(r)
+    elif workers:  # a server (openai): K requests in flight, each verdict written as it arrives
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
             pending: set[Any] = set()
             for a in todo:

@@ -97,14 +97,26 @@ class SuitePlugin(Plugin):
     #: ``"module:attr"`` of a judge rubric factory ``factory(params) -> Rubric`` for its
     #: ``judged`` metrics; None: no judged metric.
     judge: str | None = None
+    #: Breakdowns ``harness table --by NAME`` offers beside ``task_type``: keys of an episode's
+    #: metadata whose values the runner stores in the record's ``extra["breakdown"]``.
+    breakdowns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
         from harness.scoring import check_metrics
 
         object.__setattr__(self, "metrics", check_metrics(self.metrics, f"suite {self.name!r}"))
+        object.__setattr__(self, "breakdowns", tuple(self.breakdowns))
+        for name in self.breakdowns:
+            if not (isinstance(name, str) and name.isidentifier()) or name in RESERVED_BREAKDOWNS:
+                raise ValueError(f"suite {self.name!r}: breakdown {name!r} must be a name other than "
+                                 f"{', '.join(RESERVED_BREAKDOWNS)}")
         if self.values is not None and ":" not in self.values:
             raise ValueError(f"values of suite {self.name!r} must be 'module:attr', got {self.values!r}")
+
+
+#: ``harness table --by`` values the core gives every suite (record columns, the failure taxonomy).
+RESERVED_BREAKDOWNS = ("task_type", "split", "failure")
 
 
 @dataclass(frozen=True)

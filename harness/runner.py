@@ -11,6 +11,7 @@ record; an agent exception or a timeout becomes an error record straight away.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import queue
@@ -797,6 +798,9 @@ class Runner:
             extra["fallback_plans"] = live.fallback_plans
         if info.get(INFO_ANSWER) is not None:  # a one-step episode's answer text
             extra["answer"] = str(info[INFO_ANSWER])
+        breakdown = _breakdown_of(spec)  # the suite's further --by fields (SuitePlugin.breakdowns)
+        if breakdown:
+            extra["breakdown"] = breakdown
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,
@@ -1018,6 +1022,24 @@ def _checked(plan: Any) -> Any:
         return _check_plan(plan)
     except TypeError as exc:
         return exc
+
+
+def _breakdown_of(spec: EpisodeSpec) -> dict[str, str] | None:
+    """The values of the breakdowns the episode's suite declares (``SuitePlugin.breakdowns``),
+    read from its metadata; None: it declares none (or is not registered here)."""
+    names = _breakdowns_declared(str(spec.suite))
+    out = {n: str(spec.metadata[n]) for n in names if spec.metadata.get(n) is not None}
+    return out or None
+
+
+@functools.lru_cache(maxsize=None)
+def _breakdowns_declared(suite: str) -> tuple[str, ...]:
+    from harness.catalog import SUITES
+
+    try:
+        return tuple(getattr(SUITES.entry(suite), "breakdowns", ()) or ())
+    except Exception:  # noqa: BLE001 - a suite not registered here declares none
+        return ()
 
 
 def _task_facts(spec: EpisodeSpec) -> dict[str, Any] | None:

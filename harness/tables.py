@@ -649,7 +649,7 @@ def breakdown_table(
     """
     metrics = _check_metrics(metrics, df)
     if by not in df.columns:
-        raise ValueError(f"cannot break down by {by!r}: not a record column")
+        df = df.assign(**{by: declared_breakdown(df, by)})
     variants = ordered_variants(df, baseline, variants_order, require_baseline=False)
     df = df[df["variant"].astype(str).isin(variants)]
     rows = _breakdown_labels(df, by)
@@ -683,6 +683,18 @@ def breakdown_table(
          "units": units, "units_differ": units_differ}
     )
     return table
+
+
+def declared_breakdown(df: pd.DataFrame, by: str) -> pd.Series:
+    """Per record, the value of a breakdown its suite declares (``SuitePlugin.breakdowns``,
+    stored in ``extra["breakdown"]``); ValueError when no record carries ``by``."""
+    extras = df["extra"] if "extra" in df.columns else pd.Series([{}] * len(df), index=df.index)
+    values = extras.map(lambda e: (e.get("breakdown") or {}).get(by) if isinstance(e, dict) else None)
+    if not values.notna().any():
+        known = sorted({k for e in extras if isinstance(e, dict) for k in (e.get("breakdown") or {})})
+        raise ValueError(f"cannot break down by {by!r}: neither a record column nor a breakdown the records' "
+                         f"suites declare (task_type, split{''.join(', ' + k for k in known)})")
+    return values
 
 
 def _breakdown_labels(df: pd.DataFrame, by: str) -> pd.Series:

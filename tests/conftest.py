@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.video_qa_data import cfg_data, po_data  # noqa: F401 - the video-QA suites' generated data, for every test
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Set to 1 to turn a missing-data skip into a failure (CI).
 REQUIRE_DATA_ENV = "REQUIRE_EB_ALFRED_DATA"

@@ -10,32 +10,18 @@ import json
 import random
 from typing import Any, Mapping, Sequence
 
-from harness.types import INFO_PRIVILEGED, EpisodeSpec
+from envs.video_qa import ReferenceOracle
+from harness.types import EpisodeSpec
 
 
-class CFGBenchOracle:
+class CFGBenchOracle(ReferenceOracle):
     """The reference answer: ``{"result": <correct option>}`` for MC, the reference text otherwise."""
 
     name = "cfg_bench_oracle"
-    privileged = True
-    reads_images = False
-    action_kinds = frozenset({"text"})
 
-    def __init__(self, **values: Any) -> None:
-        pass
-
-    def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name}
-
-    def reset(self, episode: EpisodeSpec) -> None:
-        pass
-
-    def act(self, requests: Sequence[Any]) -> list[list[str]]:
-        out = []
-        for r in requests:
-            answer = r.info[INFO_PRIVILEGED]["answer"]
-            out.append([json.dumps({"result": answer}) if r.observation["options"] else answer])
-        return out
+    def reply(self, request: Any, revealed: Any) -> str:
+        answer = revealed["answer"]
+        return json.dumps({"result": answer}) if request.observation["options"] else answer
 
 
 class CFGBenchRandom:

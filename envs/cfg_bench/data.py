@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from envs.video_qa import read_json
+
 #: The eleven task codes, in the originals' order (eval_qwen_local.py:55).
 TASKS: tuple[str, ...] = ("FAU", "CIA", "TR", "CR", "CRS", "FI", "GI", "CIT", "PM", "SE", "CEU")
 
@@ -149,19 +151,10 @@ def parse_item(item: Any, where: str) -> Question:
                     correct_answer=answer, options=options, question_key=key.strip())
 
 
-def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"{path}: not readable JSON ({str(exc).splitlines()[0][:200]})") from None
-
-
 def load_questions(root: str | Path) -> list[Question]:
     """Every item of ``<root>/qa_pairs.json``; any malformed item fails the whole file with one line."""
     path = Path(root) / QA_FILE
-    data = _read_json(path)
+    data = read_json(path, DataError)
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of question items")
     out = [parse_item(item, f"{path} item {i}") for i, item in enumerate(data)]

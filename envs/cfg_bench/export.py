@@ -7,7 +7,6 @@ scripts can re-score them.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -15,20 +14,12 @@ from envs.cfg_bench import data as D
 from envs.cfg_bench.official import to_official, write_official
 from envs.cfg_bench.scoring import extract_choice
 from envs.cfg_bench.suite import data_root
+from envs.video_qa import export_main, one_run
 
 
 def official_from_store(out: str | Path, path: str | Path, *, data_dir: str | Path | None = None,
                         run_id: str | None = None, model: str | None = None) -> Path:
-    from harness.store import ResultStore
-
-    with ResultStore(out, readonly=True) as store:
-        df = store.frame()
-        runs = store.runs()
-    df = df[df["suite"] == "cfg_bench"]
-    if run_id is not None:
-        df = df[df["run_id"] == run_id]
-    if df["run_id"].nunique() > 1:
-        raise D.DataError(f"{out} holds {df['run_id'].nunique()} cfg_bench runs: name one with --run")
+    df, runs = one_run(out, "cfg_bench", run_id, D.DataError)
     if df.empty:
         raise D.DataError(f"{out} holds no cfg_bench run")
     rid = df["run_id"].iloc[0]
@@ -46,21 +37,11 @@ def official_from_store(out: str | Path, path: str | Path, *, data_dir: str | Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.store import StoreError
+    def write(a):
+        return official_from_store(a.out, a.results, data_dir=a.data_dir, run_id=a.run, model=a.model)
 
-    ap = argparse.ArgumentParser(prog="python -m envs.cfg_bench.export", description=__doc__.splitlines()[0])
-    ap.add_argument("out")
-    ap.add_argument("results")
-    ap.add_argument("--data-dir")
-    ap.add_argument("--run")
-    ap.add_argument("--model")
-    a = ap.parse_args(argv)
-    try:
-        print(official_from_store(a.out, a.results, data_dir=a.data_dir, run_id=a.run, model=a.model))
-    except (D.DataError, OSError, StoreError) as exc:
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
-    return 0
+    return export_main(argv, "python -m envs.cfg_bench.export", __doc__, "results", write, (D.DataError,),
+                       options=("--model",))
 
 
 if __name__ == "__main__":

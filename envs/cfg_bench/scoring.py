@@ -32,47 +32,17 @@ errors from their averages silently, judge_deepseek_r1.py:292-295; here they are
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from envs.cfg_bench.data import GATED_TASKS, MC_TASKS
+from envs.video_qa import json_object  # rule 1 above
 
 #: Scores of each judge dimension.
 SCORE_MIN, SCORE_MAX = 0, 10
 #: The gate decisions our judge prompt offers, and whether each passes.
 PREMISE_DECISIONS = {"rejected": True, "corrected": True, "accepted": False}
-
-
-def strip_fence(text: str) -> str:
-    """``text`` without a surrounding Markdown code fence (```` ```json ```` or ```` ``` ````)."""
-    text = (text or "").strip()
-    if text.startswith("```json"):
-        text = text[len("```json"):]
-    elif text.startswith("```"):
-        text = text[3:]
-    if text.endswith("```"):
-        text = text[:-3]
-    return text.strip()
-
-
-def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object a reply holds: the whole reply (fence removed), else its first ``{`` to
-    its last ``}``; None when neither is a JSON object."""
-    body = strip_fence(text)
-    candidates = [body]
-    start, end = body.find("{"), body.rfind("}")
-    if 0 <= start < end:
-        candidates.append(body[start:end + 1])
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
 
 
 @dataclass(frozen=True)

@@ -12,22 +12,18 @@ question's record (an env error), and the prompt adapter decodes it only when th
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import gymnasium as gym
 from gymnasium import spaces
 
+from envs import video_qa
 from envs.cfg_bench import data as D
 from envs.cfg_bench.plugin import DATA_ENV, CFGBenchParams
 from envs.cfg_bench.prompt import PROMPT_VERSION
 from envs.cfg_bench.scoring import extract_choice, mc_correct
 from harness.params import parse
-from harness.types import (
-    INFO_ACTION_OK, INFO_ANSWER, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
-    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, INFO_VALUES, EpisodeSpec,
-)
+from harness.types import EpisodeSpec
 
 VERSION = "1.0.0"
 #: Longest answer text kept in the record.
@@ -36,16 +32,7 @@ MAX_ANSWER_CHARS = 8000
 
 def data_root(data_dir: str | None) -> Path:
     """The data folder, or a one-line DataError saying how to give it."""
-    root = data_dir or os.environ.get(DATA_ENV)
-    if not root:  # what `harness fetch cfg_bench` laid out, when it completed
-        from harness.fetch import fetched_dir
-
-        fetched = fetched_dir("cfg_bench")
-        root = str(fetched) if fetched is not None else None
-    if not root:
-        raise D.DataError(f"cfg_bench needs its data: set suite.params.data_dir=FOLDER or ${DATA_ENV} "
-                          "(harness fetch cfg_bench lays it out)")
-    path = Path(root).expanduser()
+    path = video_qa.data_root("cfg_bench", data_dir, DATA_ENV, D.DataError)
     if not (path / D.QA_FILE).is_file():
         raise D.DataError(f"cfg_bench data folder {path} has no {D.QA_FILE} (harness fetch cfg_bench lays it out)")
     return path
@@ -107,57 +94,30 @@ def question_of(episode: EpisodeSpec) -> D.Question:
                       options=tuple(m.get("options") or ()), question_key=m.get("question_key", ""))
 
 
-class CFGBenchEnv(gym.Env):
+class CFGBenchEnv(video_qa.VideoQAEnv):
     """One question per episode: ``reset`` shows it, the one ``step`` answers it and ends it."""
 
     action_space = spaces.Text(max_length=MAX_ANSWER_CHARS)
+    suite, video_key, video_folder = "cfg_bench", "video_name", "the data folder's videos/"
 
-    def __init__(self) -> None:
-        self._episode: EpisodeSpec | None = None
+    def privileged(self, episode: EpisodeSpec) -> Any:
+        return {"answer": episode.metadata["correct_answer"]}
 
-    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
-        super().reset(seed=seed)
-        episode = (options or {}).get("episode")
-        if not isinstance(episode, EpisodeSpec):
-            raise ValueError("reset needs options={'episode': EpisodeSpec}")
-        video = episode.metadata.get("video")
-        if not video or not Path(video).is_file():
-            raise FileNotFoundError(f"cfg_bench {episode.episode_id}: video {episode.metadata['video_name']!r} "
-                                    "is not in the data folder's videos/")
-        self._episode = episode
-        info = {INFO_SUCCESS: False, INFO_GC_SATISFIED: 0, INFO_GC_TOTAL: 0, INFO_INVALID_ACTIONS: 0,
-                INFO_TASK_TYPE: episode.metadata["task_type"], INFO_ACTION_OK: True, INFO_FEEDBACK: "",
-                INFO_TERMINATION: None}
-        if (options or {}).get("privileged"):
-            info[INFO_PRIVILEGED] = {"answer": episode.metadata["correct_answer"]}
-        return self._observation(), info
-
-    def _observation(self) -> dict[str, Any]:
-        e = self._episode
-        m = e.metadata
-        return {"text": e.instruction, "question": e.instruction, "options": list(m.get("options") or ()),
+    def observation(self, episode: EpisodeSpec) -> dict[str, Any]:
+        m = episode.metadata
+        return {"text": episode.instruction, "question": episode.instruction, "options": list(m.get("options") or ()),
                 "task_type": m["task_type"], "video": m["video"], "clip_start": 0.0, "clip_end": None,
                 "fps": m["fps"], "max_frames": m["max_frames"]}
 
-    def step(self, action: Any):
-        if self._episode is None:
-            raise RuntimeError("step before reset")
-        m = self._episode.metadata
-        text = action if isinstance(action, str) else ""
-        values: dict[str, float | None] = {}
+    def answer(self, episode: EpisodeSpec, action: Any) -> video_qa.Answered:
+        m = episode.metadata
+        text = video_qa.text_of(action)
+        stored = text.strip()
         if m["options"]:
             answer = extract_choice(text, m["options"])
             correct = mc_correct(answer, m["correct_answer"])
-            values = {"correct": int(correct), "unreadable": int(not answer.readable)}
-            stored, success, feedback = text.strip(), correct, answer.problem or "answered"
-        else:
-            stored, success, feedback = text.strip(), False, "answered" if text.strip() else "empty answer"
-        # An unreadable MC reply, an empty answer or unusable model output: answered, but not validly.
-        invalid = (values.get("unreadable") == 1) if m["options"] else not stored
-        info = {INFO_SUCCESS: bool(success), INFO_GC_SATISFIED: 0, INFO_GC_TOTAL: 0,
-                INFO_INVALID_ACTIONS: int(invalid), INFO_TASK_TYPE: m["task_type"], INFO_ACTION_OK: not invalid, INFO_FEEDBACK: feedback,
-                INFO_TERMINATION: "answered", INFO_VALUES: values, INFO_ANSWER: stored[:MAX_ANSWER_CHARS]}
-        return self._observation(), float(success), True, False, info
-
-    def close(self) -> None:
-        self._episode = None
+            return video_qa.Answered({"correct": int(correct), "unreadable": int(not answer.readable)}, correct,
+                                     not answer.readable, answer.problem or "answered", stored[:MAX_ANSWER_CHARS])
+        # An empty answer or unusable model output: answered, but not validly.
+        return video_qa.Answered({}, False, not stored, "answered" if stored else "empty answer",
+                                 stored[:MAX_ANSWER_CHARS])

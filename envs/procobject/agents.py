@@ -4,25 +4,13 @@ single-frame controls are the ``vlm`` planner with ``planner.params.visual=none`
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from harness.types import INFO_PRIVILEGED, EpisodeSpec
+from envs.video_qa import ReferenceOracle
 
 
-class ProcObjectOracle:
+class ProcObjectOracle(ReferenceOracle):
     name = "procobject_oracle"
-    privileged = True
-    reads_images = False
-    action_kinds = frozenset({"text"})
 
-    def __init__(self, **values: Any) -> None:
-        pass
-
-    def identity(self) -> Mapping[str, Any]:
-        return {"name": self.name}
-
-    def reset(self, episode: EpisodeSpec) -> None:
-        pass
-
-    def act(self, requests: Sequence[Any]) -> list[list[str]]:
-        return [[json.dumps(r.info[INFO_PRIVILEGED])] for r in requests]
+    def reply(self, request: Any, revealed: Any) -> str:
+        return json.dumps(revealed)

@@ -22,11 +22,12 @@ beyond that it is refused as ``past_clip``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+from envs.video_qa import json_object
 
 PAST_CLIP_TOLERANCE_S = 1.0
 SPAN_PROBLEMS = ("not_a_pair", "not_a_number", "negative", "reversed", "past_clip")
@@ -48,29 +49,6 @@ class Reply:
     @property
     def refused_total(self) -> int:
         return sum(self.refused.values())
-
-
-def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object a reply holds: the whole reply (a Markdown code fence removed), else its
-    first ``{`` to its last ``}``; None when neither is a JSON object."""
-    body = (text or "").strip()
-    if body.startswith("```json"):
-        body = body[len("```json"):]
-    elif body.startswith("```"):
-        body = body[3:]
-    body = body[:-3] if body.endswith("```") else body
-    body = body.strip()
-    start, end = body.find("{"), body.rfind("}")
-    for candidate in (body, body[start:end + 1] if 0 <= start < end else None):
-        if candidate is None:
-            continue
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
 
 
 def _finite(v: Any) -> float | None:

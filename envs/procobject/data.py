@@ -29,11 +29,12 @@ Breakdowns: the five reasoning types (:data:`QA_TYPES`, by their key) and the tw
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from envs.video_qa import read_json
 
 #: ``qa_type`` value -> breakdown key (the paper's five reasoning types).
 QA_TYPES: Mapping[str, str] = {
@@ -143,12 +144,7 @@ def load_items(root: str | Path, split: str = DEFAULT_SPLIT) -> list[Item]:
     if split not in SPLIT_FILES:
         raise DataError(f"unknown ProcObject-10K split {split!r} (splits: {', '.join(SPLIT_FILES)})")
     path = Path(root) / SPLIT_FILES[split]
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"{path}: not readable JSON ({str(exc).splitlines()[0][:200]})") from None
+    data = read_json(path, DataError)
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of question records")
     out = [parse_item(rec, f"{path} record {i}") for i, rec in enumerate(data)]

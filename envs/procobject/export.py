@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -14,19 +13,12 @@ from envs.procobject import data as D
 from envs.procobject.answer import parse_reply
 from envs.procobject.official import record, write_predictions
 from envs.procobject.suite import data_root
+from envs.video_qa import export_main, one_run
 
 
 def predictions_from_store(out: str | Path, path: str | Path, *, data_dir: str | Path | None = None,
                            run_id: str | None = None, split: str = D.DEFAULT_SPLIT) -> Path:
-    from harness.store import ResultStore
-
-    with ResultStore(out, readonly=True) as store:
-        df = store.frame()
-    df = df[(df["suite"] == "procobject") & (df["split"] == split)]
-    if run_id is not None:
-        df = df[df["run_id"] == run_id]
-    if df["run_id"].nunique() > 1:
-        raise D.DataError(f"{out} holds {df['run_id'].nunique()} procobject runs: name one with --run")
+    df, _ = one_run(out, "procobject", run_id, D.DataError, split)
     items = {i.qid: i for i in D.load_items(data_root(str(data_dir) if data_dir else None), split)}
     rows = []
     for rec in df.sort_values("episode_id").to_dict("records"):
@@ -39,20 +31,10 @@ def predictions_from_store(out: str | Path, path: str | Path, *, data_dir: str |
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.store import StoreError
+    def write(a):
+        return predictions_from_store(a.out, a.predictions, data_dir=a.data_dir, run_id=a.run)
 
-    ap = argparse.ArgumentParser(prog="python -m envs.procobject.export", description=__doc__.splitlines()[0])
-    ap.add_argument("out")
-    ap.add_argument("predictions")
-    ap.add_argument("--data-dir")
-    ap.add_argument("--run")
-    a = ap.parse_args(argv)
-    try:
-        print(predictions_from_store(a.out, a.predictions, data_dir=a.data_dir, run_id=a.run))
-    except (D.DataError, OSError, StoreError) as exc:
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
-    return 0
+    return export_main(argv, "python -m envs.procobject.export", __doc__, "predictions", write, (D.DataError,))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 Metrics (docs/procobject.md): set-level grounding per question (mIoU, mIoP, mIoG, IoU@0.3,
 IoU@0.5), the rate of unreadable replies and of refused spans, stored per question by the env;
-the judge's J (0-5), filled in by ``harness judge`` (:mod:`envs.procobject.rubric`). Sentence
-similarity and BERTScore are declared but not computed by this harness yet: their columns stay
-empty (no value), never a made-up number.
+the judge's J (0-5), filled in by ``harness judge`` (:mod:`envs.procobject.rubric`); sentence
+similarity and BERTScore F1, filled in by ``harness judge`` with a local scorer
+(``judge=sentence_similarity`` / ``judge=bertscore``, :mod:`envs.procobject.similarity`), or
+left without a value (not computed) where its model can't be loaded, never a made-up number.
 """
 
 from __future__ import annotations
@@ -51,16 +52,19 @@ METRICS = (
     Metric("procobject_j", "J", "judge_score", range=(0.0, 5.0), unit="score", judged=True, default=True,
            description="judge score 0-5: mean of contextual integration, detail orientation, contextual "
                        "understanding, temporal understanding"),
-    Metric("sentence_similarity", "SentSim", "sentence_similarity", unit="score", range=(-1.0, 1.0),
-           description="not computed here: no value until a scorer with a named model fills it"),
-    Metric("bertscore_f1", "BERTScore", "bertscore_f1", unit="score",
-           description="not computed here: no value until a scorer with a named model fills it"),
+    Metric("sentence_similarity", "SentSim", "sentence_similarity", unit="score", range=(-1.0, 1.0), judged=True,
+           description="cosine of the answer's and the reference's sentence-transformers embeddings "
+                       "(harness judge OUT judge=sentence_similarity; the model in its identity)"),
+    Metric("bertscore_f1", "BERTScore", "bertscore_f1", unit="score", range=(-1.0, 1.0), judged=True,
+           description="bert-score F1 of the answer against the reference "
+                       "(harness judge OUT judge=bertscore; the model and layer in its identity)"),
 )
 
 SUITE = SuitePlugin(
     name="procobject", target="envs.procobject.suite:ProcObjectSuite", params=ProcObjectParams,
     default_split="test", prompt="envs.procobject.adapter:make_adapter", prompt_params=ProcObjectPromptParams,
     datasets=(PROCOBJECT_DATASET,), metrics=METRICS, judge="envs.procobject.rubric:make_rubric",
+    breakdowns=("pattern",),  # the temporal-search pattern (needle / multi_hop): harness table --by pattern
     packages=("av",),
     summary="ProcObject-10K: grounded procedural VideoQA (answer + evidence spans; mIoU/IoP/IoG, judged J)")
 

@@ -44,7 +44,13 @@ class ProcObjectRubric:
         return Verdict({"judge_score": float(v.j), **{d: float(s) for d, s in zip(DIMENSIONS, v.scores)}}, "ok")
 
 
-def make_rubric(params: Mapping[str, Any]) -> ProcObjectRubric:
+def make_rubric(params: Mapping[str, Any]) -> Any:
+    """The judge rubric (no parameters), or with ``scorer=...`` (``judge.backend=local``) one of
+    the embedding-level scorers of :mod:`envs.procobject.similarity`."""
+    if "scorer" in params:
+        from envs.procobject.similarity import make_scorer
+
+        return make_scorer(params)
     if params:
         raise ValueError(f"unknown procobject rubric parameter {sorted(params)[0]!r} (it takes none)")
     return ProcObjectRubric()

@@ -12,39 +12,25 @@ file re-reads its spans). The env never decodes the video.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import gymnasium as gym
 from gymnasium import spaces
 
+from envs import video_qa
 from envs.procobject import data as D
 from envs.procobject.answer import parse_reply
 from envs.procobject.grounding import THRESHOLDS, ground
 from envs.procobject.plugin import DATA_ENV, ProcObjectParams
 from harness.params import parse
-from harness.types import (
-    INFO_ACTION_OK, INFO_ANSWER, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
-    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, INFO_VALUES, EpisodeSpec,
-)
+from harness.types import EpisodeSpec
 
 VERSION = "1.0.0"
 MAX_REPLY_CHARS = 16000
 
 
 def data_root(data_dir: str | None) -> Path:
-    root = data_dir or os.environ.get(DATA_ENV)
-    if not root:  # what `harness fetch procobject` laid out, when it completed
-        from harness.fetch import fetched_dir
-
-        fetched = fetched_dir("procobject")
-        root = str(fetched) if fetched is not None else None
-    if not root:
-        raise D.DataError(f"procobject needs its data: set suite.params.data_dir=FOLDER or ${DATA_ENV} "
-                          "(harness fetch procobject lays it out)")
-    return Path(root).expanduser()
+    return video_qa.data_root("procobject", data_dir, DATA_ENV, D.DataError)
 
 
 class ProcObjectSuite:
@@ -82,41 +68,22 @@ class ProcObjectSuite:
         return ProcObjectEnv()
 
 
-class ProcObjectEnv(gym.Env):
+class ProcObjectEnv(video_qa.VideoQAEnv):
     action_space = spaces.Text(max_length=MAX_REPLY_CHARS)
+    suite, video_key = "procobject", "video_path"
 
-    def __init__(self) -> None:
-        self._episode: EpisodeSpec | None = None
+    def privileged(self, episode: EpisodeSpec) -> Any:
+        return {"answer": episode.metadata["answer"], "evidence": episode.metadata["evidence"]}
 
-    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
-        super().reset(seed=seed)
-        episode = (options or {}).get("episode")
-        if not isinstance(episode, EpisodeSpec):
-            raise ValueError("reset needs options={'episode': EpisodeSpec}")
-        video = episode.metadata.get("video")
-        if not video or not Path(video).is_file():
-            raise FileNotFoundError(f"procobject {episode.episode_id}: video {episode.metadata['video_path']!r} "
-                                    "is not in the data folder")
-        self._episode = episode
-        info = {INFO_SUCCESS: False, INFO_GC_SATISFIED: 0, INFO_GC_TOTAL: 0, INFO_INVALID_ACTIONS: 0,
-                INFO_TASK_TYPE: episode.metadata["task_type"], INFO_ACTION_OK: True, INFO_FEEDBACK: "",
-                INFO_TERMINATION: None}
-        if (options or {}).get("privileged"):
-            info[INFO_PRIVILEGED] = {"answer": episode.metadata["answer"], "evidence": episode.metadata["evidence"]}
-        return self._observation(), info
-
-    def _observation(self) -> dict[str, Any]:
-        e = self._episode
-        m = e.metadata
-        return {"text": e.instruction, "question": e.instruction, "video": m["video"],
+    def observation(self, episode: EpisodeSpec) -> dict[str, Any]:
+        m = episode.metadata
+        return {"text": episode.instruction, "question": episode.instruction, "video": m["video"],
                 "clip_start": m["clip_start"], "clip_end": m["clip_end"],
                 "duration": m["clip_end"] - m["clip_start"], "fps": m["fps"], "max_frames": m["max_frames"]}
 
-    def step(self, action: Any):
-        if self._episode is None:
-            raise RuntimeError("step before reset")
-        m = self._episode.metadata
-        text = action if isinstance(action, str) else ""
+    def answer(self, episode: EpisodeSpec, action: Any) -> video_qa.Answered:
+        m = episode.metadata
+        text = video_qa.text_of(action)
         reply = parse_reply(text, m["clip_end"] - m["clip_start"])
         g = ground(reply.evidence, m["evidence"])
         values: dict[str, float | None] = {"unreadable": int(reply.answer is None),
@@ -124,16 +91,4 @@ class ProcObjectEnv(gym.Env):
         if g is not None:
             values.update(iou=g.iou, iop=g.iop, iog=g.iog,
                           **{f"iou_at_{str(t).replace('.', '_')}": int(g.iou >= t) for t in THRESHOLDS})
-        invalid = reply.answer is None
-        info = {INFO_SUCCESS: False, INFO_GC_SATISFIED: 0, INFO_GC_TOTAL: 0, INFO_INVALID_ACTIONS: int(invalid),
-                INFO_TASK_TYPE: m["task_type"], INFO_ACTION_OK: not invalid,
-                INFO_FEEDBACK: reply.status, INFO_TERMINATION: "answered", INFO_VALUES: values,
-                INFO_ANSWER: text[:MAX_REPLY_CHARS]}
-        return self._observation(), 0.0, True, False, info
-
-    def close(self) -> None:
-        self._episode = None
-
-
-def oracle_reply(episode: EpisodeSpec) -> str:
-    return json.dumps({"answer": episode.metadata["answer"], "evidence": episode.metadata["evidence"]})
+        return video_qa.Answered(values, False, reply.answer is None, reply.status, text[:MAX_REPLY_CHARS])

@@ -35,7 +35,7 @@ def run_judge(out: str, overrides: Sequence[str]) -> int:
         counts = judge_store(out, name, mine, print_fn=lambda line: print(line, file=sys.stderr))
     except JudgeError as exc:
         raise UsageError(str(exc)) from None
-    return 1 if counts.error else 0
+    return 1 if counts.error or counts.not_computed else 0
 
 
 def check_config(overrides: Sequence[str]) -> tuple[str | None, list[str], list[str]]:

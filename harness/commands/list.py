@@ -68,6 +68,8 @@ def _one(name: str) -> int:
                                                ("lower is better", not m.higher_is_better)) if on)
             print(f"  metric {m.name} ({m.label}; {m.aggregation}, {m.unit} in [{m.range[0]:g}, {m.range[1]:g}]"
                   + (f"; {flags}" if flags else "") + ")" + (f": {m.description}" if m.description else ""))
+        if getattr(entry, "breakdowns", ()):  # what `harness table --by` takes for it beside task_type
+            print(f"  breakdowns (harness table --by): task_type, {', '.join(entry.breakdowns)}")
         if entry.extra:
             print(f"  needs the extra: pip install -e '.[{entry.extra}]'")
         _print_params(entry.params, "  ")

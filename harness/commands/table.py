@@ -40,9 +40,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--judge", default=None, metavar="NAME|A,B|all",
                    help="whose verdicts fill the judged metrics (harness judge): a judge's name, A,B for the "
                         "mean of several, all for each side by side (default: the store's only judge, or each)")
-    p.add_argument("--by", choices=["task_type", "failure"], default=None,
-                   help="per-task-type breakdown (takes --metrics), or the failure taxonomy "
-                        "(harness/failures.py; takes no --metrics/--stats/--columns), instead")
+    p.add_argument("--by", default=None, metavar="FIELD",
+                   help="a breakdown instead (takes --metrics): task_type, split, or a field the store's suites "
+                        "declare (harness list shows them, e.g. procobject's pattern); or failure, the failure "
+                        "taxonomy (harness/failures.py; takes no --metrics/--stats/--columns)")
     p.add_argument("--columns", choices=["split", "suite"], default=None,
                    help="one column group per suite/split (default) or per suite (the mean over its splits)")
     p.add_argument("--stats", action="store_true",

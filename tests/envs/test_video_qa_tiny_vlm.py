@@ -13,8 +13,6 @@ pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
 
 from harness.cli import main  # noqa: E402
 from harness.store import ResultStore  # noqa: E402
-from tests.envs.cfg_bench.conftest import cfg_data  # noqa: E402,F401
-from tests.envs.procobject.conftest import po_data  # noqa: E402,F401
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +25,7 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 @pytest.mark.ci
 @pytest.mark.parametrize("suite", ["cfg_bench", "procobject"])
-def test_tiny_vlm_answers_from_frames(suite, tiny_base, cfg_data, po_data, tmp_path):  # noqa: F811
+def test_tiny_vlm_answers_from_frames(suite, tiny_base, cfg_data, po_data, tmp_path):
     data = cfg_data if suite == "cfg_bench" else po_data
     tokens = {}
     for visual in ("video", "none"):

@@ -35,6 +35,10 @@ CONTRACT = {
                    kind="policy", share_env=True, needs="libero.libero", require_env="REQUIRE_LIBERO"),
     "eb_manipulation": dict(params={"render": False}, split="base", agent="random",
                             needs="robosuite", require_env="REQUIRE_EB_MANIPULATION"),
+    # The video-QA suites read a question file and clips: ``data`` names the fixture of their
+    # generated data folder (tests/video_qa_data.py), given as ``suite.params.data_dir``.
+    "cfg_bench": dict(params={}, data="cfg_data", split="all", agent="random"),
+    "procobject": dict(params={}, data="po_data", split="test", agent="oracle"),
 }
 
 _SHARED_ENVS: dict = {}
@@ -45,9 +49,7 @@ def test_every_registered_suite_has_a_contract_entry():
     such as the example plugin, answer to harness.testing.check_suite instead)."""
     from harness.plugins import own_entry_points
 
-    # The video-QA suites need a question file and clips: their check_suite runs in
-    # tests/envs/cfg_bench and tests/envs/procobject on generated data.
-    builtin = set(own_entry_points()["embodied_transfer.suites"]) - {"cfg_bench", "procobject"}
+    builtin = set(own_entry_points()["embodied_transfer.suites"])
     assert builtin == set(CONTRACT) and builtin <= set(SUITES.names())
 
 
@@ -62,7 +64,10 @@ def case(request):
             if os.environ.get(entry.get("require_env", "-")) == "1":
                 pytest.fail(f"{reason} and {entry['require_env']}=1", pytrace=False)
             pytest.skip(reason)
-    yield request.param, SUITES.build(request.param, **entry["params"]), entry
+    params = dict(entry["params"])
+    if entry.get("data"):
+        params["data_dir"] = str(request.getfixturevalue(entry["data"]))
+    yield request.param, SUITES.build(request.param, **params), entry
     env = _SHARED_ENVS.pop(request.param, None)
     if env is not None:
         env.close()
@@ -106,7 +111,9 @@ def test_suite_protocol(case):
 #: Protocol keys that repeat a declared parameter's *resolved* value (a derived fact: the
 #: step budget every protocol states; LIBERO's fixture seeding, from the preset when null).
 RESOLVED = {"max_steps"}
-RESOLVED_BY_SUITE = {"libero": {"fixture_rng"}}
+RESOLVED_BY_SUITE = {"libero": {"fixture_rng"},
+                     # the frame sampling they state; kept, because the protocol is in their run ids
+                     "cfg_bench": {"fps", "max_frames"}, "procobject": {"fps", "max_frames"}}
 
 
 def test_protocol_lists_derived_facts_only(case):

@@ -20,7 +20,8 @@ def run(args, capsys=None):
 
 
 def test_check_suite_passes(cfg_data):
-    report = check_suite("cfg_bench", suite_params={"data_dir": str(cfg_data)}, split="temporal_causal", episodes=2)
+    # the default split (all): multiple-choice and open-ended (gated) questions alike
+    report = check_suite("cfg_bench", suite_params={"data_dir": str(cfg_data)}, episodes=4)
     assert list(report.passed) == list(SUITE_CHECKS), report
 
 

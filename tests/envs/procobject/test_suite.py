@@ -34,6 +34,22 @@ def test_oracle_grounds_perfectly(po_data, tmp_path, capsys):
     assert "mistakes" in text and "mIoU" in text
 
 
+def test_table_by_search_pattern(po_data, tmp_path, capsys):
+    out = tmp_path / "pattern"
+    assert main(["run", "suite=procobject", "planner=oracle", f"suite.params.data_dir={po_data}", f"out={out}",
+                 "progress=false"]) == 0
+    df = ResultStore(out, readonly=True).frame().set_index("episode_id")
+    assert {k: e["breakdown"] for k, e in df["extra"].items()} == {
+        "1": {"pattern": "needle"}, "2": {"pattern": "multi_hop"}, "3": {"pattern": "needle"}}
+    capsys.readouterr()
+    assert main(["table", str(out), "--by", "pattern", "--metrics", "miou,reply_unreadable"]) == 0
+    rows = [line.split("|")[1].strip() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert rows == ["multi_hop", "needle", "all"]
+    assert main(["table", str(out), "--by", "domain"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot break down by 'domain'" in err[0] and "pattern" in err[0]
+
+
 def test_vlm_scripted_counts_bad_spans_and_unreadable(po_data, tmp_path):
     def reply(text, schema, call):
         if "before pouring" in text:
