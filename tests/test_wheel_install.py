@@ -31,5 +31,5 @@ def test_wheel_install_lists_composes_and_registers_gymnasium_ids(tmp_path: Path
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "gym ok EBAlfredEnv (500, 500, 3)" in done.stdout
-    assert "| oracle | 100.0 | 100.0 | 100.0 | 100.0 |" in done.stdout
+    assert "| oracle | 100.0° | 100.0° | 100.0° | 100.0° |" in done.stdout  # 10 of each split (°)
     assert "wheel_install: ok" in done.stdout

@@ -8,11 +8,13 @@ import os
 import re
 import shlex
 import subprocess
+import socket
 import sys
 
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.harness import judge_fixtures
 from tests.helpers import require_example_plugin
 
 PAGE = REPO_ROOT / "docs" / "writing-a-suite.md"
@@ -50,8 +52,21 @@ def test_every_shell_command_runs(tmp_path):
         args = [a.replace("runs/", f"{tmp_path}/runs/") for a in args]
         if args[0] == "run":
             args.append("progress=false")
-        done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, env=_env(),
-                              capture_output=True, text=True, timeout=300)
+        server = None
+        if args[0] == "judge":  # the documented judge, a loopback OpenAI-compatible server (model judge-a)
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            server = judge_fixtures.serve(port, tmp_path / "judge.log", 0.0)
+            args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{port}").replace("judge.model=MODEL", "judge.model=judge-a")
+                    for a in args]
+        try:
+            done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, env=_env(),
+                                  capture_output=True, text=True, timeout=300)
+        finally:
+            if server is not None:
+                server.shutdown()
+                server.server_close()
         assert done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
         if args[:2] == ["table", f"{tmp_path}/runs/example"] and "--by" in args:
             assert "| oracle | example/test | 10 | 100.0 |" in done.stdout

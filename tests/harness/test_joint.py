@@ -411,7 +411,7 @@ def test_judged_columns_after_harness_judge(data, tmp_path, capsys):
                 d = mean[(variant, suite, split)] - mean[("base", suite, split)]
                 assert row[f"{column} Δ{name}"] == f"{d:+.2f}"
     assert "CFG Temporal-Causal S: no value in the store (a judged metric" in text  # no open question there
-    assert "judged metrics (S, C, D, Gate, J): judge judge-x." in text
+    assert "judged metrics (S, C, D, Gate, J, SentSim, BERTScore): judge judge-x." in text
     assert "Δ: percentage points vs Base (S, J, mIoU: in their own units)." in text
     # the pairs behind a judged Δ are the questions both sides have a score on (the CIA ones), not the tier's
     n = len(scores[("favor_sft", "cfg_bench", "physical_interaction")])
