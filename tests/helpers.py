@@ -82,3 +82,27 @@ def require_example_plugin() -> None:
         if os.environ.get("REQUIRE_EXAMPLE_PLUGIN") == "1":
             pytest.fail(f"{reason}; REQUIRE_EXAMPLE_PLUGIN=1", pytrace=False)
         pytest.skip(reason)
+
+
+def fallback_oracle(suite: str = "eb_alfred"):
+    """The oracle's plans sent as fallback actions: every reply an output error ("no plan", raw
+    output "prose") that still carries the oracle's actions."""
+    from harness.catalog import PLANNERS
+    from harness.interfaces import AgentReply
+
+    oracle = PLANNERS.build("oracle", suite=suite)
+
+    class Fallback:
+        name, privileged = oracle.name, oracle.privileged
+
+        def identity(self):
+            return oracle.identity()
+
+        def reset(self, episode):
+            oracle.reset(episode)
+
+        def act(self, requests):
+            return [AgentReply(actions=list(p), raw_output="prose", output_error="no plan")
+                    for p in oracle.act(requests)]
+
+    return Fallback()

@@ -12,6 +12,7 @@ server and a ``harness`` CLI that knows them (for tests/harness/test_judging.py)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -161,6 +162,31 @@ SUITE = SuitePlugin(name=SUITE_NAME, target="tests.harness.judge_fixtures:QASuit
                                     judged=True, default=True)))
 AGENT = AgentPlugin(name="answerer", suite=SUITE_NAME, target="tests.harness.judge_fixtures:Answerer",
                     summary="test QA answerer")
+
+
+@contextlib.contextmanager
+def registered_only_here():
+    """The test suite and agent registered for the duration only (registries, Hydra's store,
+    the scoring cache and any side-by-side judge columns restored after)."""
+    from harness import scoring
+    from harness.catalog import PLANNERS, SUITES
+
+    saved = {reg: (reg.names(), dict(reg._entries))[1] for reg in (SUITES, PLANNERS)}  # filled first
+    try:
+        yield
+    finally:
+        for reg, entries in saved.items():
+            reg._entries = entries
+        scoring.set_judge_columns(())
+        scoring._SCORING_CACHE.pop(SUITE_NAME, None)
+        try:
+            from hydra.core.config_store import ConfigStore
+
+            repo = ConfigStore.instance().repo
+            repo.get("suite", {}).pop(f"{SUITE_NAME}.yaml", None)
+            repo.get("planner", {}).pop("answerer.yaml", None)
+        except ImportError:
+            pass
 
 
 def register() -> None:

@@ -300,30 +300,15 @@ def test_fallback_actions_are_counted_and_a_cell_of_fallbacks_is_flagged(tmp_pat
     """Every reply an output error whose fallback actions (here the oracle's) run: the episodes
     may even succeed, but the cell is flagged and its footnote counts the fallback episodes."""
     from envs.eb_alfred.suite import EBAlfredSuite
-    from harness.catalog import PLANNERS
-    from harness.interfaces import AgentReply
     from harness.runner import Runner
     from harness.types import RunSpec
 
-    oracle = PLANNERS.build("oracle", suite="eb_alfred")
-
-    class Fallback:
-        name, privileged = oracle.name, oracle.privileged
-
-        def identity(self):
-            return oracle.identity()
-
-        def reset(self, episode):
-            oracle.reset(episode)
-
-        def act(self, requests):
-            return [AgentReply(actions=list(p), raw_output="prose", output_error="no plan")
-                    for p in oracle.act(requests)]
+    from tests.helpers import fallback_oracle
 
     suite = EBAlfredSuite(render=False, generated_per_split=SIZE)
     with ResultStore(tmp_path / "o") as store:
         Runner(RunSpec(suite="eb_alfred", split="seen", agent="oracle", variant="fallback", limit=2), suite,
-               Fallback(), store).run()
+               fallback_oracle(), store).run()
     md = _table(capsys, tmp_path / "o")
     assert f"| fallback | 100.0{caveats.UNUSABLE}{caveats.PARTIAL} |" in md
     assert ("fallback, eb_alfred/seen: 2 of 2 episodes with output errors" in md

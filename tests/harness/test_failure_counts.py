@@ -95,30 +95,15 @@ def test_the_runner_records_fallback_plans(tmp_path):
     """An agent reply with an output error *and* actions runs those actions as a fallback: the
     record counts it in ``planner_output_errors`` and in ``extra["fallback_plans"]``."""
     from envs.eb_alfred.suite import EBAlfredSuite
-    from harness.catalog import PLANNERS
-    from harness.interfaces import AgentReply
     from harness.runner import Runner
     from harness.types import RunSpec
 
-    oracle = PLANNERS.build("oracle", suite="eb_alfred")
-
-    class Fallback:
-        name, privileged = oracle.name, oracle.privileged
-
-        def identity(self):
-            return oracle.identity()
-
-        def reset(self, episode):
-            oracle.reset(episode)
-
-        def act(self, requests):
-            return [AgentReply(actions=list(p), raw_output="prose", output_error="no plan")
-                    for p in oracle.act(requests)]
+    from tests.helpers import fallback_oracle
 
     suite = EBAlfredSuite(render=False, generated_per_split=40)
     spec = RunSpec(suite="eb_alfred", split="seen", agent="oracle", variant="v", limit=2, batch_size=2)
     with ResultStore(tmp_path) as store:
-        summary = Runner(spec, suite, Fallback(), store).run()
+        summary = Runner(spec, suite, fallback_oracle(), store).run()
         failures = store.run_failures(summary.run_id)
     assert all(r.extra.get("fallback_plans", 0) >= 1 for r in summary.records)
     assert failures["fallback_episodes"] == 2 and failures["output_error_episodes"] == 2, failures

@@ -31,24 +31,8 @@ def score(model: str, i: int) -> float:
 
 @pytest.fixture(autouse=True)
 def _registered_only_here():
-    from harness.catalog import PLANNERS, SUITES
-
-    saved = {reg: dict(reg._entries) for reg in (SUITES, PLANNERS) if reg.names() is not None}
-    yield
-    for reg, entries in saved.items():
-        reg._entries = entries
-    from harness import scoring
-
-    scoring.set_judge_columns(())
-    scoring._SCORING_CACHE.pop(fx.SUITE_NAME, None)
-    try:
-        from hydra.core.config_store import ConfigStore
-
-        repo = ConfigStore.instance().repo
-        repo.get("suite", {}).pop(f"{fx.SUITE_NAME}.yaml", None)
-        repo.get("planner", {}).pop("answerer.yaml", None)
-    except ImportError:
-        pass
+    with fx.registered_only_here():
+        yield
 
 
 def harness(*args: str) -> int:

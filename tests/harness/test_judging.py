@@ -26,21 +26,8 @@ KEY = ["run_id", "suite", "split", "episode_id", "seed"]
 
 @pytest.fixture(autouse=True)
 def _registered_only_here():
-    """The test suite and agent are registered in this process for these tests only."""
-    from harness.catalog import PLANNERS, SUITES
-
-    saved = {reg: (reg.names(), dict(reg._entries))[1] for reg in (SUITES, PLANNERS)}  # filled first
-    yield
-    for reg, entries in saved.items():
-        reg._entries = entries
-    try:
-        from hydra.core.config_store import ConfigStore
-
-        repo = ConfigStore.instance().repo
-        repo.get("suite", {}).pop(f"{fx.SUITE_NAME}.yaml", None)
-        repo.get("planner", {}).pop("answerer.yaml", None)
-    except ImportError:
-        pass
+    with fx.registered_only_here():
+        yield
 
 
 def _free_port() -> int:
