@@ -106,3 +106,22 @@ def fallback_oracle(suite: str = "eb_alfred"):
                     for p in oracle.act(requests)]
 
     return Fallback()
+
+
+def serve_chat_reply(content: str):
+    """A loopback OpenAI-compatible server (a started ``ThreadingHTTPServer`` on 127.0.0.1, any
+    port) whose every chat completion answers ``content``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            send_json(self, chat_completion("m", content))
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd

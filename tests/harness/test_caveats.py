@@ -16,8 +16,7 @@ from __future__ import annotations
 import io
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
@@ -26,24 +25,14 @@ import pytest
 from harness import caveats
 from harness.cli import main
 from harness.store import ResultStore
-from tests.helpers import chat_completion, send_json
+from tests.helpers import serve_chat_reply
 
 PROSE = "I would look around the kitchen first, then think about where the apple might be."
 SIZE = 40  # suite.params.generated_per_split: the split's total
 
 
 def _serve_prose() -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            send_json(self, chat_completion("m", PROSE))
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
+    return serve_chat_reply(PROSE)
 
 
 def _table(capsys, *argv: str) -> str:

@@ -8,8 +8,7 @@ import io
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,24 +16,14 @@ import pytest
 from harness.commands.run import _Progress, failures_text
 from harness.store import ResultStore
 from harness.types import EpisodeRecord
-from tests.helpers import chat_completion, send_json
+from tests.helpers import serve_chat_reply
 
 REPO = Path(__file__).resolve().parents[2]
 PROSE = "I would first look around the kitchen, then think about where the apple might be."
 
 
 def serve_prose() -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            send_json(self, chat_completion("m", PROSE))
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
+    return serve_chat_reply(PROSE)
 
 
 def test_a_run_whose_every_reply_is_prose_says_so_in_its_end_line(tmp_path):

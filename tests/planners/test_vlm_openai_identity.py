@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.helpers import send_json
+
 pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
 
 from planners.vlm.backends import OpenAIBackend, server_address  # noqa: E402
@@ -22,12 +24,7 @@ def serve(models: list[dict] | None):
                 self.send_response(404)
                 self.end_headers()
                 return
-            body = json.dumps({"object": "list", "data": models}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_json(self, {"object": "list", "data": models})
 
         def log_message(self, *args):
             pass
@@ -105,12 +102,7 @@ def serve_routes(routes: dict[str, dict]):
                 self.send_response(404)
                 self.end_headers()
                 return
-            body = json.dumps(routes[self.path]).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_json(self, routes[self.path])
 
         def log_message(self, *args):
             pass
