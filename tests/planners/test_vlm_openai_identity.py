@@ -4,7 +4,6 @@ two servers serving different weights under one name give two run ids."""
 
 from __future__ import annotations
 
-import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
