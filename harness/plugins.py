@@ -103,7 +103,7 @@ class SuitePlugin(Plugin):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from harness.scoring import check_metrics
+        from harness.metric_declaration import check_metrics
 
         object.__setattr__(self, "metrics", check_metrics(self.metrics, f"suite {self.name!r}"))
         object.__setattr__(self, "breakdowns", tuple(self.breakdowns))

@@ -104,3 +104,11 @@ def count_problems(replies: list[Reply]) -> dict[str, int]:
     for reason in SPAN_PROBLEMS:
         out[f"span_{reason}"] = sum(r.refused.get(reason, 0) for r in replies)
     return out
+
+
+def answer_text(reply: str) -> str | None:
+    """The reply's answer text (its JSON object's non-empty ``answer``), or None."""
+    obj = json_object(reply)
+    if obj is None or not isinstance(obj.get("answer"), str) or not obj["answer"].strip():
+        return None
+    return obj["answer"].strip()

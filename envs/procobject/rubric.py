@@ -7,17 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from envs.procobject.answer import json_object
+from envs.procobject.answer import answer_text
 from envs.procobject.judge_prompt import DIMENSIONS, JUDGE_PROMPT_VERSION, build_judge_prompt, parse_judge_reply
 from harness.judging import Verdict
 from harness.types import EpisodeSpec
-
-
-def answer_text(reply: str) -> str | None:
-    obj = json_object(reply)
-    if obj is None or not isinstance(obj.get("answer"), str) or not obj["answer"].strip():
-        return None
-    return obj["answer"].strip()
 
 
 class ProcObjectRubric:

@@ -38,7 +38,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from envs.procobject.rubric import answer_text
+from envs.procobject.answer import answer_text
 from harness.judging import NotComputed, Verdict
 from harness.types import EpisodeSpec
 

@@ -1,0 +1,73 @@
+"""A metric declaration (:class:`Metric`) and its checks: what a suite's plugin declares
+(:attr:`harness.plugins.SuitePlugin.metrics`). How cells aggregate the declared values, and
+the declarations of the suites in a store, are in :mod:`harness.scoring` (which re-exports
+these names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+#: Aggregations a metric may declare.
+AGGREGATIONS = ("mean", "ratio")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric a suite declares (see the module doc)."""
+
+    name: str
+    label: str
+    value: str
+    aggregation: str = "mean"
+    weight: str | None = None
+    range: tuple[float, float] = (0.0, 1.0)
+    unit: str = "rate"
+    higher_is_better: bool = True
+    binary: bool = False
+    judged: bool = False
+    default: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"metric {self.name!r}"
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("metric declaration has an empty name")
+        if not isinstance(self.label, str) or not self.label.strip():
+            raise ValueError(f"{where} has an empty label")
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise ValueError(f"{where} names no per-episode value")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"{where} has unknown aggregation {self.aggregation!r} "
+                             f"(one of: {', '.join(AGGREGATIONS)})")
+        if self.aggregation == "ratio" and not self.weight:
+            raise ValueError(f"{where} aggregates as a ratio but declares no weight value")
+        if self.aggregation != "ratio" and self.weight is not None:
+            raise ValueError(f"{where} declares a weight but aggregates as {self.aggregation!r}")
+        try:
+            lo, hi = (float(x) for x in self.range)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where} has a malformed range {self.range!r}") from None
+        if not lo < hi:
+            raise ValueError(f"{where} has an empty range {self.range!r} (needs lo < hi)")
+        if self.binary and (lo, hi) != (0.0, 1.0):
+            raise ValueError(f"{where} is binary but its range is {self.range!r}, not (0, 1)")
+
+    @property
+    def percent(self) -> bool:
+        """Whether tables show it as a percentage (a rate in [0, 1])."""
+        return self.unit == "rate"
+
+
+def check_metrics(metrics: Iterable[Metric], owner: str = "suite") -> tuple[Metric, ...]:
+    """The declarations as a tuple; ValueError (one line) on a non-Metric or a duplicate name."""
+    out: list[Metric] = []
+    seen: set[str] = set()
+    for m in metrics:
+        if not isinstance(m, Metric):
+            raise ValueError(f"{owner} declares {m!r}, not a harness.scoring.Metric")
+        if m.name in seen:
+            raise ValueError(f"{owner} declares metric {m.name!r} twice")
+        seen.add(m.name)
+        out.append(m)
+    return tuple(out)
