@@ -10,7 +10,9 @@ of the id); it is still one judge to choose.
 
 - ``--judge NAME`` (a judge's name, ``name/model``, or a prefix of its key): that judge's values;
 - ``--judge A,B``: the mean of those judges' readable verdicts, per answer and value;
-- ``--judge all``: side by side, each judged metric once per judge (``S [A]``, ``S [B]``);
+- ``--judge all``: side by side, each judged metric once per judge (``S [A]``, ``S [B]``) where
+  several judges scored it (a value one judge alone gives, such as a local scorer's, keeps
+  its plain column);
 - no flag: the store's only judge; with several, ``all``; with none, judged metrics stay
   empty and a note says how to fill them.
 
@@ -57,6 +59,9 @@ class JudgeView:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # tag -> status -> verdicts
     agreement: dict[str, Any] = field(default_factory=dict)
     judged_metrics: list[str] = field(default_factory=list)  # labels of the shown suites' judged metrics
+    #: Values two or more chosen judges gave: in ``each`` mode only these get one column per judge
+    #: (a value one judge alone gives, e.g. a local scorer's, keeps its plain column).
+    shared_values: set[str] = field(default_factory=set)
 
     @property
     def tags(self) -> list[str]:
@@ -205,13 +210,19 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
     pool = rows[rows["_judge"].isin({j.key for j in (chosen if len(chosen) > 1 else judges)})]
     view.agreement = agreement(pool.assign(judge_id=pool["_judge"]))
     ok = rows[(rows["status"] == "ok") & rows["_judge"].isin({j.key for j in chosen})]
+    givers: dict[str, set[str]] = {}
+    for r in ok.to_dict("records"):
+        for name, x in (r["values"] or {}).items():
+            if _number(x) is not None:
+                givers.setdefault(name, set()).add(r["_judge"])
+    view.shared_values = {name for name, js in givers.items() if len(js) > 1}
     filled: dict[tuple, dict[str, list[float]]] = {}
     for r in ok.to_dict("records"):
         k = (r["run_id"], r["suite"], r["split"], r["episode_id"], int(r["seed"]))
-        suffix = f"@{by_key[r['_judge']].tag}" if view.mode == "each" else ""
         for name, x in (r["values"] or {}).items():
             x = _number(x)
             if x is not None:
+                suffix = f"@{by_key[r['_judge']].tag}" if view.mode == "each" and name in view.shared_values else ""
                 filled.setdefault(k, {}).setdefault(name + suffix, []).append(x)
     if not filled:
         return df, view

@@ -281,5 +281,5 @@ def _judged(df: "pd.DataFrame", verdicts: list["pd.DataFrame"], judge: str | Non
         df, view = judge_views.apply(df, frame, judge, labels)
     except judge_views.JudgeSelectionError as exc:
         raise SelectionError(str(exc)) from None
-    scoring.set_judge_columns(view.tags)
+    scoring.set_judge_columns(view.tags, view.shared_values)
     return df, view

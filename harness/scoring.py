@@ -163,26 +163,30 @@ def declared(suites: Iterable[str]) -> dict[str, Metric]:
     """The metrics the given suites declare, by name, in declaration order (first suite first).
 
     No suite at all: the fallback scoring's metrics (an empty table keeps its columns). While
-    judges are shown side by side (:func:`set_judge_columns`), each judged metric is replaced
-    by one metric per judge (:func:`per_judge`)."""
+    judges are shown side by side (:func:`set_judge_columns`), each judged metric that several
+    of them scored is replaced by one metric per judge (:func:`per_judge`)."""
     out: dict[str, Metric] = {}
     names = sorted({str(s) for s in suites})
     for suite in names or [""]:
         metrics = suite_scoring(suite)[0] if suite else tuple(_load(FALLBACK_SCORING).METRICS)
         for m in metrics:
-            for shown in ([per_judge(m, t) for t in _JUDGE_COLUMNS] if m.judged and _JUDGE_COLUMNS else [m]):
+            split = m.judged and m.value in _JUDGED_BY_SEVERAL
+            for shown in ([per_judge(m, t) for t in _JUDGE_COLUMNS] if split else [m]):
                 out.setdefault(shown.name, shown)
     return out
 
 
-#: Judges whose scores tables show side by side (``--judge all``; :mod:`harness.judge_views`).
+#: Judges whose scores tables show side by side (``--judge all``; :mod:`harness.judge_views`),
+#: and the judged values two or more of them gave (only those are split per judge).
 _JUDGE_COLUMNS: tuple[str, ...] = ()
+_JUDGED_BY_SEVERAL: frozenset[str] = frozenset()
 
 
-def set_judge_columns(tags: Sequence[str]) -> None:
-    """Show each judged metric once per judge tag (empty: once, from the chosen judge)."""
-    global _JUDGE_COLUMNS
-    _JUDGE_COLUMNS = tuple(tags)
+def set_judge_columns(tags: Sequence[str], values: Iterable[str] = ()) -> None:
+    """Show each judged metric whose value is in ``values`` once per judge tag (empty: every
+    judged metric once, from the chosen judges)."""
+    global _JUDGE_COLUMNS, _JUDGED_BY_SEVERAL
+    _JUDGE_COLUMNS, _JUDGED_BY_SEVERAL = tuple(tags), frozenset(values) if tags else frozenset()
 
 
 def per_judge(metric: Metric, tag: str) -> Metric:

@@ -132,3 +132,27 @@ def test_report_shows_the_chosen_judge_and_agreement(judged, tmp_path, capsys):
     assert "Krippendorff" in html
     assert f"{b:.2f}" in html
     assert not math.isnan(b)
+
+
+def test_each_judge_splits_only_the_values_several_judges_gave():
+    """Side by side, a value that one judge alone gives (a local scorer's similarity) keeps its
+    plain name; the value two judges gave is split per judge."""
+    import pandas as pd
+
+    from harness import judge_views
+
+    key = {"run_id": "r", "suite": "s", "split": "t", "episode_id": "e0", "seed": 0}
+    df = pd.DataFrame([{**key, "values": {"correct": 1}}])
+
+    def verdict(name, model, values, t):
+        identity = {"backend": "x", "model": model}
+        return {**key, "judge_id": model, "judge": name, "identity": identity, "status": "ok", "values": values,
+                "judged_at": t}
+
+    verdicts = pd.DataFrame([verdict("a", "ma", {"score": 4.0}, 1), verdict("b", "mb", {"score": 6.0}, 2),
+                             verdict("sim", "ms", {"similarity": 0.5}, 3)])
+    out, view = judge_views.apply(df, verdicts, None, ["Score", "Sim"])
+    assert view.mode == "each" and view.shared_values == {"score"}
+    assert out["values"][0] == {"correct": 1, "score@a": 4.0, "score@b": 6.0, "similarity": 0.5}
+    out, view = judge_views.apply(df, verdicts, "a,b,sim", ["Score", "Sim"])
+    assert view.mode == "mean" and out["values"][0] == {"correct": 1, "score": 5.0, "similarity": 0.5}
