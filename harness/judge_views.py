@@ -82,7 +82,8 @@ class JudgeView:
         out = []
         which = {"one": f"judge {self._label(self.chosen[0])}",
                  "mean": "the mean of the readable verdicts of judges " + ", ".join(map(self._label, self.chosen)),
-                 "each": "each judge in its own columns: " + ", ".join(map(self._label, self.chosen))}[self.mode]
+                 "each": ("each judge in its own columns" if self.shared_values else "each judge's own values")
+                 + ": " + ", ".join(map(self._label, self.chosen))}[self.mode]
         out.append(f"judged metrics ({names}): {which}.")
         for j in self.chosen:
             c = self.counts.get(j.tag, {})
