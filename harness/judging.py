@@ -320,7 +320,7 @@ def _local_identity(model: str, folder: str | None) -> dict[str, Any]:
     tokenizer, weight headers and samples), or its name where no folder is known."""
     if folder is None:
         return {"local": True, "model": model}
-    from planners.vlm.identity import checkpoint_identity  # lazy: the core imports no plugin at load
+    from harness.checkpoint_identity import checkpoint_identity
 
     return {"local": True, "model": model, "checkpoint": checkpoint_identity(folder)}
 

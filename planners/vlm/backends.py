@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from planners.plugin import DEFAULT_MAX_NEW_TOKENS, DEFAULT_MAX_REPLY_CHARS, HFParams, OpenAIParams
-from planners.vlm.identity import checkpoint_identity
+from harness.checkpoint_identity import checkpoint_identity
 from planners.vlm.reply_body import read_reply
 from planners.vlm.video import (HF_FORMS, OPENAI_FORMS, frames_as_images, has_video, hf_video_inputs,
                                 openai_video_parts)

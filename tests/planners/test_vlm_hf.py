@@ -16,7 +16,7 @@ from harness.params import identity_of
 from harness.runner import Runner
 from harness.store import ResultStore
 from harness.types import RunSpec
-from planners.vlm.identity import checkpoint_identity
+from harness.checkpoint_identity import checkpoint_identity
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
 
