@@ -8,18 +8,18 @@ import time
 from pathlib import Path
 
 
-def committed_rows(db: Path) -> int:
-    """Episode rows committed to a store file, read through a read-only connection
+def committed_rows(db: Path, table: str = "episodes") -> int:
+    """Rows of ``table`` committed to a store file, read through a read-only connection
     (0 before the file or its schema exists)."""
     if not db.exists():
         return 0
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
-            return con.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+            return con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
         finally:
             con.close()
-    except sqlite3.OperationalError:
+    except sqlite3.DatabaseError:  # not there yet, or a file being written
         return 0
 
 

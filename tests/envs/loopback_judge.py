@@ -9,6 +9,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from tests.helpers import send_json
+
 
 def serve(reply_of: Callable[[str], str]) -> tuple[ThreadingHTTPServer, str]:
     class Handler(BaseHTTPRequestHandler):
@@ -31,12 +33,7 @@ def serve(reply_of: Callable[[str], str]) -> tuple[ThreadingHTTPServer, str]:
                                   "total_tokens": 0}})
 
         def _send(self, obj: Any) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, obj)
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

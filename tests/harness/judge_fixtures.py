@@ -33,6 +33,7 @@ from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
     INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
 )
+from tests.helpers import send_json
 
 SUITE_NAME = "qa_judge_test"
 
@@ -232,12 +233,7 @@ def serve(port: int, log: Path, delay_s: float) -> ThreadingHTTPServer:
                 fh.write(f"{body['model']}\t{answer}\n")
 
         def _send(self, obj: Any) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, obj)
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True

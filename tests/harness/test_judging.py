@@ -17,6 +17,7 @@ import pytest
 from harness.judging import agreement, judge_id_of, krippendorff_alpha_interval, spearman_rho
 from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
+from tests.helpers import committed_rows
 
 pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
 
@@ -254,14 +255,7 @@ def test_sigkill_mid_judge_then_rerun_judges_each_answer_once(tmp_path):
 
 
 def _count(out: Path) -> int:
-    try:
-        db = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True, timeout=1)
-        try:
-            return db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0]
-        finally:
-            db.close()
-    except sqlite3.DatabaseError:
-        return 0
+    return committed_rows(out / "results.sqlite", "judgements")
 
 
 def test_judgements_are_checksummed_and_repaired(tmp_path, server, capsys):
