@@ -13,6 +13,10 @@ report's HTML):
   provenance (``split_episodes``; :class:`harness.runner.Runner`); a column over several
   splits sums its splits, ``avg`` sums every column's. Runs written before that record say
   "total unknown" (never a guess). A value cell with ``n < N`` is marked :data:`PARTIAL`.
+* **Coverage** per cell and metric (:func:`coverage`): where not every episode the metric
+  applies to has a value of its own, how many were counted by the metric's error policy
+  (errored or unanswered) and how many await a score (a judged answer not judged yet, an
+  unreadable or failed verdict); a cell with unscored answers is marked :data:`PARTIAL` too.
 * **Agent failures** per cell: the episodes with output errors (agent replies that yielded
   no usable action: unparseable replies) and the episodes that ran the agent's fallback
   actions (``extra["fallback_plans"]``). A cell is marked :data:`UNUSABLE` when **most of
@@ -375,13 +379,15 @@ def _cell_of(table: "pd.DataFrame") -> dict[tuple[Any, str], dict[str, Any]]:
     return {(c["row"], c["group"]): c for c in table.attrs.get("caveats", {}).get("cells", [])}
 
 
-def marks(table: "pd.DataFrame", row: Any, group: str) -> str:
-    """The caveat marks of a value cell: :data:`UNUSABLE`, :data:`PARTIAL`."""
+def marks(table: "pd.DataFrame", row: Any, group: str, metric: str | None = None) -> str:
+    """The caveat marks of a value cell: :data:`UNUSABLE`, :data:`PARTIAL` (part of the split,
+    or, for ``metric``, part of its answers scored: a judged cell over 16 of 60 answers)."""
     cell = _cell_of(table).get((row, group))
     if cell is None:
         return ""
     text = UNUSABLE if cell["mostly_unusable"] else ""
-    if cell["total"] is not None and cell["episodes"] < cell["total"]:
+    unscored = any(x["metric"] == metric and x["unscored"] for x in cell.get("coverage", [])) if metric else False
+    if (cell["total"] is not None and cell["episodes"] < cell["total"]) or unscored:
         text += PARTIAL
     return text
 

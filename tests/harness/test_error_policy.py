@@ -124,3 +124,28 @@ def test_an_unjudged_answer_is_unscored_not_zero(store, capsys):
     assert cell is None or cell["value"] is None, cell
     md = _out(capsys, "table", str(store), "--metrics", "exact,judge_score")
     assert "0.00" not in md, md
+
+
+def test_a_judged_cell_over_part_of_its_answers_is_marked_partial(store, capsys, tmp_path):
+    """One judged answer's verdict removed from the store: that answer is unscored, so the cell
+    is computed over 5 of 6 and marked partial, its footnote saying so."""
+    pytest.importorskip("openai", reason="harness judge's openai judge needs the `models` extra")
+    import sqlite3
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = fx.serve(port, tmp_path / "requests.log", 0.0)
+    try:
+        assert harness("judge", str(store), "judge=openai", "judge.model=judge-a",
+                       f"judge.params.base_url=http://127.0.0.1:{port}/v1") == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    with sqlite3.connect(store / "results.sqlite") as db:
+        assert db.execute("DELETE FROM judgements WHERE episode_id = ?", (f"test/{RIGHT[0]:03d}",)).rowcount == 1
+    md = _out(capsys, "table", str(store), "--metrics", "exact,judge_score")
+    row = next(line for line in md.splitlines() if line.startswith("| crasher"))
+    want = sum(len(str(2 + i)) % 11 for i in RIGHT[1:]) / (len(QUESTIONS) - 1)
+    assert f"{want:.2f}†°" in row and f"{100 * EXACT:.1f}†°" not in row, md  # only the judged cell
+    assert "Judge over 5 of 6 (4 without an answer (errored or empty) count 0; 1 not scored" in md, md
