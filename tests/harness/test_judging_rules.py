@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.judging import Verdict
 from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
@@ -31,15 +32,13 @@ pytest.importorskip("openai", reason="the openai backend needs the `models` extr
 
 
 @pytest.fixture(autouse=True)
-def _registered_only_here():
+def _qa_suite_registered():
     with fx.registered_only_here():
+        fx.register()
         yield
 
 
 def harness(*args: str) -> int:
-    fx.register()
-    from harness.cli import main
-
     return main(list(args))
 
 
