@@ -34,4 +34,4 @@ def test_a_stored_value_decides_the_cell_over_the_derived_one():
     got = scoring.value_rows(pd.DataFrame(rows))
     assert [v[episode_metrics.SUCCESS] for v in got] == [0.0, 0.0, 1.0, None]
     sr = next(m for m in episode_metrics.METRICS if m.name == "sr")
-    assert scoring.aggregate(sr, got) == 1 / 3  # 0, 0, 1; the stored None is no value
+    assert scoring.aggregate(sr, got) == 1 / 4  # 0, 0, 1, and the stored None: no value counts as a failure
