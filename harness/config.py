@@ -180,13 +180,13 @@ def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfi
             missing.append(str(exc))
             names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
             merged.variant.params.model = f"${names[0]}" if names else "<unset>"
+        _prune_unset(merged, overrides)
         try:
-            _check_own_weights(merged, model_source, sources.get("adapter"), overrides)
+            _check_own_weights(merged, sources, overrides)
         except MissingPrerequisite as exc:
             if missing is None:
                 raise
             missing.append(str(exc))
-        _prune_unset(merged, overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
     except ConfigError:
@@ -337,22 +337,29 @@ def _check_checkpoint(cfg: DictConfig, model_source: Any, adapter_source: Any = 
         + (f"{where}, or give variant.params.model=PATH" if where else "give variant.params.model=PATH"))
 
 
-def _check_own_weights(cfg: DictConfig, model_source: Any, adapter_source: Any, overrides: list[str]) -> None:
+def _check_own_weights(cfg: DictConfig, sources: dict[str, Any], overrides: list[str]) -> None:
     """A variant whose checkpoint falls back to another variable (``${oc.env:FAVOR_SFT_MODEL,
-    ${oc.env:BASE_MODEL,null}}``: an adapter's base) while neither its own checkpoint nor its
-    adapter is given would run the fallback's weights under its own name (a FAVOR-SFT row that is
-    the base model): refused, naming its variables. A model or adapter given on the command line
-    is the user's choice and is kept."""
+    ${oc.env:BASE_MODEL,null}}``: an adapter's base) while nothing of its own is set -- its
+    checkpoint variable, nor any other of its variables the run uses (its adapter; with a served
+    model, its served checkpoint) -- would run the fallback's weights under its own name (a
+    FAVOR-SFT row that is the base model): refused, naming its variables. A model or adapter
+    given on the command line is the user's choice and is kept. ``sources``: the variant's
+    params unresolved."""
     given = _override_keys(overrides)
     if cfg.policy is not None or "variant.params.model" in given or "planner.params.model" in given:
         return
     params = cfg.variant.params
-    names, adapters = _env_names(model_source), _env_names(adapter_source)
-    if len(names) < 2 or os.environ.get(names[0]) or params.get("adapter") not in (None, ""):
+    names = _env_names(sources.get("model"))
+    if len(names) < 2 or os.environ.get(names[0]):
         return
     fallback = os.environ.get(names[1])
     if not fallback or params.get("model") != fallback:
-        return  # the checkpoint came from elsewhere (the command line), or none: _check_checkpoint says so
+        return  # the checkpoint came from elsewhere, or none (_check_checkpoint says so)
+    if any(key != "model" and params.get(key) not in (None, "")
+           and (_env_names(source) or f"variant.params.{key}" in given or f"planner.params.{key}" in given)
+           for key, source in sources.items()):
+        return  # its adapter (or its served checkpoint) is its own
+    adapters = _env_names(sources.get("adapter"))
     raise MissingPrerequisite(
         f"variant {cfg.variant.name} would run ${names[1]}'s weights unchanged under its own name: set "
         + (f"${adapters[0]} (its LoRA adapter on ${names[1]}) or " if adapters else "")

@@ -185,10 +185,10 @@ def test_a_variant_never_falls_back_to_the_base_weights_in_silence(tmp_path):
     res = harness(tmp_path, "run", "variant=cfg_sft", "split=seen", "limit=1", "out=o", **env)
     assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, res.stderr
     assert "variant cfg_sft would run $BASE_MODEL's weights" in res.stderr and not (tmp_path / "o").exists()
-    # a model given on the command line is the user's choice
-    res = harness(tmp_path, "run", "variant=cfg_sft", "split=seen", "limit=1", "out=o",
-                  f"variant.params.model={tmp_path / 'base'}", "--dry-run", **env)
-    assert res.returncode == 0, res.stderr
+    # a model or an adapter given on the command line is the user's choice
+    for given in (f"variant.params.model={tmp_path / 'base'}", f"variant.params.adapter={tmp_path / 'base'}"):
+        res = harness(tmp_path, "run", "variant=cfg_sft", "split=seen", "limit=1", "out=o", given, "--dry-run", **env)
+        assert res.returncode == 0, (given, res.stderr)
     for name in ("FAVOR_SFT_ADAPTER", "CFG_SFT_ADAPTER"):
         (tmp_path / name).mkdir()
         env[name] = str(tmp_path / name)
