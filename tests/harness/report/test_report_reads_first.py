@@ -72,8 +72,9 @@ def test_each_column_shows_its_suites_metrics_and_notes_fold_under_their_table(t
             "Acc / SR / GC / mIoU per suite/split (%), Δ vs base")
         # Every table's notes: a closed <details> right under it, its list not drawn until opened.
         folds = browser.eval("""[...document.querySelectorAll('table')].filter(t => t.closest('section'))
-            .map(t => { const d = t.nextElementSibling; return [t.className || t.id, d && d.tagName,
-              d && d.classList.contains('notes'), d && d.open, d && d.querySelector('ul, p').checkVisibility()]; })""")
+            .map(t => { const d = t.nextElementSibling, c = d && (d.tagName === 'DETAILS' ? d.querySelector('ul, p') : d);
+              return [t.className || t.id, d && d.tagName, d && d.classList.contains('notes'), d && d.open,
+                      c && c.checkVisibility()]; })""")
         for name, tag, is_notes, is_open, drawn in folds:
             if tag is not None and is_notes:
                 assert tag == "DETAILS" and is_open is False and drawn is False, (name, folds)
