@@ -16,7 +16,7 @@ import pytest
 from harness.cli import main
 from harness.store import ResultStore
 from harness.types import EpisodeRecord, RunSpec
-from tests.harness.report.test_report import _browser_or_skip, _chromium, _open
+from tests.harness.report.test_report import opened_report
 
 #: variant -> (eb_alfred agent, cfg_bench agent): the same episodes for both variants.
 AGENTS = {"base": ("planner=random", "planner=random"), "cfg_sft": ("planner=oracle", "planner=oracle")}
@@ -54,12 +54,7 @@ def _headers(browser) -> list[tuple[str, str]]:
 
 
 def test_each_column_shows_its_suites_metrics_and_notes_fold_under_their_table(three_suites, tmp_path):
-    _browser_or_skip()  # before the work, not after it
-    assert main(["report", str(three_suites)]) == 0
-    page = (three_suites / "report" / "index.html").resolve()
-    with _chromium(tmp_path) as browser:
-        _open(browser, page)
-        assert browser.console_errors() == []
+    with opened_report(three_suites, tmp_path) as browser:
         headers = _headers(browser)
         shown: dict[str, set[str]] = {}
         for column, metric in headers:
