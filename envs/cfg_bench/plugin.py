@@ -58,6 +58,8 @@ SUITE = SuitePlugin(
     name="cfg_bench", target="envs.cfg_bench.suite:CFGBenchSuite", params=CFGBenchParams, default_split="all",
     prompt="envs.cfg_bench.adapter:make_adapter", prompt_params=CFGBenchPromptParams,
     datasets=(CFG_BENCH_DATASET,), metrics=METRICS, judge="envs.cfg_bench.rubric:make_rubric",
+    # the paper's overall figures (Table 2's Avg columns) are means over tasks; `all` pools questions
+    breakdowns=("tier",), mean_over="task_type",
     packages=("av",),
     summary="CFG-Bench: fine-grained action cognition as video QA (4 tiers, 11 tasks; MC accuracy, judged S/C/D, gate)")
 
