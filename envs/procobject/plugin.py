@@ -29,6 +29,9 @@ class ProcObjectParams:
         help=f"folder holding data/testing.json and the videos (default: ${DATA_ENV})")
     fps: float = param(4.0, gt=0, le=60, help="frames sampled per second of the clip")
     max_frames: int = param(64, ge=1, le=2048, help="most frames sent for one question (evenly thinned beyond)")
+    sampling: str = param("times", choices=("times", "qwen_vl_utils"),
+                          help="which frames: 'times' (every 1/fps s from the clip's start) or 'qwen_vl_utils' "
+                               "(the Qwen-VL helper's rule); docs/procobject.md")
 
 
 @dataclass

@@ -22,6 +22,7 @@ from envs.procobject import data as D
 from envs.procobject.answer import parse_reply
 from envs.procobject.grounding import THRESHOLDS, ground
 from envs.procobject.plugin import DATA_ENV, ProcObjectParams
+from harness.media import sampling_identity
 from harness.params import parse
 from harness.types import EpisodeSpec
 
@@ -45,7 +46,8 @@ class ProcObjectSuite:
         return tuple(D.SPLIT_FILES)
 
     def protocol(self, split: str) -> Mapping[str, Any]:
-        return {"max_steps": 1, "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
+        return {"max_steps": 1, "sampling": sampling_identity(float(self.params.fps), int(self.params.max_frames),
+                                                             rule=str(self.params.sampling)),
                 "grounding": "set-level merged IoU/IoP/IoG; empty prediction 0", "thresholds": list(THRESHOLDS)}
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
@@ -61,7 +63,8 @@ class ProcObjectSuite:
                           "evidence": [list(s) for s in item.evidence], "video_path": item.video_path,
                           "video": str(video) if video is not None else None, "clip_start": item.clip_start,
                           "clip_end": item.clip_end, "domain": item.domain, "source": item.source,
-                          "fps": float(self.params.fps), "max_frames": int(self.params.max_frames)}))
+                          "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
+                          "sampling": str(self.params.sampling)}))
         return out
 
     def make_env(self) -> "ProcObjectEnv":
@@ -79,7 +82,8 @@ class ProcObjectEnv(video_qa.VideoQAEnv):
         m = episode.metadata
         return {"text": episode.instruction, "question": episode.instruction, "video": m["video"],
                 "clip_start": m["clip_start"], "clip_end": m["clip_end"],
-                "duration": m["clip_end"] - m["clip_start"], "fps": m["fps"], "max_frames": m["max_frames"]}
+                "duration": m["clip_end"] - m["clip_start"], "fps": m["fps"], "max_frames": m["max_frames"],
+                "sampling": m["sampling"]}
 
     def answer(self, episode: EpisodeSpec, action: Any) -> video_qa.Answered:
         m = episode.metadata
