@@ -38,6 +38,8 @@ def stored_verdicts(out: str | Path, df: Any, judge: str | None = None) -> dict[
 
     with ResultStore(out, readonly=True) as store:
         rows = store.judgements()
+    if rows.empty:
+        return {}
     keys = {tuple(k) for k in df[list(_KEY)].itertuples(index=False)}
     rows = rows[[tuple(k) in keys for k in rows[list(_KEY)].itertuples(index=False)]]
     rows = rows[rows["status"] != "error"]  # a failed call: no verdict (a rerun of harness judge retries it)
