@@ -57,6 +57,11 @@ class CFGBenchSuite:
     def splits(self) -> Sequence[str]:
         return D.SPLITS
 
+    def canonical_split(self, split: str) -> str:
+        """A task code in any case is its split (``FAU`` -> ``fau``), so both run as one identity."""
+        name = split.strip()
+        return name.lower() if name.upper() in D.TASKS else name
+
     def protocol(self, split: str) -> Mapping[str, Any]:
         return {"max_steps": 1, "sampling": sampling_identity(float(self.params.fps), int(self.params.max_frames),
                                                              rule=str(self.params.sampling)),
