@@ -19,8 +19,8 @@ from gymnasium import spaces
 
 from envs import video_qa
 from envs.procobject import data as D
-from envs.procobject.answer import parse_reply
-from envs.procobject.grounding import THRESHOLDS, ground
+from envs.procobject.answer import parse_reply, usable_reference
+from envs.procobject.grounding import NO_REFERENCE, THRESHOLDS, ground, has_reference
 from envs.procobject.plugin import DATA_ENV, ProcObjectParams
 from harness.media import sampling_identity
 from harness.params import parse
@@ -63,6 +63,8 @@ class ProcObjectSuite:
                           "evidence": [list(s) for s in item.evidence], "video_path": item.video_path,
                           "video": str(video) if video is not None else None, "clip_start": item.clip_start,
                           "clip_end": item.clip_end, "domain": item.domain, "source": item.source,
+                          "reference": "given" if has_reference(usable_reference(item.evidence, item.duration)[0])
+                          else NO_REFERENCE,
                           "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
                           "sampling": str(self.params.sampling)}))
         return out
@@ -88,10 +90,12 @@ class ProcObjectEnv(video_qa.VideoQAEnv):
     def answer(self, episode: EpisodeSpec, action: Any) -> video_qa.Answered:
         m = episode.metadata
         text = video_qa.text_of(action)
-        reply = parse_reply(text, m["clip_end"] - m["clip_start"])
-        g = ground(reply.evidence, m["evidence"])
+        duration = m["clip_end"] - m["clip_start"]
+        reply = parse_reply(text, duration)
+        reference, refused = usable_reference(m["evidence"], duration)  # the rule a prediction meets
+        g = ground(reply.evidence, reference)
         values: dict[str, float | None] = {"unreadable": int(reply.answer is None),
-                                           "span_problems": reply.refused_total}
+                                           "span_problems": reply.refused_total, "reference_refused": refused}
         if g is not None:
             values.update(iou=g.iou, iop=g.iop, iog=g.iog,
                           **{f"iou_at_{str(t).replace('.', '_')}": int(g.iou >= t) for t in THRESHOLDS})
