@@ -705,9 +705,9 @@ def breakdown_table(
     if means:
         table.attrs["extra_notes"] = [
             f"{ALL}: pooled over every episode of the variant; "
-            + "; ".join(f"{label}: the mean of the {len(over)} {by} rows above it (each counts once, whatever its "
-                        "number of episodes), as the suite's benchmark reports its overall figures"
-                        for label, over in means.items()) + "."]
+            + "; ".join(f"{label}: per column, the mean of the {by} rows above it that have a value (each counts "
+                        "once, whatever its number of episodes), as the suite's benchmark reports its overall figures"
+                        for label in means) + "."]
     return table
 
 

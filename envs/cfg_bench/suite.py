@@ -63,7 +63,7 @@ class CFGBenchSuite:
         return name.lower() if name.upper() in D.TASKS else name
 
     def protocol(self, split: str) -> Mapping[str, Any]:
-        return {"max_steps": 1, "sampling": sampling_identity(float(self.params.fps), int(self.params.max_frames),
+        return {"max_steps": 1, "frames": sampling_identity(float(self.params.fps), int(self.params.max_frames),
                                                              rule=str(self.params.sampling)),
                 "prompt_version": PROMPT_VERSION, "mc_rule": "json result == option text (stripped)",
                 "tasks": sorted({q for q in D.TASKS if split == "all" or split.upper() == q

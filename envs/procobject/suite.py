@@ -46,7 +46,7 @@ class ProcObjectSuite:
         return tuple(D.SPLIT_FILES)
 
     def protocol(self, split: str) -> Mapping[str, Any]:
-        return {"max_steps": 1, "sampling": sampling_identity(float(self.params.fps), int(self.params.max_frames),
+        return {"max_steps": 1, "frames": sampling_identity(float(self.params.fps), int(self.params.max_frames),
                                                              rule=str(self.params.sampling)),
                 "grounding": "set-level merged IoU/IoP/IoG; empty prediction 0", "thresholds": list(THRESHOLDS)}
 

@@ -58,7 +58,7 @@ def test_the_times_rule_is_a_declared_choice(long_clip_data):
 
 def test_the_rule_its_version_and_the_decoder_enter_the_run_identity(long_clip_data):
     suite = CFGBenchSuite(data_dir=str(long_clip_data))
-    assert suite.protocol("all")["sampling"] == {"rule": "qwen_vl_utils/1", "decoder": "pyav", "fps": 4.0,
+    assert suite.protocol("all")["frames"] == {"rule": "qwen_vl_utils/1", "decoder": "pyav", "fps": 4.0,
                                                  "max_frames": 768}
     agent = SimpleNamespace(params=None, identity=lambda: {"name": "x"})
     spec = RunSpec(suite="cfg_bench", split="all", agent="x", variant="base")
