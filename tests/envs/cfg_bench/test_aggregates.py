@@ -11,6 +11,7 @@ pooled figure, labelled as such.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from harness.metrics import records_frame
@@ -100,3 +101,13 @@ def test_the_transfer_table_says_its_cells_pool():
     assert t.at["fps4", ("cfg_bench/all", "accuracy")] == pytest.approx(161 / 398)
     assert ("cfg_bench: each cell pools its episodes; its benchmark's overall figures are the mean over task_type "
             "(harness table --by task_type).") in to_markdown(t)
+
+
+def test_beside_another_suite_the_mean_row_is_cfg_bench_s_own():
+    po = [EpisodeRecord(run_id="r-fps4", variant="fps4", suite="procobject", split="test", episode_id=f"p{i}", seed=0,
+                        task_type="mistakes", values={"iou": 0.5}) for i in range(3)]
+    df = records_frame([r for r in _records() if r.variant == "fps4"] + po)
+    t = breakdown_table(df, by="task_type", metrics=("accuracy", "miou"), baseline="fps4")
+    assert list(t.index)[-2:] == [ALL, "cfg_bench/mean over task_type"]
+    assert round(100 * t.at["cfg_bench/mean over task_type", ("fps4", "accuracy")], 2) == PAPER_AVG["fps4"]
+    assert np.isnan(t.at["cfg_bench/mean over task_type", ("fps4", "miou")])  # procobject's rows are not in it
