@@ -585,16 +585,18 @@ def krippendorff_alpha_interval(units: Iterable[Sequence[float | None]]) -> floa
     return 1.0 - d_o / d_e
 
 
-def agreement(frame: Any, values: Sequence[str] | None = None) -> dict[str, Any]:
+def agreement(frame: Any) -> dict[str, Any]:
     """Agreement between the judges of a ``ResultStore.judgements()`` frame, per judged value.
 
     ``{value: {"judges": [ids], "answers": n, "alpha": float | None,
     "pairs": [{"a": id, "b": id, "n": n, "rho": float | None}]}}``, only for values that two or
-    more judges gave; only ``ok`` verdicts count (an unreadable one is a missing value).
+    more judges gave; only ``ok`` verdicts count (an unreadable one is a missing value). A frame
+    of several suites keys each value by its suite (``SUITE:VALUE``): never pooled across suites.
     """
     if frame is None or len(frame) == 0:
         return {}
     scores: dict[str, dict[str, dict[tuple, float]]] = {}  # value -> judge -> answer key -> x
+    several = frame["suite"].nunique() > 1  # one suite's value never pools with another's
     for row in frame.to_dict("records"):
         if row["status"] != "ok":
             continue
@@ -602,11 +604,10 @@ def agreement(frame: Any, values: Sequence[str] | None = None) -> dict[str, Any]
         for name, x in (row["values"] or {}).items():
             x = _number(x)
             if x is not None:
-                scores.setdefault(name, {}).setdefault(row["judge_id"], {})[key] = x
+                shown = f"{row['suite']}:{name}" if several else name
+                scores.setdefault(shown, {}).setdefault(row["judge_id"], {})[key] = x
     out: dict[str, Any] = {}
     for name in sorted(scores):
-        if values is not None and name not in values:
-            continue
         judges = sorted(scores[name])
         if len(judges) < 2:
             continue

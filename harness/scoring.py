@@ -60,18 +60,34 @@ NOT_APPLICABLE, VALUE, MISSING, UNSCORED = "not_applicable", "value", "missing",
 _ABSENT = object()
 
 
-def _declares(suite: str, metric: Metric) -> bool:
-    """Whether ``suite`` declares ``metric`` (by name; a per-judge copy ``NAME@TAG`` by its base)."""
-    base = metric.name.split("@", 1)[0]
-    return any(m.name == base for m in suite_scoring(suite)[0])
+_OWN: dict[tuple[str, str, int], Metric | None] = {}
+
+
+def own_declaration(suite: str, metric: Metric) -> Metric | None:
+    """``suite``'s own declaration of the metric named like ``metric`` (a per-judge copy
+    ``NAME@TAG`` by its base name, copied for the same judge), or None where the suite declares
+    no such metric: two suites may give one name to different metrics (their ``applies``, range,
+    missing value); each episode counts by its own suite's."""
+    declared = suite_scoring(suite)[0]
+    key = (suite, metric.name, id(declared))  # a suite registered anew (tests) is looked up anew
+    if key not in _OWN:
+        base, _, tag = metric.name.partition("@")
+        found = next((m for m in declared if m.name == base), None)
+        _OWN[key] = per_judge(found, tag) if found is not None and tag else found
+    return _OWN[key]
 
 
 def classify(metric: Metric, values: Mapping[str, Any]) -> tuple[float, float, str]:
     """One episode's (numerator, denominator, kind) for ``metric`` (the module doc's policy);
-    NaN and NaN where the episode does not count in the value."""
+    NaN and NaN where the episode does not count in the value. An episode that knows its suite
+    (:class:`EpisodeValues`) counts by that suite's declaration, and not at all where its suite
+    declares no metric of that name."""
     suite = getattr(values, "suite", None)
-    if suite is not None and not _declares(str(suite), metric):
-        return math.nan, math.nan, NOT_APPLICABLE
+    if suite is not None:
+        own = own_declaration(str(suite), metric)
+        if own is None:
+            return math.nan, math.nan, NOT_APPLICABLE
+        metric = own
     if metric.applies is not None:
         flag = _number(values.get(metric.applies))
         if math.isnan(flag) or not flag:

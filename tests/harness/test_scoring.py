@@ -81,3 +81,35 @@ def test_applies_and_unscored_and_another_suites_value():
     mine = EpisodeValues({"judge_score": 8}, "no_such_suite_declares_j")  # the fallback scoring: no 'j'
     assert classify(judged, mine)[2] == "not_applicable"
     assert aggregate(judged, [{"judge_score": 6}, mine]) == 6.0
+
+
+def test_one_value_name_of_two_suites_never_pools():
+    """cfg_bench's S and procobject's J both read the value ``judge_score``: a procobject episode
+    never counts in S, a cfg_bench one never in J, whatever the cell pools."""
+    from envs.cfg_bench.plugin import METRICS as CFG
+    from envs.procobject.plugin import METRICS as PO
+
+    s, j = next(m for m in CFG if m.name == "cfg_s"), next(m for m in PO if m.name == "procobject_j")
+    assert s.value == j.value == "judge_score"
+    cfg = EpisodeValues({"is_open": 1.0, "judge_score": 8.0}, "cfg_bench")
+    po = EpisodeValues({"judge_score": 2.0}, "procobject")
+    assert aggregate(s, [cfg, po]) == 8.0 and aggregate(j, [cfg, po]) == 2.0
+    assert tally(s, [cfg, po]).n == 1 and tally(j, [cfg, po]).n == 1
+
+
+def test_judge_agreement_is_per_suite():
+    import pandas as pd
+
+    from harness.judging import agreement
+
+    rows = []
+    for suite, scale in (("cfg_bench", 2.0), ("procobject", 1.0)):
+        for i in range(4):
+            for judge, bump in (("a", 0.0), ("b", 0.5)):
+                rows.append({"run_id": "r", "suite": suite, "split": "s", "episode_id": str(i), "seed": i,
+                             "judge_id": judge, "status": "ok", "values": {"judge_score": scale * i + bump}})
+    out = agreement(pd.DataFrame(rows))
+    assert sorted(out) == ["cfg_bench:judge_score", "procobject:judge_score"]
+    assert all(a["answers"] == 4 for a in out.values())
+    one = agreement(pd.DataFrame([r for r in rows if r["suite"] == "procobject"]))
+    assert list(one) == ["judge_score"] and one["judge_score"]["answers"] == 4
