@@ -95,7 +95,9 @@ class ProcObjectEnv(video_qa.VideoQAEnv):
         reference, refused = usable_reference(m["evidence"], duration)  # the rule a prediction meets
         g = ground(reply.evidence, reference)
         values: dict[str, float | None] = {"unreadable": int(reply.answer is None),
-                                           "span_problems": reply.refused_total, "reference_refused": refused}
+                                           "span_problems": reply.refused_total}
+        if refused:  # reference spans left out by the rule a prediction meets (counted where any)
+            values["reference_refused"] = refused
         if g is not None:
             values.update(iou=g.iou, iop=g.iop, iog=g.iog,
                           **{f"iou_at_{str(t).replace('.', '_')}": int(g.iou >= t) for t in THRESHOLDS})
