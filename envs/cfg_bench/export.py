@@ -8,7 +8,8 @@ summarises them instead of judging again.
 
 Verdicts (the store's judgements, read through :class:`harness.store.ResultStore`): those of the
 one judge that judged the run's answers, or of ``--judge NAME`` (a judge's name or id) where
-several did. A readable verdict becomes ``{"correctness", "detailedness", "gate", "premise"}``
+several did. A readable verdict becomes ``{"correctness", "detailedness", "gate", "premise"}`` (the
+gate decision word read back from the stored reply, "" where it gave none)
 (integers, so their ``is_judged`` holds, judge_deepseek_r1.py:195-201); an unreadable one the
 originals' own judge-error form (``correctness``/``detailedness`` null, ``status`` "error"), which
 their summary leaves out as ours does; an answer with no verdict (not judged yet, or a failed
@@ -24,9 +25,9 @@ from typing import Any
 
 from envs.cfg_bench import data as D
 from envs.cfg_bench.official import to_official, write_official
-from envs.cfg_bench.scoring import JudgeVerdict, extract_choice
+from envs.cfg_bench.scoring import PREMISE_DECISIONS, JudgeVerdict, extract_choice
 from envs.cfg_bench.suite import data_root
-from envs.video_qa import export_main, one_run
+from envs.video_qa import export_main, json_object, one_run
 
 _KEY = ("run_id", "suite", "split", "episode_id", "seed")
 
@@ -59,10 +60,19 @@ def stored_verdicts(out: str | Path, df: Any, judge: str | None = None) -> dict[
             gate = values.get("gate")
             verdicts[row["episode_id"]] = JudgeVerdict(
                 "ok", correctness=int(values["correctness"]), detailedness=int(values["detailedness"]),
-                gate=None if gate is None else bool(gate))
+                gate=None if gate is None else bool(gate), premise=_premise(row.get("raw_reply")) if gate is not None
+                else "")
         else:
             verdicts[row["episode_id"]] = JudgeVerdict("unreadable", problem=str(row.get("reason") or "unreadable"))
     return verdicts
+
+
+def _premise(raw: Any) -> str:
+    """The gate decision word of a stored judge reply (our prompt asks for it), or ""."""
+    obj = json_object(raw) if isinstance(raw, str) else None
+    word = obj.get("premise") if obj else None
+    word = word.strip().lower() if isinstance(word, str) else ""
+    return word if word in PREMISE_DECISIONS else ""
 
 
 def _names(out: str | Path, judge_ids: list[str]) -> list[str]:

@@ -70,7 +70,7 @@ def test_the_export_carries_every_verdict_so_their_script_only_summarises(cfg_da
     assert "2 of 2 open answers carry a readable verdict; the originals' script (--resume) only summarises" in err
     items = json.loads((tmp_path / "res.json").read_text())
     evals = {i["task_type"]: i["evaluation"][0].get("eval") for i in items}
-    assert evals["CIA"] == {"correctness": 0, "detailedness": 0, "gate": False, "premise": ""}  # the gate failed
+    assert evals["CIA"] == {"correctness": 0, "detailedness": 0, "gate": False, "premise": "accepted"}  # gate failed
     assert evals["GI"] == {"correctness": 8, "detailedness": 5, "gate": None, "premise": ""}
     assert evals["FAU"] == {"type": "close_ended", "prediction": "right hand", "correct_answer": "right hand",
                             "is_correct": True, "accuracy": 1.0}
