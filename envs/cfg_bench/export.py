@@ -8,9 +8,9 @@ summarises them instead of judging again.
 
 Verdicts (the store's judgements, read through :class:`harness.store.ResultStore`): those of the
 one judge that judged the run's answers, or of ``--judge NAME`` (a judge's name or id) where
-several did. A readable verdict becomes ``{"correctness", "detailedness", "gate", "premise"}`` (the
-gate decision word read back from the stored reply, "" where it gave none)
-(integers, so their ``is_judged`` holds, judge_deepseek_r1.py:195-201); an unreadable one the
+several did. A readable verdict becomes ``{"correctness", "detailedness", "gate", "premise"}``:
+C and D as integers, so their ``is_judged`` holds (judge_deepseek_r1.py:195-201), and the gate
+decision word read back from the stored reply ("" where it gave none); an unreadable one the
 originals' own judge-error form (``correctness``/``detailedness`` null, ``status`` "error"), which
 their summary leaves out as ours does; an answer with no verdict (not judged yet, or a failed
 judge call) gets no ``eval``. The command says on stderr how many open answers carry a readable
