@@ -25,8 +25,9 @@ Decisions (the same as :mod:`harness.metrics` documents, and tested there)
 * The path-length weight is ``L* / max(T, L*)`` (1 when L* = T = 0).
 * An episode without a known L* has no PLW value; one without goal conditions has no
   progress or PLW GC value; cells over no such episode are NaN. These metrics declare
-  ``missing=None`` (such an episode is left out: the value does not exist, it is not a
-  failure); an error record still has its values (above), so it counts.
+  ``applies`` (progress where the episode has goal conditions, the PLW metrics where L* is
+  known and not 0) and ``missing=None``: such an episode is left out, the value does not exist,
+  it is not a failure; an error record still has its values (above), so it counts.
 """
 
 from __future__ import annotations
@@ -45,13 +46,15 @@ INVALID, STEPS = "invalid_actions", "steps"
 METRICS: tuple[Metric, ...] = (
     Metric("sr", "SR", SUCCESS, binary=True, default=True,
            description="success rate: episodes whose goal was reached / episodes (errors fail)"),
-    Metric("gc", "GC", GC_MET, aggregation="ratio", weight=GC_TOTAL, default=True,
+    Metric("gc", "GC", GC_MET, aggregation="ratio", weight=GC_TOTAL, applies=GC_TOTAL, default=True,
            description="goal conditions met / goal conditions, pooled over episodes (ALFRED GC)"),
-    Metric("progress", "Progress", PROGRESS, missing=None,
+    Metric("progress", "Progress", PROGRESS, applies=GC_TOTAL, missing=None,
            description="mean per-episode share of goal conditions met (EB-ALFRED task progress)"),
-    Metric("plw_sr", "PLW SR", PLW_SR_NUM, aggregation="ratio", weight=EXPERT_LENGTH, missing=None,
+    Metric("plw_sr", "PLW SR", PLW_SR_NUM, aggregation="ratio", weight=EXPERT_LENGTH, applies=EXPERT_LENGTH,
+           missing=None,
            description="path-length-weighted SR: sum(success * min(1, L*/T) * L*) / sum(L*)"),
-    Metric("plw_gc", "PLW GC", PLW_GC_NUM, aggregation="ratio", weight=EXPERT_LENGTH, missing=None,
+    Metric("plw_gc", "PLW GC", PLW_GC_NUM, aggregation="ratio", weight=EXPERT_LENGTH, applies=EXPERT_LENGTH,
+           missing=None,
            description="path-length-weighted GC: sum(s/ts * min(1, L*/T) * L*) / sum(L*)"),
     Metric("invalid_rate", "Invalid", INVALID, aggregation="ratio", weight=STEPS, higher_is_better=False, missing=None,
            description="invalid actions / steps, pooled over episodes"),

@@ -18,7 +18,7 @@ DEFAULT_MISSING = "default"
 class Metric:
     """One metric a suite declares (see the module doc).
 
-    The error policy (docs/metrics.md): every episode the metric ``applies`` to counts in its
+    The error policy (docs/tables.md, "Declared metrics"): every episode the metric ``applies`` to counts in its
     cell. An applicable episode without a value of its own (it errored, its answer was empty, or
     the answer could not be scored for the model's fault) counts as ``missing``; by default a
     binary metric's failure (0, or 1 where lower is better) and 0 for any other metric (the

@@ -9,7 +9,7 @@ fields) and how a cell aggregates it:
 * ``"ratio"``: ``sum(value) / sum(weight)`` pooled over them (ALFRED's GC is of this kind:
   goal conditions met over goal conditions present).
 
-Which episodes a cell counts (one error policy for every metric, docs/metrics.md): each
+Which episodes a cell counts (one error policy for every metric, docs/tables.md, "Declared metrics"): each
 episode of a suite that declares the metric (a value of another suite never pools with it)
 and that the metric ``applies`` to. Such an episode is, per :func:`classify`:
 
