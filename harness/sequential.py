@@ -1,0 +1,213 @@
+"""Anytime-valid paired comparisons: a betting confidence sequence for a bounded mean.
+
+The method is the *hedged capital* confidence sequence with *predictable plug-in* bets of
+Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B
+2024; arXiv 2010.09686): the predictable plug-in bets of their Section 3 (PrPl-EB: a
+regularised running mean and variance, a bet of order ``sqrt(2 log(2/alpha) / (t log(1+t)
+var))``) and the hedged capital process of their Section 4 (bet both ways on a candidate
+mean ``m`` and keep ``max(theta K+, (1-theta) K-)``; the set of ``m`` whose capital stays
+below ``1/alpha`` is a confidence sequence by Ville's inequality). The authors' reference
+implementation is ``confseq`` (github.com/gostevehoward/confseq, release 0.0.11:
+``src/confseq/betting.py`` ``betting_mart`` / ``hedged_cs`` and
+``src/confseq/betting_strategies.py`` ``lambda_predmix_eb``); this module computes the same
+process with the same defaults (``theta = 1/2``, truncation ``c = 1/2``, prior mean 1/2,
+prior variance 1/4, one pseudo-observation) in log space, vectorised over candidate means
+or over simulated runs, without that package's compiled part.
+
+For a *paired* comparison of a metric bounded in ``[lo, hi]`` the per-pair difference
+``d = a - b`` lies in ``[-(hi - lo), hi - lo]`` and is rescaled to ``x = (d / (hi - lo) + 1) / 2``
+in ``[0, 1]``; "no difference" is ``m = 1/2``. For a binary metric a concordant pair is
+``x = 1/2`` exactly: its factor at ``m = 1/2`` is 1, so only discordant pairs move the
+test of "no difference" (the sequential counterpart of McNemar's test), while concordant
+pairs still narrow the interval through the variance estimate.
+
+Decisions (:func:`decide`): *better* once the running intersection of the confidence
+sequence lies above 0 (0 rejected, every value still accepted above it), *worse* once below
+0, *equivalent* (with a margin ``delta > 0``) once it lies inside ``[-delta, delta]``. The sequence is valid at every sample size at once, so
+looking after every pair, stopping at a decision and resuming after a crash keep the stated
+error rate ``alpha``. The core names no suite: callers pass per-episode values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+#: The rule's name and version (both enter the run identity of a sequential comparison).
+RULE = "betting-hedged-prpl"
+RULE_VERSION = 1
+#: confseq's defaults for ``hedged_cs``: the weight of the upward bet and the truncation
+#: of each bet at ``c / m`` (``c / (1 - m)`` for the downward one).
+THETA = 0.5
+TRUNCATION = 0.5
+#: Grid of candidate means for the interval (step 1/GRID on [0, 1]; even, so m = 1/2 is on it).
+GRID = 2000
+
+
+def plugin_bets(x: np.ndarray, alpha: float) -> np.ndarray:
+    """Predictable plug-in bets ``lambda_t`` for observations ``x`` in [0, 1] (last axis: time).
+
+    ``lambda_t`` uses ``x_1 .. x_{t-1}`` only: ``sqrt(2 log(1/a) / (t log(1 + t) s2_{t-1}))``
+    with ``s2`` the running variance around the running mean, both regularised by one
+    pseudo-observation (mean 1/2, variance 1/4). ``a`` is the level given to one side of the
+    hedge (``alpha * theta``), as in confseq's ``lambda_predmix_eb``.
+    """
+    x = np.asarray(x, dtype=float)
+    t = np.arange(1, x.shape[-1] + 1, dtype=float)
+    mu = np.minimum((0.5 + np.cumsum(x, axis=-1)) / (t + 1), 1.0)
+    s2 = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1)
+    prev = np.concatenate([np.full(x.shape[:-1] + (1,), 0.25), s2[..., :-1]], axis=-1)
+    return np.sqrt(2 * math.log(1 / alpha) / (t * np.log1p(t) * prev))
+
+
+def log_capital(x: np.ndarray, m: np.ndarray | float, alpha: float, *, theta: float = THETA,
+                truncation: float = TRUNCATION) -> np.ndarray:
+    """log of the hedged capital ``K_t(m)`` after each observation (last axis: time).
+
+    ``x``: shape (..., T); ``m``: a scalar, or an array broadcast against ``x[..., :1]``
+    (e.g. ``m[:, None]`` with a 1-d ``x`` gives one row per candidate mean). Each side bets
+    ``min(lambda_t, c/m)`` (upward) or ``min(lambda_t, c/(1-m))`` (downward), so every
+    factor stays >= 1 - c > 0 and the logs are finite.
+    """
+    x = np.asarray(x, dtype=float)
+    m = np.asarray(m, dtype=float)
+    lam_up = plugin_bets(x, alpha * theta)
+    lam_down = lam_up if theta == 0.5 else plugin_bets(x, alpha * (1 - theta))
+    with np.errstate(divide="ignore"):
+        up = np.minimum(lam_up, truncation / m)
+        down = np.minimum(lam_down, truncation / (1 - m))
+    log_up = np.cumsum(np.log1p(up * (x - m)), axis=-1)
+    log_down = np.cumsum(np.log1p(-down * (x - m)), axis=-1)
+    return np.maximum(math.log(theta) + log_up, math.log(1 - theta) + log_down)
+
+
+def first_crossing(x: np.ndarray, alpha: float, m: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Simulation path: for each row of ``x`` (runs x time), the first time (1-based) the
+    hedged capital at ``m`` reaches ``1/alpha`` (0: never) and its direction (+1: the mean is
+    above ``m``, -1: below, 0: never).
+
+    The hedged confidence sequence is an interval (each side's capital is monotone in ``m``
+    where its bet is not truncated; :func:`confidence_sequence` checks this on its grid), so
+    ``m`` leaves it exactly when this capital crosses; the direction is the side whose
+    capital crossed. This is what :func:`decide` does for better/worse, without the grid.
+    """
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    lam = plugin_bets(x, alpha * THETA)
+    up = np.minimum(lam, TRUNCATION / m)
+    down = np.minimum(lam, TRUNCATION / (1 - m))
+    log_up = math.log(THETA) + np.cumsum(np.log1p(up * (x - m)), axis=-1)
+    log_down = math.log(1 - THETA) + np.cumsum(np.log1p(-down * (x - m)), axis=-1)
+    level = math.log(1 / alpha)
+    hit = (log_up >= level) | (log_down >= level)
+    any_hit = hit.any(axis=-1)
+    when = np.where(any_hit, hit.argmax(axis=-1), -1)
+    rows = np.arange(x.shape[0])
+    at = np.clip(when, 0, None)
+    side = np.where(log_up[rows, at] >= level, 1, -1)
+    return np.where(any_hit, when + 1, 0), np.where(any_hit, side, 0)
+
+
+def confidence_sequence(x: Sequence[float], alpha: float, *, grid: int = GRID,
+                        running_intersection: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds of the hedged confidence sequence for the mean of ``x`` in
+    [0, 1], after each observation.
+
+    Candidate means on a grid of step ``1/grid``; the bounds are the outermost *rejected*
+    grid points around the accepted ones (conservative by at most one step), so the true
+    endpoints lie inside. With ``running_intersection`` (default) each bound is the
+    intersection over all earlier times, as the paper allows (a CS stays one after
+    intersecting); an empty intersection gives NaN bounds.
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1:
+        raise ValueError("confidence_sequence takes one sequence of observations")
+    if len(x) and (np.nanmin(x) < 0 or np.nanmax(x) > 1 or np.isnan(x).any()):
+        raise ValueError("observations must lie in [0, 1] (rescale first)")
+    ms = np.arange(grid + 1) / grid
+    inner = ms[1:-1]  # m = 0 and m = 1 are rejected by any observation away from them; kept out
+    accept = log_capital(x[None, :], inner[:, None], alpha) < math.log(1 / alpha)  # (G-1, T)
+    lo = np.empty(len(x))
+    hi = np.empty(len(x))
+    for t in range(len(x)):
+        idx = np.flatnonzero(accept[:, t])
+        if not len(idx):
+            lo[t] = hi[t] = math.nan
+            continue
+        lo[t], hi[t] = ms[idx[0]], ms[idx[-1] + 2]  # the rejected neighbours (inner[i] = ms[i + 1])
+    if running_intersection and len(x):
+        lo = np.fmax.accumulate(lo)
+        hi = np.fmin.accumulate(hi)
+        empty = np.isnan(lo) | np.isnan(hi) | (lo >= hi)  # no accepted point strictly between
+        empty = np.logical_or.accumulate(empty)
+        lo[empty] = hi[empty] = math.nan
+    return lo, hi
+
+
+def rescale(diffs: Sequence[float], width: float) -> np.ndarray:
+    """Paired differences in ``[-width, width]`` as observations in [0, 1] (0 -> 1/2)."""
+    d = np.asarray(diffs, dtype=float)
+    if width <= 0:
+        raise ValueError(f"a metric's range must have a positive width, got {width}")
+    return np.clip((d / width + 1) / 2, 0.0, 1.0)
+
+
+@dataclass
+class Decision:
+    """The state of one sequential comparison after ``n`` pairs (recomputed from stored
+    episodes: nothing else is kept, so a resumed comparison stands where it stood)."""
+
+    #: Pairs with a value on both sides, in episode order.
+    n: int
+    #: 'better', 'worse', 'equivalent' or None (undecided).
+    outcome: str | None
+    #: The pair (1-based) at which the outcome was first reached; None when undecided.
+    at: int | None
+    #: The anytime-valid interval on the difference (metric units) after ``n`` pairs.
+    lo: float
+    hi: float
+    #: The difference's mean over the ``n`` pairs (metric units).
+    mean: float
+    alpha: float
+    margin: float | None
+    #: Per pair: the interval's bounds (metric units), for plots of the interval against pairs.
+    path_lo: list[float] = field(default_factory=list)
+    path_hi: list[float] = field(default_factory=list)
+
+
+def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: float | None = None) -> Decision:
+    """The sequential test of ``mean(diffs) = 0`` (and, with ``margin``, of equivalence)
+    after the pairs so far; ``diffs`` are ``a - b`` per pair, in episode order, in
+    ``[-width, width]`` (``width``: the metric range's width)."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if margin is not None and not 0 < margin < width:
+        raise ValueError(f"margin must be in (0, {width:g}), got {margin}")
+    d = np.asarray(diffs, dtype=float)
+    n = len(d)
+    if not n:
+        return Decision(0, None, None, -width, width, math.nan, alpha, margin)
+    lo01, hi01 = confidence_sequence(rescale(d, width), alpha)
+    lo, hi = (2 * lo01 - 1) * width, (2 * hi01 - 1) * width
+    outcome: str | None = None
+    at: int | None = None
+    for t in range(n):
+        if math.isnan(lo[t]):
+            break  # an empty intersection (a rare event under any hypothesis): no new decision
+        # The bounds are rejected values with every accepted one strictly between them.
+        if lo[t] >= 0:
+            outcome = "better"
+        elif hi[t] <= 0:
+            outcome = "worse"
+        elif margin is not None and -margin <= lo[t] and hi[t] <= margin:
+            outcome = "equivalent"
+        if outcome is not None:
+            at = t + 1
+            break
+    last = n - 1
+    while last > 0 and math.isnan(lo[last]):
+        last -= 1
+    return Decision(n, outcome, at, float(lo[last]), float(hi[last]), float(d.mean()), alpha, margin,
+                    path_lo=[float(v) for v in lo], path_hi=[float(v) for v in hi])
