@@ -1,18 +1,27 @@
-"""Anytime-valid paired comparisons: a betting confidence sequence for a bounded mean.
+"""Anytime-valid paired comparisons: betting confidence sequences for a bounded mean.
 
-The method is the *hedged capital* confidence sequence with *predictable plug-in* bets of
-Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B
-2024; arXiv 2010.09686): the predictable plug-in bets of their Section 3 (PrPl-EB: a
-regularised running mean and variance, a bet of order ``sqrt(2 log(2/alpha) / (t log(1+t)
-var))``) and the hedged capital process of their Section 4 (bet both ways on a candidate
-mean ``m`` and keep ``max(theta K+, (1-theta) K-)``; the set of ``m`` whose capital stays
-below ``1/alpha`` is a confidence sequence by Ville's inequality). The authors' reference
-implementation is ``confseq`` (github.com/gostevehoward/confseq, release 0.0.11:
-``src/confseq/betting.py`` ``betting_mart`` / ``hedged_cs`` and
-``src/confseq/betting_strategies.py`` ``lambda_predmix_eb``); this module computes the same
-process with the same defaults (``theta = 1/2``, truncation ``c = 1/2``, prior mean 1/2,
-prior variance 1/4, one pseudo-observation) in log space, vectorised over candidate means
-or over simulated runs, without that package's compiled part.
+The method is Waudby-Smith & Ramdas, "Estimating means of bounded random variables by
+betting" (JRSS-B 2024; arXiv 2010.09686). For observations ``x_t`` in [0, 1] and a candidate
+mean ``m`` the capital ``K_t(m) = prod_{i<=t} (1 + lambda_i(m) (x_i - m))``, with each bet
+``lambda_i`` chosen from ``x_1 .. x_{i-1}`` only, is a nonnegative martingale when the mean is
+``m``; by Ville's inequality it ever reaches ``1/alpha`` with probability at most ``alpha``, so
+``{m : K_t(m) < 1/alpha}`` is a confidence sequence (valid at every t at once). Two bet rules
+of the paper are implemented:
+
+* ``betting_agrapa`` (the default for decisions): the *aGRAPA* bets of the paper's section on
+  betting strategies (an approximation of the growth-rate-optimal bet against ``m``), which
+  grow the capital fastest when there is a difference: ``benchmarks/sequential.py`` measures
+  fewer episodes to a decision than a fixed-sample design of equal power.
+* ``betting_hedged``: the hedged capital process with predictable plug-in (PrPl) bets, the
+  paper's recommended confidence sequence (its Section 4, with the PrPl bets of Section 3).
+
+The authors' reference implementation is ``confseq`` (github.com/gostevehoward/confseq,
+release 0.0.11: ``src/confseq/betting.py`` ``betting_mart`` / ``hedged_cs`` and
+``src/confseq/betting_strategies.py`` ``lambda_predmix_eb``, ``lambda_aKelly``); this module
+computes the same processes with the same defaults (hedge weight ``theta = 1/2``, truncation
+``c = 1/2``, prior mean 1/2, prior variance 1/4, one pseudo-observation) in log space,
+vectorised over candidate means or simulated runs, without that package's compiled part
+(it needs Boost and a C++ compiler to install).
 
 For a *paired* comparison of a metric bounded in ``[lo, hi]`` the per-pair difference
 ``d = a - b`` lies in ``[-(hi - lo), hi - lo]`` and is rescaled to ``x = (d / (hi - lo) + 1) / 2``
@@ -23,8 +32,8 @@ pairs still narrow the interval through the variance estimate.
 
 Decisions (:func:`decide`): *better* once the running intersection of the confidence
 sequence lies above 0 (0 rejected, every value still accepted above it), *worse* once below
-0, *equivalent* (with a margin ``delta > 0``) once it lies inside ``[-delta, delta]``. The sequence is valid at every sample size at once, so
-looking after every pair, stopping at a decision and resuming after a crash keep the stated
+0, *equivalent* (with a margin ``delta > 0``) once it lies inside ``[-delta, delta]``. The
+sequence is valid at every sample size at once, so looking after every pair, stopping at a decision and resuming after a crash keep the stated
 error rate ``alpha``. The core names no suite: callers pass per-episode values.
 """
 
@@ -36,84 +45,106 @@ from typing import Sequence
 
 import numpy as np
 
-#: The rule's name and version (both enter the run identity of a sequential comparison).
-RULE = "betting-hedged-prpl"
+#: The rules (the bets) and their version (both enter the run identity of a sequential comparison).
+#: ``betting_agrapa`` (default): aGRAPA bets, the most powerful for a test (see the module doc);
+#: ``betting_hedged``: the hedged capital process with predictable plug-in bets, confseq's
+#: ``hedged_cs``, the tighter interval when the difference is near 0.
+RULES = ("betting_agrapa", "betting_hedged")
+DEFAULT_RULE = "betting_agrapa"
 RULE_VERSION = 1
-#: confseq's defaults for ``hedged_cs``: the weight of the upward bet and the truncation
-#: of each bet at ``c / m`` (``c / (1 - m)`` for the downward one).
+#: confseq's defaults: the weight of the upward capital in the hedge and the truncation of
+#: each bet at ``c / m`` (``c / (1 - m)`` for a downward one), so every factor is >= 1 - c.
 THETA = 0.5
 TRUNCATION = 0.5
 #: Grid of candidate means for the interval (step 1/GRID on [0, 1]; even, so m = 1/2 is on it).
 GRID = 2000
 
 
-def plugin_bets(x: np.ndarray, alpha: float) -> np.ndarray:
-    """Predictable plug-in bets ``lambda_t`` for observations ``x`` in [0, 1] (last axis: time).
+def _previous(running: np.ndarray, first: float) -> np.ndarray:
+    """``running`` shifted one step later along the last axis (``first`` at t = 1): what a bet
+    at time t may use."""
+    return np.concatenate([np.full(running.shape[:-1] + (1,), first), running[..., :-1]], axis=-1)
 
-    ``lambda_t`` uses ``x_1 .. x_{t-1}`` only: ``sqrt(2 log(1/a) / (t log(1 + t) s2_{t-1}))``
-    with ``s2`` the running variance around the running mean, both regularised by one
-    pseudo-observation (mean 1/2, variance 1/4). ``a`` is the level given to one side of the
-    hedge (``alpha * theta``), as in confseq's ``lambda_predmix_eb``.
-    """
+
+def _running_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Regularised running mean and variance *before* each observation (one pseudo-observation
+    with mean 1/2 and variance 1/4), as both bet rules of the paper use them."""
+    t = np.arange(1, x.shape[-1] + 1, dtype=float)
+    mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1)
+    s2 = (0.25 + np.cumsum((x - np.minimum(mu, 1.0)) ** 2, axis=-1)) / (t + 1)
+    return _previous(mu, 0.5), _previous(s2, 0.25)
+
+
+def plugin_bets(x: np.ndarray, alpha: float) -> np.ndarray:
+    """Predictable plug-in bets ``lambda_t`` for observations ``x`` in [0, 1] (last axis: time):
+    ``sqrt(2 log(1/a) / (t log(1 + t) s2_{t-1}))``, ``a`` the level of one side of the hedge
+    (``alpha * theta``), as confseq's ``lambda_predmix_eb``."""
     x = np.asarray(x, dtype=float)
     t = np.arange(1, x.shape[-1] + 1, dtype=float)
-    mu = np.minimum((0.5 + np.cumsum(x, axis=-1)) / (t + 1), 1.0)
-    s2 = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1)
-    prev = np.concatenate([np.full(x.shape[:-1] + (1,), 0.25), s2[..., :-1]], axis=-1)
-    return np.sqrt(2 * math.log(1 / alpha) / (t * np.log1p(t) * prev))
+    _mu, s2 = _running_moments(x)
+    return np.sqrt(2 * math.log(1 / alpha) / (t * np.log1p(t) * s2))
 
 
-def log_capital(x: np.ndarray, m: np.ndarray | float, alpha: float, *, theta: float = THETA,
-                truncation: float = TRUNCATION) -> np.ndarray:
-    """log of the hedged capital ``K_t(m)`` after each observation (last axis: time).
+def agrapa_bets(x: np.ndarray, m: np.ndarray | float, truncation: float = TRUNCATION) -> np.ndarray:
+    """aGRAPA bets for candidate mean ``m``: ``(mu_{t-1} - m) / (s2_{t-1} + (mu_{t-1} - m)^2)``,
+    the first-order approximation of the growth-rate-optimal (Kelly) bet against ``m`` given
+    the data so far, truncated to ``[-c/(1-m), c/m]`` (confseq ``lambda_aKelly``)."""
+    mu, s2 = _running_moments(np.asarray(x, dtype=float))
+    gap = mu - m
+    with np.errstate(divide="ignore"):
+        return np.clip(gap / (s2 + gap ** 2), -truncation / (1 - m), truncation / m)
+
+
+def log_capital(x: np.ndarray, m: np.ndarray | float, alpha: float, rule: str = DEFAULT_RULE) -> np.ndarray:
+    """log of the capital ``K_t(m)`` after each observation (last axis: time).
 
     ``x``: shape (..., T); ``m``: a scalar, or an array broadcast against ``x[..., :1]``
-    (e.g. ``m[:, None]`` with a 1-d ``x`` gives one row per candidate mean). Each side bets
-    ``min(lambda_t, c/m)`` (upward) or ``min(lambda_t, c/(1-m))`` (downward), so every
-    factor stays >= 1 - c > 0 and the logs are finite.
+    (``m[:, None]`` with ``x[None, :]`` gives one row per candidate mean).
+    ``betting_agrapa``: ``prod (1 + lambda_t(m) (x_t - m))`` with aGRAPA bets.
+    ``betting_hedged``: ``max(theta K+, (1 - theta) K-)`` where ``K+`` bets
+    ``min(lambda_t, c/m)`` up and ``K-`` bets ``min(lambda_t, c/(1-m))`` down, ``lambda_t``
+    the predictable plug-in bets. Every factor is >= 1 - c > 0, so the logs are finite.
     """
     x = np.asarray(x, dtype=float)
     m = np.asarray(m, dtype=float)
-    lam_up = plugin_bets(x, alpha * theta)
-    lam_down = lam_up if theta == 0.5 else plugin_bets(x, alpha * (1 - theta))
+    if rule == "betting_agrapa":
+        return np.cumsum(np.log1p(agrapa_bets(x, m) * (x - m)), axis=-1)
+    if rule != "betting_hedged":
+        raise ValueError(f"unknown sequential rule {rule!r} (one of: {', '.join(RULES)})")
+    lam = plugin_bets(x, alpha * THETA)
     with np.errstate(divide="ignore"):
-        up = np.minimum(lam_up, truncation / m)
-        down = np.minimum(lam_down, truncation / (1 - m))
+        up = np.minimum(lam, TRUNCATION / m)
+        down = np.minimum(lam, TRUNCATION / (1 - m))
     log_up = np.cumsum(np.log1p(up * (x - m)), axis=-1)
     log_down = np.cumsum(np.log1p(-down * (x - m)), axis=-1)
-    return np.maximum(math.log(theta) + log_up, math.log(1 - theta) + log_down)
+    return np.maximum(math.log(THETA) + log_up, math.log(1 - THETA) + log_down)
 
 
-def first_crossing(x: np.ndarray, alpha: float, m: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def first_crossing(x: np.ndarray, alpha: float, m: float = 0.5,
+                   rule: str = DEFAULT_RULE) -> tuple[np.ndarray, np.ndarray]:
     """Simulation path: for each row of ``x`` (runs x time), the first time (1-based) the
-    hedged capital at ``m`` reaches ``1/alpha`` (0: never) and its direction (+1: the mean is
-    above ``m``, -1: below, 0: never).
+    capital at ``m`` reaches ``1/alpha`` (0: never) and the direction of the data then (+1:
+    the running mean is above ``m``, -1: below; 0: never).
 
-    The hedged confidence sequence is an interval (each side's capital is monotone in ``m``
-    where its bet is not truncated; :func:`confidence_sequence` checks this on its grid), so
-    ``m`` leaves it exactly when this capital crosses; the direction is the side whose
-    capital crossed. This is what :func:`decide` does for better/worse, without the grid.
+    Both rules' confidence sets are intervals (the hedged one provably; the aGRAPA one on
+    every sequence the tests try), so ``m`` leaves the set exactly when this capital
+    crosses, on the side of the data: :func:`decide` makes the same decision from the
+    interval (the tests check that they agree), this one needs no grid.
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    lam = plugin_bets(x, alpha * THETA)
-    up = np.minimum(lam, TRUNCATION / m)
-    down = np.minimum(lam, TRUNCATION / (1 - m))
-    log_up = math.log(THETA) + np.cumsum(np.log1p(up * (x - m)), axis=-1)
-    log_down = math.log(1 - THETA) + np.cumsum(np.log1p(-down * (x - m)), axis=-1)
-    level = math.log(1 / alpha)
-    hit = (log_up >= level) | (log_down >= level)
+    hit = log_capital(x, m, alpha, rule) >= math.log(1 / alpha)
     any_hit = hit.any(axis=-1)
     when = np.where(any_hit, hit.argmax(axis=-1), -1)
-    rows = np.arange(x.shape[0])
-    at = np.clip(when, 0, None)
-    side = np.where(log_up[rows, at] >= level, 1, -1)
+    t = np.clip(when, 0, None)
+    mean = np.cumsum(x, axis=-1)[np.arange(x.shape[0]), t] / (t + 1)
+    side = np.where(mean > m, 1, -1)
     return np.where(any_hit, when + 1, 0), np.where(any_hit, side, 0)
 
 
-def confidence_sequence(x: Sequence[float], alpha: float, *, grid: int = GRID,
+def confidence_sequence(x: Sequence[float], alpha: float, *, rule: str = DEFAULT_RULE, grid: int = GRID,
                         running_intersection: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper bounds of the hedged confidence sequence for the mean of ``x`` in
-    [0, 1], after each observation.
+    """Lower and upper bounds of the confidence sequence ``{m : K_t(m) < 1/alpha}`` for the
+    mean of ``x`` in [0, 1], after each observation.
 
     Candidate means on a grid of step ``1/grid``; the bounds are the outermost *rejected*
     grid points around the accepted ones (conservative by at most one step), so the true
@@ -128,7 +159,7 @@ def confidence_sequence(x: Sequence[float], alpha: float, *, grid: int = GRID,
         raise ValueError("observations must lie in [0, 1] (rescale first)")
     ms = np.arange(grid + 1) / grid
     inner = ms[1:-1]  # m = 0 and m = 1 are rejected by any observation away from them; kept out
-    accept = log_capital(x[None, :], inner[:, None], alpha) < math.log(1 / alpha)  # (G-1, T)
+    accept = log_capital(x[None, :], inner[:, None], alpha, rule) < math.log(1 / alpha)  # (G-1, T)
     lo = np.empty(len(x))
     hi = np.empty(len(x))
     for t in range(len(x)):
@@ -172,24 +203,28 @@ class Decision:
     mean: float
     alpha: float
     margin: float | None
+    rule: str = DEFAULT_RULE
     #: Per pair: the interval's bounds (metric units), for plots of the interval against pairs.
     path_lo: list[float] = field(default_factory=list)
     path_hi: list[float] = field(default_factory=list)
 
 
-def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: float | None = None) -> Decision:
+def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: float | None = None,
+           rule: str = DEFAULT_RULE) -> Decision:
     """The sequential test of ``mean(diffs) = 0`` (and, with ``margin``, of equivalence)
     after the pairs so far; ``diffs`` are ``a - b`` per pair, in episode order, in
     ``[-width, width]`` (``width``: the metric range's width)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if rule not in RULES:
+        raise ValueError(f"unknown sequential rule {rule!r} (one of: {', '.join(RULES)})")
     if margin is not None and not 0 < margin < width:
         raise ValueError(f"margin must be in (0, {width:g}), got {margin}")
     d = np.asarray(diffs, dtype=float)
     n = len(d)
     if not n:
-        return Decision(0, None, None, -width, width, math.nan, alpha, margin)
-    lo01, hi01 = confidence_sequence(rescale(d, width), alpha)
+        return Decision(0, None, None, -width, width, math.nan, alpha, margin, rule)
+    lo01, hi01 = confidence_sequence(rescale(d, width), alpha, rule=rule)
     lo, hi = (2 * lo01 - 1) * width, (2 * hi01 - 1) * width
     outcome: str | None = None
     at: int | None = None
@@ -209,5 +244,5 @@ def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: 
     last = n - 1
     while last > 0 and math.isnan(lo[last]):
         last -= 1
-    return Decision(n, outcome, at, float(lo[last]), float(hi[last]), float(d.mean()), alpha, margin,
+    return Decision(n, outcome, at, float(lo[last]), float(hi[last]), float(d.mean()), alpha, margin, rule,
                     path_lo=[float(v) for v in lo], path_hi=[float(v) for v in hi])

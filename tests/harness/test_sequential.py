@@ -9,7 +9,8 @@ import pytest
 from harness import sequential as sq
 
 
-def test_time_uniform_coverage_holds_at_the_true_mean():
+@pytest.mark.parametrize("rule", sq.RULES)
+def test_time_uniform_coverage_holds_at_the_true_mean(rule):
     """Ville's inequality: the capital at the true mean reaches 1/alpha on at most an alpha
     fraction of paths, over the whole horizon (not at one time). 4,000 paths of 300 steps
     for each of three Bernoulli means; the Monte-Carlo standard error at alpha = 0.05 is
@@ -17,29 +18,50 @@ def test_time_uniform_coverage_holds_at_the_true_mean():
     rng = np.random.default_rng(1)
     for p in (0.1, 0.5, 0.8):
         x = rng.binomial(1, p, size=(4000, 300)).astype(float)
-        when, _side = sq.first_crossing(x, 0.05, m=p)
+        when, _side = sq.first_crossing(x, 0.05, m=p, rule=rule)
         rate = float(np.mean(when > 0))
         assert rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 4000), (p, rate)
+    # bounded scores, paired: differences of two Beta(2, 3) scores, null m = 1/2 after rescaling
+    d = rng.beta(2, 3, size=(4000, 300)) - rng.beta(2, 3, size=(4000, 300))
+    when, _side = sq.first_crossing(sq.rescale(d, 1.0), 0.05, rule=rule)
+    assert float(np.mean(when > 0)) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 4000)
 
 
-def test_a_real_difference_is_found_and_its_direction_is_right():
+@pytest.mark.parametrize("rule", sq.RULES)
+def test_a_real_difference_is_found_and_its_direction_is_right(rule):
     rng = np.random.default_rng(2)
     a = rng.binomial(1, 0.8, size=(500, 400))
     b = rng.binomial(1, 0.4, size=(500, 400))
-    when, side = sq.first_crossing(sq.rescale(a - b, 1.0), 0.05)
+    when, side = sq.first_crossing(sq.rescale(a - b, 1.0), 0.05, rule=rule)
     assert np.mean(when > 0) > 0.99 and set(side[when > 0]) == {1}
-    when, side = sq.first_crossing(sq.rescale(b - a, 1.0), 0.05)
+    when, side = sq.first_crossing(sq.rescale(b - a, 1.0), 0.05, rule=rule)
     assert np.mean(when > 0) > 0.99 and set(side[when > 0]) == {-1}
 
 
-def test_the_hedged_confidence_set_is_an_interval():
+def test_agrapa_bets_decide_sooner_than_the_hedged_interval():
+    """Why aGRAPA is the default for decisions: at a 10-point gap it reaches a decision in
+    fewer pairs on average than the hedged PrPl process (whose bets shrink like
+    1/sqrt(t log t) to keep the interval tight at every t, not to test one value)."""
+    rng = np.random.default_rng(7)
+    x = sq.rescale(rng.binomial(1, 0.5, size=(2000, 1200)) - rng.binomial(1, 0.4, size=(2000, 1200)), 1.0)
+    used = {}
+    for rule in sq.RULES:
+        when, _side = sq.first_crossing(x, 0.05, rule=rule)
+        used[rule] = np.where(when > 0, when, 1200).mean()
+    assert used["betting_agrapa"] < 0.9 * used["betting_hedged"], used
+
+
+@pytest.mark.parametrize("rule", sq.RULES)
+def test_the_confidence_set_is_an_interval(rule):
     """The paper shows the hedged capital's confidence set is an interval (so testing m = 1/2
-    alone decides better / worse): on a fine grid the accepted means are contiguous."""
+    alone decides better / worse); the aGRAPA one is checked here on the same sequences: on a
+    fine grid the accepted means are contiguous."""
     rng = np.random.default_rng(3)
     ms = np.arange(1, sq.GRID) / sq.GRID
-    for _ in range(15):
-        x = rng.uniform(size=120) ** rng.uniform(0.2, 3.0)
-        accept = sq.log_capital(x[None, :], ms[:, None], 0.05) < math.log(20)
+    for i in range(16):
+        x = (rng.uniform(size=120) ** rng.uniform(0.2, 3.0) if i % 2 else
+             sq.rescale(rng.binomial(1, rng.uniform(0.2, 0.8), 120) - rng.binomial(1, rng.uniform(0.2, 0.8), 120), 1.0))
+        accept = sq.log_capital(x[None, :], ms[:, None], 0.05, rule) < math.log(20)
         for t in range(x.size):
             idx = np.flatnonzero(accept[:, t])
             assert len(idx) == 0 or idx[-1] - idx[0] + 1 == len(idx)
@@ -62,26 +84,27 @@ def test_variance_adaptive_tighter_than_hoeffding_on_low_variance_data():
     (Bernoulli(1/2)) it is not wider than it by more than a few per cent."""
     rng = np.random.default_rng(4)
     x = rng.beta(10, 30, size=1000)
-    lo, hi = sq.confidence_sequence(x, 0.05)
+    lo, hi = sq.confidence_sequence(x, 0.05, rule="betting_hedged")
     hlo, hhi = _hoeffding_pm(x, 0.05)
     assert lo[-1] <= 0.25 <= hi[-1]
     assert (hi[-1] - lo[-1]) < 0.5 * (hhi[-1] - hlo[-1])
     x = rng.binomial(1, 0.5, size=1000).astype(float)
-    lo, hi = sq.confidence_sequence(x, 0.05)
+    lo, hi = sq.confidence_sequence(x, 0.05, rule="betting_hedged")
     hlo, hhi = _hoeffding_pm(x, 0.05)
     assert (hi[-1] - lo[-1]) < 1.1 * (hhi[-1] - hlo[-1])
 
 
-def test_decide_agrees_with_the_fast_crossing_test():
+@pytest.mark.parametrize("rule", sq.RULES)
+def test_decide_agrees_with_the_fast_crossing_test(rule):
     """decide() (the interval on a grid, running intersection) and first_crossing() (the
     capital at m = 1/2 only, used by the benchmark) make the same decision at the same pair."""
     rng = np.random.default_rng(5)
     for gap in (0.0, 0.1, 0.3):
         a = rng.binomial(1, 0.5 + gap / 2, size=(30, 200))
         b = rng.binomial(1, 0.5 - gap / 2, size=(30, 200))
-        when, side = sq.first_crossing(sq.rescale(a - b, 1.0), 0.05)
+        when, side = sq.first_crossing(sq.rescale(a - b, 1.0), 0.05, rule=rule)
         for i in range(30):
-            d = sq.decide(a[i] - b[i], 0.05)
+            d = sq.decide(a[i] - b[i], 0.05, rule=rule)
             expected = {1: "better", -1: "worse", 0: None}[int(side[i])]
             assert (d.outcome, d.at or 0) == (expected, int(when[i]))
 
@@ -103,7 +126,8 @@ def test_decide_reports_worse_equivalent_and_undecided():
 
 @pytest.mark.parametrize("kwargs, message", [({"alpha": 0.0}, "alpha"), ({"alpha": 1.5}, "alpha"),
                                              ({"alpha": 0.05, "margin": 0.0}, "margin"),
-                                             ({"alpha": 0.05, "margin": 1.0}, "margin")])
+                                             ({"alpha": 0.05, "margin": 1.0}, "margin"),
+                                             ({"alpha": 0.05, "rule": "sprt"}, "unknown sequential rule")])
 def test_decide_rejects_bad_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):
         sq.decide([1, 0], **kwargs)
@@ -122,6 +146,19 @@ def test_agrees_with_confseq_hedged_cs():
     for x in (rng.binomial(1, 0.3, 150).astype(float), rng.beta(2, 5, 150),
               sq.rescale(rng.binomial(1, 0.7, 150) - rng.binomial(1, 0.5, 150), 1.0)):
         l_ref, u_ref = betting.hedged_cs(x, alpha=0.05, breaks=1000, running_intersection=True)
-        lo, hi = sq.confidence_sequence(x, 0.05, grid=1000)
+        lo, hi = sq.confidence_sequence(x, 0.05, rule="betting_hedged", grid=1000)
         assert np.max(np.abs(lo - l_ref)) <= 2e-3 + 1e-12
         assert np.max(np.abs(hi - u_ref)) <= 2e-3 + 1e-12
+
+
+def test_agrapa_capital_agrees_with_confseq():
+    """confseq's betting martingale with its aGRAPA bets (lambda_aKelly), one-sided capital
+    (theta = 1) and truncation 1/2 is the betting_agrapa capital, to rounding."""
+    betting = pytest.importorskip("confseq.betting")
+    strategies = pytest.importorskip("confseq.betting_strategies")
+    rng = np.random.default_rng(8)
+    x = sq.rescale(rng.binomial(1, 0.6, 200) - rng.binomial(1, 0.45, 200), 1.0)
+    for m in (0.3, 0.5, 0.62):
+        ref = betting.betting_mart(x, m, theta=1, lambdas_fn_positive=strategies.lambda_aKelly, trunc_scale=0.5)
+        ours = np.exp(sq.log_capital(x, m, 0.05, "betting_agrapa"))
+        np.testing.assert_allclose(ours, ref, rtol=1e-9)
