@@ -121,6 +121,9 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
         raise UsageError("--format json prints the transfer table (not --by)")
     render = _renderer(args, selection)
     baseline = args.baseline
+    sequential = _sequential(df, selection)
+    if baseline is None and len({c.baseline for c in sequential}) == 1:
+        baseline = sequential[0].baseline  # stopping=sequential: Δ against the comparisons' baseline
     if baseline is None:
         if "base" in set(df["variant"].astype(str)):
             baseline = "base"
@@ -166,9 +169,40 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
         raise UsageError(one_line(exc)) from None
     text = render(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if sequential and not args.by:
+        lines = _sequential_lines(sequential)
+        if args.format == "markdown":  # below the table, like its footnotes
+            sys.stdout.write("\n" + "\n".join(lines) + "\n")
+        else:
+            notes = [*notes, *lines]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
+
+
+def _sequential(df: Any, selection: Any) -> list[Any]:
+    """The stopped comparisons (``stopping=sequential``) among the shown rows."""
+    from harness.sequential import stored_comparisons
+
+    shown = set(df["run_id"])
+    runs = selection.runs
+    if runs is None or not len(runs) or "identity" not in runs:
+        return []
+    return stored_comparisons(df, runs[runs["run_id"].isin(shown)])
+
+
+def _sequential_lines(comparisons: list[Any]) -> list[str]:
+    """Where and why each sequential comparison stopped, and which interval to read."""
+    from harness.scoring import known_metric
+    from harness.sequential import describe
+
+    lines = ["Sequential comparisons (stopping=sequential; anytime-valid: valid at whatever episode they stopped):"]
+    for c in comparisons:
+        metric = known_metric(c.metric)
+        lines.append(f"- {describe(c, percent=metric is None or metric.percent)}")
+    lines.append("The Δ columns' fixed-sample figures (and their paired interval and p with --stats) are not valid "
+                 "under optional stopping: read the anytime-valid interval above.")
+    return lines
 
 
 def _renderer(args: argparse.Namespace, selection: Any) -> Any:
