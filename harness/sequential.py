@@ -159,15 +159,19 @@ def confidence_sequence(x: Sequence[float], alpha: float, *, rule: str = DEFAULT
         raise ValueError("observations must lie in [0, 1] (rescale first)")
     ms = np.arange(grid + 1) / grid
     inner = ms[1:-1]  # m = 0 and m = 1 are rejected by any observation away from them; kept out
-    accept = log_capital(x[None, :], inner[:, None], alpha, rule) < math.log(1 / alpha)  # (G-1, T)
-    lo = np.empty(len(x))
-    hi = np.empty(len(x))
-    for t in range(len(x)):
-        idx = np.flatnonzero(accept[:, t])
-        if not len(idx):
-            lo[t] = hi[t] = math.nan
-            continue
-        lo[t], hi[t] = ms[idx[0]], ms[idx[-1] + 2]  # the rejected neighbours (inner[i] = ms[i + 1])
+    level = math.log(1 / alpha)
+    # (G-1, T) accepted candidates, a block of candidates at a time (memory: a block x T floats)
+    accept = np.empty((len(inner), len(x)), dtype=bool)
+    block = max(1, 2_000_000 // max(1, len(x)))
+    for start in range(0, len(inner), block):
+        part = inner[start:start + block]
+        accept[start:start + block] = log_capital(x[None, :], part[:, None], alpha, rule) < level
+    some = accept.any(axis=0)
+    first = accept.argmax(axis=0)
+    last = len(inner) - 1 - accept[::-1].argmax(axis=0)
+    # the rejected neighbours of the outermost accepted candidates (inner[i] = ms[i + 1])
+    lo = np.where(some, ms[first], math.nan)
+    hi = np.where(some, ms[np.minimum(last + 2, grid)], math.nan)
     if running_intersection and len(x):
         lo = np.fmax.accumulate(lo)
         hi = np.fmin.accumulate(hi)
@@ -353,6 +357,21 @@ class Comparison:
     without_value: int
     #: The episodes the comparison could have used (the split, or its limit).
     available: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The comparison as ``harness table --format json`` prints it (metric units)."""
+        d = self.decision
+
+        def num(v: float) -> float | None:
+            return None if v is None or math.isnan(v) else float(v)
+
+        return {"variant": self.variant, "baseline": self.baseline, "suite": self.suite, "split": self.split,
+                "metric": self.metric, "rule": d.rule, "version": RULE_VERSION, "alpha": d.alpha,
+                "margin": d.margin, "outcome": d.outcome, "decided_at_pair": d.at, "pairs": self.paired,
+                "pairs_without_value": self.without_value, "split_episodes": self.available,
+                "delta": num(d.mean), "interval": [num(d.lo), num(d.hi)], "interval_kind": "anytime_valid",
+                "fixed_sample_delta_interval_valid": False,
+                "path": {"lo": [num(v) for v in d.path_lo], "hi": [num(v) for v in d.path_hi]}}
 
 
 def paired_differences(variant_rows: Sequence[dict], baseline_rows: Sequence[dict], metric: object,

@@ -167,9 +167,11 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                 notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
+    if sequential and not args.by:
+        table.attrs["sequential"] = [c.to_json() for c in sequential]
     text = render(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    if sequential and not args.by:
+    if sequential and not args.by and args.format != "json":
         lines = _sequential_lines(sequential)
         if args.format == "markdown":  # below the table, like its footnotes
             sys.stdout.write("\n" + "\n".join(lines) + "\n")

@@ -55,6 +55,12 @@ def test_oracle_vs_random_stops_within_40_episodes_and_the_table_says_why(eb_alf
     assert "anytime-valid 95% interval [+" in out
     assert "not valid under optional stopping" in out
     assert "ΔSR" in out  # Δ against the comparison's baseline without --baseline
+    code, out, err = run_cli(capsys, "table", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    (entry,) = json.loads(out)["sequential"]
+    assert (entry["variant"], entry["baseline"], entry["outcome"], entry["pairs"]) == ("oracle", "random", "better", n)
+    assert entry["interval_kind"] == "anytime_valid" and 0 < entry["interval"][0] <= 1.0 == entry["delta"]
+    assert entry["fixed_sample_delta_interval_valid"] is False and len(entry["path"]["lo"]) == n
 
 
 def test_alpha_enters_the_run_identity(eb_alfred, capsys, tmp_path):
