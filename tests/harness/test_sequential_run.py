@@ -86,6 +86,8 @@ def test_a_stopped_comparison_resumes_where_it_stood(eb_alfred, capsys, tmp_path
     assert code == 0, err
     assert "undecided after 4 of 4 paired episodes" in err
     assert stored(tmp_path)[1] == {"oracle": 4, "random": 4}
+    code, out, _err = run_cli(capsys, "table", str(tmp_path))
+    assert "oracle vs random on eb_alfred/seen (sr): undecided after 4 of 500 paired episodes" in out
     code, _out, err = run_cli(capsys, *SWEEP, "stopping.round=4", f"out={tmp_path}")
     assert code == 0, err
     counts = stored(tmp_path)[1]
@@ -144,3 +146,17 @@ def test_a_pair_without_a_value_is_left_out_and_counted():
     assert diffs.tolist() == [2.0] and pairs == 3 and left_out == 2
     d, _pairs, _left = sq.compare(variant, baseline, score, {"alpha": 0.05, "rule": sq.DEFAULT_RULE})
     assert d.n == 1 and d.lo < 0 < d.hi and d.hi <= 10.0
+
+
+def test_two_copies_of_one_agent_are_shown_equivalent_within_a_margin(eb_alfred, capsys, tmp_path):
+    """The oracle against itself: every pair concordant; with a margin of 20 points the
+    interval closes inside it after a few dozen pairs, and nothing says better or worse."""
+    code, _out, err = run_cli(capsys, "run", "-m", "planner=oracle", "variant.name=copy_a,copy_b", "split=seen",
+                              "stopping=sequential", "stopping.baseline=copy_a", "stopping.margin=0.2",
+                              "suite.params.render=false", "progress=false", f"out={tmp_path}")
+    assert code == 0, err
+    counts = stored(tmp_path)[1]
+    assert counts["copy_a"] == counts["copy_b"] <= 60
+    code, out, _err = run_cli(capsys, "table", str(tmp_path))
+    assert "copy_b vs copy_a on eb_alfred/seen (sr): equivalent within ±20.0 points" in out
+    assert stored(tmp_path)[0]["copy_b"]["stopping"]["margin"] == 0.2
