@@ -55,6 +55,7 @@ def test_oracle_vs_random_stops_within_40_episodes_and_the_table_says_why(eb_alf
     assert "anytime-valid 95% interval [+" in out
     assert "not valid under optional stopping" in out
     assert "ΔSR" in out  # Δ against the comparison's baseline without --baseline
+    assert "limit=" not in out  # the rounds' limits are not a setting of the runs
     code, out, err = run_cli(capsys, "table", str(tmp_path), "--format", "json")
     assert code == 0, err
     (entry,) = json.loads(out)["sequential"]
@@ -160,3 +161,19 @@ def test_two_copies_of_one_agent_are_shown_equivalent_within_a_margin(eb_alfred,
     code, out, _err = run_cli(capsys, "table", str(tmp_path))
     assert "copy_b vs copy_a on eb_alfred/seen (sr): equivalent within ±20.0 points" in out
     assert stored(tmp_path)[0]["copy_b"]["stopping"]["margin"] == 0.2
+
+
+def test_the_report_plots_each_comparison_against_the_pairs(eb_alfred, capsys, tmp_path):
+    import re
+
+    from harness.report import build_report
+
+    assert run_cli(capsys, *SWEEP, f"out={tmp_path}")[0] == 0
+    n = stored(tmp_path)[1]["oracle"]
+    page = build_report(tmp_path).read_text(encoding="utf-8")
+    section = page[page.index('<section id="sequential">'):]
+    section = section[:section.index("</section>")]
+    assert f"better: decided after {n} of 500 paired episodes" in section
+    (points,) = re.findall(r'<polygon points="([^"]+)"', section)
+    assert len(points.split()) == 2 * n  # the interval's two bounds after every pair
+    assert 'href="#sequential"' in page and "not valid under optional stopping" in section
