@@ -167,19 +167,26 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                 notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
-    if sequential and not args.by:
+    notes = _write(args, render, table, [] if args.by else sequential, notes)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[Any], notes: list[str]) -> list[str]:
+    """Print the table, and below it (markdown) or among the notes (csv, latex) where and why
+    each sequential comparison stopped (JSON carries them in its ``sequential`` key); the notes."""
+    if sequential:
         table.attrs["sequential"] = [c.to_json() for c in sequential]
     text = render(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    if sequential and not args.by and args.format != "json":
+    if sequential and args.format != "json":
         lines = _sequential_lines(sequential)
         if args.format == "markdown":  # below the table, like its footnotes
             sys.stdout.write("\n" + "\n".join(lines) + "\n")
         else:
             notes = [*notes, *lines]
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    return 0
+    return notes
 
 
 def _sequential(df: Any, selection: Any) -> list[Any]:
@@ -246,8 +253,7 @@ def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selec
         table = experiment.table(df, paper=args.paper, out=args.outdir[0])
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
-    text = _renderer(args, selection)(table)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    notes = _write(args, _renderer(args, selection), table, _sequential(df, selection), notes)
     if args.format == "csv":  # CSV has no footnotes: what the experiment adds below its table goes to stderr
         notes = [*table.attrs.get("extra_notes", []), *notes]
     for note in notes:

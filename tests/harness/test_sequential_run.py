@@ -177,3 +177,35 @@ def test_the_report_plots_each_comparison_against_the_pairs(eb_alfred, capsys, t
     (points,) = re.findall(r'<polygon points="([^"]+)"', section)
     assert len(points.split()) == 2 * n  # the interval's two bounds after every pair
     assert 'href="#sequential"' in page and "not valid under optional stopping" in section
+
+
+EXPERIMENT = """# @package _global_
+experiment:
+  name: seq_demo
+  description: a strong and a weak agent
+  runs:
+    eb_alfred: [seen]
+  variants:
+    strong: {label: Strong, overrides: [planner=oracle]}
+    weak: {label: Weak, overrides: [planner=random]}
+  table:
+    baseline: weak
+    metrics: [sr]
+    columns:
+      - {label: EB-ALFRED, suite: eb_alfred}
+"""
+
+
+def test_an_experiment_runs_sequentially_and_its_table_says_why(eb_alfred, capsys, tmp_path):
+    spec = tmp_path / "seq_demo.yaml"
+    spec.write_text(EXPERIMENT, encoding="utf-8")
+    out = tmp_path / "out"
+    code, _out, err = run_cli(capsys, "run", f"+experiment={spec}", "stopping=sequential", "stopping.baseline=weak",
+                              "suite.params.render=false", "progress=false", f"out={out}")
+    assert code == 0, err
+    counts = stored(out)[1]
+    assert counts["strong"] == counts["weak"] <= 40
+    code, text, err = run_cli(capsys, "table", str(out), "--experiment", str(spec))
+    assert code == 0, err
+    assert f"strong vs weak on eb_alfred/seen (sr): better: decided after {counts['strong']} of 500" in text
+    assert "not valid under optional stopping" in text
