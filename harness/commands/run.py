@@ -146,25 +146,27 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
         except UsageError as exc:
             where = f" (job {label})" if len(configs) > 1 else ""
             raise UsageError(f"{exc}{where}") from None
+    if dry_run and missing:
+        raise UsageError(_missing_message(missing, len(configs)))
+    sequential = None
+    if any(job.spec.stopping for job in prepared):  # stopping=sequential: the jobs run in rounds
+        from harness.commands import run_sequential
+
+        sequential = run_sequential.plan(prepared)  # checked before any episode runs (exit 2), dry run too
     if dry_run:
-        if missing:
-            raise UsageError(_missing_message(missing, len(configs)))
         _print_plan(prepared)
         return 0
     experiment = _experiment_name(overrides)
     trackers = _build_trackers(prepared)
     servers = _servers(overrides)  # an experiment's policy servers, one variant at a time
     failed = 0
-    sequential = None
-    if any(job.spec.stopping for job in prepared):  # stopping=sequential: the jobs run in rounds
-        from harness.commands import run_sequential
-
-        sequential = run_sequential.plan(prepared)  # checked before any episode runs (exit 2)
     try:
         for i, job in enumerate(prepared):
             job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
             job.experiment = experiment
         if sequential is not None:
+            from harness.commands import run_sequential
+
             failed += run_sequential.run(sequential, lambda job: _run_job(job, servers, trackers))
         for job in prepared if sequential is None else ():
             failed += _run_job(job, servers, trackers)

@@ -110,6 +110,13 @@ def test_bad_sequential_settings_exit_2_before_any_episode(eb_alfred, capsys, tm
     assert not (tmp_path / "results.sqlite").exists()
 
 
+def test_the_dry_run_checks_the_comparison(eb_alfred, capsys, tmp_path):
+    code, _out, err = run_cli(capsys, *SWEEP, "stopping.baseline=oracel", f"out={tmp_path}", "--dry-run")
+    assert code == 2 and "stopping.baseline=oracel is not a run of the sweep" in err
+    code, _out, err = run_cli(capsys, *SWEEP, f"out={tmp_path}", "--dry-run")
+    assert code == 0, err
+
+
 def test_a_single_run_has_nothing_to_compare(eb_alfred, capsys, tmp_path):
     code, _out, err = run_cli(capsys, "run", "planner=random", "split=seen", "stopping=sequential",
                               "stopping.baseline=random", "suite.params.render=false", f"out={tmp_path}")
