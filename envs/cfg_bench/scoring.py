@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from envs.cfg_bench.data import GATED_TASKS, MC_TASKS
 from envs.video_qa import json_object  # rule 1 above
@@ -213,3 +213,13 @@ def summarize_open(verdicts: Iterable[JudgeVerdict]) -> dict[str, Any]:
             "gated": sum(1 for v in ok if v.gate is not None),
             "correctness": mean([v.correctness for v in ok]), "detailedness": mean([v.detailedness for v in ok]),
             "score": mean([v.score for v in ok])}
+
+
+def kinds(record: Mapping[str, Any]) -> dict[str, float]:
+    """Which of the suite's metrics a record's question is about (``Metric.applies``), from its
+    task type, so an errored or unanswered question still counts where it belongs: ``is_mc``
+    (FAU, TR, CR: accuracy), ``is_open`` (the rest: the judged S, C, D) and ``is_gated`` (CIA,
+    CRS: the counterfactual gate)."""
+    task = str(record.get("task_type") or "")
+    return {"is_mc": float(task in MC_TASKS), "is_open": float(bool(task) and task not in MC_TASKS),
+            "is_gated": float(task in GATED_TASKS)}

@@ -48,6 +48,7 @@ def main(args: argparse.Namespace) -> int:
               else results.load(args.outdir, _patterns(args.run), args.prefer, judge=args.judge).frame)
         df = tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
         df = df.drop(columns=[caveats.SPLIT_EPISODES, caveats.RUN_SETTINGS], errors="ignore")  # tables' footnotes only
+        df = export.with_metrics(df)
     except (StoreError, results.SelectionError, ValueError) as exc:
         raise UsageError(one_line(exc)) from None
     if out is None:
