@@ -380,8 +380,9 @@ def paired_differences(variant_rows: Sequence[dict], baseline_rows: Sequence[dic
     records' :data:`ORDER_KEY`), over episodes both runs stored; (diffs, pairs, left out).
 
     Values come from :func:`harness.scoring.columns`, so an episode counts as the error
-    policy says (an errored episode's success is a failure); a pair where either side has no
-    value (NaN: unscored or left out by the policy) is left out and counted. The pairs are
+    policy says (an errored episode's success is a failure, a score without a value counts as
+    the metric's ``missing`` value); a pair where either side does not count (NaN: unscored,
+    not applicable, or left out by ``missing=None``) is left out of the test and counted. The pairs are
     the longest prefix of the split order both runs completed: a gap (an episode one run has
     not stored yet) ends the sequence, so the order never depends on which finished first.
     ``upto``: only the first ``upto`` episodes of the split (the look after a round).
