@@ -491,3 +491,45 @@ def describe(c: Comparison, percent: bool) -> str:
     return (f"{c.variant} vs {c.baseline} on {c.suite}/{c.split} ({c.metric}): {how}{left}; "
             f"Δ {scale * d.mean:+.1f}{unit}, anytime-valid {1 - d.alpha:.0%} interval "
             f"[{scale * d.lo:+.1f}, {scale * d.hi:+.1f}] ({d.rule} v{RULE_VERSION}, α = {d.alpha:g})")
+
+
+# --- Racing several variants (checkpoint selection) -------------------------------------
+
+def race(outcomes: np.ndarray, alpha: float, *, step: int = 10, width: float = 1.0,
+         rule: str = DEFAULT_RULE) -> tuple[np.ndarray, np.ndarray]:
+    """Successive elimination of ``K`` variants on the same episodes, in rounds of ``step``.
+
+    ``outcomes``: shape (runs, K, N), each variant's per-episode value in ``[0, width]`` in
+    episode order (for many simulated races at once; a single race is ``outcomes[None]``).
+    After each round every pair of surviving variants is tested on their paired differences
+    so far (:func:`first_crossing` of the two-sided test at ``alpha / (K - 1)``), and a variant
+    is dropped once a surviving one is decided better than it. The best variant is dropped
+    only if one of its ``K - 1`` tests decides wrongly, so with probability at least
+    ``1 - alpha`` it survives (anytime validity makes the data-dependent stopping safe).
+    Returns, per race, the episodes each variant ran (its elimination round's end, or N) and
+    the chosen variant (the survivor with the highest mean over the episodes it ran).
+    """
+    x = np.asarray(outcomes, dtype=float)
+    runs, k, n = x.shape
+    level = alpha / max(1, k - 1)
+    # first[r, i, j]: the episode at which "j better than i" was first decided (0: never)
+    first = np.zeros((runs, k, k), dtype=int)
+    for i in range(k):
+        for j in range(i + 1, k):
+            when, side = first_crossing(rescale(x[:, j] - x[:, i], width), level, rule=rule)
+            first[:, i, j] = np.where(side > 0, when, 0)  # j better than i
+            first[:, j, i] = np.where(side < 0, when, 0)  # i better than j
+    alive = np.ones((runs, k), dtype=bool)
+    used = np.full((runs, k), n, dtype=int)
+    for end in range(step, n + step, step):
+        end = min(end, n)
+        decided = (first > 0) & (first <= end)  # [r, i, j]: j shown better than i by this round
+        beaten = (decided & alive[:, None, :]).any(axis=2) & alive
+        used[beaten] = end
+        alive &= ~beaten
+        if end >= n:
+            break
+    means = np.cumsum(x, axis=2)
+    per_arm = means[np.arange(runs)[:, None], np.arange(k)[None, :], used - 1] / used
+    chosen = np.where(alive, per_arm, -np.inf).argmax(axis=1)
+    return used, chosen

@@ -162,3 +162,56 @@ def test_agrapa_capital_agrees_with_confseq():
         ref = betting.betting_mart(x, m, theta=1, lambdas_fn_positive=strategies.lambda_aKelly, trunc_scale=0.5)
         ours = np.exp(sq.log_capital(x, m, 0.05, "betting_agrapa"))
         np.testing.assert_allclose(ours, ref, rtol=1e-9)
+
+
+def test_race_drops_clearly_worse_variants_early_and_keeps_the_best():
+    rng = np.random.default_rng(9)
+    p = np.array([0.1, 0.3, 0.9])
+    x = (rng.random((200, 3, 300)) < p[None, :, None]).astype(float)
+    used, chosen = sq.race(x, 0.05)
+    assert np.mean(chosen == 2) > 0.99
+    assert np.median(used[:, 0]) <= 30 and np.median(used[:, 1]) <= 60  # dropped within a few rounds
+    assert (used[:, 2] == 300).mean() > 0.99  # the best runs to the end of selection
+    one_used, one_chosen = sq.race(x[:1], 0.05)
+    assert one_used.shape == (1, 3) and one_chosen.tolist() == chosen[:1].tolist()
+
+
+def test_race_keeps_a_best_variant_with_probability_at_least_1_minus_alpha():
+    """Five equally good variants: each is a best one, and dropping it is a wrong decision,
+    made only when one of its four tests (each at alpha / 4) decides wrongly; over 2,000
+    races of 300 episodes a given variant is dropped in at most alpha of them (+ 3 SE)."""
+    rng = np.random.default_rng(10)
+    x = (rng.random((2000, 5, 300)) < 0.5).astype(float)
+    used, _chosen = sq.race(x, 0.05)
+    for arm in range(5):
+        dropped = float(np.mean(used[:, arm] < 300))
+        assert dropped <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000), (arm, dropped)
+
+
+def _race_by_hand(x: np.ndarray, alpha: float, step: int) -> tuple[list[int], int]:
+    """The race's definition, one round at a time, on the data each round has seen: every
+    pair of surviving variants tested on their pairs so far; a variant beaten by a survivor
+    is dropped."""
+    k, n = x.shape
+    alive, used = set(range(k)), [n] * k
+    for end in range(step, n + 1, step):
+        beaten = set()
+        for i in alive:
+            for j in alive - {i}:
+                when, side = sq.first_crossing(sq.rescale(x[j, :end] - x[i, :end], 1.0), alpha / (k - 1))
+                if when[0] and side[0] > 0:
+                    beaten.add(i)
+        for i in beaten:
+            used[i] = end
+        alive -= beaten
+    means = [x[i, :used[i]].mean() if i in alive else -np.inf for i in range(k)]
+    return used, int(np.argmax(means))
+
+
+def test_race_matches_its_definition_round_by_round():
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        p = rng.uniform(0.1, 0.9, size=6)
+        x = (rng.random((6, 200)) < p[:, None]).astype(float)
+        used, chosen = sq.race(x[None], 0.05, step=10)
+        assert (used[0].tolist(), int(chosen[0])) == _race_by_hand(x, 0.05, 10)
