@@ -62,7 +62,7 @@ class RunConfig:
     #: When set (``tracker=wandb``), the experiment tracker the run logs to (no result changes).
     tracker: Any = None
     #: When set (``stopping=sequential``), the sweep's runs are compared in rounds and stop once
-    #: decided (harness/sequential.py; configs/stopping/sequential.yaml).
+    #: decided (harness/sequential/; configs/stopping/sequential.yaml).
     stopping: Any = None
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     #: null: the suite's declared default split.

@@ -88,7 +88,7 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         # when set, so the run ids of unshifted runs (every existing store) stay as they were.
         identity["seed_offset"] = spec.seed
     if spec.stopping:
-        # A sequential comparison (harness/sequential.py): its rule and settings decide which
+        # A sequential comparison (harness/sequential/): its rule and settings decide which
         # episodes run. Added only when set, so every other run id stays as it was.
         identity["stopping"] = {key: spec.stopping.get(key) for key in SEQUENTIAL_IDENTITY_KEYS}
     if spec.repeat:
@@ -368,7 +368,7 @@ class Runner:
             if getattr(self.store, "path", None) is not None:
                 console.log_to(console.run_log_path(self.store.path, self.run_id))
         total, todo_count, todo = plan_episodes(self.suite, self.spec, done)
-        if self.spec.stopping:  # a sequential comparison reads its pairs in split order (harness/sequential.py)
+        if self.spec.stopping:  # a sequential comparison reads its pairs in split order (harness/sequential/)
             self._order = {e.key: i for i, e in enumerate(select_episodes(self.suite, self.spec))}
         keep = self.keep_records if self.keep_records is not None else todo_count <= KEEP_RECORDS_UP_TO
         summary = RunSummary(self.run_id, total=total, skipped=total - todo_count,

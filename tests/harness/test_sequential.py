@@ -1,4 +1,4 @@
-"""The betting confidence sequence (harness/sequential.py): its guarantee, the properties the
+"""The betting confidence sequence (harness/sequential/): its guarantee, the properties the
 paper proves or shows, and agreement with the authors' own implementation where it is installed."""
 
 import math
