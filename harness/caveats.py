@@ -93,6 +93,8 @@ def run_settings(spec: Any, identity: Any, provenance: Any) -> dict[str, Any]:
     provenance = provenance if isinstance(provenance, Mapping) else {}
     out: dict[str, Any] = {}
     for key, default in _SPEC_DEFAULTS.items():
+        if key == "limit" and spec.get("stopping"):  # stopping=sequential: the first round's, not a setting
+            continue
         if spec.get(key, default) != default:
             out[key] = spec.get(key)
     out["agent"] = spec.get("agent") or identity.get("agent")

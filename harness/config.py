@@ -62,6 +62,9 @@ class RunConfig:
     executor: Any = MISSING
     #: When set (``tracker=wandb``), the experiment tracker the run logs to (no result changes).
     tracker: Any = None
+    #: When set (``stopping=sequential``), the sweep's runs are compared in rounds and stop once
+    #: decided (harness/sequential/; configs/stopping/sequential.yaml).
+    stopping: Any = None
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     #: null: the suite's declared default split.
     split: Optional[str] = None
@@ -467,6 +470,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
     split = cfg.split if cfg.split is not None else suite_plugin.default_split
     if split is None:
         raise ConfigError(f"suite {suite_plugin.name} declares no default split: give split=NAME")
+    stopping = _stopping(cfg, suite_plugin.name)
     return RunSpec(
         suite=cfg.suite.name,
         split=split,
@@ -490,8 +494,37 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         batch_wait_s=cfg.runner.batch_wait_s,
         record_prompts=cfg.record_prompts,
         record_images=cfg.record_images,
+        stopping=stopping,
     )
 
+
+def _stopping(cfg: DictConfig, suite: str) -> dict[str, Any] | None:
+    """``stopping=sequential``: its settings checked (harness.sequential.SequentialStopping), the
+    tested metric resolved against the suite's declarations; None without it."""
+    import dataclasses
+
+    from harness.scoring import suite_scoring
+    from harness.sequential import SequentialStopping, tested_metric
+
+    node = cfg.get("stopping")
+    if node is None:
+        return None
+    given = _plain(node)
+    given.pop("name", None)
+    known = {f.name for f in dataclasses.fields(SequentialStopping)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ConfigError(f"stopping.{unknown[0]} is not a setting of stopping=sequential "
+                          f"(settings: {', '.join(sorted(known))})")
+    if given.get("baseline") is None:
+        raise ConfigError("stopping=sequential needs stopping.baseline=NAME: the variant of the sweep "
+                          "the others are compared against")
+    try:
+        rule = SequentialStopping(**given)
+        metric = tested_metric(suite_scoring(suite)[0], rule.metric)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    return dataclasses.asdict(dataclasses.replace(rule, metric=metric.name))
 
 def group_choices(group: str) -> list[str]:
     """The choices of a config group: its registered plugins and its YAML files."""

@@ -121,6 +121,8 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         "rows": rows,
         "notes": tables._notes(table),
         **({"association": table.attrs["association"]} if "association" in table.attrs else {}),
+        # stopping=sequential: each comparison's anytime-valid decision (harness.sequential)
+        **({"sequential": table.attrs["sequential"]} if "sequential" in table.attrs else {}),
         "stores": list(selection.stores),
         "runs": runs,
     }

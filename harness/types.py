@@ -179,6 +179,9 @@ class RunSpec:
     #: Keep each agent call's observation image(s) as files (harness/artifacts.py):
     #: True always, False never, None (default) within the store's frame budget.
     record_images: bool | None = None
+    #: ``stopping=sequential``: the comparison's settings (harness.sequential.SequentialStopping
+    #: as a dict); its rule, version, alpha, margin, metric and baseline enter the run identity.
+    stopping: Mapping[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -84,6 +84,8 @@ class _Job:
     tracker: Any = None
     #: The experiment's name with +experiment= (the tracker runs' group).
     experiment: str | None = None
+    #: The agent, once built (a sequential comparison runs a job once per round).
+    agent: Any = None
 
 
 def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_run: bool = False) -> int:
@@ -147,9 +149,14 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
         except UsageError as exc:
             where = f" (job {label})" if len(configs) > 1 else ""
             raise UsageError(f"{exc}{where}") from None
+    if dry_run and missing:
+        raise UsageError(_missing_message(missing, len(configs)))
+    sequential = None
+    if any(job.spec.stopping for job in prepared):  # stopping=sequential: the jobs run in rounds
+        from harness.commands import run_sequential
+
+        sequential = run_sequential.plan(prepared)  # checked before any episode runs (exit 2), dry run too
     if dry_run:
-        if missing:
-            raise UsageError(_missing_message(missing, len(configs)))
         _print_plan(prepared)
         return 0
     experiment = _experiment_name(overrides)
@@ -160,15 +167,25 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
         for i, job in enumerate(prepared):
             job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
             job.experiment = experiment
-            if servers is not None:
-                _serve(servers, job)
-            failed += _run_one(job, trackers.get(_tracker_key(job))) != 0
+        if sequential is not None:
+            from harness.commands import run_sequential
+
+            failed += run_sequential.run(sequential, lambda job: _run_job(job, servers, trackers))
+        for job in prepared if sequential is None else ():
+            failed += _run_job(job, servers, trackers)
         _log_outputs(prepared, trackers, experiment)
     finally:
         if servers is not None:
             servers.stop()
         _close_trackers(trackers)
     return 1 if failed else 0
+
+
+def _run_job(job: _Job, servers: Any, trackers: dict[Any, Any]) -> int:
+    """Run one job's episodes (what it has not stored yet); 1 when it failed, else 0."""
+    if servers is not None:
+        _serve(servers, job)
+    return int(_run_one(job, trackers.get(_tracker_key(job))) != 0)
 
 
 def _servers(overrides: list[str]) -> Any:
@@ -575,7 +592,8 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     cfg, spec, suite = job.cfg, job.spec, job.suite
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
-        agent = registry.build(spec.agent, spec.suite, **dict(spec.agent_params))
+        agent = job.agent if job.agent is not None else registry.build(spec.agent, spec.suite, **dict(spec.agent_params))
+        job.agent = agent
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {one_line(exc)}") from None
     except (TypeError, ValueError) as exc:

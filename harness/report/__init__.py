@@ -460,6 +460,11 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     classes = failures.classify_frame(df, tasks)
 
     variants_all = list(dict.fromkeys(df["variant"].astype(str)))
+    from harness.sequential import stored_comparisons  # stopping=sequential runs among the shown ones
+
+    comparisons = stored_comparisons(df, selection.runs) if len(selection.runs) else []
+    if baseline is None and len({c.baseline for c in comparisons}) == 1:
+        baseline = comparisons[0].baseline
     if baseline is None:
         baseline = "base" if "base" in variants_all else variants_all[0]
     if baseline not in variants_all:
@@ -501,6 +506,10 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
                     + table_html(transfer, f"{' / '.join(shown)} per suite/split (%){delta}", "transfer")
                     + "</section>")
+    if comparisons:  # each sequential comparison's anytime-valid interval against the pairs run
+        from harness.report.sequential import sequential_section
+
+        sections.append(sequential_section(comparisons))
     if experiment is not None and any(c.role for c in declared.columns):  # diagnostic vs transfer charts
         from harness.report.joint import joint_section
 
@@ -604,7 +613,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     doc = render_page(
         title=title, store=" + ".join(str(f) for f in store_files.values()), episodes=len(df), variants=variants, baseline=baseline,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), has_cost=bool(cost), notes=list(notes),
-        has_experiment=bool(experiment_section),
+        has_experiment=bool(experiment_section), has_sequential=bool(comparisons),
         sections=sections, runs=provenance_section(runs[runs["run_id"].isin(run_ids)], provenance),
         data_json=_json_for_html(payload), search_json=_json_for_html(_search_index(details)))
     _write_atomic(dest_path, doc)
