@@ -76,6 +76,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.interfaces import AgentReply, AgentRequest, InvalidOutput
 from harness.params import Composite, Field, ParamError, convert, fields_of, param
+from harness.spaces import is_answer_space
+from harness.suite_invariants import EpisodeWatch
 from harness.types import (
     INFO_ACTION_OK,
     INFO_ARTIFACTS,
@@ -309,6 +311,9 @@ class _Checker:
         return ConformanceError(f"{self.subject}: {check}: {message}")
 
     def run(self, checks: list[str], identity_of: str) -> Report:
+        from harness.executors import refuse_in_worker_start
+
+        refuse_in_worker_start(f"check of {self.subject}")
         with tempfile.TemporaryDirectory(prefix="harness-check-", dir=self._workdir) as tmp:
             self.tmp = Path(tmp)
             for check in checks:
@@ -381,6 +386,9 @@ class _Checker:
             raise self.fail(check, f"{what}: other episodes ({sorted(records)[:3]} vs {sorted(ref)[:3]})")
         for key, row in ref.items():
             other = records[key]
+            if row["error_kind"] is None and other.get("error_kind") is not None:
+                raise self.fail(check, f"{what}: episode {key[2]} ended with an error ({other['error_kind']}): "
+                                       f"{((other.get('error_message') or '').strip().splitlines() or [''])[-1]}")
             differ = [k for k in row if k not in ("run_id",) and _differs(row[k], other.get(k)) is not None]
             if differ:
                 k = differ[0]
@@ -456,6 +464,8 @@ class _Checker:
             raise self.fail(c, f"reset() must return (observation, info), got {_short(out)}")
         obs, info = out
         self.check_info(info, "reset", privileged, done=False)
+        watch = self.watch(env, episode)
+        self.watched(c, watch.reset(obs, info))
         trace: list[Any] = [("reset", obs, _without_privileged(info))]
         agent.reset(episode)
         history: list[tuple[Any, str]] = []
@@ -486,6 +496,7 @@ class _Checker:
                         raise self.fail(c, f"step() {flag} must be a bool, got {_short(value)}")
                 done = terminated or truncated
                 self.check_info(info, "step", privileged, done=done)
+                self.watched(c, watch.step(action, obs, terminated, truncated, info))
                 trace.append(("step", _plain_action(action), obs, float(reward), terminated, truncated,
                               _without_privileged(info)))
                 if type(action) is not InvalidOutput:
@@ -493,6 +504,7 @@ class _Checker:
                     if info[INFO_ACTION_OK] is True:
                         self.valid_seen.append(action)
                 if done:
+                    self.watched(c, watch.after_end(env, action))
                     return trace
                 if stepped > limit:
                     raise self.fail(c, f"episode {episode.episode_id} did not end within {limit} steps "
@@ -643,6 +655,7 @@ class _Checker:
         c = "probe"
         options = {"episode": episode, "privileged": False, "render": False, "artifacts_dir": None}
         if text:
+            answers = is_answer_space(getattr(env, "action_space", None))
             for bad in (f"probe: no such action {uuid.uuid4().hex[:6]}", "",
                         InvalidOutput("{not json", "conformance probe: unusable output")):
                 _, info = env.reset(seed=episode.seed, options=options)
@@ -655,6 +668,11 @@ class _Checker:
                     raise self.fail(c, f"step({_short(bad)}) raised {type(exc).__name__}: {_first_line(exc)} "
                                        "(an invalid action is counted, not raised)") from None
                 info = step[4]
+                if answers and type(bad) is str and bad:
+                    continue  # a free-text answer: any non-empty text may be a valid one
+                if answers and info.get(INFO_ACTION_OK) is not False:
+                    self.probe_scored_as_unusable(episode, bad, info)
+                    continue
                 if info.get(INFO_ACTION_OK) is not False:
                     raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} was accepted "
                                        "as valid (action_ok must be False)")
@@ -683,19 +701,46 @@ class _Checker:
                 raise self.fail(c, f"episode {episode.episode_id}: step({what}) was accepted as valid (raise "
                                    "AgentContractError, or count it with action_ok=False)")
 
+    def probe_scored_as_unusable(self, episode: EpisodeSpec, bad: Any, info: Mapping[str, Any]) -> None:
+        """A free-text answer suite took an empty or unusable answer as valid: it must score it as
+        such (no success, no higher-is-better metric above its worst end)."""
+        from harness.scoring import suite_scoring
+
+        what = f"episode {episode.episode_id}: the {'empty' if bad == '' else 'unusable'} answer {_short(bad)}"
+        if info.get(INFO_SUCCESS):
+            raise self.fail("probe", f"{what} succeeded (refuse it with action_ok=False, or score it as a failure)")
+        values = info.get(INFO_VALUES) or {}
+        for m in suite_scoring(self.suite.name)[0]:
+            x = values.get(m.value)
+            if m.higher_is_better and isinstance(x, (int, float)) and x > float(m.range[0]):
+                raise self.fail("probe", f"{what} scored {m.name} {x:g}, above its worst {float(m.range[0]):g} "
+                                         "(refuse it with action_ok=False, or score it as such)")
+
     def replay(self, env: Any, episode: EpisodeSpec, actions: Sequence[Any], limit: int) -> tuple[list[Any], bool]:
         """``actions`` stepped open-loop on ``episode`` (at most ``limit``): the trace, and
         whether the episode ended."""
         options = {"episode": episode, "privileged": False, "render": False, "artifacts_dir": None}
         obs, info = env.reset(seed=episode.seed, options=options)
+        watch = self.watch(env, episode)
+        self.watched("probe", watch.reset(obs, info))
         trace: list[Any] = [("reset", obs, _without_privileged(info))]
         for action in list(actions)[:limit]:
             obs, reward, terminated, truncated, info = env.step(action)
+            self.watched("probe", watch.step(action, obs, terminated, truncated, info))
             trace.append(("step", _plain_action(action), obs, float(reward), terminated, truncated,
                           _without_privileged(info)))
             if terminated or truncated:
+                self.watched("probe", watch.after_end(env, action))
                 return trace, True
         return trace, False
+
+    def watch(self, env: Any, episode: EpisodeSpec) -> EpisodeWatch:
+        return EpisodeWatch(env, episode.episode_id, bool(getattr(self.suite.obj, "success_at_stop", False)))
+
+    def watched(self, check: str, problem: str | None) -> None:
+        """Fail ``check`` with the episode invariant broken (:mod:`harness.suite_invariants`)."""
+        if problem is not None:
+            raise self.fail(check, problem)
 
     # -- determinism ----------------------------------------------------------------
     def check_determinism(self) -> None:

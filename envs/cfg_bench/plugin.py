@@ -39,9 +39,9 @@ class CFGBenchPromptParams:
 
 
 METRICS = (
-    Metric("accuracy", "Acc", "correct", binary=True, default=True,
+    Metric("accuracy", "Acc", "correct", binary=True, default=True, applies="multiple_choice",
            description="multiple choice (FAU, TR, CR): questions answered with the correct option / MC questions"),
-    Metric("mc_unreadable", "Unread", "unreadable", binary=True, higher_is_better=False,
+    Metric("mc_unreadable", "Unread", "unreadable", binary=True, higher_is_better=False, applies="multiple_choice",
            description="multiple choice: replies with no readable option (no JSON, no result, not an option) / MC "
                        "questions; counted wrong in accuracy"),
     Metric("cfg_s", "S", "judge_score", range=(0.0, 10.0), unit="score", judged=True, default=True,
@@ -57,7 +57,7 @@ METRICS = (
 SUITE = SuitePlugin(
     name="cfg_bench", target="envs.cfg_bench.suite:CFGBenchSuite", params=CFGBenchParams, default_split="all",
     prompt="envs.cfg_bench.adapter:make_adapter", prompt_params=CFGBenchPromptParams,
-    datasets=(CFG_BENCH_DATASET,), metrics=METRICS, judge="envs.cfg_bench.rubric:make_rubric",
+    datasets=(CFG_BENCH_DATASET,), metrics=METRICS, values="envs.cfg_bench.scoring:values", judge="envs.cfg_bench.rubric:make_rubric",
     packages=("av",),
     summary="CFG-Bench: fine-grained action cognition as video QA (4 tiers, 11 tasks; MC accuracy, judged S/C/D, gate)")
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from envs.cfg_bench.data import GATED_TASKS, MC_TASKS
 from envs.video_qa import json_object  # rule 1 above
@@ -213,3 +213,9 @@ def summarize_open(verdicts: Iterable[JudgeVerdict]) -> dict[str, Any]:
             "gated": sum(1 for v in ok if v.gate is not None),
             "correctness": mean([v.correctness for v in ok]), "detailedness": mean([v.detailedness for v in ok]),
             "score": mean([v.score for v in ok])}
+
+
+def values(record: Mapping[str, Any]) -> dict[str, float | None]:
+    """The per-episode values derived from a record: ``multiple_choice`` (1 for FAU, TR and CR,
+    else 0), where the MC metrics apply (``Metric.applies``)."""
+    return {"multiple_choice": float(record.get("task_type") in MC_TASKS)}
