@@ -95,7 +95,8 @@ def applies_to(metric: Metric, values: Mapping[str, Any]) -> bool:
     return flag is not None and flag == flag and bool(flag)  # None, NaN: does not apply
 
 
-def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any]) -> list[tuple[str, str]]:
+def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any],
+                   require: bool = True) -> list[tuple[str, str]]:
     """What breaks the declarations in one finished episode's per-episode ``values`` (the
     stored ones and those the suite derives): ``(value name, one line naming the suite and the
     metric)`` pairs, for
@@ -107,7 +108,8 @@ def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, A
     * a ``ratio`` metric's value or weight below 0 where its range starts at 0 or above (its
       pooled cell is bounded by the suite's own counts, which the record's invariants check).
 
-    Judged metrics are left out: a judge gives their values after the run.
+    Judged metrics are left out: a judge gives their values after the run. ``require=False``:
+    absent values are not asked for (an episode the agent ended with an empty plan).
     """
     out: list[tuple[str, str]] = []
     for m in metrics:
@@ -118,6 +120,8 @@ def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, A
             if key is None:
                 continue
             if key not in values:
+                if not require:
+                    continue
                 out.append((key, f"suite {suite}: metric {m.name!r} applies but the episode ended without its "
                                  f"{role} {key!r} (the env never delivered it)"))
                 continue

@@ -12,7 +12,7 @@ from harness.params import parse
 from harness.spaces import FreeText, Record, TextList
 from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
-    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec, LazyEpisodes,
+    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, INFO_VALUES, EpisodeSpec, LazyEpisodes,
 )
 
 from example_suite.plugin import ExampleParams
@@ -125,11 +125,16 @@ class NumberLineEnv(gym.Env):
             INFO_INVALID_ACTIONS: self.invalid, INFO_EXPERT_LENGTH: abs(int(self._episode.metadata["target"])
                                                                          - int(self._episode.metadata["start"])),
             INFO_TASK_TYPE: "reach", INFO_ACTION_OK: action_ok, INFO_FEEDBACK: feedback,
-            INFO_TERMINATION: termination,
+            INFO_TERMINATION: termination, INFO_VALUES: {"closeness": self._closeness()},
         }
         if self._privileged:
             info[INFO_PRIVILEGED] = {"position": self.position, "target": self.target}
         return info
+
+    def _closeness(self) -> float:
+        """The share of the start's distance walked off (0 when farther than at the start)."""
+        start = abs(int(self._episode.metadata["target"]) - int(self._episode.metadata["start"]))
+        return max(0.0, 1.0 - abs(self.target - self.position) / start)
 
     def close(self) -> None:
         self._episode = None
