@@ -693,9 +693,11 @@ class _Checker:
                                        "as valid (action_ok must be False)")
                 if type(bad) is InvalidOutput and bad.costs_step:
                     continue
-                if int(info.get(INFO_INVALID_ACTIONS, 0)) != before + 1:
-                    raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} was not "
-                                       f"counted (invalid_actions {before} -> {info.get(INFO_INVALID_ACTIONS)})")
+                after = int(info.get(INFO_INVALID_ACTIONS, 0))
+                if after != before + 1:
+                    how = "was not counted" if after == before else f"was counted {after - before} times"
+                    raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} {how} "
+                                       f"(invalid_actions {before} -> {after}; one invalid action is counted once)")
             return
         if not pool:
             self.report.skipped.append("probe: no valid action seen to shape invalid ones")
@@ -737,11 +739,11 @@ class _Checker:
         options = {"episode": episode, "privileged": False, "render": False, "artifacts_dir": None}
         obs, info = env.reset(seed=episode.seed, options=options)
         watch = self.watch(env, episode)
-        self.watched("probe", watch.reset(obs, info))
+        self.watched("probe", watch.reset(obs, info), info)
         trace: list[Any] = [("reset", obs, _without_privileged(info))]
         for action in list(actions)[:limit]:
             obs, reward, terminated, truncated, info = env.step(action)
-            self.watched("probe", watch.step(action, obs, terminated, truncated, info))
+            self.watched("probe", watch.step(action, obs, terminated, truncated, info), info)
             trace.append(("step", _plain_action(action), obs, float(reward), terminated, truncated,
                           _without_privileged(info)))
             if terminated or truncated:
@@ -752,10 +754,13 @@ class _Checker:
     def watch(self, env: Any, episode: EpisodeSpec) -> EpisodeWatch:
         return EpisodeWatch(env, episode.episode_id, bool(getattr(self.suite.obj, "success_at_stop", False)))
 
-    def watched(self, check: str, problem: str | None) -> None:
-        """Fail ``check`` with the episode invariant broken (:mod:`harness.suite_invariants`)."""
+    def watched(self, check: str, problem: str | None, info: Any = None) -> None:
+        """Fail ``check`` with the episode invariant broken (:mod:`harness.suite_invariants`),
+        or with ``info`` (of an episode reset with privileged=False) holding the privileged state."""
         if problem is not None:
             raise self.fail(check, problem)
+        if isinstance(info, Mapping) and INFO_PRIVILEGED in info:
+            raise self.fail(check, f"info holds {INFO_PRIVILEGED!r} although privileged=False")
 
     # -- determinism ----------------------------------------------------------------
     def check_determinism(self) -> None:
