@@ -17,7 +17,12 @@ AssertionError) whose message is one line naming the rule broken. What is checke
 
 ``contract``
     the env's Gymnasium API (``reset -> (obs, info)``, ``step -> (obs, reward, terminated,
-    truncated, info)``), the documented ``info`` keys (:mod:`harness.types` ``INFO_*``) with
+    truncated, info)``), observations in the declared ``observation_space`` and actions the env
+    took as valid in its ``action_space`` (:mod:`harness.spaces`, as Gymnasium's ``check_env``),
+    the episode invariants (:mod:`harness.suite_invariants`: goal conditions within their
+    constant total, expert length >= 0, success only on the terminal step, one invalid action
+    counted once, a step after the end refused or changing nothing), the documented ``info``
+    keys (:mod:`harness.types` ``INFO_*``) with
     their types, ``action_ok`` after every step, an episode that ends within the protocol's
     ``max_steps`` (plus its invalid-action allowance), ``episodes(split)`` in a fixed order
     with unique keys, ``protocol(split)`` JSON-serialisable with ``max_steps``; the agent's
@@ -31,9 +36,14 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     raises :class:`~harness.interfaces.AgentContractError` or is counted with
     ``action_ok=False``), every episode ends within
     ``max_steps`` (plus its invalid-action allowance) whatever the agent sends, an episode
-    replays the same on an env that ran other episodes first as on a fresh one (no state
-    leaks between episodes), and the probe's episodes through the runner end without an
-    error record, each in a failure class the suite declares (``SuitePlugin.failure_classes``).
+    replays the same on two fresh envs (determinism) and on an env that ran other episodes
+    first (no state leaks between episodes), the invariants hold and no privileged state
+    reaches an agent that did not ask, and the probe's episodes through the runner end without
+    an error record (the runner's checks of what the suite declares included,
+    :mod:`harness.record_checks`), each in a failure class the suite declares
+    (``SuitePlugin.failure_classes``). A free-text answer suite (``action_space`` an
+    :class:`harness.spaces.AnswerText`) need not refuse an unknown text; an empty or unusable
+    answer must be refused or scored as such.
 ``determinism``
     the same episode twice (a fresh env, and the same env after another episode) gives the
     same observations, rewards and infos; two runs give the same records and transcripts.
@@ -54,7 +64,12 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     inside its declared range (a bool flipped, another choice, a number +1 or -1 within its
     bounds, the field's ``example=``; others are skipped) changes the run id (:func:`harness.runner.run_id_of`) exactly when
     it is declared ``results=True``; a ``results=False`` field must also leave the records
-    of a few episodes unchanged (a field that changes records is in the identity).
+    of a few episodes unchanged (a field that changes records is in the identity; where it
+    sizes the split, the episodes both runs hold).
+
+A script calling these puts its work under ``if __name__ == "__main__":``: the ``process``
+executor's workers import the main script, and a worker that finds itself re-running one
+stops and is named (:func:`harness.executors.refuse_in_worker_start`).
 
 The checks are cheap (``episodes=`` episodes of ``split=``, the suite's default split when
 not given); third-party plugins call them from their own tests.
