@@ -12,8 +12,9 @@ harness's episode facts (:mod:`harness.types` ``INFO_*``):
   episode goes on after is not one the record can keep -- unless the suite declares
   ``success_at_stop = True`` (ALFRED: reaching the goal does not end the episode; success is
   read when the agent stops);
-* ``invalid_actions`` never falls and rises by at most one per step, and only on a step whose
-  ``action_ok`` is False (one invalid action is counted once);
+* ``invalid_actions`` never falls and rises by at most one per step (one invalid action is
+  counted once; a step the env took but could not carry out may count too, as EB-Manipulation's
+  failed motions do, ``action_ok`` staying True);
 * a step after the episode ended is refused (it raises) or leaves the record's facts unchanged.
 """
 
@@ -81,7 +82,7 @@ class EpisodeWatch:
                     "the terminal step)")
         invalid = int(info.get(INFO_INVALID_ACTIONS, 0) or 0)
         rise, self.invalid = invalid - self.invalid, invalid
-        if rise < 0 or rise > 1 or (rise == 1 and ok is not False):
+        if rise < 0 or rise > 1:
             return (f"{where}: invalid_actions went {invalid - rise} -> {invalid} on a step with action_ok={ok!r} "
                     "(one invalid action is counted once, on its own step)")
         self.last = dict(info)
