@@ -61,6 +61,12 @@ def _counted_twice(env, out):
     return tuple(out)
 
 
+def _forgets_invalid(env, out):
+    if out[4]["action_ok"]:
+        env.invalid = out[4][INFO_INVALID_ACTIONS] = 0
+    return tuple(out)
+
+
 def _never_cut_off(env, out):
     if out[4]["termination"] == "max_steps":
         out[4]["termination"], out[3], env.ended = None, False, False
@@ -138,6 +144,9 @@ BUGS = [
     ("an invalid action counted twice",
      lambda S, mp: _step_result(S, mp, _counted_twice), FAST,
      r"was counted 2 times \(invalid_actions 0 -> 2; one invalid action is counted once\)"),
+    ("the invalid count cleared by a valid move",
+     lambda S, mp: _step_result(S, mp, _forgets_invalid), FAST,
+     r"invalid_actions went [1-9]\d* -> 0 on a step with action_ok=True"),
     ("an invalid action not counted",
      _not_counted, FAST, r"probe: episode \S+: the unknown action .* was not counted"),
     ("an unknown action taken as a move",
