@@ -48,10 +48,11 @@ def data_root(suite: str, data_dir: str | None, env_var: str, error: type[Except
     return Path(root).expanduser()
 
 
-def read_json(path: Path, error: type[Exception]) -> Any:
-    """The JSON value of the file at ``path``; ``error`` (one line) when it is missing or unreadable."""
+def read_json(path: Path, error: type[Exception], missing: type[Exception] | None = None) -> Any:
+    """The JSON value of the file at ``path``; ``error`` (one line) when it is unreadable, and
+    ``missing`` (default ``error``) when it is not there."""
     if not path.is_file():
-        raise error(f"{path}: no such file")
+        raise (missing or error)(f"{path}: no such file")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -73,6 +73,10 @@ class Suite(Protocol):
         """The episodes of a split, in a fixed order. Raises ``KeyError`` for an unknown split."""
         ...
 
+    # Optional: ``split_total(split) -> int``, how many episodes the whole split holds where the
+    # suite's own parameters select part of it (LIBERO's ``tasks`` / ``trials``): tables mark a
+    # cell that ran fewer as partial, like ``limit`` (harness.runner.split_size, harness.caveats).
+
     def make_env(self) -> EpisodeEnv:
         """A fresh env able to run any episode of this suite (one per worker slot)."""
         ...

@@ -10,13 +10,23 @@ from typing import Any, Iterable, Mapping
 
 #: Aggregations a metric may declare.
 AGGREGATIONS = ("mean", "ratio")
-#: ``Metric.missing``'s default: the worst end of the declared range.
-_WORST: Any = type("WorstEnd", (), {"__repr__": lambda self: "<worst end of range>"})()
+#: ``Metric.missing`` left to its default (see :class:`Metric`).
+DEFAULT_MISSING = "default"
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric a suite declares (see the module doc)."""
+    """One metric a suite declares (see the module doc).
+
+    The error policy (docs/metrics.md): every episode the metric ``applies`` to counts in its
+    cell. An applicable episode without a value of its own (it errored, its answer was empty, or
+    the answer could not be scored for the model's fault) counts as ``missing``; by default a
+    binary metric's failure (0, or 1 where lower is better) and 0 for any other metric (the
+    bottom of its range when 0 is outside it). ``missing=None`` leaves such episodes out of the
+    value (the cell then shows its coverage). ``applies``: None, every episode of the suite;
+    else the name of a per-episode value that is true on the episodes the metric is about (a
+    multiple-choice accuracy applies to the multiple-choice questions only).
+    """
 
     name: str
     label: str
@@ -30,14 +40,8 @@ class Metric:
     judged: bool = False
     default: bool = False
     description: str = ""
-    #: None: the metric applies to every episode of its suite; else the name of a per-episode
-    #: value (stored, or derived by the suite's ``values(record)``) that is truthy on the episodes
-    #: it applies to. Where it does not apply, no value is required.
     applies: str | None = None
-    #: What an applicable episode without a value counts as (errored, unanswered, unscorable);
-    #: default: the worst end of the range (``range[0]`` when higher is better, else ``range[1]``).
-    #: None: such an episode is left out of the value.
-    missing: float | None = _WORST
+    missing: float | None | str = DEFAULT_MISSING
 
     def __post_init__(self) -> None:
         where = f"metric {self.name!r}"
@@ -62,10 +66,29 @@ class Metric:
             raise ValueError(f"{where} has an empty range {self.range!r} (needs lo < hi)")
         if self.binary and (lo, hi) != (0.0, 1.0):
             raise ValueError(f"{where} is binary but its range is {self.range!r}, not (0, 1)")
-        if self.missing is _WORST:
-            object.__setattr__(self, "missing", lo if self.higher_is_better else hi)
         if self.applies is not None and (not isinstance(self.applies, str) or not self.applies.strip()):
-            raise ValueError(f"{where} has an empty applies value name")
+            raise ValueError(f"{where} has a malformed applies {self.applies!r} (the name of a per-episode value)")
+        missing = self.missing
+        if missing == DEFAULT_MISSING:
+            if self.binary:
+                missing = 0.0 if self.higher_is_better else 1.0
+            else:
+                missing = 0.0 if lo <= 0.0 <= hi else lo
+        elif missing is not None:
+            try:
+                missing = float(missing)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where} has a malformed missing {self.missing!r} (a number or None)") from None
+            if not lo <= missing <= hi:
+                raise ValueError(f"{where} counts a missing value as {missing}, outside its range {self.range!r}")
+        object.__setattr__(self, "missing", missing)
+
+    @property
+    def policy(self) -> str:
+        """The error policy in words (``harness list``, the tables' footnotes)."""
+        if self.missing is None:
+            return "an episode without a value is left out"
+        return f"an episode without a value counts as {self.missing:g}"
 
     @property
     def percent(self) -> bool:
@@ -91,8 +114,8 @@ def applies_to(metric: Metric, values: Mapping[str, Any]) -> bool:
     """Whether ``metric`` applies to the episode whose per-episode values are ``values``."""
     if metric.applies is None:
         return True
-    flag = values.get(metric.applies)
-    return flag is not None and flag == flag and bool(flag)  # None, NaN: does not apply
+    flag = _number(values.get(metric.applies))
+    return flag is not None and flag != 0  # None, NaN, 0 or not a number: does not apply (as harness.scoring)
 
 
 def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any],

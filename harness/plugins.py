@@ -54,6 +54,11 @@ class Plugin:
     params: Any = None
     #: The pyproject extra that installs what the target imports (None: the core install).
     extra: str | None = None
+    #: Top-level modules of its extra that its code imports (lazily, when it is built): for
+    #: one-line "install the extra" errors (:mod:`harness.extras`); an agent's, and its chosen
+    #: model backend's, are looked up by ``harness run`` and its ``--dry-run`` before anything
+    #: runs (:func:`harness.extras.not_installed`).
+    modules: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if ":" not in self.target:
@@ -82,9 +87,6 @@ class SuitePlugin(Plugin):
     #: The datasets ``harness fetch NAME`` can fetch for this suite
     #: (:class:`harness.fetch.Dataset`; their names are global, so prefix them with the suite's).
     datasets: tuple[Any, ...] = ()
-    #: Top-level modules its extra (:attr:`Plugin.extra`) installs, for one-line
-    #: "install the extra" errors (:mod:`harness.extras`).
-    modules: tuple[str, ...] = ()
     #: Distributions whose versions can move its results (recorded in each run's provenance).
     packages: tuple[str, ...] = ()
     #: How it is scored: the metrics it declares (:class:`harness.scoring.Metric`), in
@@ -155,8 +157,6 @@ class TrackerPlugin(Plugin):
     and the invocation's table and report as artifacts (:class:`harness.trackers.Tracker`).
     It changes no result: never part of a run identity."""
 
-    #: Top-level modules its extra installs, for one-line "install the extra" errors.
-    modules: tuple[str, ...] = ()
 
 
 @dataclass

@@ -114,10 +114,13 @@ def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
 
 
 def split_size(suite: Suite, split: str) -> int | None:
-    """How many episodes the suite's split holds (before any limit); None where it cannot say
-    (the error, if any, is raised again where the episodes are read)."""
+    """How many episodes the suite's split holds (before any limit, and before a suite's own
+    selection parameters: an optional ``split_total(split)`` says how many the whole split
+    holds); None where it cannot say (the error, if any, is raised again where the episodes
+    are read)."""
     try:
-        return len(suite.episodes(split))
+        total = getattr(suite, "split_total", None)
+        return int(total(split)) if callable(total) else len(suite.episodes(split))
     except Exception:  # noqa: BLE001 - plan_episodes reports it
         return None
 

@@ -849,7 +849,7 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
             if dagger and not _is_delta(metric) and text != missing:  # caveat marks (not in CSV)
-                text += caveats.marks(table, row, group)
+                text += caveats.marks(table, row, group, metric)
             if merge_stats and not _is_delta(metric) and text != missing:
                 text += _repeat_suffix(table, row, group, metric)
             if (row, group) in differs and _is_delta(metric) and text != missing and dagger:

@@ -53,6 +53,9 @@ PROTOCOL_EXPERT_LENGTH_UNIT = "expert_length_unit"
 
 #: Termination reason the runner records when an agent returns no action at all.
 TERMINATION_EMPTY_PLAN = "empty_plan"
+#: Termination reason of an env whose protocol ends an episode on a wall-clock limit
+#: (LIBERO-PRO's 50 s): a failure class of its own (``time_limit``), counted as a timeout.
+TERMINATION_EPISODE_TIMEOUT = "episode_timeout"
 
 
 @dataclass(frozen=True)

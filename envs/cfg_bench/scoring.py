@@ -215,7 +215,11 @@ def summarize_open(verdicts: Iterable[JudgeVerdict]) -> dict[str, Any]:
             "score": mean([v.score for v in ok])}
 
 
-def values(record: Mapping[str, Any]) -> dict[str, float | None]:
-    """The per-episode values derived from a record: ``multiple_choice`` (1 for FAU, TR and CR,
-    else 0), where the MC metrics apply (``Metric.applies``)."""
-    return {"multiple_choice": float(record.get("task_type") in MC_TASKS)}
+def kinds(record: Mapping[str, Any]) -> dict[str, float]:
+    """Which of the suite's metrics a record's question is about (``Metric.applies``), from its
+    task type, so an errored or unanswered question still counts where it belongs: ``is_mc``
+    (FAU, TR, CR: accuracy), ``is_open`` (the rest: the judged S, C, D) and ``is_gated`` (CIA,
+    CRS: the counterfactual gate)."""
+    task = str(record.get("task_type") or "")
+    return {"is_mc": float(task in MC_TASKS), "is_open": float(bool(task) and task not in MC_TASKS),
+            "is_gated": float(task in GATED_TASKS)}

@@ -32,9 +32,9 @@ MAX_ANSWER_CHARS = 8000
 
 def data_root(data_dir: str | None) -> Path:
     """The data folder, or a one-line DataError saying how to give it."""
-    path = video_qa.data_root("cfg_bench", data_dir, DATA_ENV, D.DataError)
+    path = video_qa.data_root("cfg_bench", data_dir, DATA_ENV, D.MissingData)
     if not (path / D.QA_FILE).is_file():
-        raise D.DataError(f"cfg_bench data folder {path} has no {D.QA_FILE} (harness fetch cfg_bench lays it out)")
+        raise D.MissingData(f"cfg_bench data folder {path} has no {D.QA_FILE} (harness fetch cfg_bench lays it out)")
     return path
 
 

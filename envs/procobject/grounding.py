@@ -33,7 +33,8 @@ baseline/gelm/eval/inference_multihop_qa.py), each decided here:
    prediction list fails on ``pred[0]`` (inference_multihop_qa.py:74), so neither reaches a mean.
    Here an **empty prediction scores 0** on IoU, IoP and IoG and stays in every mean (a model
    that gives no evidence has grounded nothing; 0 / 0 for IoP is defined as 0); a question whose
-   *reference* evidence is empty has no defined grounding: it is left out of the grounding means
+   *reference* evidence is empty, or has no length (only points [s, s], which the data accepts:
+   IoG would divide by zero), has no defined grounding: it is left out of the grounding means
    and counted (``no_reference``).
 
 Thresholds: IoU@0.3 and IoU@0.5 are the share of scored questions with IoU >= the threshold
@@ -92,7 +93,7 @@ class Grounding:
 
 
 def ground(predicted: Iterable[Sequence[float]], reference: Iterable[Sequence[float]]) -> Grounding | None:
-    """IoU, IoP, IoG of one question (module doc), or None when the reference is empty."""
+    """IoU, IoP, IoG of one question (module doc), or None when the reference is empty or of no length."""
     ref = merge(reference)
     ref_len = total(ref)
     if not ref or ref_len <= 0:

@@ -30,7 +30,7 @@ MAX_REPLY_CHARS = 16000
 
 
 def data_root(data_dir: str | None) -> Path:
-    return video_qa.data_root("procobject", data_dir, DATA_ENV, D.DataError)
+    return video_qa.data_root("procobject", data_dir, DATA_ENV, D.MissingData)
 
 
 class ProcObjectSuite:

@@ -69,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
 
     outdirs = list(dict.fromkeys(args.outdir))
     try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)
-        selection = results.load(outdirs, _patterns(args.run), args.prefer, judge=args.judge)
+        selection = results.load(outdirs, _patterns(args.run), args.prefer, judge=args.judge,
+                                 where=lambda df: _select(args, df))
     except (StoreError, results.SelectionError) as exc:
         raise UsageError(str(exc)) from None
     store = None

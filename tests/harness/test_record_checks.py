@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
 
 from harness.metric_declaration import Metric, value_problems
 from harness.runner import Runner
@@ -102,11 +101,3 @@ def test_value_problems_respects_applies_and_judged():
     assert key == "correct" and message.startswith("suite qa: metric 'acc' applies but")
     ratio = Metric("hit", "Hit", "hits", aggregation="ratio", weight="tries")
     assert [k for k, _ in value_problems("qa", [ratio], {"hits": -1, "tries": 2})] == ["hits"]
-
-
-@pytest.mark.parametrize("kw, missing", [({}, 0.0), ({"higher_is_better": False}, 1.0),
-                                         ({"range": (0.0, 10.0), "unit": "score"}, 0.0),
-                                         ({"range": (0.0, 10.0), "higher_is_better": False}, 10.0),
-                                         ({"missing": None}, None), ({"missing": 0.5}, 0.5)])
-def test_missing_defaults_to_the_worst_end_of_the_range(kw, missing):
-    assert Metric("m", "M", "v", **kw).missing == missing
