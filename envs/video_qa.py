@@ -73,8 +73,9 @@ def strip_fence(text: str) -> str:
 
 
 def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object a reply holds: the whole reply (fence removed), else its first ``{`` to
-    its last ``}``; None when neither is a JSON object."""
+    """The JSON object a reply holds: the whole reply (fence removed), or the one object of a JSON
+    list holding exactly one, else its first ``{`` to its last ``}``; None when none is a JSON
+    object. A list of several objects is no answer (which one would it be?)."""
     body = strip_fence(text)
     candidates = [body]
     start, end = body.find("{"), body.rfind("}")
@@ -85,8 +86,12 @@ def json_object(text: str) -> dict[str, Any] | None:
             value = json.loads(candidate)
         except ValueError:
             continue
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
         if isinstance(value, dict):
             return value
+        if isinstance(value, list):
+            return None
     return None
 
 

@@ -68,6 +68,8 @@ class Suite(Protocol):
 
     # Optional: ``unavailable(split) -> str | None``, why a split the suite knows cannot run in this
     # installation (e.g. its data files are not shipped); ``harness run`` refuses with that line.
+    # Optional: ``canonical_split(split) -> str``, the name of a split the suite accepts under another
+    # spelling (cfg_bench: ``FAU`` for ``fau``); ``harness run`` runs (and identifies) it by that name.
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         """The episodes of a split, in a fixed order. Raises ``KeyError`` for an unknown split."""

@@ -102,6 +102,11 @@ class SuitePlugin(Plugin):
     #: Breakdowns ``harness table --by NAME`` offers beside ``task_type``: keys of an episode's
     #: metadata whose values the runner stores in the record's ``extra["breakdown"]``.
     breakdowns: tuple[str, ...] = ()
+    #: The breakdown (``task_type`` or one of :attr:`breakdowns`) over whose values the suite's
+    #: benchmark averages its overall figures (CFG-Bench: the mean over its tasks, not over its
+    #: questions); ``harness table --by`` that field prints this mean beside the pooled ``all``
+    #: row, labelled (docs/tables.md). None: the benchmark pools episodes, as ``all`` does.
+    mean_over: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -113,6 +118,9 @@ class SuitePlugin(Plugin):
             if not (isinstance(name, str) and name.isidentifier()) or name in RESERVED_BREAKDOWNS:
                 raise ValueError(f"suite {self.name!r}: breakdown {name!r} must be a name other than "
                                  f"{', '.join(RESERVED_BREAKDOWNS)}")
+        if self.mean_over is not None and self.mean_over not in ("task_type", *self.breakdowns):
+            raise ValueError(f"suite {self.name!r}: mean_over {self.mean_over!r} must be task_type or one of its "
+                             f"breakdowns ({', '.join(self.breakdowns) or 'none declared'})")
         if self.values is not None and ":" not in self.values:
             raise ValueError(f"values of suite {self.name!r} must be 'module:attr', got {self.values!r}")
 

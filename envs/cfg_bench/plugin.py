@@ -26,7 +26,11 @@ class CFGBenchParams:
         help=f"folder holding qa_pairs.json, caption.json and videos/ (default: ${DATA_ENV}); "
              "the questions it holds enter the run through their ids")
     fps: float = param(4.0, gt=0, le=60, help="frames sampled per second of video (the paper: 4)")
-    max_frames: int = param(64, ge=1, le=2048, help="most frames sent for one question (evenly thinned beyond)")
+    max_frames: int = param(768, ge=2, le=2048,
+                            help="most frames sent for one question (768: qwen_vl_utils' cap, as the originals run)")
+    sampling: str = param("qwen_vl_utils", choices=("qwen_vl_utils", "times"),
+                          help="which frames: 'qwen_vl_utils' (the originals' helper: an even count spread from the "
+                               "first to the last frame) or 'times' (every 1/fps s from the start); docs/cfg_bench.md")
 
 
 @dataclass
@@ -62,6 +66,8 @@ SUITE = SuitePlugin(
     prompt="envs.cfg_bench.adapter:make_adapter", prompt_params=CFGBenchPromptParams,
     datasets=(CFG_BENCH_DATASET,), metrics=METRICS, values="envs.cfg_bench.scoring:kinds",
     judge="envs.cfg_bench.rubric:make_rubric",
+    # the paper's overall figures (Table 2's Avg columns) are means over tasks; `all` pools questions
+    breakdowns=("tier",), mean_over="task_type",
     packages=("av",),
     summary="CFG-Bench: fine-grained action cognition as video QA (4 tiers, 11 tasks; MC accuracy, judged S/C/D, gate)")
 

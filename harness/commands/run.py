@@ -470,6 +470,11 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         reason = unavailable(spec.split) if callable(unavailable) else None
         if reason:
             raise _Missing([f"{spec.suite}/{spec.split}: {reason}"])
+        canonical = getattr(suite, "canonical_split", None)  # optional: a split known under another spelling
+        if callable(canonical) and canonical(spec.split) != spec.split:
+            import dataclasses
+
+            spec = dataclasses.replace(spec, split=str(canonical(spec.split)))  # one run identity for both
         if spec.split not in suite.splits():
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -39,7 +39,7 @@ def three_suites(tmp_path_factory, cfg_data, po_data) -> Path:
     with ResultStore(out) as store:
         store.begin_run("stray", RunSpec(suite="cfg_bench", split="fau", agent="random", variant="base"),
                         {"suite": "cfg_bench", "split": "fau", "variant": "base"}, {})
-        store.add_many([EpisodeRecord("stray", "base", "cfg_bench", "fau", f"q{i}", 0, success=bool(i % 2),
+        store.add_many([EpisodeRecord("stray", "base", "cfg_bench", "fau", f"q{i}", 0, task_type="FAU", success=bool(i % 2),
                                       values={"correct": float(i % 2), "unreadable": 0.0, "iou": 0.5})
                         for i in range(4)])
     return out
