@@ -636,6 +636,16 @@ class _Checker:
         finally:
             _close(env_a)
             _close(env_b)
+        if _first_difference(a, fresh) is None and _first_difference(a, again) is not None:
+            # A difference on the reused env alone may still be chance: two more fresh envs tell.
+            for _ in range(2):
+                env_c = suite.make_env()
+                try:
+                    fresh, _ = self.replay(env_c, first, mixed(first), limit + 1)
+                finally:
+                    _close(env_c)
+                if _first_difference(a, fresh) is not None:
+                    break
         where = _first_difference(a, fresh)
         if where is not None:  # two fresh envs, the same seed and actions: not deterministic
             raise self.fail(c, f"episode {first.episode_id} seed {first.seed} driven by the probe (invalid, unusable "
