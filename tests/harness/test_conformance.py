@@ -335,7 +335,7 @@ def test_probe_catches_an_episode_that_never_reaches_its_step_limit(monkeypatch)
     def step(self, action):  # the mutation: the step limit never cuts the episode off
         obs, reward, terminated, truncated, info = original(self, action)
         if info["termination"] == "max_steps":
-            info["termination"], truncated = None, False
+            info["termination"], truncated, self.ended = None, False, False
         return obs, reward, terminated, truncated, info
 
     monkeypatch.setattr(S.NumberLineEnv, "step", step)
