@@ -62,8 +62,9 @@ def test_the_default_run_uses_every_core_skips_serial_there_and_logs_what_passed
         "def test_c(): pass\n")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    serial: alone\n")
     log = tmp_path / "passed.txt"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTEST_PASSED_LOG": str(log)}
-    env.pop("PYTEST_EXCEPT", None)
+    # a clean pytest environment: not this run's xdist worker (PYTEST_XDIST_WORKER) nor its logs
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(PYTHONPATH=str(REPO), PYTEST_PASSED_LOG=str(log))
 
     def pytest(*args: str, **extra: str) -> str:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args],
