@@ -465,7 +465,8 @@ class Runner:
                 live.output_errors += 1  # the agent's fallback actions run as a plan
                 live.fallback_plans += 1
         else:  # an exception instead of a plan
-            kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
+            # A call that passed its own wall-clock limit (a backend's TimeoutError) is a timeout too.
+            kind = "timeout" if isinstance(plan, (AgentTimeout, TimeoutError)) else "agent"
             self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
             return None
         if not len(actions):

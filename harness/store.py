@@ -588,7 +588,8 @@ class ResultStore:
         ``error`` row is replaced by a later attempt. True when the row was written."""
         cols = list(_KEY) + ["judge_id", "judge", "identity", "status", "vals", "reason", "raw_reply",
                              "prompt", "meta", "judged_at"]
-        values = [row.get(c) for c in cols]
+        # Known secrets (a key the judge server echoed in an error or a verdict) in every text.
+        values = [redact_text(v) if isinstance(v, str) else v for v in (row.get(c) for c in cols)]
         sql = (f"INSERT INTO judgements ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
                f"ON CONFLICT ({', '.join(_KEY)}, judge_id) DO UPDATE SET "
                + ", ".join(f"{c}=excluded.{c}" for c in cols[6:])

@@ -40,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
     # judge, or count as saved, what an earlier invocation wrote.
     SAVED.update(episodes=0, runner=None, out=None)
     OUTS.clear()
+    judge.JUDGED.clear()
     # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
     name, mine, overrides = judge.check_config(args.overrides)
     OUTS.clear()  # this invocation's outputs only (an earlier `main` in the same process wrote others)
@@ -49,6 +50,20 @@ def main(args: argparse.Namespace) -> int:
     for out in dict.fromkeys(OUTS):
         status = max(status, judge.run_judge(out, [f"judge={name}", *mine]))
     return status
+
+
+def saved_on_stop() -> str | None:
+    """What a stop signal leaves saved, for ``harness: stopped by SIG...; <this>`` (None: nothing):
+    the episodes finished in this invocation and the verdicts of its ``judge=NAME``."""
+    parts = []
+    if SAVED.get("out") is not None:
+        runner = SAVED["runner"]
+        episodes = SAVED["episodes"] + (runner.committed if runner is not None else 0)
+        parts.append(f"{episodes} episode(s) finished in this invocation are saved in {SAVED['out']}")
+    verdicts = judge.saved_on_stop()
+    if verdicts:
+        parts.append(verdicts.rpartition("; ")[0])
+    return "; ".join(parts) + "; rerun the same command to resume" if parts else None
 
 
 def _experiment_jobs(overrides: list[str], multirun: bool) -> list[list[str]] | None:
