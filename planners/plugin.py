@@ -134,7 +134,8 @@ class OpenAIParams:
                              help="the environment variable holding the API key (a local server needs none)")
     max_concurrency: int = param(8, ge=1, le=4096, results=False, help="requests in flight (speed only)")
     request_timeout_s: float = param(120.0, gt=0, le=86_400, results=False,
-                                     help="seconds per request before the client retries (transport only)")
+                                     help="seconds of wall clock one call may take, its retries included; a server "
+                                          "that drips bytes cannot hold it longer (transport only)")
     max_retries: int = param(3, ge=0, le=100, results=False,
                              help="retries with backoff on 429 / 5xx / connection errors (transport only)")
     served_checkpoint: Optional[str] = param(

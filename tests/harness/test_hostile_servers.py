@@ -336,3 +336,48 @@ def test_a_dripping_model_server_gives_timeout_records_under_harness_run(tmp_pat
     rows = [json.loads(line) for line in export.stdout.splitlines()]
     assert len(rows) == 2 and {r["error_kind"] for r in rows} == {"timeout"}, rows
     assert all("request_timeout_s=2 s of wall clock" in r["error_message"] for r in rows)
+
+
+# --- other clients: the wall-clock HTTP exchange, the policy clients ----------------------
+@pytest.mark.parametrize("mode", ["drip_head", "drip_body", "hang"])
+def test_fetch_ends_the_whole_exchange_by_its_wall_clock_limit(mode):
+    from harness.wallclock import WallClockTimeout, fetch
+
+    with hostile_server(mode) as url:
+        start = time.monotonic()
+        with pytest.raises(WallClockTimeout, match="within 1.5 s of wall clock"):
+            fetch(url + "/act", 1.5)
+        assert time.monotonic() - start < 3
+
+
+def test_fetch_returns_a_whole_reply():
+    from harness.wallclock import fetch
+
+    with echoing_judge({}) as where:
+        status, body = fetch(f"http://{where}/models", 5)
+    assert status == 200 and json.loads(body)["data"][0]["id"] == "judge-a"
+
+
+def test_the_openvla_client_gives_up_within_its_attempts_times_timeout():
+    pytest.importorskip("simplejpeg", reason="the openvla client needs simplejpeg")
+    from policies.openvla import OpenVLAPolicy
+
+    with hostile_server("drip_body") as url:
+        policy = OpenVLAPolicy(url=url.removesuffix("/v1"), timeout_s=1.0, retries=2, backoff_s=0.1,
+                               checkpoint_id="c")
+        start = time.monotonic()
+        with pytest.raises(ConnectionError, match="unreachable after 2 attempts.*wall clock"):
+            policy._post({"x": 1})
+        assert time.monotonic() - start < 4  # 2 x 1 s + 0.1 s, not 2 x 60 s of drip
+
+
+@pytest.mark.parametrize("mode", ["drip_head", "hang"])
+def test_the_remote_policy_client_gives_up_within_its_bound(mode):
+    from policies.remote import PolicyServerUnavailable, RemotePolicy
+
+    with hostile_server(mode) as url:
+        start = time.monotonic()
+        with pytest.raises(PolicyServerUnavailable):
+            RemotePolicy(url=url.replace("http://", "ws://").removesuffix("/v1"), timeout_s=1.0, connect_retries=2,
+                         backoff_s=0.1, checkpoint_id="c")
+        assert time.monotonic() - start < 5  # 2 attempts of at most 1 s each (+ backoff)
