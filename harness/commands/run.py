@@ -143,22 +143,29 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
 
     # Servers the harness starts itself (an experiment's serve.command) do not answer before the run.
     managed = missing is not None and _servers(overrides) is not None
-    for overrides_i, cfg in zip(jobs, configs):
-        label = " ".join(redact_override(o) for o in overrides_i)
-        try:
-            job_ = _prepare(cfg, suites, label)
-            prepared.append(job_)
-            if missing is not None:
-                missing += [(text, label) for text in _missing_checkpoints(job_.spec)
-                            + ([] if managed else _unreachable_servers(job_.spec))]
-        except _Missing as exc:
-            if missing is None:
+    from harness.params import INVOCATION_SUITES
+
+    # A suite-specific key (a prompt setting) that no job of this invocation uses is refused.
+    invocation = INVOCATION_SUITES.set(frozenset(str(c.suite.name) for c in configs if c.get("suite") is not None))
+    try:
+        for overrides_i, cfg in zip(jobs, configs):
+            label = " ".join(redact_override(o) for o in overrides_i)
+            try:
+                job_ = _prepare(cfg, suites, label)
+                prepared.append(job_)
+                if missing is not None:
+                    missing += [(text, label) for text in _missing_checkpoints(job_.spec)
+                                + ([] if managed else _unreachable_servers(job_.spec))]
+            except _Missing as exc:
+                if missing is None:
+                    where = f" (job {label})" if len(configs) > 1 else ""
+                    raise UsageError(f"{exc}{where}") from None
+                missing.append((str(exc), label))
+            except UsageError as exc:
                 where = f" (job {label})" if len(configs) > 1 else ""
                 raise UsageError(f"{exc}{where}") from None
-            missing.append((str(exc), label))
-        except UsageError as exc:
-            where = f" (job {label})" if len(configs) > 1 else ""
-            raise UsageError(f"{exc}{where}") from None
+    finally:
+        INVOCATION_SUITES.reset(invocation)
     if dry_run:
         if missing:
             raise UsageError(_missing_message(missing, len(configs)))
