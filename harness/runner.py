@@ -29,6 +29,7 @@ from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
 from harness.params import identity_of
 from harness.redact import redact
+from harness.spool import spool
 from harness.store import ResultStore
 from harness.types import (
     INFO_ARTIFACTS,
@@ -734,6 +735,11 @@ class Runner:
             images = self._frames.save_observation(live.observation)
             if images:
                 entry["images"] = images
+        # A long reply waits on disk until the episode is stored (harness/spool.py): a live
+        # episode holds at most SPOOL_CHARS characters per call, whatever the model answers.
+        entry["raw_output"] = spool(entry["raw_output"])
+        if "prompt" in entry:
+            entry["prompt"] = spool(entry["prompt"])
         return entry
 
     def _artifact_paths(self, artifacts: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from harness.redact import redact, redact_text
+from harness.spool import unspool
 from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 
 if TYPE_CHECKING:  # pandas is imported where tables are built, not at start-up
@@ -522,7 +523,9 @@ class ResultStore:
                     self._db.execute(
                         f"DELETE FROM transcripts WHERE {' AND '.join(f'{c}=?' for c in _KEY)}", key)
                     for entry in transcript:
-                        values = [entry.get(c) for c in _TRANSCRIPT_COLUMNS]
+                        # A long raw output or prompt waited on disk (harness/spool.py): read
+                        # back here, one at a time.
+                        values = [unspool(entry.get(c)) for c in _TRANSCRIPT_COLUMNS]
                         if values[-1] is not None and not isinstance(values[-1], str):
                             values[-1] = json.dumps(values[-1], default=str)
                         values = [redact_text(v) if isinstance(v, str) else v for v in values]
