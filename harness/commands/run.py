@@ -55,6 +55,8 @@ def main(args: argparse.Namespace) -> int:
 def saved_on_stop() -> str | None:
     """What a stop signal leaves saved, for ``harness: stopped by SIG...; <this>`` (None: nothing):
     the episodes finished in this invocation and the verdicts of its ``judge=NAME``."""
+    from harness.commands import judge
+
     parts = []
     if SAVED.get("out") is not None:
         runner = SAVED["runner"]

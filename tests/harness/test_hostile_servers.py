@@ -60,6 +60,19 @@ def _read_request(sock: socket.socket) -> tuple[bytes, bytes]:
 
 
 @contextmanager
+def serving(server: socketserver.BaseServer) -> Iterator[int]:
+    """``server`` answering on a daemon thread (its handler threads daemons too) while the block
+    runs; yields its port."""
+    server.daemon_threads = True  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
 def hostile_server(mode: str, *, answer_first: int = 0) -> Iterator[str]:
     """A loopback server: ``drip_head`` (a byte every 0.2 s, the headers never end in time),
     ``drip_body`` (whole headers, then the body a byte every 0.2 s), ``hang`` (reads the request,
@@ -104,15 +117,11 @@ def hostile_server(mode: str, *, answer_first: int = 0) -> Iterator[str]:
             except OSError:
                 return
 
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        stop.set()
-        server.shutdown()
-        server.server_close()
+    with serving(socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)) as port:
+        try:
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            stop.set()
 
 
 @pytest.fixture(autouse=True)
@@ -278,14 +287,8 @@ def echoing_judge(statuses: dict[int, int]) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as port:
+        yield f"127.0.0.1:{port}/v1"
 
 
 def test_judge_stores_no_echoed_key_nor_url_password(tmp_path):

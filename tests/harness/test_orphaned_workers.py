@@ -12,16 +12,9 @@ import time
 from pathlib import Path
 
 from tests.harness.test_signals_process_group import rows
+from tests.helpers import process_group_alive
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 def test_workers_of_a_killed_parent_exit_quietly(tmp_path):
@@ -42,11 +35,11 @@ def test_workers_of_a_killed_parent_exit_quietly(tmp_path):
         proc.send_signal(signal.SIGKILL)  # the parent alone: its workers stay to find it gone
         _, err = proc.communicate(timeout=60)  # EOF once every worker holding stderr has exited
         deadline = time.monotonic() + 30
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
+        while process_group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _group_alive(proc.pid), "a worker outlived its parent"
+        assert not process_group_alive(proc.pid), "a worker outlived its parent"
     finally:
-        if _group_alive(proc.pid):
+        if process_group_alive(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == -signal.SIGKILL
     assert "Traceback" not in err and "BrokenPipeError" not in err, err[-3000:]

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from harness import experiments, servers
+from tests.helpers import process_group_alive
 
 LISTEN = (f"{sys.executable} -c \"import socket, sys, time; s = socket.socket(); "
           "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print('up', sys.argv[2], flush=True); "
@@ -118,16 +119,6 @@ time.sleep(300)
 """
 
 
-def _group_alive(pgid: int) -> bool:
-    import os
-
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
 def test_a_server_dies_with_the_harness_that_started_it(tmp_path):
     """SIGKILL of the harness (no cleanup runs): the server's watchdog sees the harness's pipe
     close and stops the server's process group; its port is free again."""
@@ -144,18 +135,18 @@ def test_a_server_dies_with_the_harness_that_started_it(tmp_path):
     pgid = None
     try:
         pgid = int(holder.stdout.readline())
-        assert _answers(port) and _group_alive(pgid)
+        assert _answers(port) and process_group_alive(pgid)
         holder.send_signal(signal.SIGKILL)
         holder.wait()
         deadline = time.monotonic() + 20
-        while (_answers(port) or _group_alive(pgid)) and time.monotonic() < deadline:
+        while (_answers(port) or process_group_alive(pgid)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _answers(port) and not _group_alive(pgid), "the server outlived the harness"
+        assert not _answers(port) and not process_group_alive(pgid), "the server outlived the harness"
         assert "the harness that started this server is gone" in (tmp_path / "out" / "servers" / "a.log").read_text()
     finally:
         if holder.poll() is None:
             holder.kill()
-        if pgid is not None and _group_alive(pgid):
+        if pgid is not None and process_group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
 
 
