@@ -275,8 +275,10 @@ def echoing_judge(statuses: dict[int, int]) -> Iterator[str]:
                 self._reply(status, {"error": {"message": f"Incorrect API key provided: {got}; key {KEY}",
                                                "type": "invalid_request_error"}})
                 return
-            answer = req["messages"][-1]["content"].rpartition("ANSWER: ")[2]
-            text = f"You sent {got} and {KEY}.\n" + fx.judge_reply(req["model"], answer)
+            content = req["messages"][-1]["content"]
+            if isinstance(content, list):  # a planner's prompt: text and image parts
+                content = " ".join(p.get("text", "") for p in content)
+            text = f"You sent {got} and {KEY}.\n" + fx.judge_reply(req["model"], content.rpartition("ANSWER: ")[2])
             self._reply(200, chat_completion(req["model"], text))
 
         def _reply(self, status, payload):
@@ -384,3 +386,30 @@ def test_the_remote_policy_client_gives_up_within_its_bound(mode):
             RemotePolicy(url=url.replace("http://", "ws://").removesuffix("/v1"), timeout_s=1.0, connect_retries=2,
                          backoff_s=0.1, checkpoint_id="c")
         assert time.monotonic() - start < 5  # 2 attempts of at most 1 s each (+ backoff)
+
+
+def test_harness_run_stores_no_echoed_key_nor_url_password(tmp_path):
+    """The planner's side of the same: a model server that repeats the key and the Basic header
+    (derived from the base_url's password) in its replies (the 401 body: test_secret_values.py)."""
+    basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    with echoing_judge({}) as where:
+        run = harness_proc("run", "planner=vlm", "planner.params.backend=openai", "planner.params.model=judge-a",
+                           f"planner.params.base_url=http://alice:{PASSWORD}@{where}",
+                           "planner.params.api_key_env=MY_MODEL_KEY", "planner.params.max_retries=0",
+                           "planner.params.max_concurrency=1", "split=seen", "limit=2", *FAST, "out=o",
+                           cwd=tmp_path, env_extra={"MY_MODEL_KEY": KEY})
+    assert run.returncode in (0, 1), run.stderr
+    export = harness_proc("export", "o", cwd=tmp_path)
+    rows = [json.loads(line) for line in export.stdout.splitlines()]
+    assert len(rows) == 2
+    import sqlite3
+
+    con = sqlite3.connect(tmp_path / "o" / "results.sqlite")
+    stored = json.dumps([list(r) for table in ("episodes", "transcripts")
+                         for r in con.execute(f"SELECT * FROM {table}")], default=str)
+    con.close()
+    assert "You sent Basic *** and ***." in stored, stored[:3000]
+    for secret in (KEY, PASSWORD, basic, basic.rstrip("=")):
+        assert secret not in run.stdout + run.stderr + export.stdout, secret
+        for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+            assert secret.encode() not in path.read_bytes(), (secret, path)
