@@ -7,10 +7,12 @@ parallel episodes cost about one forward pass per decoding step.
 
 ``openai``: any OpenAI-compatible chat-completions server (vLLM, SGLang,
 lmdeploy, ``transformers serve``). Up to ``max_concurrency`` requests in
-flight; retries with exponential backoff on 429 / 5xx / connection errors and
-the per-request timeout are the ``openai`` client's own (``max_retries``,
-``timeout``). A server that stays down raises out of ``generate``: the runner
-records the episodes it served as agent errors, and a rerun resumes them. A reply
+flight; retries with exponential backoff on 429 / 5xx / connection errors are the
+``openai`` client's own (``max_retries``); each call, its retries included, ends by
+``request_timeout_s`` of wall clock whatever the server does (a byte a second before or after
+its headers included: planners/vlm/wallclock.py), raising ``CallTimedOut`` (a ``timeout``
+record). A server that stays down raises out of ``generate``: the runner records the episodes
+it served as agent errors, and a rerun resumes them. A reply
 is read with a size limit and kept up to ``max_reply_chars`` characters, the cut
 flagged (``Generation.output_truncated``; planners/vlm/reply_body.py).
 
