@@ -24,7 +24,10 @@ Decisions (the same as :mod:`harness.metrics` documents, and tested there)
 * T is the record's ``path_length`` where the env reported one, else its ``steps``.
 * The path-length weight is ``L* / max(T, L*)`` (1 when L* = T = 0).
 * An episode without a known L* has no PLW value; one without goal conditions has no
-  progress or PLW GC value; cells over no such episode are NaN.
+  progress or PLW GC value; cells over no such episode are NaN. These metrics declare
+  ``applies`` (progress where the episode has goal conditions, the PLW metrics where L* is
+  known and not 0) and ``missing=None``: such an episode is left out, the value does not exist,
+  it is not a failure; an error record still has its values (above), so it counts.
 """
 
 from __future__ import annotations
@@ -43,15 +46,17 @@ INVALID, STEPS = "invalid_actions", "steps"
 METRICS: tuple[Metric, ...] = (
     Metric("sr", "SR", SUCCESS, binary=True, default=True,
            description="success rate: episodes whose goal was reached / episodes (errors fail)"),
-    Metric("gc", "GC", GC_MET, aggregation="ratio", weight=GC_TOTAL, default=True,
+    Metric("gc", "GC", GC_MET, aggregation="ratio", weight=GC_TOTAL, applies=GC_TOTAL, default=True,
            description="goal conditions met / goal conditions, pooled over episodes (ALFRED GC)"),
-    Metric("progress", "Progress", PROGRESS,
+    Metric("progress", "Progress", PROGRESS, applies=GC_TOTAL, missing=None,
            description="mean per-episode share of goal conditions met (EB-ALFRED task progress)"),
-    Metric("plw_sr", "PLW SR", PLW_SR_NUM, aggregation="ratio", weight=EXPERT_LENGTH,
+    Metric("plw_sr", "PLW SR", PLW_SR_NUM, aggregation="ratio", weight=EXPERT_LENGTH, applies=EXPERT_LENGTH,
+           missing=None,
            description="path-length-weighted SR: sum(success * min(1, L*/T) * L*) / sum(L*)"),
-    Metric("plw_gc", "PLW GC", PLW_GC_NUM, aggregation="ratio", weight=EXPERT_LENGTH,
+    Metric("plw_gc", "PLW GC", PLW_GC_NUM, aggregation="ratio", weight=EXPERT_LENGTH, applies=EXPERT_LENGTH,
+           missing=None,
            description="path-length-weighted GC: sum(s/ts * min(1, L*/T) * L*) / sum(L*)"),
-    Metric("invalid_rate", "Invalid", INVALID, aggregation="ratio", weight=STEPS, higher_is_better=False,
+    Metric("invalid_rate", "Invalid", INVALID, aggregation="ratio", weight=STEPS, higher_is_better=False, missing=None,
            description="invalid actions / steps, pooled over episodes"),
 )
 

@@ -48,10 +48,11 @@ def data_root(suite: str, data_dir: str | None, env_var: str, error: type[Except
     return Path(root).expanduser()
 
 
-def read_json(path: Path, error: type[Exception]) -> Any:
-    """The JSON value of the file at ``path``; ``error`` (one line) when it is missing or unreadable."""
+def read_json(path: Path, error: type[Exception], missing: type[Exception] | None = None) -> Any:
+    """The JSON value of the file at ``path``; ``error`` (one line) when it is unreadable, and
+    ``missing`` (default ``error``) when it is not there."""
     if not path.is_file():
-        raise error(f"{path}: no such file")
+        raise (missing or error)(f"{path}: no such file")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -72,8 +73,9 @@ def strip_fence(text: str) -> str:
 
 
 def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object a reply holds: the whole reply (fence removed), else its first ``{`` to
-    its last ``}``; None when neither is a JSON object."""
+    """The JSON object a reply holds: the whole reply (fence removed), or the one object of a JSON
+    list holding exactly one, else its first ``{`` to its last ``}``; None when none is a JSON
+    object. A list of several objects is no answer (which one would it be?)."""
     body = strip_fence(text)
     candidates = [body]
     start, end = body.find("{"), body.rfind("}")
@@ -84,8 +86,12 @@ def json_object(text: str) -> dict[str, Any] | None:
             value = json.loads(candidate)
         except ValueError:
             continue
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
         if isinstance(value, dict):
             return value
+        if isinstance(value, list):
+            return None
     return None
 
 

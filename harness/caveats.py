@@ -13,6 +13,10 @@ report's HTML):
   provenance (``split_episodes``; :class:`harness.runner.Runner`); a column over several
   splits sums its splits, ``avg`` sums every column's. Runs written before that record say
   "total unknown" (never a guess). A value cell with ``n < N`` is marked :data:`PARTIAL`.
+* **Coverage** per cell and metric (:func:`coverage`): where not every episode the metric
+  applies to has a value of its own, how many were counted by the metric's error policy
+  (errored or unanswered) and how many await a score (a judged answer not judged yet, an
+  unreadable or failed verdict); a cell with unscored answers is marked :data:`PARTIAL` too.
 * **Agent failures** per cell: the episodes with output errors (agent replies that yielded
   no usable action: unparseable replies) and the episodes that ran the agent's fallback
   actions (``extra["fallback_plans"]``). A cell is marked :data:`UNUSABLE` when **most of
@@ -89,6 +93,8 @@ def run_settings(spec: Any, identity: Any, provenance: Any) -> dict[str, Any]:
     provenance = provenance if isinstance(provenance, Mapping) else {}
     out: dict[str, Any] = {}
     for key, default in _SPEC_DEFAULTS.items():
+        if key == "limit" and spec.get("stopping"):  # stopping=sequential: the first round's, not a setting
+            continue
         if spec.get(key, default) != default:
             out[key] = spec.get(key)
     out["agent"] = spec.get("agent") or identity.get("agent")
@@ -183,7 +189,39 @@ def _cell(part: "pd.DataFrame") -> dict[str, Any]:
         mostly = n > 0 and 2 * episodes_with_errors > n
     return {"episodes": n, "total": total, "output_error_episodes": episodes_with_errors,
             "fallback_episodes": int((fallbacks > 0).sum()), "replies": replies, "unusable_replies": unusable,
-            "fallback_replies": int(fallbacks.sum()), "mostly_unusable": bool(mostly)}
+            "fallback_replies": int(fallbacks.sum()), "mostly_unusable": bool(mostly), "coverage": coverage(part)}
+
+
+def coverage(part: "pd.DataFrame") -> list[dict[str, Any]]:
+    """Per declared metric of the cell's suites whose episodes do not all have a value of their
+    own (:func:`harness.scoring.tally`): ``metric``, ``label``, ``n`` (episodes it applies to),
+    ``valued``, ``missing`` (no value: counted as ``missing_value``, or left out where that is
+    None), ``unscored`` (awaiting a score: left out)."""
+    from harness import scoring
+
+    if not len(part) or "suite" not in part:
+        return []
+    values = scoring.value_rows(part)
+    out = []
+    for m in scoring.declared(part["suite"].unique()).values():
+        t = scoring.tally(m, values)
+        if t.n and not t.complete:
+            out.append({"metric": m.name, "label": m.label, "n": t.n, "valued": t.valued, "missing": t.missing,
+                        "unscored": t.unscored, "missing_value": m.missing, "judged": m.judged})
+    return out
+
+
+def coverage_text(c: Mapping[str, Any]) -> str:
+    """'S over 16 of 60 (4 without an answer count 0; 40 not scored)'."""
+    counted = c["valued"] + (c["missing"] if c["missing_value"] is not None else 0)
+    parts = []
+    if c["missing"]:
+        what = "without an answer (errored or empty)" if c["judged"] else "without a value (errored or unanswered)"
+        parts.append(f"{c['missing']} {what} " + (f"count {c['missing_value']:g}" if c["missing_value"] is not None
+                                                   else "left out"))
+    if c["unscored"]:
+        parts.append(f"{c['unscored']} not scored (not judged yet, or an unreadable or failed verdict), left out")
+    return f"{c['label']} over {counted} of {c['n']}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def cells(df: "pd.DataFrame", row_of: "pd.Series", group_of: "pd.Series",
@@ -343,13 +381,15 @@ def _cell_of(table: "pd.DataFrame") -> dict[tuple[Any, str], dict[str, Any]]:
     return {(c["row"], c["group"]): c for c in table.attrs.get("caveats", {}).get("cells", [])}
 
 
-def marks(table: "pd.DataFrame", row: Any, group: str) -> str:
-    """The caveat marks of a value cell: :data:`UNUSABLE`, :data:`PARTIAL`."""
+def marks(table: "pd.DataFrame", row: Any, group: str, metric: str | None = None) -> str:
+    """The caveat marks of a value cell: :data:`UNUSABLE`, :data:`PARTIAL` (part of the split,
+    or, for ``metric``, part of its answers scored: a judged cell over 16 of 60 answers)."""
     cell = _cell_of(table).get((row, group))
     if cell is None:
         return ""
     text = UNUSABLE if cell["mostly_unusable"] else ""
-    if cell["total"] is not None and cell["episodes"] < cell["total"]:
+    unscored = any(x["metric"] == metric and x["unscored"] for x in cell.get("coverage", [])) if metric else False
+    if (cell["total"] is not None and cell["episodes"] < cell["total"]) or unscored:
         text += PARTIAL
     return text
 
@@ -401,6 +441,10 @@ def notes(table: "pd.DataFrame", avg_label: str | None = None) -> list[str]:
         if c["output_error_episodes"] or c["fallback_episodes"]:
             mark = UNUSABLE + " " if c["mostly_unusable"] else ""
             lines.append(f"{mark}{c['row']}, {c['group']}: {_failures_text(c)}.")
+        shown = {m for g, m in table.columns if g == c["group"]}
+        cover = [coverage_text(x) for x in c.get("coverage", []) if x["metric"] in shown]
+        if cover:
+            lines.append(f"{c['row']}, {c['group']}: " + "; ".join(cover) + ".")
     rows_shown = [r for r in table.index]
     setting_lines = []
     for s in caveats.get("settings", []):
@@ -439,6 +483,8 @@ def csv_text(table: "pd.DataFrame", row: Any) -> str:
                      f"({c['unusable_replies']}/{c['replies']} replies), {c['fallback_episodes']} with fallback actions")
         if c["mostly_unusable"]:
             text += ", mostly unusable replies"
+        shown = {m for g, m in table.columns if g == c["group"]}
+        text += "".join(f", {coverage_text(x)}" for x in c.get("coverage", []) if x["metric"] in shown)
         parts.append(text)
     caveats = table.attrs.get("caveats", {})
     if caveats.get("settings_by") == "row":
@@ -459,6 +505,15 @@ def json_cell(table: "pd.DataFrame", row: Any, group: str) -> dict[str, Any]:
             "output_error_episodes": cell["output_error_episodes"], "fallback_episodes": cell["fallback_episodes"],
             "agent_replies": cell["replies"], "unusable_replies": cell["unusable_replies"],
             "mostly_unusable": cell["mostly_unusable"]}
+
+
+def json_coverage(table: "pd.DataFrame", row: Any, group: str, metric: str) -> dict[str, Any] | None:
+    """A metric's coverage in a cell (JSON): None where every episode it applies to has a value."""
+    cell = _cell_of(table).get((row, group)) or {}
+    for x in cell.get("coverage", []):
+        if x["metric"] == metric:
+            return {k: x[k] for k in ("n", "valued", "missing", "unscored", "missing_value")}
+    return None
 
 
 def json_row(table: "pd.DataFrame", row: Any) -> dict[str, Any]:

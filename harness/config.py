@@ -7,6 +7,7 @@ Only the CLI calls this module; the runner sees dataclasses, never Hydra.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,9 @@ class RunConfig:
     executor: Any = MISSING
     #: When set (``tracker=wandb``), the experiment tracker the run logs to (no result changes).
     tracker: Any = None
+    #: When set (``stopping=sequential``), the sweep's runs are compared in rounds and stop once
+    #: decided (harness/sequential/; configs/stopping/sequential.yaml).
+    stopping: Any = None
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     #: null: the suite's declared default split.
     split: Optional[str] = None
@@ -167,11 +171,12 @@ def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfi
             if OmegaConf.is_missing(merged, group) or merged[group] is None:
                 raise ConfigError(f"{group} is required (an override removed it): choose one with {group}=NAME "
                                   f"(choices: {', '.join(group_choices(group))})")
-        model_source = OmegaConf.to_container(merged.variant.params, resolve=False).get("model")
+        sources = OmegaConf.to_container(merged.variant.params, resolve=False)
+        model_source = sources.get("model")
         OmegaConf.resolve(merged)
         _command_line_wins(merged, overrides)
         try:
-            _check_checkpoint(merged, model_source)
+            _check_checkpoint(merged, model_source, sources.get("adapter"))
         except MissingPrerequisite as exc:
             if missing is None:
                 raise
@@ -179,6 +184,12 @@ def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfi
             names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
             merged.variant.params.model = f"${names[0]}" if names else "<unset>"
         _prune_unset(merged, overrides)
+        try:
+            _check_own_weights(merged, sources, overrides)
+        except MissingPrerequisite as exc:
+            if missing is None:
+                raise
+            missing.append(str(exc))
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_hint(exc)) from None
     except ConfigError:
@@ -306,18 +317,57 @@ def _command_line_wins(cfg: DictConfig, overrides: list[str]) -> None:
         cfg.variant.params[name] = value
 
 
-def _check_checkpoint(cfg: DictConfig, model_source: Any) -> None:
-    """A model variant whose checkpoint comes from the environment names the variable when unset."""
-    import re
+def _env_names(source: Any) -> list[str]:
+    """The environment variables an unresolved value reads, outermost first
+    (``${oc.env:FAVOR_SFT_MODEL,${oc.env:BASE_MODEL,null}}``: FAVOR_SFT_MODEL, BASE_MODEL)."""
+    return re.findall(r"oc\.env:(\w+)", source) if isinstance(source, str) else []
 
+
+def _check_checkpoint(cfg: DictConfig, model_source: Any, adapter_source: Any = None) -> None:
+    """A model variant whose checkpoint comes from the environment names the variable when unset
+    (a variant with its own adapter variable: that one too, with the base it applies to)."""
     if cfg.policy is not None or "model" not in cfg.variant.params or cfg.variant.params.model not in (None, ""):
         return
-    names = re.findall(r"oc\.env:(\w+)", model_source) if isinstance(model_source, str) else []
-    where = " or ".join(f"${n}" for n in names)
+    names = _env_names(model_source)
+    adapters = _env_names(adapter_source)
+    if len(names) >= 2 and adapters:  # its own checkpoint, or an adapter on the fallback's
+        where = (f"set ${names[0]} to its folder (or Hub id), or ${names[1]} with ${adapters[0]} "
+                 f"(a LoRA adapter on it)")
+    else:
+        where = ("set " + " or ".join(f"${n}" for n in names) + " to its folder (or Hub id)") if names else ""
     raise MissingPrerequisite(
         f"variant {cfg.variant.name} has no checkpoint: "
-        + (f"set {where} to its folder (or Hub id), or give variant.params.model=PATH"
-           if where else "give variant.params.model=PATH"))
+        + (f"{where}, or give variant.params.model=PATH" if where else "give variant.params.model=PATH"))
+
+
+def _check_own_weights(cfg: DictConfig, sources: dict[str, Any], overrides: list[str]) -> None:
+    """A variant whose checkpoint falls back to another variable (``${oc.env:FAVOR_SFT_MODEL,
+    ${oc.env:BASE_MODEL,null}}``: an adapter's base) while nothing of its own is set -- its
+    checkpoint variable, nor any other of its variables the run uses (its adapter; with a served
+    model, its served checkpoint) -- would run the fallback's weights under its own name (a
+    FAVOR-SFT row that is the base model): refused, naming its variables. A model or adapter
+    given on the command line is the user's choice and is kept. ``sources``: the variant's
+    params unresolved."""
+    given = _override_keys(overrides)
+    if cfg.policy is not None or "variant.params.model" in given or "planner.params.model" in given:
+        return
+    params = cfg.variant.params
+    names = _env_names(sources.get("model"))
+    if len(names) < 2 or os.environ.get(names[0]):
+        return
+    fallback = os.environ.get(names[1])
+    if not fallback or params.get("model") != fallback:
+        return  # the checkpoint came from elsewhere, or none (_check_checkpoint says so)
+    if any(key != "model" and params.get(key) not in (None, "")
+           and (_env_names(source) or f"variant.params.{key}" in given or f"planner.params.{key}" in given)
+           for key, source in sources.items()):
+        return  # its adapter (or its served checkpoint) is its own
+    adapters = _env_names(sources.get("adapter"))
+    raise MissingPrerequisite(
+        f"variant {cfg.variant.name} would run ${names[1]}'s weights unchanged under its own name: set "
+        + (f"${adapters[0]} (its LoRA adapter on ${names[1]}) or " if adapters else "")
+        + f"${names[0]} (its own checkpoint, or served model name), or give variant.params.adapter=PATH "
+        "or variant.params.model=PATH")
 
 
 #: Longest time limit accepted (seconds): what ``threading`` can wait for (its TIMEOUT_MAX
@@ -339,8 +389,8 @@ def _check_values(cfg: DictConfig) -> None:
         if value is not None and not (value > 0 and math.isfinite(value) and value <= MAX_TIMEOUT_S):
             raise ConfigError(f"{key} must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, or null (no limit); got {value}")
 
-    if cfg.limit is not None and cfg.limit < 0:
-        raise ConfigError(f"limit must be >= 0, got {cfg.limit}")
+    if cfg.limit is not None and cfg.limit < 1:  # 0 would "succeed" having run nothing
+        raise ConfigError(f"limit must be >= 1 (null: every episode), got {cfg.limit}")
     if not 0 <= cfg.seed <= MAX_SEED:
         raise ConfigError(f"seed must be between 0 and {MAX_SEED} (it offsets every episode's seed), got {cfg.seed}")
     if not 0 <= cfg.repeat <= MAX_SEED:
@@ -420,6 +470,7 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
     split = cfg.split if cfg.split is not None else suite_plugin.default_split
     if split is None:
         raise ConfigError(f"suite {suite_plugin.name} declares no default split: give split=NAME")
+    stopping = _stopping(cfg, suite_plugin.name)
     return RunSpec(
         suite=cfg.suite.name,
         split=split,
@@ -443,8 +494,37 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         batch_wait_s=cfg.runner.batch_wait_s,
         record_prompts=cfg.record_prompts,
         record_images=cfg.record_images,
+        stopping=stopping,
     )
 
+
+def _stopping(cfg: DictConfig, suite: str) -> dict[str, Any] | None:
+    """``stopping=sequential``: its settings checked (harness.sequential.SequentialStopping), the
+    tested metric resolved against the suite's declarations; None without it."""
+    import dataclasses
+
+    from harness.scoring import suite_scoring
+    from harness.sequential import SequentialStopping, tested_metric
+
+    node = cfg.get("stopping")
+    if node is None:
+        return None
+    given = _plain(node)
+    given.pop("name", None)
+    known = {f.name for f in dataclasses.fields(SequentialStopping)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ConfigError(f"stopping.{unknown[0]} is not a setting of stopping=sequential "
+                          f"(settings: {', '.join(sorted(known))})")
+    if given.get("baseline") is None:
+        raise ConfigError("stopping=sequential needs stopping.baseline=NAME: the variant of the sweep "
+                          "the others are compared against")
+    try:
+        rule = SequentialStopping(**given)
+        metric = tested_metric(suite_scoring(suite)[0], rule.metric)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    return dataclasses.asdict(dataclasses.replace(rule, metric=metric.name))
 
 def group_choices(group: str) -> list[str]:
     """The choices of a config group: its registered plugins and its YAML files."""

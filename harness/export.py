@@ -1,8 +1,9 @@
 """Episode records as data: one row per episode (the :class:`~harness.types.EpisodeRecord`
 fields, ``extra`` as a JSON object, ``values`` the per-episode values the suite's declared
 metrics read (its derived values, then those stored in the record; :mod:`harness.scoring`), plus ``repeat`` (the run's trial seed offset),
-``repeat_index`` (its declared repeat index) and ``store``), as JSON Lines or Parquet (pandas: ``pd.read_json(path, lines=True)`` /
-``pd.read_parquet(path)``)."""
+``repeat_index`` (its declared repeat index), ``store`` and ``metrics`` (:func:`with_metrics`: what each
+declared metric counts the episode as, so the mean of an exported column is the table's cell), as JSON
+Lines or Parquet (pandas: ``pd.read_json(path, lines=True)`` / ``pd.read_parquet(path)``)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,28 @@ def all_runs(paths: Sequence[str], prefer: Sequence[str] = ()) -> pd.DataFrame:
     return df.assign(values=value_rows(df)) if len(df) else df
 
 
+def with_metrics(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``metrics``: per episode, each metric its suite declares as the tables count it
+    (:func:`harness.scoring.classify`): a mean metric's value (its own, or the metric's missing
+    value where it has none: an errored episode's failure), a ratio metric's ``[numerator,
+    denominator]``; None where the episode does not count (not applicable, unscored, or left
+    out by its policy). The mean of a mean metric's non-None values over a cell's episodes is
+    the cell's value."""
+    from harness import scoring
+
+    out = []
+    for values in scoring.value_rows(df) if len(df) else []:
+        row: dict[str, Any] = {}
+        for m in scoring.suite_scoring(str(values.suite))[0]:
+            num, den, _ = scoring.classify(m, values)
+            if math.isnan(num) or math.isnan(den):
+                row[m.name] = None
+            else:
+                row[m.name] = [num, den] if m.aggregation == "ratio" else num / den
+        out.append(row)
+    return df.assign(metrics=out) if len(df) else df
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -63,7 +86,8 @@ def to_parquet(df: pd.DataFrame, path: str) -> None:
 
     df = df.assign(extra=[json.dumps(x, sort_keys=True, default=str) for x in df["extra"]],
                    values=[json.dumps({k: _plain(v) for k, v in x.items()}, sort_keys=True, default=str)
-                           for x in df["values"]])
+                           for x in df["values"]],
+                   **({"metrics": [json.dumps(x, sort_keys=True) for x in df["metrics"]]} if "metrics" in df else {}))
     text = [c for c in df.columns if df[c].dtype == object]
     df = df.assign(**{c: [redact_text(v) if isinstance(v, str) else v for v in df[c]] for c in text})
     df.to_parquet(path, index=False)

@@ -42,12 +42,31 @@ def _module_extras() -> dict[str, str]:
 MODULE_EXTRAS: Mapping[str, str] = Collected(_module_extras)
 
 
-def missing_extra_message(exc: BaseException) -> str | None:
-    """One line naming the extra to install, when ``exc`` is a missing module an extra brings."""
+def missing_extra_message(exc: BaseException, who: str = "this") -> str | None:
+    """One line naming the extra to install, when ``exc`` is a missing module an extra brings
+    (``who``: what needs it)."""
     if not isinstance(exc, ModuleNotFoundError):
         return None
     module = (exc.name or "").partition(".")[0]
     extra = MODULE_EXTRAS.get(module)
     if extra is None:
         return None
-    return f"this needs the package {module!r} from the '{extra}' extra, which is not installed: pip install -e '.[{extra}]'"
+    return f"{who} needs the package {module!r} from the '{extra}' extra, which is not installed: pip install -e '.[{extra}]'"
+
+
+def not_installed(plugin: object, who: str) -> str | None:
+    """One line naming the extra when a module ``plugin`` declares (:attr:`harness.plugins.Plugin.modules`)
+    is not installed here: looked up (``importlib.util.find_spec``), never imported."""
+    import importlib.util
+
+    for module in getattr(plugin, "modules", ()) or ():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package that does not import, a module set to None
+            found = False
+        if not found:
+            extra = getattr(plugin, "extra", None) or MODULE_EXTRAS.get(module)
+            how = f"from the '{extra}' extra, which is not installed: pip install -e '.[{extra}]'" if extra \
+                else "which is not installed"
+            return f"{who} needs the package {module!r} {how}"
+    return None

@@ -22,6 +22,8 @@ Rules, applied in this order; the first that holds names the class:
 3. ``empty_plan`` - the agent returned an empty plan (the episode ended there).
 4. ``output_format`` - unusable model output: ``planner_output_errors`` > 0 and
    at least half of the episode's invalid actions were unusable outputs.
+   ``time_limit`` - the env's protocol ended the episode on its wall-clock limit
+   (termination ``episode_timeout``, :data:`harness.types.TERMINATION_EPISODE_TIMEOUT`).
 5. the suite's reader (:meth:`FailureRules.classify`), when the suite names one:
    one of its declared classes, or None.
 6. ``out_of_steps`` - the step limit ended the episode while goal conditions
@@ -40,6 +42,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.interfaces import FailedEpisode, FailureClass, FailureRules
+from harness.types import TERMINATION_EPISODE_TIMEOUT
 
 #: The core's classes: what any suite's episodes can end as.
 GENERIC_CLASSES: tuple[FailureClass, ...] = (
@@ -47,6 +50,7 @@ GENERIC_CLASSES: tuple[FailureClass, ...] = (
     FailureClass("error", "harness error record (agent/env fault or timeout)", 10, "#1b1b1b"),
     FailureClass("empty_plan", "the agent returned an empty plan", 20, "#bcbd22"),
     FailureClass("output_format", "unusable model output (format errors)", 30, "#ff8ab7"),
+    FailureClass("time_limit", "the protocol's wall-clock limit ended the episode", 40, "#8c564b"),
     FailureClass("out_of_steps", "ran out of steps while progressing", 800, "#6cc5b0"),
     FailureClass("other", "failed for a reason no rule explains", 900, "#9498a0"),
     FailureClass("no_history", "failed; no action history stored to classify it", 950, "#c9ccd1"),
@@ -181,6 +185,8 @@ def classify(record: Mapping[str, Any], task: Mapping[str, Any] | None = None,
     extra = extra if isinstance(extra, Mapping) else {}
     history = extra.get("history") or []
     termination = None if _missing(get("termination")) else str(get("termination"))
+    if termination == TERMINATION_EPISODE_TIMEOUT:
+        return "time_limit"
     gc_met = _int(get("gc_satisfied", 0)) > 0
     if rules is None:
         suite = get("suite")

@@ -68,10 +68,16 @@ class Suite(Protocol):
 
     # Optional: ``unavailable(split) -> str | None``, why a split the suite knows cannot run in this
     # installation (e.g. its data files are not shipped); ``harness run`` refuses with that line.
+    # Optional: ``canonical_split(split) -> str``, the name of a split the suite accepts under another
+    # spelling (cfg_bench: ``FAU`` for ``fau``); ``harness run`` runs (and identifies) it by that name.
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
         """The episodes of a split, in a fixed order. Raises ``KeyError`` for an unknown split."""
         ...
+
+    # Optional: ``split_total(split) -> int``, how many episodes the whole split holds where the
+    # suite's own parameters select part of it (LIBERO's ``tasks`` / ``trials``): tables mark a
+    # cell that ran fewer as partial, like ``limit`` (harness.runner.split_size, harness.caveats).
 
     def make_env(self) -> EpisodeEnv:
         """A fresh env able to run any episode of this suite (one per worker slot)."""

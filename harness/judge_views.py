@@ -5,8 +5,9 @@ row per answer and judge). A table reads them into the records' per-episode valu
 suite's ``judged`` metrics aggregate like any other metric (means, Δ, paired intervals).
 
 A *judge* here is a judge config as the user ran it: its name, backend, model, the backend's
-identity and sampling. One judge scoring two suites has two ``judge_id``s (the rubric is part
-of the id); it is still one judge to choose.
+identity (served weights), sampling and rubric parameters (a prompt file's text). One judge
+scoring two suites has two ``judge_id``s (the suite's rubric is part of the id); it is still
+one judge to choose. Two prompts of one model are two judges.
 
 - ``--judge NAME`` (a judge's name, ``name/model``, or a prefix of its key): that judge's values;
 - ``--judge A,B``: the mean of those judges' readable verdicts, per answer and value;
@@ -129,9 +130,13 @@ def _fmt(x: Any) -> str:
     return "not computed" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
 
-def judge_key(identity: dict[str, Any]) -> str:
-    """The judge a verdict's identity belongs to, whatever the rubric (12 hex digits)."""
+def judge_key(identity: dict[str, Any], name: str = "") -> str:
+    """The judge a verdict belongs to (12 hex digits): its name and everything in its identity
+    that changes a verdict (model, served weights, sampling, the rubric parameters such as a
+    prompt file's text) except the suite's own rubric, so one judge of two suites is one judge
+    and two prompts of one model are two."""
     rest = {k: v for k, v in identity.items() if k not in ("rubric", "rubric_version")}
+    rest["name"] = str(name)
     return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:12]
 
 
@@ -139,7 +144,7 @@ def judges_of(verdicts: Any) -> list[Judge]:
     """The judges of a ``judgements`` frame, in order of first verdict, with unambiguous tags."""
     seen: dict[str, dict[str, Any]] = {}
     for row in verdicts.sort_values("judged_at", kind="stable").to_dict("records"):
-        k = judge_key(row["identity"])
+        k = judge_key(row["identity"], row["judge"])
         j = seen.setdefault(k, {"name": str(row["judge"]), "model": str(row["identity"].get("model", "")),
                                 "ids": []})
         if row["judge_id"] not in j["ids"]:
@@ -203,7 +208,7 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
     if not chosen:
         return df, view
     by_key = {j.key: j for j in judges}
-    rows = verdicts.assign(_judge=[judge_key(i) for i in verdicts["identity"]])
+    rows = verdicts.assign(_judge=[judge_key(i, n) for i, n in zip(verdicts["identity"], verdicts["judge"])])
     for j in chosen:
         mine = rows[rows["_judge"] == j.key]
         view.counts[j.tag] = {s: int((mine["status"] == s).sum()) for s in ("ok", "unreadable", "error")}
@@ -227,14 +232,35 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
                 filled.setdefault(k, {}).setdefault(name + suffix, []).append(x)
     if not filled:
         return df, view
+    # An answer that errored or is empty has nothing to judge: each value the chosen judges give
+    # is None there, so the metric's error policy counts it (docs/judging.md). Answers not judged
+    # (yet), or whose verdicts were unreadable or failed, stay without a value: unscored.
+    given: list[str] = []
+    for n in givers:
+        split = view.mode == "each" and n in view.shared_values
+        given += [f"{n}@{t}" for t in view.tags] if split else [n]
     new_values = []
-    for row, values in zip(df[list(KEY)].itertuples(index=False, name=None), df["values"]):
+    for row, values, unanswered in zip(df[list(KEY)].itertuples(index=False, name=None), df["values"],
+                                       _unanswered(df)):
         add = filled.get((row[0], row[1], row[2], row[3], int(row[4])))
         merged = dict(values) if isinstance(values, dict) else {}
         if add:
             merged.update({n: sum(xs) / len(xs) for n, xs in add.items()})
+        elif unanswered:
+            merged.update({n: None for n in given if n not in merged})
         new_values.append(merged)
     return df.assign(values=new_values), view
+
+
+def _unanswered(df: Any) -> list[bool]:
+    """Per record: it errored, or its answer (``extra["answer"]``) is empty."""
+    out = []
+    none = [None] * len(df)
+    for kind, extra in zip(df["error_kind"] if "error_kind" in df else none, df["extra"] if "extra" in df else none):
+        errored = isinstance(kind, str) and kind != ""
+        answer = extra.get("answer") if isinstance(extra, dict) else None
+        out.append(errored or (answer is not None and not str(answer).strip()))
+    return out
 
 
 def _number(v: Any) -> float | None:

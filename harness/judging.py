@@ -196,12 +196,22 @@ def split_judge_overrides(overrides: Sequence[str]) -> tuple[str | None, list[st
 
 # --- identity ----------------------------------------------------------------------------
 def judge_identity(cfg: JudgeConfig, backend_identity: Mapping[str, Any], rubric: Any) -> dict[str, Any]:
-    return {
+    out = {
         "backend": cfg.backend, "model": cfg.model, "backend_identity": dict(backend_identity),
         "sampling": {"decoding": "greedy", "temperature": 0.0, "max_new_tokens": cfg.max_new_tokens},
         "rubric": dict(rubric.identity()), "rubric_version": str(rubric.version),
         "protocol": JUDGE_PROTOCOL_VERSION,
     }
+    if cfg.rubric:  # the user's rubric parameters (a prompt file: its text's hash), whatever the suite
+        out["rubric_params"] = {k: _file_or_value(v) for k, v in sorted(cfg.rubric.items())}
+    return out
+
+
+def _file_or_value(value: Any) -> Any:
+    """A rubric parameter as it enters the identity: an existing file's content hash, else itself."""
+    if isinstance(value, str) and value and Path(value).expanduser().is_file():
+        return "sha256:" + hashlib.sha256(Path(value).expanduser().read_bytes()).hexdigest()
+    return value
 
 
 def judge_id_of(identity: Mapping[str, Any]) -> str:
@@ -227,7 +237,9 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
     runs = store.runs()
     if runs.empty:
         raise JudgeError(f"{store.path.parent}: the store has no runs (nothing to judge)")
-    records = store.frame()
+    records: dict[str, list[Any]] = {}  # typed records (no pandas: a NULL stays None, never a NaN that reads as true)
+    for r in store.records():
+        records.setdefault(r.run_id, []).append(r)
     last_output: dict[tuple, str] = {}
     for t in store.transcripts():
         if t.get("raw_output") is not None:
@@ -269,13 +281,15 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
             episodes = {(e.episode_id, e.seed): e for e in suites[key].episodes(run.split)}
         except (OSError, ValueError, TypeError, KeyError) as exc:  # its data not here, ...
             raise JudgeError(f"suite {run.suite}/{run.split}: cannot read its episodes: {_one_line(exc)}") from None
-        rows = records[records["run_id"] == run.run_id]
-        for rec in rows.to_dict("records"):
-            k = (rec["run_id"], rec["suite"], rec["split"], rec["episode_id"], int(rec["seed"]))
-            episode = episodes.get((rec["episode_id"], int(rec["seed"])))
-            if episode is None or rec.get("error_kind"):
+        for typed in records.get(run.run_id, []):
+            if typed.error_kind is not None:  # an errored episode has no answer to judge
                 continue
-            text = (rec.get("extra") or {}).get("answer")
+            rec = typed.to_dict()
+            k = (typed.run_id, typed.suite, typed.split, typed.episode_id, int(typed.seed))
+            episode = episodes.get((typed.episode_id, int(typed.seed)))
+            if episode is None:
+                continue
+            text = (typed.extra or {}).get("answer")
             if text is None:
                 text = last_output.get(k)
             if text is None or not rubrics[run.suite].needs(rec, episode):
@@ -577,16 +591,18 @@ def krippendorff_alpha_interval(units: Iterable[Sequence[float | None]]) -> floa
     return 1.0 - d_o / d_e
 
 
-def agreement(frame: Any, values: Sequence[str] | None = None) -> dict[str, Any]:
+def agreement(frame: Any) -> dict[str, Any]:
     """Agreement between the judges of a ``ResultStore.judgements()`` frame, per judged value.
 
     ``{value: {"judges": [ids], "answers": n, "alpha": float | None,
     "pairs": [{"a": id, "b": id, "n": n, "rho": float | None}]}}``, only for values that two or
-    more judges gave; only ``ok`` verdicts count (an unreadable one is a missing value).
+    more judges gave; only ``ok`` verdicts count (an unreadable one is a missing value). A frame
+    of several suites keys each value by its suite (``SUITE:VALUE``): never pooled across suites.
     """
     if frame is None or len(frame) == 0:
         return {}
     scores: dict[str, dict[str, dict[tuple, float]]] = {}  # value -> judge -> answer key -> x
+    several = frame["suite"].nunique() > 1  # one suite's value never pools with another's
     for row in frame.to_dict("records"):
         if row["status"] != "ok":
             continue
@@ -594,11 +610,10 @@ def agreement(frame: Any, values: Sequence[str] | None = None) -> dict[str, Any]
         for name, x in (row["values"] or {}).items():
             x = _number(x)
             if x is not None:
-                scores.setdefault(name, {}).setdefault(row["judge_id"], {})[key] = x
+                shown = f"{row['suite']}:{name}" if several else name
+                scores.setdefault(shown, {}).setdefault(row["judge_id"], {})[key] = x
     out: dict[str, Any] = {}
     for name in sorted(scores):
-        if values is not None and name not in values:
-            continue
         judges = sorted(scores[name])
         if len(judges) < 2:
             continue

@@ -10,11 +10,23 @@ from typing import Iterable
 
 #: Aggregations a metric may declare.
 AGGREGATIONS = ("mean", "ratio")
+#: ``Metric.missing`` left to its default (see :class:`Metric`).
+DEFAULT_MISSING = "default"
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric a suite declares (see the module doc)."""
+    """One metric a suite declares (see the module doc).
+
+    The error policy (docs/tables.md, "Declared metrics"): every episode the metric ``applies`` to counts in its
+    cell. An applicable episode without a value of its own (it errored, its answer was empty, or
+    the answer could not be scored for the model's fault) counts as ``missing``; by default a
+    binary metric's failure (0, or 1 where lower is better) and 0 for any other metric (the
+    bottom of its range when 0 is outside it). ``missing=None`` leaves such episodes out of the
+    value (the cell then shows its coverage). ``applies``: None, every episode of the suite;
+    else the name of a per-episode value that is true on the episodes the metric is about (a
+    multiple-choice accuracy applies to the multiple-choice questions only).
+    """
 
     name: str
     label: str
@@ -28,6 +40,8 @@ class Metric:
     judged: bool = False
     default: bool = False
     description: str = ""
+    applies: str | None = None
+    missing: float | None | str = DEFAULT_MISSING
 
     def __post_init__(self) -> None:
         where = f"metric {self.name!r}"
@@ -52,6 +66,29 @@ class Metric:
             raise ValueError(f"{where} has an empty range {self.range!r} (needs lo < hi)")
         if self.binary and (lo, hi) != (0.0, 1.0):
             raise ValueError(f"{where} is binary but its range is {self.range!r}, not (0, 1)")
+        if self.applies is not None and (not isinstance(self.applies, str) or not self.applies.strip()):
+            raise ValueError(f"{where} has a malformed applies {self.applies!r} (the name of a per-episode value)")
+        missing = self.missing
+        if missing == DEFAULT_MISSING:
+            if self.binary:
+                missing = 0.0 if self.higher_is_better else 1.0
+            else:
+                missing = 0.0 if lo <= 0.0 <= hi else lo
+        elif missing is not None:
+            try:
+                missing = float(missing)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where} has a malformed missing {self.missing!r} (a number or None)") from None
+            if not lo <= missing <= hi:
+                raise ValueError(f"{where} counts a missing value as {missing}, outside its range {self.range!r}")
+        object.__setattr__(self, "missing", missing)
+
+    @property
+    def policy(self) -> str:
+        """The error policy in words (``harness list``, the tables' footnotes)."""
+        if self.missing is None:
+            return "an episode without a value is left out"
+        return f"an episode without a value counts as {self.missing:g}"
 
     @property
     def percent(self) -> bool:

@@ -419,10 +419,13 @@ def _plain(values: Mapping[str, Any]) -> Mapping[str, Any]:
 # --- composite declarations ---------------------------------------------------------
 @dataclass(frozen=True)
 class Group:
-    """One part of a :class:`Composite`: a title (``backend hf``) and its declaration."""
+    """One part of a :class:`Composite`: a title (``backend hf``) and its declaration; ``plugin``:
+    the plugin the group's values choose (the model backend), whose :attr:`~harness.plugins.Plugin.modules`
+    a run needs as well."""
 
     title: str
     params: type
+    plugin: Any = None
 
 
 class Parsed(dict):

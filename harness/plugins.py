@@ -54,6 +54,11 @@ class Plugin:
     params: Any = None
     #: The pyproject extra that installs what the target imports (None: the core install).
     extra: str | None = None
+    #: Top-level modules of its extra that its code imports (lazily, when it is built): for
+    #: one-line "install the extra" errors (:mod:`harness.extras`); an agent's, and its chosen
+    #: model backend's, are looked up by ``harness run`` and its ``--dry-run`` before anything
+    #: runs (:func:`harness.extras.not_installed`).
+    modules: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if ":" not in self.target:
@@ -82,9 +87,6 @@ class SuitePlugin(Plugin):
     #: The datasets ``harness fetch NAME`` can fetch for this suite
     #: (:class:`harness.fetch.Dataset`; their names are global, so prefix them with the suite's).
     datasets: tuple[Any, ...] = ()
-    #: Top-level modules its extra (:attr:`Plugin.extra`) installs, for one-line
-    #: "install the extra" errors (:mod:`harness.extras`).
-    modules: tuple[str, ...] = ()
     #: Distributions whose versions can move its results (recorded in each run's provenance).
     packages: tuple[str, ...] = ()
     #: How it is scored: the metrics it declares (:class:`harness.scoring.Metric`), in
@@ -100,6 +102,11 @@ class SuitePlugin(Plugin):
     #: Breakdowns ``harness table --by NAME`` offers beside ``task_type``: keys of an episode's
     #: metadata whose values the runner stores in the record's ``extra["breakdown"]``.
     breakdowns: tuple[str, ...] = ()
+    #: The breakdown (``task_type`` or one of :attr:`breakdowns`) over whose values the suite's
+    #: benchmark averages its overall figures (CFG-Bench: the mean over its tasks, not over its
+    #: questions); ``harness table --by`` that field prints this mean beside the pooled ``all``
+    #: row, labelled (docs/tables.md). None: the benchmark pools episodes, as ``all`` does.
+    mean_over: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -111,6 +118,9 @@ class SuitePlugin(Plugin):
             if not (isinstance(name, str) and name.isidentifier()) or name in RESERVED_BREAKDOWNS:
                 raise ValueError(f"suite {self.name!r}: breakdown {name!r} must be a name other than "
                                  f"{', '.join(RESERVED_BREAKDOWNS)}")
+        if self.mean_over is not None and self.mean_over not in ("task_type", *self.breakdowns):
+            raise ValueError(f"suite {self.name!r}: mean_over {self.mean_over!r} must be task_type or one of its "
+                             f"breakdowns ({', '.join(self.breakdowns) or 'none declared'})")
         if self.values is not None and ":" not in self.values:
             raise ValueError(f"values of suite {self.name!r} must be 'module:attr', got {self.values!r}")
 
@@ -155,8 +165,6 @@ class TrackerPlugin(Plugin):
     and the invocation's table and report as artifacts (:class:`harness.trackers.Tracker`).
     It changes no result: never part of a run identity."""
 
-    #: Top-level modules its extra installs, for one-line "install the extra" errors.
-    modules: tuple[str, ...] = ()
 
 
 @dataclass

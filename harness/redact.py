@@ -41,7 +41,8 @@ def is_secret_key(key: Any) -> bool:
     if not isinstance(key, str):
         return False
     k = key.lower().replace("-", "_")
-    return not k.endswith("_env") and _SECRET_KEY.search(k) is not None
+    # ``*_env`` names (``api_key_env``: a variable's name) end in no secret word: the pattern keeps them
+    return _SECRET_KEY.search(k) is not None
 
 
 #: Shorter values are not redacted as known secrets (``EMPTY``, ``1``, ``true`` would blank

@@ -175,12 +175,14 @@ def protocol_fact(identity: Any, key: str) -> Any:
 
 
 def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] = (),
-         judge: str | None = None) -> Selection:
+         judge: str | None = None, where: Any = None) -> Selection:
     """The shown records of the stores at ``paths``, with columns ``repeat``, ``repeat_index``,
     ``store`` and ``expert_length_unit`` (the run's protocol fact, None where it states none).
     ``prefer``: stores whose rows win where stores disagree on an episode (:func:`merge_stores`).
     ``judge``: whose verdicts fill the judged metrics' values (:mod:`harness.judge_views`:
-    a name, ``A,B`` for their mean, ``all``; None: the only judge, or each of several)."""
+    a name, ``A,B`` for their mean, ``all``; None: the only judge, or each of several).
+    ``where``: ``frame -> frame``, the records a command shows (its --suite/--split/--variant),
+    applied before the judges are read, so their counts and agreement are of those records only."""
     import pandas as pd
 
     from harness.store import ResultStore
@@ -255,6 +257,8 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
         {**{c: "first" for c in keep.columns if c not in ("run_id", "store")},
          "store": lambda s: sorted(set(s))}).reset_index()
     shown["provenance"] = shown["run_id"].map(provenance)
+    if where is not None and len(df):
+        df = where(df)
     df, view = _judged(df, verdicts, judge)
     from harness import caveats  # each record's split size and its run's settings (table footnotes)
 

@@ -29,6 +29,8 @@ from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
 from harness.params import identity_of
 from harness.redact import redact
+from harness.sequential import IDENTITY_KEYS as SEQUENTIAL_IDENTITY_KEYS
+from harness.sequential import ORDER_KEY as SEQUENTIAL_ORDER_KEY
 from harness.spool import spool
 from harness.store import ResultStore
 from harness.types import (
@@ -86,6 +88,10 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
         # rows would otherwise pool with the unshifted run's in one table row). Added only
         # when set, so the run ids of unshifted runs (every existing store) stay as they were.
         identity["seed_offset"] = spec.seed
+    if spec.stopping:
+        # A sequential comparison (harness/sequential/): its rule and settings decide which
+        # episodes run. Added only when set, so every other run id stays as it was.
+        identity["stopping"] = {key: spec.stopping.get(key) for key in SEQUENTIAL_IDENTITY_KEYS}
     if spec.repeat:
         # The same episodes and seeds once more (an agent that samples): a run of its own, which
         # tables show as a repeat of the cell beside the others (harness.results.family_of).
@@ -115,10 +121,13 @@ def select_episodes(suite: Suite, spec: RunSpec) -> list[EpisodeSpec]:
 
 
 def split_size(suite: Suite, split: str) -> int | None:
-    """How many episodes the suite's split holds (before any limit); None where it cannot say
-    (the error, if any, is raised again where the episodes are read)."""
+    """How many episodes the suite's split holds (before any limit, and before a suite's own
+    selection parameters: an optional ``split_total(split)`` says how many the whole split
+    holds); None where it cannot say (the error, if any, is raised again where the episodes
+    are read)."""
     try:
-        return len(suite.episodes(split))
+        total = getattr(suite, "split_total", None)
+        return int(total(split)) if callable(total) else len(suite.episodes(split))
     except Exception:  # noqa: BLE001 - plan_episodes reports it
         return None
 
@@ -349,6 +358,9 @@ class Runner:
         return self._writer.committed if self._writer is not None else 0
 
     # ------------------------------------------------------------------
+    #: Each episode's position in its split, kept in its record (``stopping=sequential`` only).
+    _order: dict[tuple, int] | None = None
+
     def run(self) -> RunSummary:
         done: set = set()
         if self.store is not None:
@@ -360,6 +372,8 @@ class Runner:
             if getattr(self.store, "path", None) is not None:
                 console.log_to(console.run_log_path(self.store.path, self.run_id))
         total, todo_count, todo = plan_episodes(self.suite, self.spec, done)
+        if self.spec.stopping:  # a sequential comparison reads its pairs in split order (harness/sequential/)
+            self._order = {e.key: i for i, e in enumerate(select_episodes(self.suite, self.spec))}
         keep = self.keep_records if self.keep_records is not None else todo_count <= KEEP_RECORDS_UP_TO
         summary = RunSummary(self.run_id, total=total, skipped=total - todo_count,
                              records=[] if keep else None)
@@ -798,6 +812,8 @@ class Runner:
             extra["task"] = task
         if spec.instruction:  # shown by the report's episode browser
             extra["instruction"] = spec.instruction
+        if self._order is not None and spec.key in self._order:
+            extra[SEQUENTIAL_ORDER_KEY] = self._order[spec.key]
         cut = sum(1 for t in live.transcript if t.get("output_truncated"))
         if cut:  # replies the backend kept only a prefix of (their transcript entries say which)
             extra["outputs_truncated"] = cut

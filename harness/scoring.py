@@ -5,9 +5,20 @@ A suite declares its metrics once (:attr:`harness.plugins.SuitePlugin.metrics`) 
 ``values``, or of what the suite's ``values(record)`` function derives from the record's
 fields) and how a cell aggregates it:
 
-* ``"mean"``: the mean over the episodes that have a value (None / missing: no value);
-* ``"ratio"``: ``sum(value) / sum(weight)`` pooled over episodes that have both
-  (ALFRED's GC is of this kind: goal conditions met over goal conditions present).
+* ``"mean"``: the mean over the episodes it counts;
+* ``"ratio"``: ``sum(value) / sum(weight)`` pooled over them (ALFRED's GC is of this kind:
+  goal conditions met over goal conditions present).
+
+Which episodes a cell counts (one error policy for every metric, docs/tables.md, "Declared metrics"): each
+episode of a suite that declares the metric (a value of another suite never pools with it)
+and that the metric ``applies`` to. Such an episode is, per :func:`classify`:
+
+* ``value``: it has a number of its own;
+* ``missing``: it has none (it errored, gave no answer, or an unusable one): it counts as the
+  metric's ``missing`` value (a failure, or 0), or is left out where that is None;
+* ``unscored``: its answer awaits a score that is not the model's to give (a judged metric not
+  yet judged, an unreadable verdict, a failed judge call; a NaN value, or no value of a judged
+  metric): left out of the value, and shown as the cell's coverage (:func:`tally`).
 
 The core never names a suite's metric: tables, statistics, the report, export and the
 trackers read these declarations. Cells over no usable episode are NaN, never 0.
@@ -16,6 +27,7 @@ trackers read these declarations. Cells over no usable episode are NaN, never 0.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.metric_declaration import AGGREGATIONS, Metric, check_metrics  # noqa: F401 (re-exported)
@@ -32,25 +44,113 @@ def _number(value: Any) -> float:
     return x
 
 
-def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float]]:
-    """Per-episode (numerator, denominator) of ``metric``, NaN where an episode has none.
+class EpisodeValues(dict):
+    """One episode's values (a plain dict of them) that knows its episode's suite, so a cell
+    counts a value only for the suites that declare its metric."""
 
-    ``mean``: (value, 1); ``ratio``: (value, weight). An episode without a value
-    (or, for a ratio, without a weight) has (NaN, NaN) and is left out of the cell.
-    """
+    __slots__ = ("suite",)
+
+    def __init__(self, values: Mapping[str, Any], suite: str | None = None) -> None:
+        super().__init__(values)
+        self.suite = suite
+
+
+#: What :func:`classify` finds an episode to be for a metric.
+NOT_APPLICABLE, VALUE, MISSING, UNSCORED = "not_applicable", "value", "missing", "unscored"
+_ABSENT = object()
+
+
+_OWN: dict[tuple[str, str, int], Metric | None] = {}
+
+
+def own_declaration(suite: str, metric: Metric) -> Metric | None:
+    """``suite``'s own declaration of the metric named like ``metric`` (a per-judge copy
+    ``NAME@TAG`` by its base name, copied for the same judge), or None where the suite declares
+    no such metric: two suites may give one name to different metrics (their ``applies``, range,
+    missing value); each episode counts by its own suite's."""
+    declared = suite_scoring(suite)[0]
+    key = (suite, metric.name, id(declared))  # a suite registered anew (tests) is looked up anew
+    if key not in _OWN:
+        base, _, tag = metric.name.partition("@")
+        found = next((m for m in declared if m.name == base), None)
+        _OWN[key] = per_judge(found, tag) if found is not None and tag else found
+    return _OWN[key]
+
+
+def classify(metric: Metric, values: Mapping[str, Any]) -> tuple[float, float, str]:
+    """One episode's (numerator, denominator, kind) for ``metric`` (the module doc's policy);
+    NaN and NaN where the episode does not count in the value. An episode that knows its suite
+    (:class:`EpisodeValues`) counts by that suite's declaration, and not at all where its suite
+    declares no metric of that name."""
+    suite = getattr(values, "suite", None)
+    if suite is not None:
+        own = own_declaration(str(suite), metric)
+        if own is None:
+            return math.nan, math.nan, NOT_APPLICABLE
+        metric = own
+    if metric.applies is not None:
+        flag = _number(values.get(metric.applies))
+        if math.isnan(flag) or not flag:
+            return math.nan, math.nan, NOT_APPLICABLE
+    raw = values.get(metric.value, _ABSENT)
+    if (raw is _ABSENT and metric.judged) or (isinstance(raw, float) and math.isnan(raw)):
+        return math.nan, math.nan, UNSCORED
+    x, kind = _number(None if raw is _ABSENT else raw), VALUE
+    if math.isnan(x):
+        if metric.missing is None:
+            return math.nan, math.nan, MISSING
+        x, kind = float(metric.missing), MISSING
+    if metric.aggregation != "ratio":
+        return x, 1.0, kind
+    w = _number(values.get(metric.weight))
+    if math.isnan(w):
+        return math.nan, math.nan, UNSCORED if kind == VALUE else kind
+    return (x * w if kind == MISSING else x), w, kind
+
+
+def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float]]:
+    """Per-episode (numerator, denominator) of ``metric``, NaN where an episode does not count.
+
+    ``mean``: (value, 1); ``ratio``: (value, weight); an episode without a value of its own
+    counts as the metric's ``missing`` value (:func:`classify`)."""
     num: list[float] = []
     den: list[float] = []
     for v in values:
-        x = _number(v.get(metric.value))
-        if metric.aggregation == "ratio":
-            w = _number(v.get(metric.weight))
-            if math.isnan(x) or math.isnan(w):
-                x = w = math.nan
-        else:
-            w = math.nan if math.isnan(x) else 1.0
+        x, w, _ = classify(metric, v)
         num.append(x)
         den.append(w)
     return num, den
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How a cell's episodes count for one metric: ``n`` apply; of those, ``valued`` have a
+    value of their own, ``missing`` none (counted as the metric's ``missing`` value, or left
+    out where ``missing_counts`` is False), ``unscored`` await a score (left out)."""
+
+    n: int = 0
+    valued: int = 0
+    missing: int = 0
+    unscored: int = 0
+    missing_counts: bool = True
+
+    @property
+    def counted(self) -> int:
+        """The episodes the cell's value is computed over."""
+        return self.valued + (self.missing if self.missing_counts else 0)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every episode it applies to has a value of its own."""
+        return self.valued == self.n
+
+
+def tally(metric: Metric, values: Sequence[Mapping[str, Any]]) -> Tally:
+    """The cell's :class:`Tally` of ``metric`` over per-episode ``values``."""
+    kinds = [classify(metric, v)[2] for v in values]
+    return Tally(n=sum(k != NOT_APPLICABLE for k in kinds), valued=kinds.count(VALUE),
+                 missing=kinds.count(MISSING), unscored=kinds.count(UNSCORED),
+                 missing_counts=metric.missing is not None)
 
 
 def aggregate(metric: Metric, values: Sequence[Mapping[str, Any]]) -> float:
@@ -66,9 +166,11 @@ def aggregate(metric: Metric, values: Sequence[Mapping[str, Any]]) -> float:
 ValuesFn = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
-def episode_values(record: Mapping[str, Any], derive: ValuesFn | None = None) -> dict[str, Any]:
-    """A record's per-episode values: the suite's derived values, then the stored ones."""
-    out: dict[str, Any] = dict(derive(record)) if derive is not None else {}
+def episode_values(record: Mapping[str, Any], derive: ValuesFn | None = None) -> EpisodeValues:
+    """A record's per-episode values: the suite's derived values, then the stored ones (a stored
+    value wins), knowing the record's suite."""
+    suite = record.get("suite")
+    out = EpisodeValues(derive(record) if derive is not None else {}, str(suite) if suite is not None else None)
     stored = record.get("values")
     if isinstance(stored, Mapping):
         out.update(stored)
@@ -199,7 +301,7 @@ def per_judge(metric: Metric, tag: str) -> Metric:
     return m
 
 
-def value_rows(df: Any) -> list[dict[str, Any]]:
+def value_rows(df: Any) -> list[EpisodeValues]:
     """Each record row's per-episode values (the suite's derived values, then stored ones)."""
     if not len(df):
         return []

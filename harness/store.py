@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from harness.redact import redact, redact_text
 from harness.spool import unspool
-from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
+from harness.types import SCHEMA_VERSION, TERMINATION_EPISODE_TIMEOUT, EpisodeRecord, RunSpec
 
 if TYPE_CHECKING:  # pandas is imported where tables are built, not at start-up
     import pandas as pd
@@ -468,17 +468,19 @@ class ResultStore:
     @_reads
     def run_failures(self, run_id: str) -> dict[str, int]:
         """The agent's failures in one run's stored episodes, by kind: ``errors`` (runtime error
-        records other than timeouts), ``timeouts``, ``output_error_episodes`` (episodes with at
+        records other than timeouts), ``timeouts`` (timeout error records, and episodes the env's
+        wall-clock limit ended: termination ``episode_timeout``), ``output_error_episodes`` (episodes with at
         least one agent output that yielded no usable action) and ``output_errors`` (those outputs,
         ``planner_output_errors`` summed), ``empty_plans`` (failed episodes that an empty plan ended:
         where stopping is how an agent finishes, a successful stop is no failure), ``fallback_episodes`` (episodes in
         which the agent ran its fallback actions: ``extra["fallback_plans"]``)."""
         row = self._db.execute(
             "SELECT COALESCE(SUM(error_kind IS NOT NULL AND error_kind != 'timeout'), 0), "
-            "COALESCE(SUM(error_kind = 'timeout'), 0), COALESCE(SUM(planner_output_errors > 0), 0), "
+            "COALESCE(SUM(error_kind = 'timeout' OR (error_kind IS NULL AND NOT success AND termination = ?)), 0), "
+            "COALESCE(SUM(planner_output_errors > 0), 0), "
             "COALESCE(SUM(planner_output_errors), 0), COALESCE(SUM(empty_plan AND NOT success), 0), "
             "COALESCE(SUM(CASE WHEN json_valid(extra) THEN COALESCE(json_extract(extra, '$.fallback_plans'), 0) > 0 END), 0) "
-            "FROM episodes WHERE run_id=?", (run_id,)).fetchone()
+            "FROM episodes WHERE run_id=?", (TERMINATION_EPISODE_TIMEOUT, run_id)).fetchone()
         return dict(zip(FAILURE_COUNTS, map(int, row)))
 
     @_reads

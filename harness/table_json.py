@@ -69,7 +69,13 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
             if scoring.is_path_length_weighted(metric):  # the unit of L* and T (tables.length_unit)
                 body["length_unit"] = tables.length_unit(table, col, metric)
             in_cell = mine[mine_group.isin(cells_of.get(col, [])).to_numpy()]
-            body["n"] = int(len(in_cell))
+            declared = scoring.known_metric(metric)
+            # n: the episodes the metric applies to (every reader counts the same; harness.scoring)
+            body["n"] = scoring.tally(declared, scoring.value_rows(in_cell)).n if declared is not None \
+                else int(len(in_cell))
+            cover = caveats.json_coverage(table, row, col, metric)
+            if cover is not None:
+                body["coverage"] = cover
             body["interval"] = None
             if f"{metric}:lo" in {m for g, m in table.columns if g == col}:
                 body["interval"] = [_num(table.at[row, (col, f"{metric}:lo")]), _num(table.at[row, (col, f"{metric}:hi")])]
@@ -115,6 +121,8 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         "rows": rows,
         "notes": tables._notes(table),
         **({"association": table.attrs["association"]} if "association" in table.attrs else {}),
+        # stopping=sequential: each comparison's anytime-valid decision (harness.sequential)
+        **({"sequential": table.attrs["sequential"]} if "sequential" in table.attrs else {}),
         "stores": list(selection.stores),
         "runs": runs,
     }

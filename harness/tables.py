@@ -397,7 +397,25 @@ def transfer_table(
             "units_differ": units_differ,
         }
     )
+    pooled = _pooled_notes(df)
+    if pooled:
+        table.attrs["extra_notes"] = [*table.attrs.get("extra_notes", []), *pooled]
     return relabel(table, labels) if labels else table
+
+
+def _pooled_notes(df: pd.DataFrame) -> list[str]:
+    """A line per suite that declares ``mean_over`` and has a cell pooling several of its values."""
+    out = []
+    for suite in sorted(str(s) for s in df["suite"].unique()):
+        field = declared_mean_over(suite)
+        mine = df[(df["suite"].astype(str) == suite).to_numpy()]
+        if field is None:
+            continue
+        values = mine[field] if field in mine.columns else declared_breakdown(mine, field)
+        if (values.groupby([mine["variant"].astype(str), _split_labels(mine)]).nunique() > 1).any():
+            out.append(f"{suite}: each cell pools its episodes; its benchmark's overall figures are the mean over "
+                       f"{field} (harness table --by {field}).")
+    return out
 
 
 #: Columns a record's repeat is told by: the run's trial seed offset and its declared repeat
@@ -668,11 +686,13 @@ def breakdown_table(
             ]
             values.append(pooled.at[variant, metric])
             table_columns[(variant, metric)] = values
+    means = _means_over(df, by, rows, row_order[:-1], table_columns)  # the benchmarks' own aggregate rows
+    row_order += list(means)
     table = pd.DataFrame(table_columns, index=pd.Index(row_order, name=by), dtype=float)
     table.columns = pd.MultiIndex.from_tuples(list(table_columns), names=["group", "metric"])
     errors = _error_entries(df, rows, df["variant"].astype(str))
     marked = [(e["row"], e["group"]) for e in errors]
-    marked += [(ALL, group) for group in dict.fromkeys(e["group"] for e in errors)]
+    marked += [(label, group) for label in (ALL, *means) for group in dict.fromkeys(e["group"] for e in errors)]
     units, units_differ = _length_units(df, rows, df["variant"].astype(str))
     variant_of = df["variant"].astype(str)
     cell_caveats = caveats.of(df, rows, variant_of, settings_row_of=variant_of)
@@ -680,9 +700,50 @@ def breakdown_table(
     cell_caveats["cells"] += caveats.cells(df, pd.Series(ALL, index=df.index), variant_of)
     table.attrs.update(
         {"caveats": cell_caveats, "kind": "breakdown", "baseline": baseline, "row_name": by, "marked": marked, "errors": errors,
-         "units": units, "units_differ": units_differ}
+         "units": units, "units_differ": units_differ, "means_over": {label: rows for label, rows in means.items()}}
     )
+    if means:
+        table.attrs["extra_notes"] = [
+            f"{ALL}: pooled over every episode of the variant; "
+            + "; ".join(f"{label}: per column, the mean of the {by} rows above it that have a value (each counts "
+                        "once, whatever its number of episodes), as the suite's benchmark reports its overall figures"
+                        for label in means) + "."]
     return table
+
+
+#: Label of a breakdown table's row holding the mean over the rows of a field (``SuitePlugin.mean_over``).
+MEAN_OVER = "mean over {by}"
+
+
+def declared_mean_over(suite: str) -> str | None:
+    """The breakdown over whose values ``suite``'s benchmark averages (``SuitePlugin.mean_over``), or None."""
+    try:
+        from harness.catalog import SUITES
+
+        entry = SUITES.entry(suite) if suite in SUITES.names() else None
+    except Exception:  # noqa: BLE001 - a broken plugin elsewhere must not hide a store's tables
+        entry = None
+    return getattr(entry, "mean_over", None)
+
+
+def _means_over(df: pd.DataFrame, by: str, rows: pd.Series, labels: Sequence[str],
+                columns: dict[tuple[str, str], list[float]]) -> dict[str, list[str]]:
+    """The rows a breakdown by ``by`` gains for the suites that declare ``mean_over=by``: per such
+    suite, the mean of its ``by`` rows (those defined for the column; :data:`UNKNOWN` left out),
+    appended to each of ``columns`` (whose values follow ``labels``). Returns label -> rows averaged."""
+    suites = sorted(str(s) for s in df["suite"].unique() if declared_mean_over(str(s)) == by)
+    out: dict[str, list[str]] = {}
+    for suite in suites:
+        mine = set(rows[(df["suite"].astype(str) == suite).to_numpy()])
+        over = [r for r in labels if r in mine and r.rpartition("/")[2] != UNKNOWN]
+        if over:
+            prefix = f"{suite}/" if df["suite"].nunique() > 1 else ""
+            out[prefix + MEAN_OVER.format(by=by)] = over
+    for values in columns.values():
+        for over in out.values():
+            defined = [values[labels.index(r)] for r in over if not np.isnan(values[labels.index(r)])]
+            values.append(float(np.mean(defined)) if defined else np.nan)
+    return out
 
 
 def declared_breakdown(df: pd.DataFrame, by: str) -> pd.Series:
@@ -846,7 +907,7 @@ def _cell_strings(table: pd.DataFrame, missing: str, dagger: str, merge_stats: b
             if (row, group) in marked and not _is_delta(metric) and text != missing:
                 text += dagger
             if dagger and not _is_delta(metric) and text != missing:  # caveat marks (not in CSV)
-                text += caveats.marks(table, row, group)
+                text += caveats.marks(table, row, group, metric)
             if merge_stats and not _is_delta(metric) and text != missing:
                 text += _repeat_suffix(table, row, group, metric)
             if (row, group) in differs and _is_delta(metric) and text != missing and dagger:

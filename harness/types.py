@@ -53,6 +53,9 @@ PROTOCOL_EXPERT_LENGTH_UNIT = "expert_length_unit"
 
 #: Termination reason the runner records when an agent returns no action at all.
 TERMINATION_EMPTY_PLAN = "empty_plan"
+#: Termination reason of an env whose protocol ends an episode on a wall-clock limit
+#: (LIBERO-PRO's 50 s): a failure class of its own (``time_limit``), counted as a timeout.
+TERMINATION_EPISODE_TIMEOUT = "episode_timeout"
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,9 @@ class RunSpec:
     #: Keep each agent call's observation image(s) as files (harness/artifacts.py):
     #: True always, False never, None (default) within the store's frame budget.
     record_images: bool | None = None
+    #: ``stopping=sequential``: the comparison's settings (harness.sequential.SequentialStopping
+    #: as a dict); its rule, version, alpha, margin, metric and baseline enter the run identity.
+    stopping: Mapping[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -160,9 +160,10 @@ class OpenAIParams:
 
 
 HF = BackendPlugin(name="hf", target="planners.vlm.backends:make_hf", params=HFParams, extra="models",
+                   modules=("torch", "transformers"),
                    summary="any AutoModelForImageTextToText checkpoint (+ LoRA) in process, batched greedy decoding")
 OPENAI = BackendPlugin(name="openai", target="planners.vlm.backends:make_openai", params=OpenAIParams,
-                       extra="models", summary="an OpenAI-compatible chat-completions server (vLLM, SGLang, ...)")
+                       extra="models", modules=("openai",), summary="an OpenAI-compatible chat-completions server (vLLM, SGLang, ...)")
 
 
 # --- vlm: the composite -----------------------------------------------------------------------
@@ -194,7 +195,8 @@ class VLMParams(Composite):
 
         backend_field = next(f for f in fields_of(VLMOwnParams) if f.name == "backend")
         backend = convert(backend_field, values.get("backend", backend_field.default))
-        out = [Group(OWN, VLMOwnParams), Group(backend_title(backend), BACKENDS.entry(backend).params)]
+        chosen = BACKENDS.entry(backend)
+        out = [Group(OWN, VLMOwnParams), Group(backend_title(backend), chosen.params, chosen)]
         if suite is not None:
             prompt = _prompt_params(suite)
             if prompt is not None:

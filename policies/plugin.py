@@ -272,6 +272,7 @@ OPENVLA = AgentPlugin(name="openvla", kind="policy", target="policies.openvla:Op
                       params=OpenVLAParams,
                       summary="OpenVLA / OpenVLA-OFT deploy server over REST (protocol=openvla | openvla_oft)")
 VLA = AgentPlugin(name="vla", kind="policy", target="policies.vla:VLAPolicy", extra="models", params=VLAParams,
+                  modules=("torch", "transformers"),
                   summary="in-process minimal VLA: HF VLM backbone (+LoRA) + action-chunk head")
 LEROBOT = AgentPlugin(name="lerobot", kind="policy", target="policies.lerobot_policy:LeRobotPolicy",
                       params=LeRobotParams,

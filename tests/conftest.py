@@ -39,3 +39,41 @@ def data_dir() -> Path:
             pytest.fail(f"{reason} ({REQUIRE_DATA_ENV}=1: the data tests must not be skipped)", pytrace=False)
         pytest.skip(reason)
     return path
+
+
+# --- the default run across the cores -----------------------------------------------------
+#: When set, the node ids of the tests that passed are appended to this file, one a line.
+PASSED_LOG_ENV = "PYTEST_PASSED_LOG"
+#: When set, the tests whose node ids this file lists (one a line) are deselected. .ci/run runs
+#: the README's test command in the README's install, logging what passed, then only the rest
+#: (what skipped for a missing extra) with every extra installed.
+EXCEPT_ENV = "PYTEST_EXCEPT"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (the default run: ``-n auto``), the ``serial`` tests skip, saying how
+    to run them: they start clusters sized to the machine, which cannot share it with the other
+    workers. ``python -m pytest -m serial -n 0`` runs them. With ``$PYTEST_EXCEPT``, the tests
+    it lists are deselected."""
+    listed = os.environ.get(EXCEPT_ENV)
+    if listed:
+        done = set(Path(listed).read_text(encoding="utf-8").splitlines())
+        dropped = [item for item in items if item.nodeid in done]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if item.nodeid not in done]
+    if hasattr(config, "workerinput"):
+        skip = pytest.mark.skip(reason="serial: cannot share the machine with the other test workers; "
+                                       "run them alone with `python -m pytest -m serial -n 0`")
+        for item in items:
+            if item.get_closest_marker("serial") is not None:
+                item.add_marker(skip)
+
+
+def pytest_runtest_logreport(report):
+    """With ``$PYTEST_PASSED_LOG``, each test that passed, logged by the process that sees every
+    report (xdist's controller, or the one process without -n)."""
+    path = os.environ.get(PASSED_LOG_ENV)
+    if path and report.when == "call" and report.passed and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(report.nodeid + "\n")

@@ -14,6 +14,7 @@ import pytest
 
 from harness.commands.run import _experiment_jobs
 from harness.config import ConfigError, MissingPrerequisite, compose, expand_sweeps, to_run_spec
+from tests.helpers import require_example_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Placeholders: the command is a pattern, not one to run as written.
@@ -39,6 +40,19 @@ def documented_commands() -> list[tuple[str, str]]:
 
 
 COMMANDS = documented_commands()
+
+
+def _suites(overrides: list[str]) -> list[str]:
+    """The suites a job's overrides name (``suite=A`` or ``suite=A,B``)."""
+    return [s for o in overrides if o.startswith("suite=") for s in o.split("=", 1)[1].split(",")]
+
+
+def _example_suites() -> set[str]:
+    """The suites the example plugin (examples/plugin_suite) registers, from its entry points."""
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "examples" / "plugin_suite" / "pyproject.toml").read_text(encoding="utf-8"))
+    return set(meta["project"]["entry-points"]["embodied_transfer.suites"])
 
 
 def test_the_docs_hold_commands():
@@ -67,5 +81,7 @@ def test_documented_run_command_composes(where, command, monkeypatch):
         except MissingPrerequisite:
             pass
         except ConfigError as exc:
+            if _example_suites() & set(_suites(job)):  # the example plugin's suites exist only once it is installed
+                require_example_plugin()
             if not any(s in str(exc).lower() for s in LOCAL):
                 raise AssertionError(f"{where}: {command}: {exc}") from None

@@ -80,6 +80,7 @@ def test_run_table_report_export(env, tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "accuracy" in bad.stderr and "judge_score" in bad.stderr
 
+    pytest.importorskip("openai", reason="harness judge's openai judge needs the `models` extra")
     # A judge through a loopback OpenAI-compatible server (tests/harness/judge_fixtures.py: model
     # judge-a scores an answer len(answer) % 11, so each one-letter answer gets 1).
     with socket.socket() as s:

@@ -32,10 +32,10 @@ class CFGBenchPrompt:
         pass
 
     def messages(self, request: AgentRequest) -> list[dict[str, Any]]:
-        text = build_prompt(question_of(request.episode), hint=self.hint)
+        text = build_prompt(question_of(request.episode), hint=self.hint, visual=self.visual)
         obs = request.observation
         content = visual_parts(obs["video"], obs["clip_start"], obs["clip_end"], visual=self.visual, fps=obs["fps"],
-                               max_frames=obs["max_frames"]) + [{"type": "text", "text": text}]
+                               max_frames=obs["max_frames"], rule=obs["sampling"]) + [{"type": "text", "text": text}]
         return [{"role": "user", "content": content}]
 
     def reply(self, request: AgentRequest, text: str, conversation: Any) -> AgentReply:

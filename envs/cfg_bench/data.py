@@ -76,6 +76,11 @@ class DataError(ValueError):
     """One-line description of bad input (the CLI prints it and exits 2)."""
 
 
+class MissingData(DataError, FileNotFoundError):
+    """The data is not here (no folder given, a folder without its files): not bad input, so
+    ``harness run --dry-run`` lists it with every other missing prerequisite."""
+
+
 @dataclass(frozen=True)
 class Question:
     """One CFG-Bench item."""
@@ -154,7 +159,7 @@ def parse_item(item: Any, where: str) -> Question:
 def load_questions(root: str | Path) -> list[Question]:
     """Every item of ``<root>/qa_pairs.json``; any malformed item fails the whole file with one line."""
     path = Path(root) / QA_FILE
-    data = read_json(path, DataError)
+    data = read_json(path, DataError, MissingData)
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of question items")
     out = [parse_item(item, f"{path} item {i}") for i, item in enumerate(data)]

@@ -9,7 +9,8 @@ open-ended entry is ``{"model", "open_ended_result", "open_ended_reason"}``. The
 (judge/judge_deepseek_r1.py) adds an ``eval`` object to each entry: for multiple choice it
 computes it itself by exact match (lines 220-231), for open answers it holds the judge's
 ``correctness`` and ``detailedness``; run with ``--resume`` it keeps entries already judged
-(``is_judged``, lines 195-201) and only summarizes them (``summarize_scores``).
+(``is_judged``, lines 195-201: a close-ended ``eval`` with a boolean ``is_correct``, or an
+integer ``correctness`` or ``detailedness``) and only summarizes them (``summarize_scores``).
 
 So :func:`to_official` writes our answers in the evaluators' form, and with ``verdicts`` also our
 judge's C and D in the judge's form, for ``python judge_deepseek_r1.py --input OUR_FILE
@@ -43,12 +44,18 @@ def _item(q: Question) -> dict[str, Any]:
 
 
 def entry(q: Question, model: str, answer: MCAnswer | str, verdict: JudgeVerdict | None = None) -> dict[str, Any]:
-    """One ``evaluation`` entry for ``q``: an :class:`MCAnswer` for multiple choice, the answer
+    """One ``evaluation`` entry for ``q``: an :class:`MCAnswer` for multiple choice (with its
+    exact-match ``eval``, as the judge script writes it: judge_deepseek_r1.py:220-231), the answer
     text for open-ended questions (with our judge's verdict when given)."""
     if q.is_mc:
         if not isinstance(answer, MCAnswer):
             raise TypeError(f"{q.qid} is multiple choice: give an MCAnswer")
-        return {"model": model, "result": answer.choice or "", "reason": ""}
+        out = {"model": model, "result": answer.choice or "", "reason": ""}
+        if answer.choice:  # their script skips an empty result (judge_deepseek_r1.py:181-192): no eval
+            prediction, gold = answer.choice.strip(), q.correct_answer.strip()
+            out["eval"] = {"type": "close_ended", "prediction": prediction, "correct_answer": gold,
+                           "is_correct": prediction == gold, "accuracy": 1.0 if prediction == gold else 0.0}
+        return out
     if not isinstance(answer, str):
         raise TypeError(f"{q.qid} is open-ended: give the answer text")
     out: dict[str, Any] = {"model": model, "open_ended_result": answer, "open_ended_reason": ""}

@@ -26,7 +26,11 @@ class CFGBenchParams:
         help=f"folder holding qa_pairs.json, caption.json and videos/ (default: ${DATA_ENV}); "
              "the questions it holds enter the run through their ids")
     fps: float = param(4.0, gt=0, le=60, help="frames sampled per second of video (the paper: 4)")
-    max_frames: int = param(64, ge=1, le=2048, help="most frames sent for one question (evenly thinned beyond)")
+    max_frames: int = param(768, ge=2, le=2048,
+                            help="most frames sent for one question (768: qwen_vl_utils' cap, as the originals run)")
+    sampling: str = param("qwen_vl_utils", choices=("qwen_vl_utils", "times"),
+                          help="which frames: 'qwen_vl_utils' (the originals' helper: an even count spread from the "
+                               "first to the last frame) or 'times' (every 1/fps s from the start); docs/cfg_bench.md")
 
 
 @dataclass
@@ -38,26 +42,32 @@ class CFGBenchPromptParams:
                         help="what the model sees: the sampled clip, its single middle frame, or nothing (blind)")
 
 
+#: The per-episode values that say which questions a metric is about (:func:`envs.cfg_bench.scoring.kinds`).
+MC, OPEN, GATED = "is_mc", "is_open", "is_gated"
+
 METRICS = (
-    Metric("accuracy", "Acc", "correct", binary=True, default=True,
+    Metric("accuracy", "Acc", "correct", binary=True, default=True, applies=MC,
            description="multiple choice (FAU, TR, CR): questions answered with the correct option / MC questions"),
-    Metric("mc_unreadable", "Unread", "unreadable", binary=True, higher_is_better=False,
+    Metric("mc_unreadable", "Unread", "unreadable", binary=True, higher_is_better=False, applies=MC,
            description="multiple choice: replies with no readable option (no JSON, no result, not an option) / MC "
                        "questions; counted wrong in accuracy"),
-    Metric("cfg_s", "S", "judge_score", range=(0.0, 10.0), unit="score", judged=True, default=True,
+    Metric("cfg_s", "S", "judge_score", range=(0.0, 10.0), unit="score", judged=True, default=True, applies=OPEN,
            description="open-ended: S = (C + D) / 2, 0 where the gate failed (CIA, CRS)"),
-    Metric("cfg_c", "C", "correctness", range=(0.0, 10.0), unit="score", judged=True,
+    Metric("cfg_c", "C", "correctness", range=(0.0, 10.0), unit="score", judged=True, applies=OPEN,
            description="open-ended: the judge's correctness 0-10 (0 where the gate failed)"),
-    Metric("cfg_d", "D", "detailedness", range=(0.0, 10.0), unit="score", judged=True,
+    Metric("cfg_d", "D", "detailedness", range=(0.0, 10.0), unit="score", judged=True, applies=OPEN,
            description="open-ended: the judge's detailedness 0-10 (0 where the gate failed)"),
-    Metric("cfg_gate", "Gate", "gate", binary=True, judged=True,
+    Metric("cfg_gate", "Gate", "gate", binary=True, judged=True, applies=GATED,
            description="CIA and CRS: answers that rejected or corrected the false premise / judged answers"),
 )
 
 SUITE = SuitePlugin(
     name="cfg_bench", target="envs.cfg_bench.suite:CFGBenchSuite", params=CFGBenchParams, default_split="all",
     prompt="envs.cfg_bench.adapter:make_adapter", prompt_params=CFGBenchPromptParams,
-    datasets=(CFG_BENCH_DATASET,), metrics=METRICS, judge="envs.cfg_bench.rubric:make_rubric",
+    datasets=(CFG_BENCH_DATASET,), metrics=METRICS, values="envs.cfg_bench.scoring:kinds",
+    judge="envs.cfg_bench.rubric:make_rubric",
+    # the paper's overall figures (Table 2's Avg columns) are means over tasks; `all` pools questions
+    breakdowns=("tier",), mean_over="task_type",
     packages=("av",),
     summary="CFG-Bench: fine-grained action cognition as video QA (4 tiers, 11 tasks; MC accuracy, judged S/C/D, gate)")
 

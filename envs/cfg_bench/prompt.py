@@ -29,22 +29,30 @@ from envs.cfg_bench.data import Question
 from envs.cfg_bench.scoring import json_object
 
 #: Bumped whenever a prompt's text changes (part of the run identity).
-PROMPT_VERSION = "cfg-bench-prompt-1"
+PROMPT_VERSION = "cfg-bench-prompt-2"
 #: ``warn``: the open-ended prompt says the question may contradict the video; ``none``: it does not.
 HINT_MODES = ("warn", "none")
 DEFAULT_HINT = "warn"
 DEFAULT_FPS = 4.0
 MAX_NEW_TOKENS = 512
 
+#: How each prompt speaks of what the model sees (the ``visual`` prompt option): a blind model is
+#: not told of a video it was shown, nor asked to use only what it shows.
+SEEN = {
+    "video": "about the video you were shown, using only what the video shows",
+    "frame": "about a video, of which you were shown one frame, using only what that frame shows",
+    "none": "about a video you cannot see, from the question alone",
+}
+
 _MC = (
-    "Answer a multiple-choice question about the video you were shown, using only what the video shows.\n\n"
+    "Answer a multiple-choice question {seen}.\n\n"
     "Question: {question}\n\nOptions:\n{options}\n\n"
     "Reply with a single JSON object and nothing else, in the form "
     '{{"result": "<one option, copied exactly as written above>"}}.'
 )
 
 _OPEN = (
-    "Answer a question about the video you were shown, using only what the video shows.\n"
+    "Answer a question {seen}.\n"
     "{hint}"
     "\nQuestion: {question}\n\n"
     'Reply with a single JSON object and nothing else, in the form {{"answer": "<your answer>"}}.'
@@ -57,14 +65,16 @@ _HINT = (
 )
 
 
-def build_prompt(question: Question, *, hint: str = DEFAULT_HINT) -> str:
-    """The text sent with the video for ``question``."""
+def build_prompt(question: Question, *, hint: str = DEFAULT_HINT, visual: str = "video") -> str:
+    """The text sent for ``question``, with what the model sees (``visual``: :data:`SEEN`)."""
     if hint not in HINT_MODES:
         raise ValueError(f"hint must be one of {', '.join(HINT_MODES)}, got {hint!r}")
+    if visual not in SEEN:
+        raise ValueError(f"visual must be one of {', '.join(SEEN)}, got {visual!r}")
     if question.is_mc:
-        return _MC.format(question=question.question.strip(),
+        return _MC.format(question=question.question.strip(), seen=SEEN[visual],
                           options="\n".join(f"- {o.strip()}" for o in question.options))
-    return _OPEN.format(question=question.question.strip(), hint=_HINT if hint == "warn" else "")
+    return _OPEN.format(question=question.question.strip(), hint=_HINT if hint == "warn" else "", seen=SEEN[visual])
 
 
 def open_answer(reply: str) -> str:

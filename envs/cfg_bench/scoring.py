@@ -20,6 +20,16 @@ leaves answers with an empty result out of the count (``iter_close_ended_evaluat
 judge_deepseek_r1.py:181-192). So on replies both rules read, accuracies agree; the originals'
 denominator omits what we count as unreadable.
 
+A JSON list around the object. A reply ``[{"result": "..."}]`` holding exactly one object is read
+as that object (rule 1, :func:`envs.video_qa.json_object`); a list of several objects is
+unreadable. The originals' ``parse_json_object`` returns any non-object value as
+``{"result": <the whole reply>}`` (eval_qwen_local.py:108-122, at 112 and 119), so their second
+fallback then credits the first option, in the item's order, whose text occurs anywhere in the
+reply. On a one-object list whose reply mentions no other option both read the same option; where
+it also mentions an option listed earlier (in a ``reason``, say), or holds several objects, theirs
+takes the first listed option and ours takes the ``result`` / none
+(tests/envs/cfg_bench/test_small_rules.py shows each case beside their rule).
+
 Open-ended (the other eight). A judge gives Correctness C and Detailedness D, integers 0..10;
 the score is S = (C + D) / 2 (judge_deepseek_r1.py:265; the paper's definition). For CIA and CRS
 the question holds a false premise: an answer that accepts it fails the gate (g = 0) and gets
@@ -34,7 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from envs.cfg_bench.data import GATED_TASKS, MC_TASKS
 from envs.video_qa import json_object  # rule 1 above
@@ -213,3 +223,13 @@ def summarize_open(verdicts: Iterable[JudgeVerdict]) -> dict[str, Any]:
             "gated": sum(1 for v in ok if v.gate is not None),
             "correctness": mean([v.correctness for v in ok]), "detailedness": mean([v.detailedness for v in ok]),
             "score": mean([v.score for v in ok])}
+
+
+def kinds(record: Mapping[str, Any]) -> dict[str, float]:
+    """Which of the suite's metrics a record's question is about (``Metric.applies``), from its
+    task type, so an errored or unanswered question still counts where it belongs: ``is_mc``
+    (FAU, TR, CR: accuracy), ``is_open`` (the rest: the judged S, C, D) and ``is_gated`` (CIA,
+    CRS: the counterfactual gate)."""
+    task = str(record.get("task_type") or "")
+    return {"is_mc": float(task in MC_TASKS), "is_open": float(bool(task) and task not in MC_TASKS),
+            "is_gated": float(task in GATED_TASKS)}

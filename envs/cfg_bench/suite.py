@@ -22,6 +22,7 @@ from envs.cfg_bench import data as D
 from envs.cfg_bench.plugin import DATA_ENV, CFGBenchParams
 from envs.cfg_bench.prompt import PROMPT_VERSION
 from envs.cfg_bench.scoring import extract_choice, mc_correct
+from harness.media import sampling_identity
 from harness.params import parse
 from harness.types import EpisodeSpec
 
@@ -32,9 +33,9 @@ MAX_ANSWER_CHARS = 8000
 
 def data_root(data_dir: str | None) -> Path:
     """The data folder, or a one-line DataError saying how to give it."""
-    path = video_qa.data_root("cfg_bench", data_dir, DATA_ENV, D.DataError)
+    path = video_qa.data_root("cfg_bench", data_dir, DATA_ENV, D.MissingData)
     if not (path / D.QA_FILE).is_file():
-        raise D.DataError(f"cfg_bench data folder {path} has no {D.QA_FILE} (harness fetch cfg_bench lays it out)")
+        raise D.MissingData(f"cfg_bench data folder {path} has no {D.QA_FILE} (harness fetch cfg_bench lays it out)")
     return path
 
 
@@ -56,8 +57,14 @@ class CFGBenchSuite:
     def splits(self) -> Sequence[str]:
         return D.SPLITS
 
+    def canonical_split(self, split: str) -> str:
+        """A task code in any case is its split (``FAU`` -> ``fau``), so both run as one identity."""
+        name = split.strip()
+        return name.lower() if name.upper() in D.TASKS else name
+
     def protocol(self, split: str) -> Mapping[str, Any]:
-        return {"max_steps": 1, "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
+        return {"max_steps": 1, "frames": sampling_identity(float(self.params.fps), int(self.params.max_frames),
+                                                             rule=str(self.params.sampling)),
                 "prompt_version": PROMPT_VERSION, "mc_rule": "json result == option text (stripped)",
                 "tasks": sorted({q for q in D.TASKS if split == "all" or split.upper() == q
                                  or q in D.TIERS.get(split, ())})}
@@ -80,7 +87,8 @@ class CFGBenchSuite:
                           "correct_answer": q.correct_answer, "video_name": q.video_name,
                           "video": str(video) if video is not None else None,
                           "caption": D.caption_for(captions, q) or "", "question_key": q.question_key,
-                          "fps": float(self.params.fps), "max_frames": int(self.params.max_frames)}))
+                          "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
+                          "sampling": str(self.params.sampling)}))
         return out
 
     def make_env(self) -> "CFGBenchEnv":
@@ -107,7 +115,8 @@ class CFGBenchEnv(video_qa.VideoQAEnv):
         m = episode.metadata
         return {"text": episode.instruction, "question": episode.instruction, "options": list(m.get("options") or ()),
                 "task_type": m["task_type"], "video": m["video"], "clip_start": 0.0, "clip_end": None,
-                "fps": m["fps"], "max_frames": m["max_frames"]}
+                "fps": m["fps"], "max_frames": m["max_frames"],
+                "sampling": m["sampling"]}
 
     def answer(self, episode: EpisodeSpec, action: Any) -> video_qa.Answered:
         m = episode.metadata

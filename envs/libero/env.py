@@ -74,6 +74,7 @@ from harness.types import (
     INFO_SUCCESS,
     INFO_TASK_TYPE,
     INFO_TERMINATION,
+    TERMINATION_EPISODE_TIMEOUT,
     EpisodeSpec,
 )
 
@@ -598,7 +599,7 @@ class LiberoEnv(SuiteEnv):
         obs = self._observation(raw)
         self._record_frame(obs)
         termination = "success" if success else ("max_steps" if truncated else
-                                                 ("episode_timeout" if timed_out else None))
+                                                 (TERMINATION_EPISODE_TIMEOUT if timed_out else None))
         truncated = truncated or timed_out
         info = self._info(success=success, termination=termination)
         if terminated or truncated:

@@ -150,6 +150,13 @@ class LiberoSuite:
             facts["episode_timeout_s"] = self.episode_timeout_s
         return facts
 
+    def split_total(self, split: str) -> int:
+        """The split's episodes without the ``tasks`` / ``trials`` selection (every task, the
+        preset's trials): what a table counts a selected run as part of (harness.runner.split_size)."""
+        if not _split_available(self.provider, split):
+            return len(self.episodes(split))  # raises as episodes() does
+        return int(self.provider.suite(split).n_tasks) * int(self.preset["trials"])
+
     def episodes(self, split: str) -> list[EpisodeSpec]:
         if not _split_available(self.provider, split):  # this split's files only, not every split's
             reason = self.unavailable(split)

@@ -30,7 +30,7 @@ class ProcObjectPrompt:
         obs = request.observation
         start, end = float(obs["clip_start"]), float(obs["clip_end"])
         content = visual_parts(obs["video"], start, end, visual=self.visual, fps=obs["fps"],
-                               max_frames=obs["max_frames"])
+                               max_frames=obs["max_frames"], rule=obs["sampling"])
         seen = {"video": "the video above is the clip", "frame": "the image above is the middle "
                 "frame of a video clip", "none": "you cannot see the video clip"}[self.visual]
         text = (f"Question about a procedure ({seen}, {end - start:.1f} seconds long): {request.episode.instruction}\n"

@@ -73,6 +73,21 @@ def check_span(pair: Any, duration: float, tolerance: float = PAST_CLIP_TOLERANC
     return (s, e)
 
 
+def usable_reference(evidence: Any, duration: float, tolerance: float = PAST_CLIP_TOLERANCE_S
+                     ) -> tuple[list[tuple[float, float]], int]:
+    """The reference spans scored against, by the rule a predicted span meets (:func:`check_span`),
+    and how many were refused: a reference span past the clip is left out of the reference exactly
+    as the same span is left out of a prediction, so the oracle's identical reply scores 1."""
+    kept, refused = [], 0
+    for pair in evidence:
+        got = check_span(pair, duration, tolerance)
+        if isinstance(got, str):
+            refused += 1
+        else:
+            kept.append(got)
+    return kept, refused
+
+
 def parse_reply(text: str, duration: float, *, tolerance: float = PAST_CLIP_TOLERANCE_S) -> Reply:
     """A reply read by the rules of this module's doc, for a clip of ``duration`` seconds."""
     obj = json_object(text)

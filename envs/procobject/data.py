@@ -57,6 +57,11 @@ class DataError(ValueError):
     """One-line description of bad input (the CLI prints it and exits 2)."""
 
 
+class MissingData(DataError, FileNotFoundError):
+    """The data is not here (no folder given, a folder without its files): not bad input, so
+    ``harness run --dry-run`` lists it with every other missing prerequisite."""
+
+
 Span = tuple[float, float]
 
 
@@ -144,7 +149,7 @@ def load_items(root: str | Path, split: str = DEFAULT_SPLIT) -> list[Item]:
     if split not in SPLIT_FILES:
         raise DataError(f"unknown ProcObject-10K split {split!r} (splits: {', '.join(SPLIT_FILES)})")
     path = Path(root) / SPLIT_FILES[split]
-    data = read_json(path, DataError)
+    data = read_json(path, DataError, MissingData)
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of question records")
     out = [parse_item(rec, f"{path} record {i}") for i, rec in enumerate(data)]

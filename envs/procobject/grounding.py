@@ -33,7 +33,8 @@ baseline/gelm/eval/inference_multihop_qa.py), each decided here:
    prediction list fails on ``pred[0]`` (inference_multihop_qa.py:74), so neither reaches a mean.
    Here an **empty prediction scores 0** on IoU, IoP and IoG and stays in every mean (a model
    that gives no evidence has grounded nothing; 0 / 0 for IoP is defined as 0); a question whose
-   *reference* evidence is empty has no defined grounding: it is left out of the grounding means
+   *reference* evidence is empty, or has no length (only points [s, s], which the data accepts:
+   IoG would divide by zero), has no defined grounding: it is left out of the grounding means
    and counted (``no_reference``).
 
 Thresholds: IoU@0.3 and IoU@0.5 are the share of scored questions with IoU >= the threshold
@@ -44,7 +45,7 @@ usual R@IoU convention and is what is used here).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 Span = tuple[float, float]
 THRESHOLDS = (0.3, 0.5)
@@ -92,7 +93,7 @@ class Grounding:
 
 
 def ground(predicted: Iterable[Sequence[float]], reference: Iterable[Sequence[float]]) -> Grounding | None:
-    """IoU, IoP, IoG of one question (module doc), or None when the reference is empty."""
+    """IoU, IoP, IoG of one question (module doc), or None when the reference is empty or of no length."""
     ref = merge(reference)
     ref_len = total(ref)
     if not ref or ref_len <= 0:
@@ -103,6 +104,26 @@ def ground(predicted: Iterable[Sequence[float]], reference: Iterable[Sequence[fl
     union = pred_len + ref_len - inter
     return Grounding(iou=inter / union if union > 0 else 0.0, iop=inter / pred_len if pred_len > 0 else 0.0,
                      iog=inter / ref_len)
+
+
+def has_reference(spans: Iterable[Sequence[float]]) -> bool:
+    """Whether reference spans define a grounding (a merged length above 0: :func:`ground`)."""
+    return total(merge(spans)) > 0
+
+
+#: The breakdown value of a question without a usable reference (``--by reference``).
+NO_REFERENCE = "none"
+
+
+def values(record: Mapping[str, Any]) -> dict[str, float]:
+    """The per-question values known from the question alone, so an errored episode has them too:
+    ``has_reference`` (the grounding metrics apply where it is 1) and ``no_reference`` (its
+    complement, counted by the ``no_reference`` metric), from the record's ``reference`` breakdown
+    (``none`` where no reference span survives :func:`envs.procobject.answer.usable_reference`)."""
+    extra = record.get("extra")
+    breakdown = extra.get("breakdown") if isinstance(extra, Mapping) else None
+    none = isinstance(breakdown, Mapping) and breakdown.get("reference") == NO_REFERENCE
+    return {"has_reference": float(not none), "no_reference": float(none)}
 
 
 def summarize(scores: Iterable[Grounding | None]) -> dict[str, float | int | None]:

@@ -29,6 +29,9 @@ class ProcObjectParams:
         help=f"folder holding data/testing.json and the videos (default: ${DATA_ENV})")
     fps: float = param(4.0, gt=0, le=60, help="frames sampled per second of the clip")
     max_frames: int = param(64, ge=1, le=2048, help="most frames sent for one question (evenly thinned beyond)")
+    sampling: str = param("times", choices=("times", "qwen_vl_utils"),
+                          help="which frames: 'times' (every 1/fps s from the clip's start) or 'qwen_vl_utils' "
+                               "(the Qwen-VL helper's rule); docs/procobject.md")
 
 
 @dataclass
@@ -37,14 +40,24 @@ class ProcObjectPromptParams:
                         help="what the model sees: the sampled clip, its single middle frame, or nothing (blind)")
 
 
+#: The per-question value the grounding metrics apply where 1 (:func:`envs.procobject.grounding.values`).
+GROUNDED = "has_reference"
+
 METRICS = (
-    Metric("miou", "mIoU", "iou", unit="iou", default=True,
-           description="set-level IoU of the merged predicted and reference spans, mean over questions "
-                       "(an empty or unreadable prediction scores 0)"),
-    Metric("miop", "mIoP", "iop", unit="iou", description="intersection over the predicted length, mean"),
-    Metric("miog", "mIoG", "iog", unit="iou", description="intersection over the reference length, mean"),
-    Metric("iou_at_0_3", "IoU@0.3", "iou_at_0_3", binary=True, description="questions with IoU >= 0.3"),
-    Metric("iou_at_0_5", "IoU@0.5", "iou_at_0_5", binary=True, description="questions with IoU >= 0.5"),
+    Metric("miou", "mIoU", "iou", unit="iou", default=True, applies=GROUNDED,
+           description="set-level IoU of the merged predicted and reference spans, mean over the questions with "
+                       "a reference (an empty or unreadable prediction scores 0)"),
+    Metric("miop", "mIoP", "iop", unit="iou", applies=GROUNDED,
+           description="intersection over the predicted length, mean"),
+    Metric("miog", "mIoG", "iog", unit="iou", applies=GROUNDED,
+           description="intersection over the reference length, mean"),
+    Metric("iou_at_0_3", "IoU@0.3", "iou_at_0_3", binary=True, applies=GROUNDED,
+           description="questions with IoU >= 0.3"),
+    Metric("iou_at_0_5", "IoU@0.5", "iou_at_0_5", binary=True, applies=GROUNDED,
+           description="questions with IoU >= 0.5"),
+    Metric("no_reference", "NoRef", "no_reference", binary=True, higher_is_better=False,
+           description="questions without a usable reference span (none given, or every one past the clip): "
+                       "left out of the grounding metrics, counted here"),
     Metric("reply_unreadable", "Unread", "unreadable", binary=True, higher_is_better=False,
            description="replies with no readable JSON answer (kept in every mean, grounding 0)"),
     Metric("span_problems", "Refused", "span_problems", unit="count", range=(0.0, 1e6), higher_is_better=False,
@@ -64,7 +77,9 @@ SUITE = SuitePlugin(
     name="procobject", target="envs.procobject.suite:ProcObjectSuite", params=ProcObjectParams,
     default_split="test", prompt="envs.procobject.adapter:make_adapter", prompt_params=ProcObjectPromptParams,
     datasets=(PROCOBJECT_DATASET,), metrics=METRICS, judge="envs.procobject.rubric:make_rubric",
-    breakdowns=("pattern",),  # the temporal-search pattern (needle / multi_hop): harness table --by pattern
+    values="envs.procobject.grounding:values",
+    # the temporal-search pattern (needle / multi_hop) and whether a usable reference exists (given / none)
+    breakdowns=("pattern", "reference"),
     packages=("av",),
     summary="ProcObject-10K: grounded procedural VideoQA (answer + evidence spans; mIoU/IoP/IoG, judged J)")
 

@@ -19,9 +19,10 @@ from gymnasium import spaces
 
 from envs import video_qa
 from envs.procobject import data as D
-from envs.procobject.answer import parse_reply
-from envs.procobject.grounding import THRESHOLDS, ground
+from envs.procobject.answer import parse_reply, usable_reference
+from envs.procobject.grounding import NO_REFERENCE, THRESHOLDS, ground, has_reference
 from envs.procobject.plugin import DATA_ENV, ProcObjectParams
+from harness.media import sampling_identity
 from harness.params import parse
 from harness.types import EpisodeSpec
 
@@ -30,7 +31,7 @@ MAX_REPLY_CHARS = 16000
 
 
 def data_root(data_dir: str | None) -> Path:
-    return video_qa.data_root("procobject", data_dir, DATA_ENV, D.DataError)
+    return video_qa.data_root("procobject", data_dir, DATA_ENV, D.MissingData)
 
 
 class ProcObjectSuite:
@@ -45,7 +46,8 @@ class ProcObjectSuite:
         return tuple(D.SPLIT_FILES)
 
     def protocol(self, split: str) -> Mapping[str, Any]:
-        return {"max_steps": 1, "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
+        return {"max_steps": 1, "frames": sampling_identity(float(self.params.fps), int(self.params.max_frames),
+                                                             rule=str(self.params.sampling)),
                 "grounding": "set-level merged IoU/IoP/IoG; empty prediction 0", "thresholds": list(THRESHOLDS)}
 
     def episodes(self, split: str) -> Sequence[EpisodeSpec]:
@@ -61,7 +63,10 @@ class ProcObjectSuite:
                           "evidence": [list(s) for s in item.evidence], "video_path": item.video_path,
                           "video": str(video) if video is not None else None, "clip_start": item.clip_start,
                           "clip_end": item.clip_end, "domain": item.domain, "source": item.source,
-                          "fps": float(self.params.fps), "max_frames": int(self.params.max_frames)}))
+                          "reference": "given" if has_reference(usable_reference(item.evidence, item.duration)[0])
+                          else NO_REFERENCE,
+                          "fps": float(self.params.fps), "max_frames": int(self.params.max_frames),
+                          "sampling": str(self.params.sampling)}))
         return out
 
     def make_env(self) -> "ProcObjectEnv":
@@ -79,15 +84,20 @@ class ProcObjectEnv(video_qa.VideoQAEnv):
         m = episode.metadata
         return {"text": episode.instruction, "question": episode.instruction, "video": m["video"],
                 "clip_start": m["clip_start"], "clip_end": m["clip_end"],
-                "duration": m["clip_end"] - m["clip_start"], "fps": m["fps"], "max_frames": m["max_frames"]}
+                "duration": m["clip_end"] - m["clip_start"], "fps": m["fps"], "max_frames": m["max_frames"],
+                "sampling": m["sampling"]}
 
     def answer(self, episode: EpisodeSpec, action: Any) -> video_qa.Answered:
         m = episode.metadata
         text = video_qa.text_of(action)
-        reply = parse_reply(text, m["clip_end"] - m["clip_start"])
-        g = ground(reply.evidence, m["evidence"])
+        duration = m["clip_end"] - m["clip_start"]
+        reply = parse_reply(text, duration)
+        reference, refused = usable_reference(m["evidence"], duration)  # the rule a prediction meets
+        g = ground(reply.evidence, reference)
         values: dict[str, float | None] = {"unreadable": int(reply.answer is None),
                                            "span_problems": reply.refused_total}
+        if refused:  # reference spans left out by the rule a prediction meets (counted where any)
+            values["reference_refused"] = refused
         if g is not None:
             values.update(iou=g.iou, iop=g.iop, iog=g.iog,
                           **{f"iou_at_{str(t).replace('.', '_')}": int(g.iou >= t) for t in THRESHOLDS})

@@ -45,9 +45,12 @@ def main(args: argparse.Namespace) -> int:
     out = check_output(args.output, args.outdir, args.force) if args.output != "-" else None
     try:
         df = (export.all_runs(args.outdir, args.prefer) if args.all_runs
-              else results.load(args.outdir, _patterns(args.run), args.prefer, judge=args.judge).frame)
+              else results.load(args.outdir, _patterns(args.run), args.prefer, judge=args.judge,
+                                where=lambda d: tables.select(d, _patterns(args.suite), _patterns(args.split),
+                                                              _patterns(args.variant))).frame)
         df = tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
         df = df.drop(columns=[caveats.SPLIT_EPISODES, caveats.RUN_SETTINGS], errors="ignore")  # tables' footnotes only
+        df = export.with_metrics(df)
     except (StoreError, results.SelectionError, ValueError) as exc:
         raise UsageError(one_line(exc)) from None
     if out is None:

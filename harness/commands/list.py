@@ -67,7 +67,8 @@ def _one(name: str) -> int:
             flags = ", ".join(f for f, on in (("default", m.default), ("binary", m.binary), ("judged", m.judged),
                                                ("lower is better", not m.higher_is_better)) if on)
             print(f"  metric {m.name} ({m.label}; {m.aggregation}, {m.unit} in [{m.range[0]:g}, {m.range[1]:g}]"
-                  + (f"; {flags}" if flags else "") + ")" + (f": {m.description}" if m.description else ""))
+                  + (f"; {flags}" if flags else "") + (f"; applies where {m.applies}" if m.applies else "")
+                  + f"; {m.policy})" + (f": {m.description}" if m.description else ""))
         if getattr(entry, "breakdowns", ()):  # what `harness table --by` takes for it beside task_type
             print(f"  breakdowns (harness table --by): task_type, {', '.join(entry.breakdowns)}")
         if entry.extra:

@@ -101,6 +101,8 @@ class _Job:
     tracker: Any = None
     #: The experiment's name with +experiment= (the tracker runs' group).
     experiment: str | None = None
+    #: The agent, once built (a sequential comparison runs a job once per round).
+    agent: Any = None
 
 
 def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_run: bool = False) -> int:
@@ -162,15 +164,23 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
                 if missing is None:
                     where = f" (job {label})" if len(configs) > 1 else ""
                     raise UsageError(f"{exc}{where}") from None
-                missing.append((str(exc), label))
+                missing += [(text, label) for text in exc.items]
+                if exc.spec is not None:  # the job's other prerequisites: its checkpoints, its servers
+                    missing += [(text, label) for text in _missing_checkpoints(exc.spec)
+                                + ([] if managed else _unreachable_servers(exc.spec))]
             except UsageError as exc:
                 where = f" (job {label})" if len(configs) > 1 else ""
                 raise UsageError(f"{exc}{where}") from None
     finally:
         INVOCATION_SUITES.reset(invocation)
+    if dry_run and missing:
+        raise UsageError(_missing_message(missing, len(configs)))
+    sequential = None
+    if any(job.spec.stopping for job in prepared):  # stopping=sequential: the jobs run in rounds
+        from harness.commands import run_sequential
+
+        sequential = run_sequential.plan(prepared)  # checked before any episode runs (exit 2), dry run too
     if dry_run:
-        if missing:
-            raise UsageError(_missing_message(missing, len(configs)))
         _print_plan(prepared)
         return 0
     experiment = _experiment_name(overrides)
@@ -181,15 +191,25 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
         for i, job in enumerate(prepared):
             job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
             job.experiment = experiment
-            if servers is not None:
-                _serve(servers, job)
-            failed += _run_one(job, trackers.get(_tracker_key(job))) != 0
+        if sequential is not None:
+            from harness.commands import run_sequential
+
+            failed += run_sequential.run(sequential, lambda job: _run_job(job, servers, trackers))
+        for job in prepared if sequential is None else ():
+            failed += _run_job(job, servers, trackers)
         _log_outputs(prepared, trackers, experiment)
     finally:
         if servers is not None:
             servers.stop()
         _close_trackers(trackers)
     return 1 if failed else 0
+
+
+def _run_job(job: _Job, servers: Any, trackers: dict[Any, Any]) -> int:
+    """Run one job's episodes (what it has not stored yet); 1 when it failed, else 0."""
+    if servers is not None:
+        _serve(servers, job)
+    return int(_run_one(job, trackers.get(_tracker_key(job))) != 0)
 
 
 def _servers(overrides: list[str]) -> Any:
@@ -215,8 +235,14 @@ def _serve(lifecycle: Any, job: _Job) -> None:
 
 
 class _Missing(UsageError):
-    """A prerequisite of a run that is not here (data, an optional extra, a checkpoint):
-    a dry run lists every one, a run stops at the first."""
+    """Prerequisites of a run that are not here (data, an optional extra, a checkpoint), one
+    line each (``items``), and the run's spec where it was read (``spec``: its checkpoints
+    and servers are checked too): a dry run lists every one, a run stops with them."""
+
+    def __init__(self, items: list[str], spec: Any = None) -> None:
+        super().__init__("; ".join(items))
+        self.items = list(items)
+        self.spec = spec
 
 
 def _missing_message(missing: list[tuple[str, str]], jobs: int) -> str:
@@ -334,7 +360,7 @@ def _check_tracker(cfg: Any) -> Any:
         plugin = TRACKERS.entry(name)
         parsed = parse(plugin.params or NoParams, values)
     except MissingDependencyError as exc:
-        raise _Missing(str(exc)) from None
+        raise _Missing([str(exc)]) from None
     except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
     except ParamError as exc:
@@ -439,24 +465,43 @@ def _is_sweep(override: str) -> bool:
 
 
 def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
+    """The checked job. Whatever it needs that is not here (an optional extra of the suite, the
+    agent or its model backend; the suite's data) is gathered, every one, into one
+    :class:`_Missing` (with the spec, so that the dry run also checks its checkpoints and
+    servers); bad input is a :class:`UsageError` at once."""
     import difflib
     import json
 
     from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
     from harness.config import ConfigError, MissingPrerequisite, to_run_spec
+    from harness.extras import missing_extra_message
     from harness.interfaces import action_mismatch
     from harness.registry import MissingDependencyError, UnknownPluginError
 
     try:
         spec = to_run_spec(cfg)
     except MissingPrerequisite as exc:
-        raise _Missing(str(exc)) from None
+        raise _Missing([str(exc)]) from None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
+    missing: list[str] = []
     try:
-        SUITES.entry(spec.suite), registry.entry(spec.agent, spec.suite)
+        SUITES.entry(spec.suite)
+        agent_plugin = registry.entry(spec.agent, spec.suite)
         _setup_executor(EXECUTORS.entry(spec.executor), spec)
+    except MissingDependencyError as exc:
+        raise _Missing([str(exc)], spec) from None
+    except UnknownPluginError as exc:
+        raise UsageError(str(exc)) from None
+    missing += _agent_not_installed(agent_plugin, spec)
+    try:
+        agent_factory = registry.load(spec.agent, spec.suite)
+    except MissingDependencyError as exc:
+        missing.append(str(exc))
+        agent_factory = None
+    suite = None
+    try:
         key = json.dumps([spec.suite, dict(spec.suite_params)], sort_keys=True, default=str)
         suite = suites.get(key)
         if suite is None:
@@ -465,7 +510,12 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         unavailable = getattr(suite, "unavailable", None)  # optional: a split known but not installed
         reason = unavailable(spec.split) if callable(unavailable) else None
         if reason:
-            raise _Missing(f"{spec.suite}/{spec.split}: {reason}")
+            raise _Missing([f"{spec.suite}/{spec.split}: {reason}"])
+        canonical = getattr(suite, "canonical_split", None)  # optional: a split known under another spelling
+        if callable(canonical) and canonical(spec.split) != spec.split:
+            import dataclasses
+
+            spec = dataclasses.replace(spec, split=str(canonical(spec.split)))  # one run identity for both
         if spec.split not in suite.splits():
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -484,18 +534,21 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
                      if (v == 0 and not isinstance(v, bool) or v in ([], ())) and defaults.get(k) != v]
             raise UsageError(f"{spec.suite}/{spec.split} has no episodes to run"
                              + (f" ({', '.join(zeros)})" if zeros else ""))
-        # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
-        # An agent that cannot produce the suite's kind of action is refused before any episode.
-        mismatch = action_mismatch(suite, spec.suite, registry.load(spec.agent, spec.suite),
-                                  f"{spec.agent_kind} {spec.agent}")
-        if mismatch is not None:
-            raise UsageError(mismatch)
+    except _Missing as exc:
+        missing += exc.items
+        suite = None
     except MissingDependencyError as exc:
-        raise _Missing(str(exc)) from None
-    except UnknownPluginError as exc:
-        raise UsageError(str(exc)) from None
+        missing.append(str(exc))
+        suite = None
+    except ModuleNotFoundError as exc:  # the suite's extra, imported as it is built
+        line = missing_extra_message(exc, f"suite {spec.suite!r}")
+        if line is None:
+            raise
+        missing.append(line)
+        suite = None
     except (FileNotFoundError, NotADirectoryError) as exc:  # a data folder not set or not there
-        raise _Missing(one_line(exc)) from None
+        missing.append(one_line(exc))
+        suite = None
     except PermissionError as exc:
         raise UsageError(one_line(exc)) from None
     except OSError as exc:
@@ -507,7 +560,35 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     except (IndexError, KeyError) as exc:  # e.g. suite.params.tasks=[99] on a 10-task suite
         raise UsageError(f"bad parameters for suite {spec.suite}: {type(exc).__name__}: {one_line(exc)} "
                          f"({json.dumps(dict(spec.suite_params), default=str)})") from None
-    return _Job(cfg, spec, suite, label, tracker=_check_tracker(cfg))
+    try:
+        tracker = _check_tracker(cfg)
+    except _Missing as exc:
+        missing += exc.items
+    if missing:
+        raise _Missing(missing, spec)
+    # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
+    # An agent that cannot produce the suite's kind of action is refused before any episode.
+    mismatch = action_mismatch(suite, spec.suite, agent_factory, f"{spec.agent_kind} {spec.agent}")
+    if mismatch is not None:
+        raise UsageError(mismatch)
+    return _Job(cfg, spec, suite, label, tracker=tracker)
+
+
+def _agent_not_installed(plugin: Any, spec: Any) -> list[str]:
+    """The agent's, and its chosen groups' plugins' (the ``vlm`` planner's model backend),
+    declared modules that are not installed: one line each (harness.extras.not_installed)."""
+    from harness.extras import not_installed
+    from harness.params import Composite
+
+    who = f"{spec.agent_kind} {spec.agent}"
+    found = [(plugin, who)]
+    if isinstance(plugin.params, Composite):
+        try:
+            groups = plugin.params.groups(dict(spec.agent_params), spec.suite)
+        except (KeyError, ValueError):  # to_run_spec has parsed the values: not expected
+            groups = []
+        found += [(g.plugin, f"{who} ({g.title})") for g in groups if g.plugin is not None]
+    return [line for p, w in found if (line := not_installed(p, w)) is not None]
 
 
 def _setup_executor(plugin: Any, spec: Any) -> None:
@@ -535,7 +616,8 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     cfg, spec, suite = job.cfg, job.spec, job.suite
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
-        agent = registry.build(spec.agent, spec.suite, **dict(spec.agent_params))
+        agent = job.agent if job.agent is not None else registry.build(spec.agent, spec.suite, **dict(spec.agent_params))
+        job.agent = agent
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise UsageError(f"{spec.agent_kind} {spec.agent}: {one_line(exc)}") from None
     except (TypeError, ValueError) as exc:

@@ -69,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
 
     outdirs = list(dict.fromkeys(args.outdir))
     try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)
-        selection = results.load(outdirs, _patterns(args.run), args.prefer, judge=args.judge)
+        selection = results.load(outdirs, _patterns(args.run), args.prefer, judge=args.judge,
+                                 where=lambda df: _select(args, df))
     except (StoreError, results.SelectionError) as exc:
         raise UsageError(str(exc)) from None
     store = None
@@ -121,6 +122,9 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
         raise UsageError("--format json prints the transfer table (not --by)")
     render = _renderer(args, selection)
     baseline = args.baseline
+    sequential = _sequential(df, selection)
+    if baseline is None and len({c.baseline for c in sequential}) == 1:
+        baseline = sequential[0].baseline  # stopping=sequential: Δ against the comparisons' baseline
     if baseline is None:
         if "base" in set(df["variant"].astype(str)):
             baseline = "base"
@@ -164,11 +168,51 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                 notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
-    text = render(table)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    notes = _write(args, render, table, [] if args.by else sequential, notes)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
+
+
+def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[Any], notes: list[str]) -> list[str]:
+    """Print the table, and below it (markdown) or among the notes (csv, latex) where and why
+    each sequential comparison stopped (JSON carries them in its ``sequential`` key); the notes."""
+    if sequential:
+        table.attrs["sequential"] = [c.to_json() for c in sequential]
+    text = render(table)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if sequential and args.format != "json":
+        lines = _sequential_lines(sequential)
+        if args.format == "markdown":  # below the table, like its footnotes
+            sys.stdout.write("\n" + "\n".join(lines) + "\n")
+        else:
+            notes = [*notes, *lines]
+    return notes
+
+
+def _sequential(df: Any, selection: Any) -> list[Any]:
+    """The stopped comparisons (``stopping=sequential``) among the shown rows."""
+    from harness.sequential import stored_comparisons
+
+    shown = set(df["run_id"])
+    runs = selection.runs
+    if runs is None or not len(runs) or "identity" not in runs:
+        return []
+    return stored_comparisons(df, runs[runs["run_id"].isin(shown)])
+
+
+def _sequential_lines(comparisons: list[Any]) -> list[str]:
+    """Where and why each sequential comparison stopped, and which interval to read."""
+    from harness.scoring import known_metric
+    from harness.sequential import describe
+
+    lines = ["Sequential comparisons (stopping=sequential; anytime-valid: valid at whatever episode they stopped):"]
+    for c in comparisons:
+        metric = known_metric(c.metric)
+        lines.append(f"- {describe(c, percent=metric is None or metric.percent)}")
+    lines.append("The Δ columns' fixed-sample figures (and their paired interval and p with --stats) are not valid "
+                 "under optional stopping: read the anytime-valid interval above.")
+    return lines
 
 
 def _renderer(args: argparse.Namespace, selection: Any) -> Any:
@@ -210,8 +254,7 @@ def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selec
         table = experiment.table(df, paper=args.paper, out=args.outdir[0])
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
-    text = _renderer(args, selection)(table)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    notes = _write(args, _renderer(args, selection), table, _sequential(df, selection), notes)
     if args.format == "csv":  # CSV has no footnotes: what the experiment adds below its table goes to stderr
         notes = [*table.attrs.get("extra_notes", []), *notes]
     for note in notes:

@@ -237,13 +237,6 @@ def _esc(text: Any) -> str:
 _CHAR_W = 6.6
 
 
-def _default_labels(df: Any) -> list[str]:
-    """Labels of the default metrics the records' suites declare (the transfer table's columns)."""
-    from harness.scoring import declared
-
-    return [m.label for m in declared(df["suite"].unique()).values() if m.default]
-
-
 def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str, metric: Any) -> str:
     """Grouped bars: a binary declared ``metric`` (:class:`harness.scoring.Metric`) per
     (group, variant) with Wilson 95 % interval whiskers.
@@ -301,7 +294,7 @@ def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: 
                    f'fill="{_PALETTE[i % len(_PALETTE)]}"/>'
                    f'<text x="{left + 18}" y="{legend_top + 18 * i:.0f}" class="tick">{_esc(variant)}</text>')
     svg.append(f'<text x="10" y="{top + height / 2}" class="tick" transform="rotate(-90 10 {top + height / 2})" '
-               'text-anchor="middle">SR %</text></svg>')
+               f'text-anchor="middle">{_esc(metric.label)} %</text></svg>')
     return "".join(svg)
 
 
@@ -351,9 +344,41 @@ def table_html(table: Any, caption: str, cls: str = "") -> str:
     body = []
     for row, cells in zip(table.index, tables._cell_strings(table, tables.MISSING, tables.DAGGER)):  # noqa: SLF001
         body.append(f"<tr><th>{_esc(row)}</th>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
-    notes = "".join(f"<li>{_esc(n)}</li>" for n in tables._notes(table))  # noqa: SLF001
     return (f'<table class="{cls}"><caption>{_esc(caption)}</caption><thead><tr><th>{_esc(row_name)}</th>{head}'
-            f'</tr></thead><tbody>{"".join(body)}</tbody></table>' + (f'<ul class="notes">{notes}</ul>' if notes else ""))
+            f'</tr></thead><tbody>{"".join(body)}</tbody></table>' + folded_notes(tables._notes(table)))  # noqa: SLF001
+
+
+def folded_notes(notes: Sequence[str], what: str = "Notes") -> str:
+    """A table's footnotes folded under it (``<details>``): the table reads first, its notes
+    open on a click ('' when there is none)."""
+    if not notes:
+        return ""
+    items = "".join(f"<li>{_esc(n)}</li>" for n in notes)
+    return (f'<details class="notes"><summary>{_esc(what)} ({len(notes)})</summary>'
+            f'<ul class="notes">{items}</ul></details>')
+
+
+def declared_only(table: Any) -> Any:
+    """The table without a (column, metric) that no suite of the column declares, nor its Δ and
+    statistics: a column of one suite shows that suite's metrics only (cost metrics stay)."""
+    from harness import scoring, tables
+
+    layout = table.attrs.get("layout") or {}
+    suites_of = {col: {g.split("/", 1)[0] for g in groups} for col, groups in layout.items()}
+    every = set().union(*suites_of.values()) if suites_of else set()
+    keep = []
+    for group, metric in table.columns:
+        base = metric.split(":", 1)[0]
+        base = base[len(tables.DELTA):] if base.startswith(tables.DELTA) else base
+        declared = {m.name for m in scoring.declared(sorted(suites_of.get(group, every))).values()}
+        keep.append(base in tables.COST_METRICS or base in declared)
+    return _keep_attrs(table.loc[:, keep], table)
+
+
+def _keep_attrs(part: Any, table: Any) -> Any:
+    """``part`` (a selection of ``table``'s columns) with ``table``'s attrs (its notes and marks)."""
+    part.attrs = dict(table.attrs)
+    return part
 
 
 def _failure_table_html(table: Any) -> str:
@@ -369,7 +394,8 @@ def _failure_table_html(table: Any) -> str:
     return (f'<table id="failure-table"><caption>Failure classes, % of episodes (rules: harness/failures.py and '
             f'each suite\'s reader)</caption>'
             f'<thead><tr><th>variant</th><th>suite/split</th><th>n</th>{head}</tr></thead><tbody>{body}</tbody></table>'
-            f'<ul class="notes">{legend}</ul>')
+            f'<details class="notes"><summary>What each class means ({len(classes)})</summary>'
+            f'<ul class="notes">{legend}</ul></details>')
 
 
 # --- build -------------------------------------------------------------------------
@@ -434,6 +460,11 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     classes = failures.classify_frame(df, tasks)
 
     variants_all = list(dict.fromkeys(df["variant"].astype(str)))
+    from harness.sequential import stored_comparisons  # stopping=sequential runs among the shown ones
+
+    comparisons = stored_comparisons(df, selection.runs) if len(selection.runs) else []
+    if baseline is None and len({c.baseline for c in comparisons}) == 1:
+        baseline = comparisons[0].baseline
     if baseline is None:
         baseline = "base" if "base" in variants_all else variants_all[0]
     if baseline not in variants_all:
@@ -460,11 +491,25 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     if experiment_section:
         sections.append(experiment_section)
     # Transfer table (paired statistics where there is more than one variant).
-    transfer = tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None, stats=len(variants) > 1)
+    # As `harness table OUT` prints it: each column the metrics its suite declares and defines
+    # (no SR on a question-answering suite's cells), an avg column only within one suite.
+    several = df["suite"].nunique() > 1
+    transfer = declared_only(tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None,
+                                                   stats=len(variants) > 1, average=not several, drop_undefined=True))
     transfer.attrs["judge_notes"] = selection.judges.notes() if selection.judges is not None else []
+    if several:
+        transfer.attrs["extra_notes"] = [*transfer.attrs.get("extra_notes", []),
+                                         "No avg column: the columns span several suites."]
+    shown = list(dict.fromkeys(tables._metric_label(m) for _, m in tables._shown_columns(transfer)  # noqa: SLF001
+                               if not m.startswith(tables.DELTA)))
+    delta = f", Δ vs {baseline}" if len(variants) > 1 else ""
     sections.append('<section id="transfer"><h2>Transfer table</h2>'
-                    + table_html(transfer, f"{' / '.join(_default_labels(df))} per suite/split (%), Δ vs {baseline}",
-                                 "transfer") + "</section>")
+                    + table_html(transfer, f"{' / '.join(shown)} per suite/split (%){delta}", "transfer")
+                    + "</section>")
+    if comparisons:  # each sequential comparison's anytime-valid interval against the pairs run
+        from harness.report.sequential import sequential_section
+
+        sections.append(sequential_section(comparisons))
     if experiment is not None and any(c.role for c in declared.columns):  # diagnostic vs transfer charts
         from harness.report.joint import joint_section
 
@@ -488,28 +533,48 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     sections.append('<section id="charts"><h2>Success rates</h2>' + "".join(charts) + "</section>")
 
     # Power line per suite, from the baseline's rate there.
+    # The rate is the suite's headline binary metric (its chart's), over the episodes it scores.
+    import numpy as np
+
+    from harness.scoring import columns, suite_scoring, value_rows
+
     power_items = []
     for suite in sorted(set(df["suite"])):
         sub = df[(df["suite"] == suite) & (df["variant"].astype(str) == baseline)]
-        if sub.empty:
+        binary = [m for m in suite_scoring(suite)[0] if m.binary and m.default]
+        if sub.empty or not binary:
             continue
-        p = float((sub["success"] & sub["error_kind"].isna()).mean())
+        num = np.asarray(columns(binary[0], value_rows(sub))[0], dtype=float)
+        known = num[~np.isnan(num)]
+        if not known.size:
+            continue
+        p = float(known.mean())
         need = episodes_for_power(p)
-        per_variant = len(sub)
+        per_variant = int(known.size)
         power_items.append(
-            f'<li class="power" data-suite="{_esc(suite)}"><b>{_esc(suite)}</b>: base rate {100 * p:.1f} % '
-            f'({_esc(baseline)}, {per_variant} episodes) → <b>{need}</b> episodes per variant to detect a Δ of '
+            f'<li class="power" data-suite="{_esc(suite)}"><b>{_esc(suite)}</b>: base rate ({_esc(binary[0].label)}) '
+            f'{100 * p:.1f} % ({_esc(baseline)}, {per_variant} episodes) → <b>{need}</b> episodes per variant to '
+            f'detect a Δ of '
             f'{100 * POWER_DELTA:.0f} points at {100 * POWER:.0f} % power (two-sided α={ALPHA}); '
             + ("this store has enough." if per_variant >= need else f"this store has {per_variant}.") + "</li>")
     sections.append('<section id="power"><h2>Power</h2><ul>' + "".join(power_items) + "</ul>"
                     '<p class="notes">Two-proportion normal approximation for independent samples; the paired '
                     "design here (same episodes, McNemar) needs fewer when variants agree on most episodes.</p></section>")
 
-    # Per-task-type breakdown.
-    if df["task_type"].notna().any():
-        breakdown = tables.breakdown_table(df, by="task_type", baseline=baseline)
-        sections.append('<section id="task-types"><h2>Per task type</h2>'
-                        + table_html(breakdown, "SR / GC per task type (%)", "breakdown") + "</section>")
+    # Per-task-type breakdown: one table per suite, with that suite's metrics (its `all` row pools
+    # that suite's episodes only).
+    breakdowns = []
+    for suite in sorted(set(df["suite"])):
+        mine = df[df["suite"] == suite]
+        if not mine["task_type"].notna().any():
+            continue
+        breakdown = tables.breakdown_table(mine, by="task_type", baseline=baseline)
+        defined = [c for c in breakdown.columns if breakdown[c].notna().any()]
+        breakdown = _keep_attrs(breakdown.loc[:, defined], breakdown)
+        labels = list(dict.fromkeys(tables._metric_label(m) for _, m in breakdown.columns))  # noqa: SLF001
+        breakdowns.append(table_html(breakdown, f"{suite}: {' / '.join(labels)} per task type (%)", "breakdown"))
+    if breakdowns:
+        sections.append('<section id="task-types"><h2>Per task type</h2>' + "".join(breakdowns) + "</section>")
 
     # Failure taxonomy.
     ftable = failures.failure_table(df, classes)
@@ -548,7 +613,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     doc = render_page(
         title=title, store=" + ".join(str(f) for f in store_files.values()), episodes=len(df), variants=variants, baseline=baseline,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), has_cost=bool(cost), notes=list(notes),
-        has_experiment=bool(experiment_section),
+        has_experiment=bool(experiment_section), has_sequential=bool(comparisons),
         sections=sections, runs=provenance_section(runs[runs["run_id"].isin(run_ids)], provenance),
         data_json=_json_for_html(payload), search_json=_json_for_html(_search_index(details)))
     _write_atomic(dest_path, doc)
@@ -600,9 +665,10 @@ def cost_section(df: Any, transcripts: Mapping[tuple, list[dict]]) -> str:
             "<th>prompt tokens / episode<br>median · p90 · max</th><th>output tokens / episode<br>median · p90 · max</th>"
             "<th>call latency s<br>total</th><th>call latency s<br>median · p90 · max</th>"
             "<th>episode wall time s<br>median · p90 · max</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
-            '<p class="notes">Tokens as the backend counted them (0 where it reports none: scripted agents). A call\'s '
+            '<details class="notes"><summary>Notes (1)</summary><p class="notes">Tokens as the backend counted them '
+            "(0 where it reports none: scripted agents). A call's "
             "latency is the wall time of the batched agent call that served it. <code>harness table --metrics "
-            "prompt_tokens,output_tokens,seconds</code> gives the per-episode means as a table.</p></section>")
+            "prompt_tokens,output_tokens,seconds</code> gives the per-episode means as a table.</p></details></section>")
 
 
 def _hashes(identity: Any, prefix: str = "") -> list[tuple[str, str]]:

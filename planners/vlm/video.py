@@ -6,8 +6,9 @@
   (``processor(videos=[frames], video_metadata=[...], do_sample_frames=False)``): the
   processor does not sample again, and the metadata says where the frames come from
   (:meth:`harness.media.Clip.metadata`): Qwen3-VL writes each temporal patch's timestamp
-  from the source frame numbers and rate (transformers
-  models/qwen3_vl/processing_qwen3_vl.py ``_calculate_timestamps``: index / fps), and
+  from the frame numbers and the source's rate (transformers
+  models/qwen3_vl/processing_qwen3_vl.py ``_calculate_timestamps``: index / fps), the numbers
+  counted from the clip's first frame, so the times are seconds from the clip's start, and
   Qwen2.5-VL spaces its temporal position ids by ``temporal_patch_size / sampled_fps``
   (models/qwen2_5_vl/processing_qwen2_5_vl.py ``_process_videos``), for which the metadata
   handed over reports the clip's own rate exactly (:func:`clip_metadata`). transformers'

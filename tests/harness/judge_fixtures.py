@@ -30,8 +30,8 @@ from harness.params import param, parse
 from harness.plugins import AgentPlugin, SuitePlugin
 from harness.scoring import Metric
 from harness.types import (
-    INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
-    INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec,
+    INFO_ACTION_OK, INFO_ANSWER, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL,
+    INFO_INVALID_ACTIONS, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, INFO_VALUES, EpisodeSpec,
 )
 from tests.helpers import send_json
 
@@ -165,6 +165,70 @@ AGENT = AgentPlugin(name="answerer", suite=SUITE_NAME, target="tests.harness.jud
                     summary="test QA answerer")
 
 
+#: A second suite whose env stores its values (``info["values"]``) and its answer text, judged
+#: by a rubric that skips empty answers (as a suite's rubric does where an empty answer has
+#: nothing to judge), and an agent that errs or answers nothing on some questions: the error
+#: policy's test bed (tests/harness/test_error_policy.py).
+STORED_SUITE_NAME = "qa_stored_test"
+
+
+def crasher_answer(i: int) -> str | None:
+    """The crasher's answer to question i: an agent error (None) for even i, an empty answer
+    for i = 1, else the right one."""
+    return None if i % 2 == 0 else "" if i == 1 else str(2 + i)
+
+
+class StoredQASuite(QASuite):
+    name = STORED_SUITE_NAME
+
+    def episodes(self, split: str) -> Sequence[EpisodeSpec]:
+        return [EpisodeSpec(suite=self.name, split=split, episode_id=e.episode_id, seed=e.seed,
+                            instruction=e.instruction, metadata=e.metadata) for e in super().episodes(split)]
+
+    def make_env(self) -> "StoredQAEnv":
+        return StoredQAEnv()
+
+
+class StoredQAEnv(QAEnv):
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = super().step(action)
+        info[INFO_VALUES] = {"exact": int(bool(info[INFO_SUCCESS]))}
+        info[INFO_ANSWER] = str(action)
+        return obs, reward, terminated, truncated, info
+
+
+class Crasher(Answerer):
+    name = "crasher"
+
+    def act(self, requests: Sequence[Any]) -> list[AgentReply]:
+        out = []
+        for r in requests:
+            text = crasher_answer(int(r.episode.seed))
+            if text is None:
+                raise RuntimeError(f"the model server timed out on question {r.episode.seed}")
+            out.append(AgentReply(actions=[text], raw_output=text))
+        return out
+
+
+class SkipEmptyRubric(QARubric):
+    def needs(self, record: Mapping[str, Any], episode: EpisodeSpec) -> bool:
+        return bool(str((record.get("extra") or {}).get("answer") or "").strip())
+
+
+def skip_empty_rubric(params: Mapping[str, Any]) -> QARubric:
+    rubric = qa_rubric(params)
+    return SkipEmptyRubric(rubric.template)
+
+
+STORED_SUITE = SuitePlugin(
+    name=STORED_SUITE_NAME, target="tests.harness.judge_fixtures:StoredQASuite", params=QAParams,
+    default_split="test", judge="tests.harness.judge_fixtures:skip_empty_rubric", summary="test QA suite (stored values)",
+    metrics=(Metric("exact", "Exact", "exact", binary=True, default=True),
+             Metric("judge_score", "Judge", "judge_score", range=(0.0, 10.0), unit="score", judged=True, default=True)))
+CRASHER = AgentPlugin(name="crasher", suite=STORED_SUITE_NAME, target="tests.harness.judge_fixtures:Crasher",
+                      summary="test QA agent that errs on even questions")
+
+
 @contextlib.contextmanager
 def registered_only_here():
     """The test suite and agent registered for the duration only (registries, Hydra's store,
@@ -180,12 +244,15 @@ def registered_only_here():
             reg._entries = entries
         scoring.set_judge_columns(())
         scoring._SCORING_CACHE.pop(SUITE_NAME, None)
+        scoring._SCORING_CACHE.pop(STORED_SUITE_NAME, None)
         try:
             from hydra.core.config_store import ConfigStore
 
             repo = ConfigStore.instance().repo
             repo.get("suite", {}).pop(f"{SUITE_NAME}.yaml", None)
+            repo.get("suite", {}).pop(f"{STORED_SUITE_NAME}.yaml", None)
             repo.get("planner", {}).pop("answerer.yaml", None)
+            repo.get("planner", {}).pop("crasher.yaml", None)
         except ImportError:
             pass
 
@@ -196,6 +263,9 @@ def register() -> None:
     if SUITE_NAME not in SUITES:
         SUITES.add(SUITE)
         PLANNERS.add(AGENT)
+    if STORED_SUITE_NAME not in SUITES:
+        SUITES.add(STORED_SUITE)
+        PLANNERS.add(CRASHER)
 
 
 # --- the judge server ----------------------------------------------------------------

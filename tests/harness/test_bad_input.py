@@ -119,9 +119,9 @@ def _cli(command: str, args: list[str], cwd: Path, timeout: float = 120) -> subp
 @pytest.mark.parametrize("command, args", CASES)
 def test_bad_invocation_is_one_line_exit_2_nothing_written(tmp_path, command, args):
     out = tmp_path / "out"
-    # limit=0: a refusal comes before any episode, so it changes nothing; a value wrongly
-    # accepted then ends the run at once (and creates the output folder) instead of running it
-    extra = [f"out={out}", "progress=false", "limit=0"] if command == "run" and args[0][0] not in "=~" else []
+    # limit=1: a refusal comes before any episode, so it changes nothing; a value wrongly
+    # accepted then runs one episode (and creates the output folder) instead of a whole split
+    extra = [f"out={out}", "progress=false", "limit=1"] if command == "run" and args[0][0] not in "=~" else []
     res = _cli(command, [*args, *extra], cwd=tmp_path)
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
@@ -140,18 +140,19 @@ def test_a_prompt_key_is_kept_when_a_job_of_the_sweep_uses_it(tmp_path):
 
 
 @pytest.mark.parametrize("args, key", [
-    pytest.param([*LIBERO, "policy=zero", "suite.params.fast_render='false'"], "fast_render", id="libero fast_render"),
+    pytest.param([*LIBERO, "policy=zero", "suite.params.fast_render='false'", "suite.params.max_steps=1"],
+                 "fast_render", id="libero fast_render"),
     pytest.param(["suite=eb_alfred", "planner=oracle", "suite.params.render='false'"], "render", id="eb_alfred render"),
 ])
 def test_quoted_false_for_a_bool_is_false(tmp_path, args, key):
     """``suite.params.fast_render='false'`` (a string for a bool) is False in the run, as the
-    stored run identity shows (``limit=0``: the suite is built, no episode runs)."""
+    stored run identity shows (``limit=1``: one short episode)."""
     if args[0] == "suite=libero":
         from tests.envs.libero.conftest import require_libero
 
         require_libero()
     out = tmp_path / "out"
-    res = _cli("run", [*args, "limit=0", f"out={out}", "progress=false"], cwd=tmp_path)
+    res = _cli("run", [*args, "limit=1", f"out={out}", "progress=false"], cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     with sqlite3.connect(out / "results.sqlite") as db:
         (identity,), = db.execute("SELECT identity FROM runs").fetchall()

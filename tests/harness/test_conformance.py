@@ -277,11 +277,11 @@ def test_determinism_check_catches_an_unseeded_env(monkeypatch):
 
     monkeypatch.setattr(S.NumberLineEnv, "_observation", observation)
     agent = lambda **v: __import__("example_suite.agents").agents.ExampleOracle(**v)  # noqa: E731
-    check_suite(S.ExampleSuite(), agent=agent, checks=["contract"])  # the contract alone passes it
+    check_suite(S.ExampleSuite(), split="test", agent=agent, checks=["contract"])  # the contract alone passes it
     with pytest.raises(ConformanceError, match=r"determinism: episode test/000 seed 0 twice on a fresh env: "
                                                r"(reset|step \d+) differs at \[2\]\['text'\]|"
                                                r"determinism: .* differs at \[1\]\['text'\]"):
-        check_suite(S.ExampleSuite(), agent=agent, checks=["determinism"])
+        check_suite(S.ExampleSuite(), split="test", agent=agent, checks=["determinism"])
 
 
 def test_contract_check_catches_a_missing_info_key(monkeypatch):
@@ -296,7 +296,7 @@ def test_contract_check_catches_a_missing_info_key(monkeypatch):
     monkeypatch.setattr(S.NumberLineEnv, "_info", info)
     agent = lambda **v: __import__("example_suite.agents").agents.ExampleOracle(**v)  # noqa: E731
     with pytest.raises(ConformanceError, match=r"contract: step\(\) info lacks 'action_ok'"):
-        check_suite(S.ExampleSuite(), agent=agent, checks=["contract"])
+        check_suite(S.ExampleSuite(), split="test", agent=agent, checks=["contract"])
 
 
 def test_schedule_check_catches_records_that_depend_on_the_batch(monkeypatch):
@@ -340,10 +340,10 @@ def test_probe_catches_an_episode_that_never_reaches_its_step_limit(monkeypatch)
 
     monkeypatch.setattr(S.NumberLineEnv, "step", step)
     # The oracle always reaches its target first: the other checks pass the bug.
-    check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["contract", "determinism"])
+    check_suite(S.ExampleSuite(), split="test", agent=_oracle_factory(), checks=["contract", "determinism"])
     with pytest.raises(ConformanceError, match=r"probe: episode test/\d+ did not end within 45 steps .* driven by "
                                                r"one valid action over and over"):
-        check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+        check_suite(S.ExampleSuite(), split="test", agent=_oracle_factory(), checks=["probe"])
 
 
 def test_probe_catches_state_leaking_between_episodes(monkeypatch):
@@ -359,10 +359,10 @@ def test_probe_catches_state_leaking_between_episodes(monkeypatch):
 
     monkeypatch.setattr(S.NumberLineEnv, "reset", reset)
     # The oracle makes no invalid action: the other checks pass the bug.
-    check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["contract", "determinism"])
+    check_suite(S.ExampleSuite(), split="test", agent=_oracle_factory(), checks=["contract", "determinism"])
     with pytest.raises(ConformanceError, match=r"probe: episode test/000 driven by the probe .* on the same env "
                                                r"after other episodes: .*state leaks between episodes"):
-        check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+        check_suite(S.ExampleSuite(), split="test", agent=_oracle_factory(), checks=["probe"])
 
 
 def test_probe_catches_an_unknown_action_accepted_as_valid(monkeypatch):
@@ -375,15 +375,15 @@ def test_probe_catches_an_unknown_action_accepted_as_valid(monkeypatch):
         return original(self, action)
 
     monkeypatch.setattr(S.NumberLineEnv, "step", step)
-    check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["contract", "determinism"])
+    check_suite(S.ExampleSuite(), split="test", agent=_oracle_factory(), checks=["contract", "determinism"])
     with pytest.raises(ConformanceError, match=r"probe: episode test/000: the unknown action 'probe: no such action "
                                                r"\w+' was accepted as valid"):
-        check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+        check_suite(S.ExampleSuite(), split="test", agent=_oracle_factory(), checks=["probe"])
 
 
 def test_probe_passes_the_unchanged_example_suite():
     S = _example()
-    report = check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+    report = check_suite(S.ExampleSuite(), split="test", agent=_oracle_factory(), checks=["probe"])
     assert report.passed == ["probe"]
 
 

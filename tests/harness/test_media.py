@@ -63,7 +63,10 @@ def test_a_longer_video_at_another_rate(video25: Path) -> None:
     assert [frame_index(f) for f in clip.frames] == want == list(clip.indices)
     assert clip.rate == pytest.approx(8 / 3.5)  # the cap lowered the rate evenly over the window
     meta = clip.metadata()
-    assert meta["frames_indices"] == want and meta["fps"] == pytest.approx(25.0)
+    # numbered from the frame on screen at the window's start (12, shown from 0.48 s): a processor
+    # that writes index / fps writes seconds from the clip's start (Qwen3-VL), not of the source
+    assert clip.first_index == 12 and meta["frames_indices"] == [i - 12 for i in want]
+    assert meta["fps"] == pytest.approx(25.0)
     assert meta["duration"] == pytest.approx(3.5) and meta["total_num_frames"] == round(3.5 * 25)
 
 
@@ -130,3 +133,64 @@ def test_image_parts_are_the_frames_in_order(video: Path) -> None:
     assert [p["type"] for p in parts] == ["image"] * 4
     assert [frame_index(p["image"]) for p in parts] == list(clip.indices)
     assert isinstance(clip, Clip) and clip.size == (48, 32)
+
+
+# --- the qwen_vl_utils rule ------------------------------------------------------------------------
+
+
+def qwen_reference(total_frames: int, video_fps: float, fps: float, max_frames: int | None = None) -> list[int]:
+    """qwen_vl_utils' own expression (QwenLM/Qwen2.5-VL at f0af299, qwen-vl-utils/src/qwen_vl_utils/
+    vision_process.py:170-177 and :250), written out here with torch as there."""
+    torch = pytest.importorskip("torch")
+    factor = 2
+    min_frames = math.ceil(4 / factor) * factor
+    cap = min(768, total_frames) if max_frames is None else max_frames
+    high = math.floor(cap / factor) * factor
+    n = min(min(max(total_frames / video_fps * fps, min_frames), high), total_frames)
+    n = math.floor(n / factor) * factor
+    return torch.linspace(0, total_frames - 1, n).round().long().tolist()
+
+
+@pytest.mark.parametrize("total_frames,video_fps", [
+    (55, 30.0), (789, 30.0), (658, 25.0), (3234, 30.0), (2695, 25.0), (1297, 29.97), (100, 25.0), (30, 10.0)])
+def test_the_qwen_rule_is_qwen_vl_utils(total_frames: int, video_fps: float) -> None:
+    from harness.media import qwen_frame_indices
+
+    assert qwen_frame_indices(total_frames, video_fps, 4.0) == qwen_reference(total_frames, video_fps, 4.0)
+    assert qwen_frame_indices(total_frames, video_fps, 4.0, 64) == qwen_reference(total_frames, video_fps, 4.0, 64)
+
+
+@pytest.mark.parametrize("seconds", [1.83, 26.3, 107.8])
+def test_the_qwen_rule_keeps_4_fps_for_every_clip_length_in_the_release(seconds: float) -> None:
+    """CFG-Bench's clips last 1.83 to 107.8 s (26.3 s on average); at 30 fps and the default cap
+    (768) the rule takes about 4 frames a second for each (a pair at most short of it)."""
+    from harness.media import qwen_frame_indices
+
+    total = round(seconds * 30)
+    picked = qwen_frame_indices(total, 30.0, 4.0)
+    assert len(picked) == math.floor(total / 30 * 4 / 2) * 2
+    assert len(picked) / seconds == pytest.approx(4.0, abs=2 / seconds)
+    # the old default of this suite (64 frames) would have lowered the rate below 4 fps past 16 s
+    assert len(qwen_frame_indices(total, 30.0, 4.0, 64)) / seconds < 3.0 or seconds < 16
+
+
+def test_a_clip_by_the_qwen_rule(video25: Path) -> None:
+    clip = load_clip(video25, fps=4.0, max_frames=768, rule="qwen_vl_utils")
+    want = qwen_reference(100, 25.0, 4.0, 768)  # 4 s at 25 fps: 16 frames from 0 to 99
+    assert len(want) == 16 and want[0] == 0 and want[-1] == 99
+    assert [frame_index(f) for f in clip.frames] == want == list(clip.indices)
+    assert clip.rate == pytest.approx(16 / 100 * 25.0)  # qwen_vl_utils' sample_fps
+    assert clip.sampling == {"rule": "qwen_vl_utils/1", "decoder": "pyav", "fps": 4.0, "max_frames": 768}
+
+
+def test_a_window_by_the_qwen_rule(video25: Path) -> None:
+    clip = load_clip(video25, fps=4.0, max_frames=768, start=1.0, end=3.0, rule="qwen_vl_utils")
+    want = [25 + i for i in qwen_reference(50, 25.0, 4.0, 768)]  # the window's 50 frames, 25..74
+    assert [frame_index(f) for f in clip.frames] == want == list(clip.indices)
+    assert clip.metadata()["frames_indices"] == [i - 25 for i in want]  # from the clip's start
+
+
+def test_the_rule_enters_the_identity_and_an_unknown_one_is_refused() -> None:
+    assert sampling_identity(4.0, 768, rule="qwen_vl_utils") != sampling_identity(4.0, 768)
+    with pytest.raises(VideoError, match="unknown sampling rule 'linspace'"):
+        sampling_identity(4.0, 768, rule="linspace")

@@ -316,7 +316,8 @@ def test_variant_without_its_checkpoint_names_the_variable(tmp_path):
     res = subprocess.run([sys.executable, "-m", "harness.cli", "run", "variant=favor_sft", "split=seen", "limit=1",
                           *FAST, "out=o"], cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
                          capture_output=True, text=True, timeout=120)
-    one_line_error(res, "$FAVOR_SFT_MODEL or $BASE_MODEL", "variant.params.model=PATH")
+    one_line_error(res, "set $FAVOR_SFT_MODEL to its folder (or Hub id), or $BASE_MODEL with $FAVOR_SFT_ADAPTER",
+                   "variant.params.model=PATH")
     res = harness("run", "variant=base", "split=seen", "limit=1", *FAST, "out=o", cwd=tmp_path,
                   env_extra={"BASE_MODEL": ""})
     one_line_error(res, "$BASE_MODEL")

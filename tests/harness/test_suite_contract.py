@@ -111,9 +111,7 @@ def test_suite_protocol(case):
 #: Protocol keys that repeat a declared parameter's *resolved* value (a derived fact: the
 #: step budget every protocol states; LIBERO's fixture seeding, from the preset when null).
 RESOLVED = {"max_steps"}
-RESOLVED_BY_SUITE = {"libero": {"fixture_rng"},
-                     # the frame sampling they state; kept, because the protocol is in their run ids
-                     "cfg_bench": {"fps", "max_frames"}, "procobject": {"fps", "max_frames"}}
+RESOLVED_BY_SUITE = {"libero": {"fixture_rng"}}  # (cfg_bench, procobject: their frame rule under "frames")
 
 
 def test_protocol_lists_derived_facts_only(case):

@@ -36,3 +36,17 @@ def test_a_suite_cannot_declare_a_reserved_or_bad_name(name):
     with pytest.raises(ValueError, match="breakdown"):
         SuitePlugin(name="qa", target="m:a", breakdowns=(name,))
 
+
+
+def test_mean_over_names_task_type_or_a_declared_breakdown():
+    assert SuitePlugin(name="qa", target="m:a", breakdowns=("pattern",), mean_over="pattern").mean_over == "pattern"
+    assert SuitePlugin(name="qa", target="m:a", mean_over="task_type").mean_over == "task_type"
+    with pytest.raises(ValueError, match=r"mean_over 'domain' must be task_type or one of its breakdowns \(pattern\)"):
+        SuitePlugin(name="qa", target="m:a", breakdowns=("pattern",), mean_over="domain")
+
+
+def test_a_suite_that_declares_no_mean_over_gets_no_mean_row():
+    df = records_frame([rec("base", "1", True, "needle"), rec("base", "2", False, "multi_hop")])
+    t = breakdown_table(df, by="pattern", metrics=("sr",))
+    assert list(t.index) == ["multi_hop", "needle", "all"]
+    assert "extra_notes" not in t.attrs

@@ -146,14 +146,16 @@ def test_hf_video_form_through_the_models_video_processor(ckpts: dict[str, Path]
     assert [frame_index(f) for f in frames] == list(clip.indices)  # the sampled frames, not sampled again
     assert call["do_sample_frames"] is False
     (meta,) = call["video_metadata"]
-    assert meta.frames_indices == list(clip.indices) and meta.fps == pytest.approx(clip.source_fps)
+    # numbered from the clip's first frame (frame 10 at 1 s): Qwen3-VL's index / fps is clip time
+    assert meta.frames_indices == [i - 10 for i in clip.indices] and meta.fps == pytest.approx(clip.source_fps)
     out = outputs[-1]
     assert int(out["video_grid_thw"][0][0]) == len(clip) // 2  # temporal patches of 2 frames
     if family == "qwen2_5_vl":  # temporal position ids spaced by the clip's own rate
         assert out["second_per_grid_ts"] == pytest.approx([2 / clip.rate])
-    else:  # Qwen3-VL writes each temporal patch's time (seconds of the source video)
+    else:  # Qwen3-VL writes each temporal patch's time: seconds from the clip's start, not the source's
         text = backend.processor.tokenizer.decode(out["input_ids"][0])
-        stamps = [(clip.timestamps[i] + clip.timestamps[i + 1]) / 2 for i in range(0, len(clip), 2)]
+        stamps = [(clip.timestamps[i] + clip.timestamps[i + 1]) / 2 - clip.start for i in range(0, len(clip), 2)]
+        assert stamps == pytest.approx([0.25, 1.25])  # frames at 1.0, 1.5 | 2.0, 2.5 s of the source
         for t in stamps:
             assert f"<{t:.1f} seconds>" in text
 
@@ -272,3 +274,14 @@ def test_openai_frames_through_transformers_serve(ckpts: dict[str, Path], clip: 
         assert with_clip - text_only == len(clip) * (one_image - text_only) > 0
     finally:
         server.stop()
+
+
+def test_qwen3_vl_writes_seconds_from_the_clips_start(clip: Clip) -> None:
+    """transformers' own timestamp rule (Qwen3VLProcessor._calculate_timestamps: index / fps, the
+    mean of each temporal patch of 2) on the metadata the hf backend hands over: the clip starts at
+    1 s of its source, and its patches are stamped 0.25 s and 1.25 s (not 1.25 s and 2.25 s)."""
+    from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
+
+    meta = clip.metadata()
+    stamps = Qwen3VLProcessor._calculate_timestamps(None, list(meta["frames_indices"]), meta["fps"], 2)
+    assert stamps == pytest.approx([0.25, 1.25])

@@ -160,7 +160,10 @@ def test_predictions_in_the_originals_format(root, tmp_path):
     verdicts = {cia.qid: parse_judge_reply('{"premise": "corrected", "correctness": 8, "detailedness": 6}', "CIA")}
     items_out = to_official(qs, answers, "my-model", verdicts)
     assert [i["task_type"] for i in items_out] == ["TR", "CIA"]
-    assert items_out[0]["evaluation"] == [{"model": "my-model", "result": "pours the water first", "reason": ""}]
+    assert items_out[0]["evaluation"] == [{"model": "my-model", "result": "pours the water first", "reason": "",
+                                           "eval": {"type": "close_ended", "prediction": "pours the water first",
+                                                    "correct_answer": "pours the water first", "is_correct": True,
+                                                    "accuracy": 1.0}}]
     assert items_out[0]["options"] == OPTS and "question_key" not in items_out[0]
     ev = items_out[1]["evaluation"][0]
     assert ev["open_ended_result"].startswith("She slices") and ev["eval"]["correctness"] == 8

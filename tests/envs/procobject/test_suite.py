@@ -40,7 +40,8 @@ def test_table_by_search_pattern(po_data, tmp_path, capsys):
                  "progress=false"]) == 0
     df = ResultStore(out, readonly=True).frame().set_index("episode_id")
     assert {k: e["breakdown"] for k, e in df["extra"].items()} == {
-        "1": {"pattern": "needle"}, "2": {"pattern": "multi_hop"}, "3": {"pattern": "needle"}}
+        "1": {"pattern": "needle", "reference": "given"}, "2": {"pattern": "multi_hop", "reference": "given"},
+        "3": {"pattern": "needle", "reference": "given"}}
     capsys.readouterr()
     assert main(["table", str(out), "--by", "pattern", "--metrics", "miou,reply_unreadable"]) == 0
     rows = [line.split("|")[1].strip() for line in capsys.readouterr().out.splitlines()[2:] if line.startswith("|")]

@@ -163,13 +163,20 @@ def test_power_line_formula():
     assert episodes_for_power(0.0) < episodes_for_power(0.2) < episodes_for_power(0.5)
 
 
-def test_report_in_headless_chromium(store_dir, tmp_path):
+@contextlib.contextmanager
+def opened_report(store: Path, tmp_path: Path):
+    """``harness report STORE`` opened in a headless Chromium (skipped without one), drawn without
+    a console error."""
     _browser_or_skip()  # before the work, not after it
-    assert main(["report", str(store_dir)]) == 0
-    page = (store_dir / "report" / "index.html").resolve()
+    assert main(["report", str(store)]) == 0
     with _chromium(tmp_path) as browser:
-        _open(browser, page)
+        _open(browser, (store / "report" / "index.html").resolve())
         assert browser.console_errors() == []
+        yield browser
+
+
+def test_report_in_headless_chromium(store_dir, tmp_path):
+    with opened_report(store_dir, tmp_path) as browser:
         # Tables and a chart are present and drawn.
         assert browser.eval("document.querySelectorAll('table.transfer tbody tr').length") == 3
         assert browser.eval("document.querySelectorAll('table.breakdown tbody tr').length") >= 2

@@ -1,0 +1,146 @@
+"""``harness run ... stopping=sequential``: a sweep's runs in rounds, stopped once decided.
+
+The jobs of one comparison group (same suite, split, suite parameters, seed, repeat, output
+and stopping settings) take the same episodes and seeds in *rounds*: round k runs the first
+``k * stopping.round`` episodes of the split in every run still open (each run resumes what it
+stored, so a round runs only the new episodes), the baseline first, so no run gets ahead of
+the others. After each round the test of every open comparison is recomputed from the stored
+episodes (:func:`harness.sequential.compare`), and a decided comparison's run stops; the
+baseline runs while any comparison is open. Nothing but the records holds the test's state:
+a killed run, rerun with the same command, replays the rounds over what is stored (no
+episode runs twice) and stands where it stood. The confidence sequence is valid at every
+sample size at once, which is what makes stopping at a decision, and resuming, safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness.commands.common import UsageError
+
+
+@dataclass
+class _Group:
+    baseline: Any
+    others: list[Any]
+    stopping: dict[str, Any]
+    #: Episodes the comparison may use: the split (or ``limit``), capped by ``max_episodes``.
+    cap: int
+    specs: dict[int, Any] = field(default_factory=dict)
+
+
+def plan(prepared: list[Any]) -> list[_Group]:
+    """The comparison groups of the prepared jobs; UsageError (exit 2) when a group has no
+    baseline, several, or nothing to compare, or a job of the sweep is not sequential."""
+    if not all(job.spec.stopping for job in prepared):
+        plain = next(job for job in prepared if not job.spec.stopping)
+        raise UsageError(f"stopping=sequential applies to every run of the sweep; job {plain.label} has none")
+    groups: dict[str, list[Any]] = {}
+    for job in prepared:
+        s = job.spec
+        key = json.dumps([s.suite, s.split, dict(s.suite_params), s.seed, s.repeat, str(job.cfg.out),
+                          dict(s.stopping)], sort_keys=True, default=str)
+        groups.setdefault(key, []).append(job)
+    out = []
+    for jobs in groups.values():
+        s = jobs[0].spec
+        stopping = dict(s.stopping)
+        where = f"{s.suite}/{s.split}" + (f" seed={s.seed}" if s.seed else "")
+        names = [job.spec.variant for job in jobs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"stopping=sequential: {twice[0]} runs twice on {where} (each run of a comparison "
+                             "needs its own variant name)")
+        base = [job for job in jobs if job.spec.variant == stopping["baseline"]]
+        if not base:
+            raise UsageError(f"stopping.baseline={stopping['baseline']} is not a run of the sweep on {where} "
+                             f"(runs: {', '.join(names)})")
+        others = [job for job in jobs if job is not base[0]]
+        if not others:
+            raise UsageError(f"stopping=sequential: nothing to compare with {stopping['baseline']} on {where} "
+                             "(sweep another variant, e.g. -m planner=oracle,random)")
+        size = len(base[0].suite.episodes(s.split))
+        cap = min(size, s.limit if s.limit is not None else size,
+                  stopping["max_episodes"] if stopping.get("max_episodes") else size)
+        group = _Group(base[0], others, stopping, cap)
+        group.specs = {id(job): job.spec for job in jobs}
+        out.append(group)
+    return out
+
+
+def run(groups: list[_Group], run_job: Callable[[Any], int]) -> int:
+    """Every group in rounds until each comparison is decided or out of episodes; the number
+    of failed jobs (as the plain run loop counts them)."""
+    failed = 0
+    for group in groups:
+        failed += _run_group(group, run_job)
+    return failed
+
+
+def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
+    from harness.sequential import compare
+
+    stopping = group.stopping
+    step = int(stopping["round"])
+    open_ = list(group.others)
+    failed = 0
+    n = 0
+    while open_ and n < group.cap:
+        n = min(n + step, group.cap)
+        for job in [group.baseline, *open_]:
+            job.spec = dataclasses.replace(group.specs[id(job)], limit=n)
+            failed += run_job(job)
+        rows = _stored(group.baseline.cfg.out, [group.baseline, *open_])
+        metric, values_fn = _metric(group.baseline.spec.suite, stopping["metric"])
+        still = []
+        for job in open_:
+            d, pairs, left_out = compare(rows[_run_id(job)], rows[_run_id(group.baseline)], metric, stopping,
+                                         values_fn, upto=n)
+            if d.outcome is None:
+                still.append(job)
+                continue
+            print(f"sequential: {job.spec.variant} vs {group.baseline.spec.variant} on "
+                  f"{job.spec.suite}/{job.spec.split} ({metric.name}): {d.outcome} after {pairs} of "
+                  f"{group.cap} paired episodes (decided at pair {d.at}"
+                  + (f"; {left_out} pair(s) without a value left out" if left_out else "")
+                  + f"); Δ {d.mean:+.3f}, anytime-valid {1 - d.alpha:.0%} interval [{d.lo:+.3f}, {d.hi:+.3f}]; "
+                  "its run stops", file=sys.stderr)
+        open_ = still
+    for job in open_:
+        print(f"sequential: {job.spec.variant} vs {group.baseline.spec.variant} on {job.spec.suite}/"
+              f"{job.spec.split}: undecided after {n} of {group.cap} paired episodes", file=sys.stderr)
+    return failed
+
+
+def _run_id(job: Any) -> str:
+    from harness.runner import run_id_of, run_identity
+
+    return run_id_of(run_identity(job.spec, job.suite, job.agent))
+
+
+def _stored(out: Any, jobs: list[Any]) -> dict[str, list[dict]]:
+    """The stored records of the jobs' runs, by run id (read-only: the runs are closed)."""
+    from harness.store import ResultStore, StoreError
+
+    ids = [_run_id(job) for job in jobs]
+    try:
+        with ResultStore(out, readonly=True) as store:
+            frame = store.frame(ids)
+    except StoreError as exc:
+        raise UsageError(f"{exc} (finished episodes are saved)") from None
+    rows: dict[str, list[dict]] = {run_id: [] for run_id in ids}
+    for row in frame.to_dict("records"):
+        rows.setdefault(row["run_id"], []).append(row)
+    return rows
+
+
+def _metric(suite: str, name: str) -> tuple[Any, Any]:
+    from harness.scoring import suite_scoring
+    from harness.sequential import tested_metric
+
+    metrics, values_fn = suite_scoring(suite)
+    return tested_metric(metrics, name), values_fn
