@@ -105,14 +105,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         what = signal.Signals(signum).name
-        saved = sys.modules["harness.commands.run"].SAVED if "harness.commands.run" in sys.modules else {}
-        if args.command == "run" and saved.get("out") is not None:
-            runner = saved["runner"]
-            episodes = saved["episodes"] + (runner.committed if runner is not None else 0)
-            kept = (f"{episodes} episode(s) finished in this invocation are saved in {saved['out']}; "
-                    "rerun the same command to resume")
-        else:
-            kept = "nothing was written"
+        # The command says what it committed before the signal (run: episodes; judge: verdicts).
+        saved_on_stop = getattr(sys.modules.get(f"harness.commands.{COMMANDS[args.command]}"), "saved_on_stop", None)
+        kept = (saved_on_stop() if callable(saved_on_stop) else None) or "nothing was written"
         print(f"harness: stopped by {what}; {kept}", file=sys.stderr)
         return 128 + int(signum)
     finally:

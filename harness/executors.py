@@ -294,12 +294,18 @@ def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
                 if env is None:
                     env = envs[index] = env_factory()
             except Exception:
-                conn.send(Transition(error=_error("env")))
-                continue
-            if op == "reset":
-                conn.send(reset_env(env, msg[1]))
-            elif op == "advance":
-                conn.send(drive(env, msg[1], msg[2]))
+                reply = Transition(error=_error("env"))
+            else:
+                if op == "reset":
+                    reply = reset_env(env, msg[1])
+                elif op == "advance":
+                    reply = drive(env, msg[1], msg[2])
+                else:
+                    continue
+            try:
+                conn.send(reply)
+            except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
+                return  # parent gone (killed while this worker stepped): nobody to answer, quietly
     finally:
         for env in envs.values():
             _close_quietly(env)

@@ -71,16 +71,23 @@ def _plain(value: Any) -> Any:
 
 
 def to_jsonl(df: pd.DataFrame) -> str:
+    from harness.redact import redact_text
+
     lines = []
     for row in df.to_dict(orient="records"):
         lines.append(json.dumps({k: _plain(v) for k, v in row.items()}, default=str, allow_nan=False))
-    return "".join(line + "\n" for line in lines)
+    # Known secrets of this process too (whatever the store holds), in every value.
+    return redact_text("".join(line + "\n" for line in lines))
 
 
 def to_parquet(df: pd.DataFrame, path: str) -> None:
     """Parquet via pyarrow; ``extra`` (a dict per row, of varying keys) is stored as JSON text."""
+    from harness.redact import redact_text
+
     df = df.assign(extra=[json.dumps(x, sort_keys=True, default=str) for x in df["extra"]],
                    values=[json.dumps({k: _plain(v) for k, v in x.items()}, sort_keys=True, default=str)
                            for x in df["values"]],
                    **({"metrics": [json.dumps(x, sort_keys=True) for x in df["metrics"]]} if "metrics" in df else {}))
+    text = [c for c in df.columns if df[c].dtype == object]
+    df = df.assign(**{c: [redact_text(v) if isinstance(v, str) else v for v in df[c]] for c in text})
     df.to_parquet(path, index=False)

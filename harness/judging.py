@@ -364,8 +364,10 @@ def _prompt_text(messages: Conversation) -> str:
 
 
 def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
-                print_fn: Callable[[str], None] = print, progress_every_s: float = 10.0) -> Counts:
-    """``harness judge OUT judge=NAME judge.K=V ...``: judge every unjudged answer in ``out``."""
+                print_fn: Callable[[str], None] = print, progress_every_s: float = 10.0,
+                counts: Counts | None = None) -> Counts:
+    """``harness judge OUT judge=NAME judge.K=V ...``: judge every unjudged answer in ``out``.
+    ``counts``: filled as verdicts are committed (what a stop signal leaves saved)."""
     from harness.store import STORE_FILENAME, ResultStore, StoreError
 
     cfg = load_config(name, overrides)
@@ -396,21 +398,22 @@ def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
         identities = {rid: judge_identity(cfg, backend.identity(), r) for rid, r in rubric_ids.items()}
     try:
         with ResultStore(out) as store:
-            return _judge(store, cfg, backend, answers, identities, print_fn, progress_every_s)
+            return _judge(store, cfg, backend, answers, identities, print_fn, progress_every_s, counts or Counts())
     except StoreError as exc:
         raise JudgeError(str(exc)) from None
     finally:
+        # After a stop signal too: the openai backend's close() ends the calls in flight at once.
         close = getattr(backend, "close", None) if backend is not None else None
         if callable(close):
             close()
 
 
 def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], identities: dict[int, dict],
-           print_fn: Callable[[str], None], progress_every_s: float) -> Counts:
+           print_fn: Callable[[str], None], progress_every_s: float, counts: Counts) -> Counts:
     ids = {rid: judge_id_of(ident) for rid, ident in identities.items()}
     done: dict[str, set] = {jid: store.judged_keys(jid) for jid in set(ids.values())}
     todo = [a for a in answers if a.key not in done[ids[id(a.rubric)]]]
-    counts = Counts(skipped=len(answers) - len(todo))
+    counts.skipped = len(answers) - len(todo)
     label = f"judge {cfg.name} ({', '.join(sorted(set(ids.values())))})"
     print_fn(f"{label}: {len(todo)} answer(s) to judge, {counts.skipped} already judged")
     lock = threading.Lock()
@@ -489,7 +492,8 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
                 for r in batch(mine[i:i + size]):
                     record(r)
     elif workers:  # a server (openai): K requests in flight, each verdict written as it arrives
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge")
+        try:
             pending: set[Any] = set()
             for a in todo:
                 pending.add(pool.submit(batch, [a]))
@@ -501,6 +505,8 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
             for f in pending:
                 for r in f.result():
                     record(r)
+        finally:  # a stop signal waits for no call in flight (the backend's close() ends them)
+            pool.shutdown(wait=False, cancel_futures=True)
     else:  # in process (hf): batch_size answers per batched generate call, as for the planner
         size = max(1, int(getattr(backend, "batch_size", 1) or 1))
         for i in range(0, len(todo), size):

@@ -29,6 +29,7 @@ backend's, and the prompt settings of the suite it runs) declares a :class:`Comp
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import difflib
 import math
@@ -37,6 +38,13 @@ import typing
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+
+
+#: The suites one ``harness run`` invocation runs (every job of a sweep), set while its jobs are
+#: checked: a declaration whose keys depend on the suite (the vlm planner's prompt settings)
+#: refuses a key that applies to none of them. None outside a run: such a key is ignored.
+INVOCATION_SUITES: "contextvars.ContextVar[frozenset[str] | None]" = contextvars.ContextVar(
+    "invocation_suites", default=None)
 
 
 class ParamError(ValueError):

@@ -8,7 +8,9 @@ the userinfo of a URL (``http://user:pw@host`` -> ``http://***@host``) and the
 value of secret-named URL query parameters, and every occurrence of a **known secret
 value**: the value of each environment variable named like a secret (``OPENAI_API_KEY``,
 ``HF_TOKEN``, ...) and each value registered with :func:`register_secret` (the openai
-backend registers the key it read from ``api_key_env``, whatever that variable is called),
+backend registers the key it read from ``api_key_env``, whatever that variable is called,
+and with :func:`register_url_credentials` the password of its ``base_url`` and the Basic
+auth header value the HTTP client derives from it),
 so a server that repeats the key in its error body leaves no trace. The store applies it before
 anything is written (``ResultStore.begin_run``, error messages); the CLI
 before anything is printed.
@@ -61,6 +63,40 @@ def register_secret(value: Any) -> None:
             _REGISTERED.add(value.strip())
 
 
+def register_url_credentials(url: Any) -> None:
+    """Redact the credentials of a URL's userinfo (``http://user:pw@host``) from every text from
+    now on, in each form a client derives from them: the password (plain and as written in the
+    URL), ``user:password``, and that pair base64-encoded, the value of the ``Authorization:
+    Basic`` header an HTTP client sends for such a URL (RFC 7617, section 2) and a server may echo."""
+    import base64
+    from urllib.parse import unquote, urlsplit
+
+    if not isinstance(url, str) or "@" not in url:
+        return
+    try:
+        parts = urlsplit(url.strip())
+        user, password = parts.username, parts.password
+    except ValueError:
+        return
+    if user is None and password is None:
+        return
+    raw_user, _, raw_password = parts.netloc.rpartition("@")[0].partition(":")
+    for user_text, password_text in {(unquote(user or ""), unquote(password or "")), (raw_user, raw_password)}:
+        pair = f"{user_text}:{password_text}"
+        # A URL with a user alone (``https://TOKEN@host``) carries its secret there.
+        for value in (password_text, pair) if password is not None else (user_text, pair):
+            register_secret(value)
+        for encoding in ("utf-8", "latin-1"):
+            try:
+                encoded = pair.encode(encoding)
+            except UnicodeEncodeError:
+                continue
+            for b64 in (base64.b64encode(encoded), base64.urlsafe_b64encode(encoded)):
+                text = b64.decode("ascii")
+                register_secret(text)
+                register_secret(text.rstrip("="))
+
+
 def known_secrets() -> list[str]:
     """The secret values redacted from every text: registered ones and the values of the
     environment variables named like secrets; longest first (a key inside another is covered)."""
@@ -79,8 +115,16 @@ def redact_text(text: str) -> str:
             text = text.replace(secret, REDACTED)
     if "://" not in text and "=" not in text:
         return text
-    text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    text = _URL_USERINFO.sub(_userinfo_redacted, text)
     return _URL_QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def _userinfo_redacted(match: "re.Match[str]") -> str:
+    """The userinfo of a URL replaced; its credentials registered, so the forms a client derives
+    from them (the Basic auth header's value) are redacted wherever they appear later."""
+    if match.group(2) != REDACTED:
+        register_url_credentials(f"{match.group(1)}{match.group(2)}@host")
+    return match.group(1) + REDACTED + "@"
 
 
 def redact(obj: Any) -> Any:

@@ -31,6 +31,7 @@ from harness.params import identity_of
 from harness.redact import redact
 from harness.sequential import IDENTITY_KEYS as SEQUENTIAL_IDENTITY_KEYS
 from harness.sequential import ORDER_KEY as SEQUENTIAL_ORDER_KEY
+from harness.spool import spool
 from harness.store import ResultStore
 from harness.types import (
     INFO_ARTIFACTS,
@@ -482,7 +483,8 @@ class Runner:
                 live.output_errors += 1  # the agent's fallback actions run as a plan
                 live.fallback_plans += 1
         else:  # an exception instead of a plan
-            kind = "timeout" if isinstance(plan, AgentTimeout) else "agent"
+            # A call that passed its own wall-clock limit (a backend's TimeoutError) is a timeout too.
+            kind = "timeout" if isinstance(plan, (AgentTimeout, TimeoutError)) else "agent"
             self._finish(slot, live, free, summary, error=(kind, _describe(plan)))
             return None
         if not len(actions):
@@ -750,6 +752,11 @@ class Runner:
             images = self._frames.save_observation(live.observation)
             if images:
                 entry["images"] = images
+        # A long reply waits on disk until the episode is stored (harness/spool.py): a live
+        # episode holds at most SPOOL_CHARS characters per call, whatever the model answers.
+        entry["raw_output"] = spool(entry["raw_output"])
+        if "prompt" in entry:
+            entry["prompt"] = spool(entry["prompt"])
         return entry
 
     def _artifact_paths(self, artifacts: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,10 @@ go to the wrong model), waits until its port accepts connections, writes
 ``OUT/servers/<variant>.json`` (command, checkpoint path and digest, URL, pid) and
 ``OUT/servers/<variant>.log`` (its output), and stops it (its whole process group)
 after the variant's last run, before the next variant's starts: only one model is
-in memory at a time. A server that dies mid-run leaves error records (the remote
+in memory at a time. The server runs under a watchdog (harness/serve_watch.py) that
+stops its group when the harness ends however it ends (SIGKILL included), so no server
+outlives its run; a rerun that finds the port taken by a server recorded in
+``OUT/servers/`` names its pid. A server that dies mid-run leaves error records (the remote
 client's retries run out), which a rerun of the same command re-runs.
 
 Nothing here names a suite or a policy: the placeholders are filled in the
@@ -171,6 +174,7 @@ class Lifecycle:
         self.current: str | None = None
         self.proc: subprocess.Popen | None = None
         self._log: Any = None
+        self._watch_fd: int | None = None
 
     @classmethod
     def for_experiment(cls, experiment: Any) -> "Lifecycle | None":
@@ -203,16 +207,28 @@ class Lifecycle:
             raise ServeError(f"experiment.variants.{variant}.serve.checkpoint is not set (the folder its server "
                              "loads; e.g. its ${oc.env:...} variable)")
         host, port = vals["host"], int(vals["port"])
-        if _answers(host, port):
-            raise ServeError(f"something already answers on {host}:{port}, where variant {variant}'s server is to "
-                             "start: stop it (its runs would go to that model) or change the variant's serve.url")
-        (command,) = fill([self.settings.command], vals, quote=True)
         folder = out / "servers"
+        if _answers(host, port):
+            stale = _recorded_server(folder, port)
+            who = (f"the server variant {stale[0]} of an earlier run started (pid {stale[1]}, recorded in "
+                   f"{stale[2]}) still runs there: stop it (kill -- -{stale[1]})" if stale else
+                   "stop it (its runs would go to that model)")
+            raise ServeError(f"something already answers on {host}:{port}, where variant {variant}'s server is to "
+                             f"start: {who} or change the variant's serve.url")
+        (command,) = fill([self.settings.command], vals, quote=True)
         folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / f"{variant}.log"
         self._log = log_path.open("ab")
-        self.proc = subprocess.Popen(command, shell=True, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        # Under a watchdog (harness/serve_watch.py) that stops the server's process group when this
+        # process ends, however it ends: it reads a pipe whose only write end this process holds.
+        read_end, self._watch_fd = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.serve_watch", str(read_end), str(self.settings.stop_timeout_s), command],
+                stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                pass_fds=(read_end,), env={**os.environ, "PYTHONPATH": _harness_path()})
+        finally:
+            os.close(read_end)
         self.current = variant
         self._address = (host, port)
         record = {"variant": variant, "command": command, "checkpoint": vals["checkpoint"],
@@ -270,6 +286,33 @@ class Lifecycle:
         if self._log is not None:
             self._log.close()
             self._log = None
+        if getattr(self, "_watch_fd", None) is not None:
+            os.close(self._watch_fd)  # the watchdog's pipe: its group is stopped already
+            self._watch_fd = None
+
+
+def _harness_path() -> str:
+    """``PYTHONPATH`` for the watchdog: where this ``harness`` package is imported from, first."""
+    root = str(Path(__file__).resolve().parents[1])
+    rest = os.environ.get("PYTHONPATH")
+    return root + (os.pathsep + rest if rest else "")
+
+
+def _recorded_server(folder: Path, port: int) -> tuple[str, int, Path] | None:
+    """(variant, pid, record) of a server an earlier run recorded in ``folder`` on ``port`` whose
+    process group still lives (a harness killed before its watchdog existed, or the watchdog's
+    own stop still in progress)."""
+    for record in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            if urlsplit(str(data.get("url"))).port != port:
+                continue
+            pid = int(data["pid"])
+            os.killpg(pid, 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return str(data.get("variant")), pid, record
+    return None
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from harness.redact import redact, redact_text
+from harness.spool import unspool
 from harness.types import SCHEMA_VERSION, TERMINATION_EPISODE_TIMEOUT, EpisodeRecord, RunSpec
 
 if TYPE_CHECKING:  # pandas is imported where tables are built, not at start-up
@@ -300,6 +301,13 @@ class ResultStore:
     def _verify(self, file: Path) -> None:
         """StoreError (one line) unless :func:`inspect_db` finds the store sound."""
         verdict = inspect_db(self._db, file)
+        if verdict.kind == NOT_A_STORE or (verdict.kind == DAMAGED and verdict.problems
+                                           and "header" in verdict.problems[0]):
+            # What `harness store check` says, one verdict for every command: a store whose
+            # header alone is damaged is "damaged" (and repairable), not "not a harness store".
+            second = inspect_store(self.path)
+            if second.kind == DAMAGED:
+                verdict = second
         if verdict.kind != SOUND:
             raise StoreError(verdict.open_message(self.path))
         self.schema_version = verdict.schema_version
@@ -517,7 +525,9 @@ class ResultStore:
                     self._db.execute(
                         f"DELETE FROM transcripts WHERE {' AND '.join(f'{c}=?' for c in _KEY)}", key)
                     for entry in transcript:
-                        values = [entry.get(c) for c in _TRANSCRIPT_COLUMNS]
+                        # A long raw output or prompt waited on disk (harness/spool.py): read
+                        # back here, one at a time.
+                        values = [unspool(entry.get(c)) for c in _TRANSCRIPT_COLUMNS]
                         if values[-1] is not None and not isinstance(values[-1], str):
                             values[-1] = json.dumps(values[-1], default=str)
                         values = [redact_text(v) if isinstance(v, str) else v for v in values]
@@ -590,7 +600,8 @@ class ResultStore:
         ``error`` row is replaced by a later attempt. True when the row was written."""
         cols = list(_KEY) + ["judge_id", "judge", "identity", "status", "vals", "reason", "raw_reply",
                              "prompt", "meta", "judged_at"]
-        values = [row.get(c) for c in cols]
+        # Known secrets (a key the judge server echoed in an error or a verdict) in every text.
+        values = [redact_text(v) if isinstance(v, str) else v for v in (row.get(c) for c in cols)]
         sql = (f"INSERT INTO judgements ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
                f"ON CONFLICT ({', '.join(_KEY)}, judge_id) DO UPDATE SET "
                + ", ".join(f"{c}=excluded.{c}" for c in cols[6:])
@@ -1068,7 +1079,7 @@ def _rebuild_header(file: Path) -> bool:
             original = fh.read(65536)
     except OSError:
         return False
-    if len(original) < 108 or original.startswith(_SQLITE_MAGIC) or original[100] not in (0x05, 0x0D):
+    if len(original) < 108 or not _header_damaged(original[:100]) or original[100] not in (0x05, 0x0D):
         return False
     wal = Path(str(file) + "-wal")
     mode = 2 if wal.is_file() and wal.stat().st_size > 32 else 1
@@ -1105,6 +1116,18 @@ def _rebuild_header(file: Path) -> bool:
     with open(file, "r+b") as fh:
         fh.write(original[:100])
     return False
+
+
+def _header_damaged(head: bytes) -> bool:
+    """The 100-byte header is not SQLite's (its magic), or a field the format fixes holds a value
+    SQLite cannot read: the page size (a power of two from 512 to 65536; 1 for 65536), the file
+    format versions (1 or 2), the payload fractions (64, 32, 32)."""
+    if not head.startswith(_SQLITE_MAGIC):
+        return True
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    return (page < 512 or page > 65536 or bool(page & (page - 1)) or head[18] not in (1, 2)
+            or head[19] not in (1, 2) or tuple(head[21:24]) != (64, 32, 32))
 
 
 def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:

@@ -144,6 +144,9 @@ class MlflowTracker:
         # import (seconds) overlaps the run instead of preceding it.
         _check_installed("mlflow", "mlflow")
         self.tracking_uri, self.experiment = tracking_uri, experiment
+        from harness.redact import register_url_credentials
+
+        register_url_credentials(tracking_uri)  # http://user:pw@host: never stored, plain or as Basic auth
         self._client: Any = None
         self._run_id: str | None = None
         self.where = tracking_uri

@@ -134,7 +134,8 @@ class OpenAIParams:
                              help="the environment variable holding the API key (a local server needs none)")
     max_concurrency: int = param(8, ge=1, le=4096, results=False, help="requests in flight (speed only)")
     request_timeout_s: float = param(120.0, gt=0, le=86_400, results=False,
-                                     help="seconds per request before the client retries (transport only)")
+                                     help="seconds of wall clock one call may take, its retries included; a server "
+                                          "that drips bytes cannot hold it longer (transport only)")
     max_retries: int = param(3, ge=0, le=100, results=False,
                              help="retries with backoff on 429 / 5xx / connection errors (transport only)")
     served_checkpoint: Optional[str] = param(
@@ -182,8 +183,9 @@ class VLMParams(Composite):
     prompt settings of the suite it runs (``SuitePlugin.prompt_params``); keys are flat.
 
     A key of the backend the run does not use is refused. A prompt setting of another suite
-    is accepted and ignored (it enters no identity): one planner configuration serves a
-    multirun over several suites (``-m suite=eb_alfred,eb_manipulation``). A key given as
+    is refused unless another job of the same ``harness run`` runs that suite: one planner
+    configuration serves a multirun over several suites (``-m suite=eb_alfred,eb_manipulation``),
+    each job ignoring the others' settings (they enter no identity). A key given as
     null counts as not given (the group's default applies) unless its field takes null: a
     configuration lists every group's keys with null defaults (``harness.params.schema_node``).
     """
@@ -218,10 +220,32 @@ class VLMParams(Composite):
         elsewhere = {f.name for g in others for f in fields_of(g.params)}
         other_prompts = {f.name for g in others if g.title.startswith("prompt of ") for f in fields_of(g.params)}
         nullable = {f.name for g in used for f in fields_of(g.params) if f.optional}
+        _check_prompt_keys(values, mine, [g for g in others if g.title.startswith("prompt of ")], suite)
         kept = {k: v for k, v in values.items()
                 if (k in mine and (v is not None or k in nullable))
                 or (k not in mine and not (k in elsewhere and (v is None or k in other_prompts)))}
         return super().parse(kept, suite)
+
+
+def _check_prompt_keys(values: Mapping[str, Any], mine: set[str], other_prompts: list[Group],
+                       suite: str | None) -> None:
+    """Refuse a prompt setting given for a suite that no job of this ``harness run`` runs
+    (``planner.params.on_bad_output=invalid`` on eb_alfred: an eb_manipulation setting); a sweep
+    over several suites keeps the settings of each (harness.params.INVOCATION_SUITES)."""
+    from harness.params import INVOCATION_SUITES
+
+    runs = INVOCATION_SUITES.get()
+    if runs is None:
+        return
+    for key, value in values.items():
+        if value is None or key in mine:
+            continue
+        owners = [g.title[len(prompt_title("")):] for g in other_prompts
+                  if any(f.name == key for f in fields_of(g.params))]
+        if owners and not set(owners) & runs:
+            ran = ", ".join(sorted(runs | ({suite} if suite else set())))
+            raise ParamError(key, f"is a prompt setting of {' / '.join(owners)}, which this run does not use "
+                                  f"(it runs {ran}); drop it")
 
 
 def _prompt_params(suite: str) -> Any:

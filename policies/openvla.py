@@ -345,6 +345,8 @@ class OpenVLAPolicy:
                            "answers 'error' and logs the traceback: a key its checkpoint lacks, or a bad request)")
 
     def _post(self, payload: Mapping[str, Any]) -> tuple[str, Any]:
+        from harness.wallclock import fetch
+
         body = dumps(dict(payload)).encode()
         p = self.params
         last: Exception | None = None
@@ -354,8 +356,8 @@ class OpenVLAPolicy:
             req = urllib.request.Request(self.url, data=body, method="POST",
                                          headers={"Content-Type": "application/json"})
             try:
-                with urllib.request.urlopen(req, timeout=p.timeout_s) as resp:
-                    raw = resp.read().decode()
+                # The whole exchange within timeout_s of wall clock (a dripping server included).
+                raw = fetch(req, p.timeout_s)[1].decode()
                 break
             except urllib.error.HTTPError as exc:
                 if exc.code < 500:

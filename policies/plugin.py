@@ -184,7 +184,8 @@ class OpenVLAParams:
                                                     "chunk); null: 8. openvla: one action per query, refused")
     max_concurrent_calls: int = param(1, ge=1, le=64, results=False,
                                       help="queries in flight at once (one observation each)")
-    timeout_s: float = param(120.0, gt=0, results=False, help="seconds to wait for a reply")
+    timeout_s: float = param(120.0, gt=0, results=False,
+                             help="seconds of wall clock one query may take (connecting, sending, the whole reply)")
     retries: int = param(5, ge=1, results=False, help="attempts per query on refused connections, timeouts, HTTP 5xx")
     backoff_s: float = param(0.5, ge=0, results=False, help="first wait between attempts (doubles each time)")
     max_backoff_s: float = param(8.0, ge=0, results=False, help="longest wait between attempts")

@@ -91,6 +91,9 @@ class RemotePolicy:
         starvla = params.get("protocol starvla") or StarVLAParams()  # openpi: the StarVLA settings are unused
         self.protocol = own.protocol
         self.url = own.url
+        from harness.redact import register_url_credentials
+
+        register_url_credentials(self.url)  # ws://user:pw@host: never stored, plain or as Basic auth
         self.timeout_s = own.timeout_s
         self.connect_retries = own.connect_retries
         self.backoff_s, self.max_backoff_s = own.backoff_s, own.max_backoff_s

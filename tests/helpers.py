@@ -23,6 +23,17 @@ def committed_rows(db: Path, table: str = "episodes") -> int:
         return 0
 
 
+def process_group_alive(pgid: int) -> bool:
+    """Whether any process of the process group ``pgid`` still lives."""
+    import os
+
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 def wait_at_gate(proc: subprocess.Popen, gate: Path, db: Path, rows: int, timeout: float = 300) -> None:
     """Wait until a run of ``tests/harness/gated_cli.py`` is held at its gate (``gate/blocked``
     exists) with at least ``rows`` episodes committed to ``db``; fail if it ends or times out."""

@@ -38,10 +38,14 @@ def _store_files(inputs: Sequence[str]) -> list[Path]:
 
 
 def _same(a: Path, b: Path) -> bool:
+    """One file: the same inode where both exist (a hard link, a symlink), else the same path
+    once symlinks in it are resolved (a store's -wal, -shm and .lock come and go with its runs)."""
     try:
-        return os.path.samefile(a, b)
+        if os.path.samefile(a, b):
+            return True
     except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def check_output(path: str | Path, inputs: Sequence[str] = (), force: bool = False,
@@ -54,7 +58,7 @@ def check_output(path: str | Path, inputs: Sequence[str] = (), force: bool = Fal
     """
     out = Path(path)
     for f in _store_files(inputs):
-        if _same(out, f) and (out.exists() or f.exists()):
+        if _same(out, f):  # existing or not: its store would read the output as its own file
             raise UsageError(f"{path} is a file of the input store {f.parent}: name another output file "
                              "(nothing was written)")
     if out.is_dir():

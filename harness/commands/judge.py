@@ -19,8 +19,24 @@ def add_parser(sub: Any) -> None:
                    "judge.KEY=VALUE overrides, e.g. judge.model=M judge.params.base_url=URL")
 
 
+#: What this invocation's judging has committed so far (for the message on a stop signal):
+#: the verdicts per output directory (``harness run ... judge=NAME`` judges several).
+JUDGED: dict[str, Any] = {}
+
+
 def main(args: argparse.Namespace) -> int:
+    JUDGED.clear()
     return run_judge(args.out, args.overrides)
+
+
+def saved_on_stop() -> str | None:
+    """What a stop signal leaves saved, for ``harness: stopped by SIG...; <this>`` (None: nothing)."""
+    done = {out: counts.judged for out, counts in JUDGED.items()}
+    if not done:
+        return None
+    where = ", ".join(f"{n} in {out}" for out, n in done.items())
+    return (f"{sum(done.values())} verdict(s) judged in this invocation are saved ({where}); "
+            "rerun the same command to judge the rest")
 
 
 def run_judge(out: str, overrides: Sequence[str]) -> int:
@@ -31,11 +47,14 @@ def run_judge(out: str, overrides: Sequence[str]) -> int:
         raise UsageError(f"harness judge: unknown argument {rest[0]!r} (expected judge=NAME or judge.KEY=VALUE)")
     if not name:
         raise UsageError("harness judge: judge=NAME is required (a config in configs/judge/ or a .yaml path)")
+    from harness.judging import Counts
+
+    counts = JUDGED[out] = Counts()  # filled as verdicts are committed
     try:
-        counts = judge_store(out, name, mine, print_fn=lambda line: print(line, file=sys.stderr))
+        result = judge_store(out, name, mine, print_fn=lambda line: print(line, file=sys.stderr), counts=counts)
     except JudgeError as exc:
         raise UsageError(str(exc)) from None
-    return 1 if counts.error or counts.not_computed else 0
+    return 1 if result.error or result.not_computed else 0
 
 
 def check_config(overrides: Sequence[str]) -> tuple[str | None, list[str], list[str]]:

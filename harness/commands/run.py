@@ -40,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
     # judge, or count as saved, what an earlier invocation wrote.
     SAVED.update(episodes=0, runner=None, out=None)
     OUTS.clear()
+    judge.JUDGED.clear()
     # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
     name, mine, overrides = judge.check_config(args.overrides)
     OUTS.clear()  # this invocation's outputs only (an earlier `main` in the same process wrote others)
@@ -49,6 +50,22 @@ def main(args: argparse.Namespace) -> int:
     for out in dict.fromkeys(OUTS):
         status = max(status, judge.run_judge(out, [f"judge={name}", *mine]))
     return status
+
+
+def saved_on_stop() -> str | None:
+    """What a stop signal leaves saved, for ``harness: stopped by SIG...; <this>`` (None: nothing):
+    the episodes finished in this invocation and the verdicts of its ``judge=NAME``."""
+    from harness.commands import judge
+
+    parts = []
+    if SAVED.get("out") is not None:
+        runner = SAVED["runner"]
+        episodes = SAVED["episodes"] + (runner.committed if runner is not None else 0)
+        parts.append(f"{episodes} episode(s) finished in this invocation are saved in {SAVED['out']}")
+    verdicts = judge.saved_on_stop()
+    if verdicts:
+        parts.append(verdicts.rpartition("; ")[0])
+    return "; ".join(parts) + "; rerun the same command to resume" if parts else None
 
 
 def _experiment_jobs(overrides: list[str], multirun: bool) -> list[list[str]] | None:
@@ -130,25 +147,32 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
 
     # Servers the harness starts itself (an experiment's serve.command) do not answer before the run.
     managed = missing is not None and _servers(overrides) is not None
-    for overrides_i, cfg in zip(jobs, configs):
-        label = " ".join(redact_override(o) for o in overrides_i)
-        try:
-            job_ = _prepare(cfg, suites, label)
-            prepared.append(job_)
-            if missing is not None:
-                missing += [(text, label) for text in _missing_checkpoints(job_.spec)
-                            + ([] if managed else _unreachable_servers(job_.spec))]
-        except _Missing as exc:
-            if missing is None:
+    from harness.params import INVOCATION_SUITES
+
+    # A suite-specific key (a prompt setting) that no job of this invocation uses is refused.
+    invocation = INVOCATION_SUITES.set(frozenset(str(c.suite.name) for c in configs if c.get("suite") is not None))
+    try:
+        for overrides_i, cfg in zip(jobs, configs):
+            label = " ".join(redact_override(o) for o in overrides_i)
+            try:
+                job_ = _prepare(cfg, suites, label)
+                prepared.append(job_)
+                if missing is not None:
+                    missing += [(text, label) for text in _missing_checkpoints(job_.spec)
+                                + ([] if managed else _unreachable_servers(job_.spec))]
+            except _Missing as exc:
+                if missing is None:
+                    where = f" (job {label})" if len(configs) > 1 else ""
+                    raise UsageError(f"{exc}{where}") from None
+                missing += [(text, label) for text in exc.items]
+                if exc.spec is not None:  # the job's other prerequisites: its checkpoints, its servers
+                    missing += [(text, label) for text in _missing_checkpoints(exc.spec)
+                                + ([] if managed else _unreachable_servers(exc.spec))]
+            except UsageError as exc:
                 where = f" (job {label})" if len(configs) > 1 else ""
                 raise UsageError(f"{exc}{where}") from None
-            missing += [(text, label) for text in exc.items]
-            if exc.spec is not None:  # the job's other prerequisites: its checkpoints, its servers
-                missing += [(text, label) for text in _missing_checkpoints(exc.spec)
-                            + ([] if managed else _unreachable_servers(exc.spec))]
-        except UsageError as exc:
-            where = f" (job {label})" if len(configs) > 1 else ""
-            raise UsageError(f"{exc}{where}") from None
+    finally:
+        INVOCATION_SUITES.reset(invocation)
     if dry_run and missing:
         raise UsageError(_missing_message(missing, len(configs)))
     sequential = None

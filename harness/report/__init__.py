@@ -726,6 +726,9 @@ def _json_for_html(payload: Any) -> str:
 
 
 def _write_atomic(path: Path, text: str, sync: bool = True) -> None:
+    from harness.redact import redact_text
+
+    text = redact_text(text)  # the known secrets of this process too, whatever the store holds
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -7,10 +7,12 @@ parallel episodes cost about one forward pass per decoding step.
 
 ``openai``: any OpenAI-compatible chat-completions server (vLLM, SGLang,
 lmdeploy, ``transformers serve``). Up to ``max_concurrency`` requests in
-flight; retries with exponential backoff on 429 / 5xx / connection errors and
-the per-request timeout are the ``openai`` client's own (``max_retries``,
-``timeout``). A server that stays down raises out of ``generate``: the runner
-records the episodes it served as agent errors, and a rerun resumes them. A reply
+flight; retries with exponential backoff on 429 / 5xx / connection errors are the
+``openai`` client's own (``max_retries``); each call, its retries included, ends by
+``request_timeout_s`` of wall clock whatever the server does (a byte a second before or after
+its headers included: planners/vlm/wallclock.py), raising ``CallTimedOut`` (a ``timeout``
+record). A server that stays down raises out of ``generate``: the runner records the episodes
+it served as agent errors, and a rerun resumes them. A reply
 is read with a size limit and kept up to ``max_reply_chars`` characters, the cut
 flagged (``Generation.output_truncated``; planners/vlm/reply_body.py).
 
@@ -445,11 +447,20 @@ class OpenAIBackend:
         self.max_concurrency = int(max_concurrency)
         # A local server needs no key; the client insists on a non-empty one.
         api_key = os.environ.get(api_key_env) or "EMPTY"
-        from harness.redact import register_secret
+        from harness.redact import register_secret, register_url_credentials
 
         register_secret(api_key)  # a server that repeats the key in an error body: never stored
-        self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=float(request_timeout_s),
-                             max_retries=int(max_retries))
+        # Credentials in the URL (``http://user:pw@host/v1``) go out as a Basic auth header: the
+        # password and the header's value are never stored either.
+        register_url_credentials(base_url)
+        from planners.vlm.wallclock import env_proxy, http_client, network_backend
+
+        # Each call ends by its wall-clock limit whatever the server does (planners/vlm/wallclock.py).
+        self.request_timeout_s = float(request_timeout_s)
+        self._network = network_backend()
+        self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=self.request_timeout_s,
+                             max_retries=int(max_retries),
+                             http_client=http_client(self._network, env_proxy(base_url)))
         self._pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="vlm-openai")
         self._identity = {
             "backend": "openai",
@@ -494,9 +505,12 @@ class OpenAIBackend:
         ``weight_version`` (set by ``--weight-version`` and by weight updates;
         sgl-project/sglang@9c0549b, python/sglang/srt/entrypoints/http_server.py,
         ``model_info``). Servers that report none of these keep the identity they had."""
+        from planners.vlm.wallclock import deadline
+
         try:
-            listing = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0).models.list()
-            entries = list(listing.data)
+            with deadline(SERVED_MODEL_TIMEOUT_S):  # wall clock: a server dripping bytes waits no longer
+                listing = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0).models.list()
+                entries = list(listing.data)
         except Exception:  # noqa: BLE001 - any failure: the server does not say (not an error)
             return None
         named = [e for e in entries if getattr(e, "id", None) == self.model]
@@ -522,11 +536,14 @@ class OpenAIBackend:
         parts = urlsplit(self.base_url)
         root_path = parts.path.rstrip("/")
         root_path = root_path[: -len("/v1")] if root_path.endswith("/v1") else root_path
+        from planners.vlm.wallclock import deadline
+
         client = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0)
         for endpoint in ("/model_info", "/get_model_info"):
             url = urlunsplit((parts.scheme, parts.netloc, root_path + endpoint, "", ""))
             try:
-                info = client.get(url, cast_to=object)
+                with deadline(SERVED_MODEL_TIMEOUT_S):
+                    info = client.get(url, cast_to=object)
             except Exception:  # noqa: BLE001 - an older or a proxied server: try the next name
                 continue
             if isinstance(info, dict):
@@ -551,16 +568,34 @@ class OpenAIBackend:
         # The body as a stream of chunks (the client's own streaming read: same request, same
         # retries and timeouts), read up to a size limit (planners/vlm/reply_body.py): a server
         # answering hundreds of MB costs about max_reply_chars bytes, not the whole body.
-        with self.client.chat.completions.with_streaming_response.create(
-            model=self.model, messages=to_openai_messages(messages, self.video_form), temperature=0.0,
-            max_tokens=self.max_new_tokens, **kwargs,
-        ) as response:
-            reply = read_reply(response.iter_bytes(), self.max_reply_chars)
+        # The whole call, its retries included, ends by request_timeout_s of wall clock
+        # (planners/vlm/wallclock.py): a server that drips bytes cannot hold it longer.
+        import time
+
+        from planners.vlm.wallclock import CallTimedOut, deadline
+
+        sent = to_openai_messages(messages, self.video_form)
+        at = time.monotonic() + self.request_timeout_s
+        try:
+            with deadline(self.request_timeout_s):
+                with self.client.chat.completions.with_streaming_response.create(
+                    model=self.model, messages=sent, temperature=0.0, max_tokens=self.max_new_tokens, **kwargs,
+                ) as response:
+                    reply = read_reply(response.iter_bytes(), self.max_reply_chars)
+        except Exception as exc:
+            if self._network.aborted:
+                raise CallTimedOut("the call was aborted: the command is stopping") from None
+            if time.monotonic() >= at:
+                raise CallTimedOut(f"no complete reply within request_timeout_s={self.request_timeout_s:g} s "
+                                   f"of wall clock ({type(exc).__name__})") from None
+            raise
         return Generation(reply.text, reply.prompt_tokens, reply.completion_tokens,
                           output_truncated=reply.truncated)
 
     def close(self) -> None:
+        """Stop: queued calls are dropped and calls in flight end at once (their sockets shut)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._network.abort()
 
 
 #: Seconds the openai backend waits for the server's model listing (run identity) at start.

@@ -54,6 +54,8 @@ CASES = [
     *[pytest.param("run", [*EB_ALFRED, *OPENAI, f"planner.params.request_timeout_s={v}"],
                    id=f"vlm request_timeout_s={v}") for v in ("-1", "nan", "0")],
     pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.base_url=notaurl"], id="vlm base_url=notaurl"),
+    pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.on_bad_output=nope"],
+                 id="vlm prompt key of another suite"),
     pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.dtype=nope"], id="vlm openai dtype=nope"),
     pytest.param("run", [*EB_ALFRED, *OPENAI, "planner.params.num_threads=abc"], id="vlm openai num_threads=abc"),
     # --- policies (refused by their declarations before anything connects or loads) ---
@@ -127,6 +129,14 @@ def test_bad_invocation_is_one_line_exit_2_nothing_written(tmp_path, command, ar
     assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr
     assert not out.exists(), f"{out} was created"
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "something was written in the working folder"
+
+
+def test_a_prompt_key_is_kept_when_a_job_of_the_sweep_uses_it(tmp_path):
+    """``-m suite=eb_alfred,eb_manipulation`` with an eb_manipulation prompt setting: its
+    eb_manipulation job uses it, so it is not refused (the eb_alfred job ignores it)."""
+    res = _cli("run", ["-m", "--dry-run", "suite=eb_alfred,eb_manipulation", *OPENAI[:1], *OPENAI[1:],
+                       "planner.params.on_bad_output=invalid", f"out={tmp_path / 'out'}"], cwd=tmp_path)
+    assert "on_bad_output" not in res.stderr and "no server answers" in res.stderr, res.stderr[-2000:]
 
 
 @pytest.mark.parametrize("args, key", [

@@ -51,6 +51,24 @@ def test_export_never_overwrites_its_input_store(store, capsys, force):
     assert main(["export", str(db), "-o", str(db)]) == 2 and digest(db) == before
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal", ".lock"])
+@pytest.mark.parametrize("exists", [False, True])
+def test_export_force_refuses_every_file_of_the_input_store(store, capsys, suffix, exists):
+    """The store's -wal, -shm, -journal and .lock too, whether a run left them there or not:
+    a JSONL file written as results.sqlite-wal would be read by SQLite as the store's WAL."""
+    target = store / (STORE_FILENAME + suffix)
+    if exists:
+        target.write_bytes(b"")
+    before = sorted(p.name for p in store.iterdir())
+    assert main(["export", str(store), "-o", str(target), "--force"]) == 2
+    assert "input store" in one_error_line(capsys)
+    assert sorted(p.name for p in store.iterdir()) == before and (not exists or target.read_bytes() == b"")
+    link = store.parent / "link.jsonl"  # a symlink to one of them, even before it exists
+    link.symlink_to(target)
+    assert main(["export", str(store), "-o", str(link), "--force"]) == 2
+    assert "input store" in one_error_line(capsys)
+
+
 def test_an_existing_file_is_replaced_only_with_force(store, tmp_path, capsys):
     out = tmp_path / "e.jsonl"
     out.write_text("keep me\n")

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from harness import experiments, servers
+from tests.helpers import process_group_alive
 
 LISTEN = (f"{sys.executable} -c \"import socket, sys, time; s = socket.socket(); "
           "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print('up', sys.argv[2], flush=True); "
@@ -103,3 +104,78 @@ def test_the_experiment_file_declares_a_served_route_per_variant(monkeypatch, tm
     assert servers.Lifecycle.for_experiment(experiments.load("libero_four_suites")) is not None
     with pytest.raises(experiments.ExperimentError, match="serve takes"):
         experiments.load("libero_four_suites", ["experiment.variants.base.serve.colour=blue"])
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from harness import servers
+port, root = int(sys.argv[1]), Path(sys.argv[2])
+variant = {"a": servers.VariantServe(url=f"ws://127.0.0.1:{port}", checkpoint=str(root / "a"))}
+life = servers.Lifecycle(servers.ServeSettings(sys.argv[3], ready_timeout_s=30, stop_timeout_s=3), variant)
+life.enter("a", root / "out")
+print(life.proc.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_server_dies_with_the_harness_that_started_it(tmp_path):
+    """SIGKILL of the harness (no cleanup runs): the server's watchdog sees the harness's pipe
+    close and stops the server's process group; its port is free again."""
+    import os
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    port = _port()
+    (tmp_path / "a").mkdir()
+    repo = Path(__file__).resolve().parents[2]
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(port), str(tmp_path), LISTEN],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(repo)})
+    pgid = None
+    try:
+        pgid = int(holder.stdout.readline())
+        assert _answers(port) and process_group_alive(pgid)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        deadline = time.monotonic() + 20
+        while (_answers(port) or process_group_alive(pgid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _answers(port) and not process_group_alive(pgid), "the server outlived the harness"
+        assert "the harness that started this server is gone" in (tmp_path / "out" / "servers" / "a.log").read_text()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        if pgid is not None and process_group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def test_a_rerun_names_the_stale_server_it_recorded(tmp_path):
+    """A server left on the port by an earlier run (recorded in OUT/servers/): the refusal names
+    its pid and record, so the user knows what to stop."""
+    import json
+    import os
+    import signal
+    import subprocess
+
+    port = _port()
+    (tmp_path / "a").mkdir()
+    (stale_cmd,) = servers.fill([LISTEN], {**servers.values("a", None), "port": str(port), "checkpoint": "x"})
+    old = subprocess.Popen(stale_cmd, shell=True, start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not _answers(port):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        folder = tmp_path / "out" / "servers"
+        folder.mkdir(parents=True)
+        (folder / "a.json").write_text(json.dumps({"variant": "a", "url": f"ws://127.0.0.1:{port}", "pid": old.pid}))
+        variant = {"a": servers.VariantServe(url=f"ws://127.0.0.1:{port}", checkpoint=str(tmp_path / "a"))}
+        life = servers.Lifecycle(servers.ServeSettings(LISTEN, ready_timeout_s=30), variant)
+        with pytest.raises(servers.ServeError) as err:
+            life.enter("a", tmp_path / "out")
+        assert f"pid {old.pid}" in str(err.value) and str(folder / "a.json") in str(err.value)
+        assert f"kill -- -{old.pid}" in str(err.value) and "\n" not in str(err.value)
+    finally:
+        os.killpg(old.pid, signal.SIGKILL)
+        old.wait()

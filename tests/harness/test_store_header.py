@@ -47,3 +47,40 @@ def test_a_file_that_is_no_sqlite_at_all_is_still_not_a_store(tmp_path, capsys):
     (out / STORE_FILENAME).write_bytes(b"x" * 8192)
     assert main(["store", "check", str(out)]) == 4
     assert "not a harness store" in capsys.readouterr().err
+
+
+def _zeroed(tmp_path, start: int, end: int):
+    out = tmp_path / "o"
+    write_store(out, two_suites())
+    db = out / STORE_FILENAME
+    data = bytearray(db.read_bytes())
+    data[start:end] = b"\0" * (end - start)
+    db.write_bytes(bytes(data))
+    return out, hashlib.sha256(db.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("command", ["table", "report", "export", "run"])
+def test_every_command_gives_check_s_verdict_on_a_zeroed_header(tmp_path, capsys, command):
+    out, before = _zeroed(tmp_path, 0, 100)
+    args = {"table": ["table", str(out)], "report": ["report", str(out)], "export": ["export", str(out)],
+            "run": ["run", "suite=eb_alfred", "planner=random", "limit=1", "suite.params.render=false",
+                    "progress=false", f"out={out}"]}[command]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "damaged" in err and "header" in err, err
+    assert f"harness store repair {out}" in err and "not a harness" not in err, err
+    assert hashlib.sha256((out / STORE_FILENAME).read_bytes()).hexdigest() == before
+
+
+def test_a_zeroed_page_size_field_is_rebuilt_and_every_episode_salvaged(tmp_path, capsys):
+    out, before = _zeroed(tmp_path, 16, 18)
+    assert main(["store", "check", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "damaged" in err and "header" in err and f"harness store repair {out}" in err, err
+    assert main(["table", str(out)]) == 2
+    assert f"harness store repair {out}" in capsys.readouterr().err
+    assert main(["store", "repair", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "salvaged 24 episode(s) (0 lost" in err, err
+    assert main(["store", "check", str(tmp_path / "o-repaired")]) == 0
+    assert hashlib.sha256((out / STORE_FILENAME).read_bytes()).hexdigest() == before
