@@ -269,6 +269,30 @@ def register() -> None:
 
 
 # --- the judge server ----------------------------------------------------------------
+def cli(*args: str) -> int:
+    """The real ``harness`` CLI in this process, with the test suites and agents registered."""
+    register()
+    from harness.cli import main
+
+    return main(list(args))
+
+
+@contextlib.contextmanager
+def judge_url(log: Path, delay_s: float = 0.0):
+    """A loopback judge server (:func:`serve`) on a free port for the duration: its base URL."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = serve(port, log, delay_s)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def judge_reply(model: str, answer: str) -> str:
     if "garble" in answer:
         return "I cannot decide."

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 
 import pytest
 
@@ -31,11 +30,7 @@ def _registered_only_here():
         yield
 
 
-def harness(*args: str) -> int:
-    fx.register()
-    from harness.cli import main
-
-    return main(list(args))
+harness = fx.cli
 
 
 @pytest.fixture
@@ -84,14 +79,9 @@ def test_errored_episodes_count_against_a_stored_metric_in_every_reader(store, c
 
 def test_a_store_with_errored_episodes_is_judged_and_empty_answers_count(store, capsys, tmp_path):
     pytest.importorskip("openai", reason="harness judge's openai judge needs the `models` extra")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = fx.serve(port, tmp_path / "requests.log", 0.0)
-    url = f"http://127.0.0.1:{port}/v1"
     prompt = tmp_path / "other_prompt.txt"
     prompt.write_text("Another rubric: reply 'SCORE: N', N in 0..10.\nQUESTION: {question}\nANSWER: {answer}", encoding="utf-8")
-    try:
+    with fx.judge_url(tmp_path / "requests.log") as url:
         capsys.readouterr()
         assert harness("judge", str(store), "judge=openai", "judge.model=judge-a", f"judge.params.base_url={url}") == 0
         err = capsys.readouterr().err
@@ -99,9 +89,6 @@ def test_a_store_with_errored_episodes_is_judged_and_empty_answers_count(store, 
         # the same model and name with another prompt: another judge, never averaged into the first
         assert harness("judge", str(store), "judge=openai", "judge.model=judge-a",
                        f"judge.rubric.prompt_file={prompt}", f"judge.params.base_url={url}") == 0
-    finally:
-        srv.shutdown()
-        srv.server_close()
     # judge-a scores len(answer) % 11: 1 for "5" and "7"; the empty answer and the errors count 0
     want = sum(len(str(2 + i)) % 11 for i in RIGHT) / len(QUESTIONS)
     doc = json.loads(_out(capsys, "table", str(store), "--format", "json"))  # no --judge: each judge
@@ -132,16 +119,8 @@ def test_a_judged_cell_over_part_of_its_answers_is_marked_partial(store, capsys,
     pytest.importorskip("openai", reason="harness judge's openai judge needs the `models` extra")
     import sqlite3
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = fx.serve(port, tmp_path / "requests.log", 0.0)
-    try:
-        assert harness("judge", str(store), "judge=openai", "judge.model=judge-a",
-                       f"judge.params.base_url=http://127.0.0.1:{port}/v1") == 0
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with fx.judge_url(tmp_path / "requests.log") as url:
+        assert harness("judge", str(store), "judge=openai", "judge.model=judge-a", f"judge.params.base_url={url}") == 0
     with sqlite3.connect(store / "results.sqlite") as db:
         assert db.execute("DELETE FROM judgements WHERE episode_id = ?", (f"test/{RIGHT[0]:03d}",)).rowcount == 1
     md = _out(capsys, "table", str(store), "--metrics", "exact,judge_score")

@@ -130,11 +130,7 @@ def _registered_only_here():
         yield
 
 
-def cli(*args: str) -> int:
-    fx.register()
-    from harness.cli import main
-
-    return main(list(args))
+cli = fx.cli
 
 
 @pytest.mark.parametrize("mode", ["drip_head", "drip_body", "hang"])

@@ -35,11 +35,7 @@ def _registered_only_here():
         yield
 
 
-def harness(*args: str) -> int:
-    fx.register()
-    from harness.cli import main
-
-    return main(list(args))
+harness = fx.cli
 
 
 @pytest.fixture
