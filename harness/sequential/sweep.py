@@ -1,0 +1,573 @@
+"""Checkpoint sweeps (``+experiment=checkpoint_sweep``, docs/sequential.md): choose one of K
+checkpoints on *selection* episodes by racing them, report the chosen one on *held-out*
+episodes selection never saw.
+
+* :func:`partition`: the split's selection / held-out parts, a seeded rule fixed before any
+  outcome (the episodes ranked by ``sha256("<seed>/<episode id>")``; the first
+  ``floor(selection * N)`` are the selection part, in that order, the rest are held out). The
+  rule, its version, the seed, the fraction and the part enter each run's identity through
+  :class:`PartSuite` (the suite's ``protocol`` gains a ``partition`` entry).
+* :func:`replay`: the race of :func:`harness.sequential.race`, replayed on stored records
+  (round by round, every pair of surviving checkpoints tested at ``alpha / (K - 1)``, a
+  checkpoint dropped once a surviving one is decided better); nothing but the records holds
+  its state, so a killed sweep resumes where it stood.
+* :func:`stored_sweeps` / :func:`describe`: what ``harness table`` and ``harness report``
+  print (which checkpoint was dropped after how many selection episodes, the chosen one, its
+  held-out value and interval, and the metric against training step).
+
+The core names no suite: the checkpoints are whatever the sweep's ``param`` override takes.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from harness.experiments import ExperimentError
+from harness.sequential.betting import DEFAULT_RULE, RULE_VERSION, RULES, confidence_sequence, first_crossing, rescale
+
+#: ``stopping.baseline`` of a sweep's selection runs: every checkpoint is raced against every
+#: other (no single baseline); ``stopping=sequential`` comparisons skip such runs.
+RACE = "(race)"
+#: The partition rule and its version (both in the run identity).
+PARTITION_RULE = "sha256_rank"
+PARTITION_VERSION = 1
+#: The parts of a split.
+SELECTION, HELD_OUT = "selection", "held-out"
+#: A held-out run's variant name is the chosen checkpoint's name with this suffix (its own
+#: table row; the same episodes' selection estimates stay in the checkpoint's row).
+HELD_OUT_SUFFIX = "@held-out"
+_KEYS = ("checkpoints", "param", "overrides", "selection", "partition_seed", "alpha", "rule", "metric", "round",
+         "max_episodes")
+
+
+class SweepError(ExperimentError):
+    """A bad sweep setting; ``str()`` is one line."""
+
+
+def step_of(name: str) -> int | None:
+    """The training step a checkpoint's name carries: its last run of digits (``step-1200``,
+    ``checkpoint_1200.pt``: 1200); None without one."""
+    found = re.findall(r"\d+", name)
+    return int(found[-1]) if found else None
+
+
+def checkpoint_name(path: str) -> str:
+    """A checkpoint's row name: its file or folder name (``ckpts/step-1200/`` -> ``step-1200``)."""
+    return os.path.basename(os.path.normpath(path)) or path
+
+
+def expand(checkpoints: object) -> list[str]:
+    """The checkpoints of a sweep: a list of paths, or a glob (a string; ``ckpts/step-*``),
+    sorted by training step (then name). SweepError when none or two share a name."""
+    if isinstance(checkpoints, str):
+        paths = sorted(_glob.glob(os.path.expanduser(checkpoints)))
+        if not paths:
+            raise SweepError(f"experiment.sweep.checkpoints: no checkpoint matches {checkpoints!r}")
+    elif isinstance(checkpoints, (list, tuple)) and checkpoints and all(isinstance(c, str) for c in checkpoints):
+        paths = [os.path.expanduser(c) for c in checkpoints]
+    else:
+        raise SweepError("experiment.sweep.checkpoints must be a glob (ckpts/step-*) or a list of checkpoints, "
+                         f"got {checkpoints!r}")
+    names = [checkpoint_name(p) for p in paths]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SweepError(f"experiment.sweep.checkpoints: two checkpoints are named {twice[0]!r} (a row each needs "
+                         "its own name)")
+    return sorted(paths, key=lambda p: (step_of(checkpoint_name(p)) is None, step_of(checkpoint_name(p)) or 0,
+                                        checkpoint_name(p)))
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """``experiment.sweep`` (configs/experiment/checkpoint_sweep.yaml)."""
+
+    checkpoints: tuple[str, ...]
+    #: The override each checkpoint's path is given to (``variant.params.model``, ``variant.params.adapter``).
+    param: str = "variant.params.model"
+    #: Overrides every checkpoint's run shares (``variant=base``: the agent the checkpoints load into).
+    overrides: tuple[str, ...] = ()
+    #: The fraction of the split used for selection; the rest is held out.
+    selection: float = 0.5
+    partition_seed: int = 0
+    alpha: float = 0.05
+    rule: str = DEFAULT_RULE
+    metric: str | None = None
+    #: Selection episodes each surviving checkpoint takes per round.
+    round: int = 10
+    #: Stop the race after this many selection episodes (None: the selection part's end).
+    max_episodes: int | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [checkpoint_name(p) for p in self.checkpoints]
+
+    def stopping(self, metric: str) -> dict[str, Any]:
+        """The selection runs' ``stopping`` entry (its identity keys hashed by the runner)."""
+        return {"baseline": RACE, "rule": self.rule, "metric": metric, "alpha": self.alpha, "margin": None,
+                "max_episodes": self.max_episodes, "round": self.round, "version": RULE_VERSION}
+
+
+def parse(node: Mapping[str, Any], default_name: str) -> "CheckpointSweep":
+    """The sweep experiment from its ``experiment`` node (``name``, ``description``, ``sweep``)."""
+    stray = sorted(set(node) - {"name", "description", "sweep"})
+    if stray:
+        raise SweepError(f"experiment.{stray[0]} is not a key of a checkpoint sweep (keys: name, description, sweep)")
+    body = node.get("sweep")
+    if not isinstance(body, dict):
+        raise SweepError("experiment.sweep must hold the sweep's settings (checkpoints, param, ...)")
+    unknown = sorted(set(body) - set(_KEYS))
+    if unknown:
+        raise SweepError(f"experiment.sweep.{unknown[0]} is not a sweep setting (settings: {', '.join(_KEYS)})")
+    if body.get("checkpoints") is None:
+        raise SweepError("experiment.sweep.checkpoints is required: a glob (experiment.sweep.checkpoints='ckpts/step-*') "
+                         "or a list of checkpoints")
+    given = {k: v for k, v in body.items() if v is not None}
+    checkpoints = tuple(expand(given.pop("checkpoints")))
+    if len(checkpoints) < 2:
+        raise SweepError(f"experiment.sweep.checkpoints: a sweep chooses among 2 or more checkpoints, got "
+                         f"{len(checkpoints)} ({', '.join(checkpoints)})")
+    overrides = given.pop("overrides", ())
+    if isinstance(overrides, str) or not all(isinstance(o, str) for o in overrides):
+        raise SweepError(f"experiment.sweep.overrides must be a list of overrides, got {overrides!r}")
+    settings = SweepSettings(checkpoints, overrides=tuple(overrides), **given)
+    _check(settings)
+    return CheckpointSweep(str(node.get("name") or default_name), str(node.get("description") or ""), settings)
+
+
+def _check(s: SweepSettings) -> None:
+    def number(key: str, ok: bool, what: str) -> None:
+        value = getattr(s, key)
+        if isinstance(value, bool) or not ok:
+            raise SweepError(f"experiment.sweep.{key} must be {what}, got {value!r}")
+
+    number("selection", isinstance(s.selection, (int, float)) and 0 < s.selection < 1, "in (0, 1)")
+    number("alpha", isinstance(s.alpha, (int, float)) and 0 < s.alpha < 1, "in (0, 1)")
+    number("partition_seed", isinstance(s.partition_seed, int), "an integer")
+    number("round", isinstance(s.round, int) and s.round >= 1, "an integer >= 1")
+    number("max_episodes", s.max_episodes is None or (isinstance(s.max_episodes, int) and s.max_episodes >= 1),
+           "an integer >= 1 or null")
+    if s.rule not in RULES:
+        raise SweepError(f"experiment.sweep.rule must be one of {', '.join(RULES)}, got {s.rule!r}")
+    if not isinstance(s.param, str) or "=" in s.param or not s.param:
+        raise SweepError(f"experiment.sweep.param must name the override a checkpoint is given to "
+                         f"(variant.params.model), got {s.param!r}")
+
+
+def _quoted(value: str) -> str:
+    """A path as a Hydra override value (quoted when it holds characters the grammar reads)."""
+    if re.fullmatch(r"[\w./~+-]+", value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class CheckpointSweep:
+    """A sweep experiment: one selection run per checkpoint (``harness run +experiment=...``
+    composes and checks them like any experiment's runs; harness/commands/run_sweep.py races
+    them and runs the chosen one on the held-out part)."""
+
+    name: str
+    description: str
+    settings: SweepSettings
+    #: No experiment-managed policy servers (harness.servers) for a sweep yet.
+    serve: Any = None
+
+    def table(self, *_args: Any, **_kw: Any) -> Any:
+        raise SweepError(f"experiment {self.name} is a checkpoint sweep: `harness table OUT` (without --experiment) "
+                         "prints its runs and how the race chose")
+
+    def jobs(self, overrides: Sequence[str] = ()) -> list[list[str]]:
+        s = self.settings
+        return [[*s.overrides, f"++{s.param}={_quoted(os.path.abspath(path))}", f"variant.name={name}", *overrides]
+                for path, name in zip(s.checkpoints, s.names)]
+
+
+# --- the partition ------------------------------------------------------------------------
+
+def _rank_key(seed: int, episode_id: str) -> str:
+    return hashlib.sha256(f"{seed}/{episode_id}".encode()).hexdigest()
+
+
+def partition(episode_ids: Sequence[str], selection: float, seed: int) -> tuple[list[int], list[int]]:
+    """(selection, held-out) positions in the split: the episodes ranked by
+    ``sha256("<seed>/<episode id>")``, the first ``floor(selection * N)`` (at least 1, at most
+    N - 1) selected in that order, the rest held out in that order. Depends on the ids and the
+    seed only (not on the split's order, nor on any outcome)."""
+    n = len(episode_ids)
+    if n < 2:
+        raise SweepError(f"a sweep needs a split of 2 or more episodes to hold some out, got {n}")
+    order = sorted(range(n), key=lambda i: _rank_key(seed, str(episode_ids[i])))
+    k = min(n - 1, max(1, int(math.floor(selection * n))))
+    return order[:k], order[k:]
+
+
+def _ids(episodes: Any) -> list[str]:
+    id_of = getattr(episodes, "episode_id_of", None)
+    if callable(id_of) and getattr(episodes, "episode_id", None) is not None:
+        return [str(id_of(i)) for i in range(len(episodes))]  # a lazy split: ids without building episodes
+    return [str(e.episode_id) for e in episodes]
+
+
+class PartSuite:
+    """A suite whose split ``split`` is one part of a sweep's partition: its episodes are the
+    part's, in the part's order, and its ``protocol`` adds the partition (so it enters the run
+    identity); everything else is the suite's own."""
+
+    def __init__(self, suite: Any, split: str, part: str, selection: float, seed: int) -> None:
+        self._suite, self._split, self.part = suite, split, part
+        episodes = suite.episodes(split)
+        chosen, held = partition(_ids(episodes), selection, seed)
+        self._positions = chosen if part == SELECTION else held
+        self._episodes = [episodes[i] for i in self._positions]
+        self.partition = {"rule": PARTITION_RULE, "version": PARTITION_VERSION, "seed": seed,
+                          "selection": selection, "split_episodes": len(episodes), "part": part,
+                          "episodes": len(self._episodes)}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._suite, name)
+
+    def episodes(self, split: str) -> Any:
+        return self._episodes if split == self._split else self._suite.episodes(split)
+
+    def split_total(self, split: str) -> int:
+        if split == self._split:
+            return len(self._episodes)
+        total = getattr(self._suite, "split_total", None)
+        return int(total(split)) if callable(total) else len(self._suite.episodes(split))
+
+    def protocol(self, split: str) -> Mapping[str, Any]:
+        proto = dict(self._suite.protocol(split))
+        if split == self._split:
+            proto["partition"] = dict(self.partition)
+        return proto
+
+
+# --- the race, replayed on stored records -------------------------------------------------
+
+def ordered_values(rows: Sequence[Mapping[str, Any]], metric: Any, values_fn: Any = None) -> np.ndarray:
+    """One run's per-episode values of ``metric`` in its part's order (the records'
+    ``extra.episode_index``), the longest prefix without a gap; NaN where an episode does not
+    count (harness.scoring.columns: the one error policy)."""
+    from harness.scoring import columns, episode_values
+    from harness.sequential.stopping import ORDER_KEY
+
+    nums, _den = columns(metric, [episode_values(r, values_fn) for r in rows])
+    by_index: dict[int, float] = {}
+    for r, x in zip(rows, nums):
+        extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
+        if isinstance(extra.get(ORDER_KEY), int):
+            by_index[extra[ORDER_KEY]] = x
+    out = []
+    while len(out) in by_index:
+        out.append(by_index[len(out)])
+    return np.asarray(out, dtype=float)
+
+
+@dataclass
+class Drop:
+    """Why a checkpoint left the race."""
+
+    #: Selection episodes it ran (the end of the round it was dropped in).
+    after: int
+    #: The surviving checkpoint decided better than it, and the episode where that was decided.
+    by: str
+    decided_at: int
+
+
+@dataclass
+class RaceState:
+    """The race after the rounds so far (recomputed from records; nothing else is kept)."""
+
+    names: list[str]
+    alpha: float
+    #: Round ends looked at so far (the last: selection episodes the survivors ran).
+    n: int
+    dropped: dict[str, Drop] = field(default_factory=dict)
+    #: The survivor with the highest mean over the selection episodes (ties: the earliest step).
+    chosen: str | None = None
+
+    @property
+    def alive(self) -> list[str]:
+        return [n for n in self.names if n not in self.dropped]
+
+    def used(self, name: str) -> int:
+        return self.dropped[name].after if name in self.dropped else self.n
+
+
+def _crossing(a: np.ndarray, b: np.ndarray, level: float, width: float, sign: float, rule: str) -> tuple[int, int]:
+    """(episode at which the two-sided test of ``b - a`` first decided, +1 if b better / -1 if
+    worse); (0, 0) if never. Pairs without a value on a side are left out."""
+    m = min(len(a), len(b))
+    d = sign * (b[:m] - a[:m])
+    kept = np.flatnonzero(~np.isnan(d))
+    if not len(kept):
+        return 0, 0
+    when, side = first_crossing(rescale(d[kept], width)[None, :], level, rule=rule)
+    if not when[0]:
+        return 0, 0
+    return int(kept[when[0] - 1]) + 1, int(side[0])
+
+
+def replay(values: Mapping[str, np.ndarray], names: Sequence[str], *, alpha: float, step: int, upto: int,
+           width: float = 1.0, higher_is_better: bool = True, rule: str = DEFAULT_RULE) -> RaceState:
+    """The race over rounds of ``step`` selection episodes up to ``upto``, as
+    :func:`harness.sequential.race` runs it: after each round, every pair of surviving
+    checkpoints is tested at ``alpha / (K - 1)`` on their paired values so far, and a
+    checkpoint is dropped once a surviving one is decided better. ``values``: each
+    checkpoint's per-episode values in selection order (those it ran)."""
+    names = list(names)
+    level = alpha / max(1, len(names) - 1)
+    sign = 1.0 if higher_is_better else -1.0
+    cache: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def beats(j: str, i: str) -> int:
+        """The episode at which j was decided better than i (0: not so far)."""
+        key = (i, j) if i < j else (j, i)
+        if key not in cache:
+            cache[key] = _crossing(values[key[0]], values[key[1]], level, width, sign, rule)
+        when, side = cache[key]
+        return when if when and side == (1 if key[1] == j else -1) else 0
+
+    state = RaceState(names, alpha, 0)
+    end = 0
+    while end < upto and len(state.alive) > 1:
+        end = min(end + step, upto)
+        alive = state.alive
+        beaten = {}
+        for i in alive:
+            found = [(t, j) for j in alive if j != i and 0 < (t := beats(j, i)) <= end]
+            if found:
+                t, j = min(found)
+                beaten[i] = Drop(end, j, t)
+        if len(beaten) == len(alive):  # every survivor beaten at once (a cycle): keep the best mean
+            best = _best(values, alive, end, sign)
+            beaten.pop(best)
+        state.dropped.update(beaten)
+        state.n = end
+    state.n = end
+    alive = state.alive
+    state.chosen = _best(values, alive, state.n, sign) if alive and state.n else None
+    return state
+
+
+def _best(values: Mapping[str, np.ndarray], names: Sequence[str], n: int, sign: float) -> str:
+    def mean(name: str) -> float:
+        x = values[name][:n]
+        x = x[~np.isnan(x)]
+        return sign * float(x.mean()) if len(x) else -math.inf
+
+    scores = [mean(n_) for n_ in names]
+    return names[int(np.argmax(scores))]  # the first (earliest step) among equal means
+
+
+# --- intervals ----------------------------------------------------------------------------
+
+def wilson(successes: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score 95 % interval of a rate (Wilson 1927), for a held-out run of fixed size."""
+    if n <= 0:
+        return math.nan, math.nan
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def interval(x: np.ndarray, metric: Any, alpha: float, anytime: bool) -> tuple[float, float, float, int]:
+    """(mean, lo, hi, n) of one checkpoint's values: the betting confidence sequence
+    (``betting_hedged``, valid whatever the race's stopping did) when ``anytime``, else, for a
+    binary metric over a fixed set of held-out episodes, the Wilson interval (a bounded score:
+    the confidence sequence there too)."""
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return math.nan, math.nan, math.nan, 0
+    lo_m, hi_m = (float(v) for v in metric.range)
+    mean = float(x.mean())
+    if not anytime and metric.binary:
+        lo, hi = wilson(float(((x - lo_m) / (hi_m - lo_m)).sum()), len(x))
+    else:
+        lo_s, hi_s = confidence_sequence(np.clip((x - lo_m) / (hi_m - lo_m), 0, 1), alpha, rule="betting_hedged")
+        lo, hi = float(lo_s[-1]), float(hi_s[-1])
+    return mean, lo_m + lo * (hi_m - lo_m), lo_m + hi * (hi_m - lo_m), len(x)
+
+
+# --- stored sweeps (tables, report) -------------------------------------------------------
+
+@dataclass
+class Point:
+    """One checkpoint of a stored sweep."""
+
+    name: str
+    step: int | None
+    #: Selection episodes it ran, its mean there and the anytime-valid interval.
+    episodes: int
+    mean: float
+    lo: float
+    hi: float
+    drop: Drop | None = None
+
+
+@dataclass
+class Sweep:
+    """A stored checkpoint sweep: its checkpoints' race and the chosen one's held-out run."""
+
+    suite: str
+    split: str
+    metric: str
+    percent: bool
+    rule: str
+    alpha: float
+    partition: dict[str, Any]
+    selection_episodes: int
+    points: list[Point]
+    chosen: str | None
+    #: The chosen checkpoint's held-out run: (mean, lo, hi, episodes run, episodes in the part), or None.
+    held_out: tuple[float, float, float, int, int] | None = None
+    #: The held-out interval: "wilson" (a binary metric) or "confidence_sequence" (a bounded score).
+    held_out_kind: str = "wilson"
+
+    def to_json(self) -> dict[str, Any]:
+        def num(v: float | None) -> float | None:
+            return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+        held = self.held_out
+        return {"suite": self.suite, "split": self.split, "metric": self.metric, "rule": self.rule,
+                "version": RULE_VERSION, "alpha": self.alpha, "partition": {k: v for k, v in self.partition.items()
+                                                                           if k != "part"},
+                "chosen": self.chosen,
+                "held_out": None if held is None else {"value": num(held[0]), "interval": [num(held[1]), num(held[2])],
+                                                       "episodes": held[3], "part_episodes": held[4],
+                                                       "interval_kind": self.held_out_kind},
+                "checkpoints": [{"name": p.name, "step": p.step, "selection_episodes": p.episodes,
+                                 "value": num(p.mean), "interval": [num(p.lo), num(p.hi)],
+                                 "interval_kind": "anytime_valid",
+                                 "dropped": None if p.drop is None else {"after": p.drop.after, "by": p.drop.by,
+                                                                         "decided_at": p.drop.decided_at}}
+                                for p in self.points]}
+
+
+def _identity(r: Mapping[str, Any]) -> dict[str, Any]:
+    value = r.get("identity")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def stored_sweeps(frame: Any, runs: Any) -> list[Sweep]:
+    """Every checkpoint sweep among the shown runs of a store: the selection runs (identity
+    ``stopping.baseline`` = :data:`RACE`, a ``partition`` in the protocol) of one suite,
+    split, partition, race settings, seed and repeat, their race replayed from the records
+    (with the round size the runs were started with), and the held-out run of the chosen one."""
+    from harness.scoring import suite_scoring
+    from harness.sequential.stopping import tested_metric
+
+    by_run: dict[str, list[dict]] = {}
+    for row in frame.to_dict("records"):
+        by_run.setdefault(row["run_id"], []).append(row)
+    groups: dict[str, list[tuple[dict, dict]]] = {}
+    held: dict[tuple[str, str], dict] = {}
+    for r in runs.to_dict("records"):
+        identity = _identity(r)
+        part = (identity.get("protocol") or {}).get("partition")
+        if not isinstance(part, dict) or r["run_id"] not in by_run:
+            continue
+        where = json.dumps([r["suite"], r["split"], {k: v for k, v in part.items() if k not in ("part", "episodes")},
+                            identity.get("seed_offset", 0), identity.get("repeat", 0)], sort_keys=True)
+        if part.get("part") == HELD_OUT:
+            held[(where, str(r["variant"]))] = r
+            continue
+        stopping = identity.get("stopping") or {}
+        if stopping.get("baseline") != RACE:
+            continue
+        groups.setdefault(where + json.dumps(stopping, sort_keys=True), []).append((r, identity))
+    out = []
+    for members in groups.values():
+        r0, identity0 = members[0]
+        stopping = identity0["stopping"]
+        metrics, values_fn = suite_scoring(str(r0["suite"]))
+        try:
+            metric = tested_metric(metrics, stopping.get("metric"))
+        except ValueError:
+            continue
+        partition_ = identity0["protocol"]["partition"]
+        spec = r0.get("spec")
+        try:
+            step = int((json.loads(spec) if isinstance(spec, str) else spec or {}).get("stopping", {}).get("round", 1))
+        except (TypeError, ValueError, AttributeError):
+            step = 1
+        members.sort(key=lambda m: (step_of(str(m[0]["variant"])) is None, step_of(str(m[0]["variant"])) or 0,
+                                    str(m[0]["variant"])))
+        names = [str(m[0]["variant"]) for m in members]
+        values = {str(m[0]["variant"]): ordered_values(by_run[m[0]["run_id"]], metric, values_fn) for m in members}
+        lo_m, hi_m = (float(v) for v in metric.range)
+        upto = max((len(v) for v in values.values()), default=0)
+        state = replay(values, names, alpha=float(stopping["alpha"]), step=max(1, step), upto=upto,
+                       width=hi_m - lo_m, higher_is_better=metric.higher_is_better,
+                       rule=str(stopping.get("rule", DEFAULT_RULE)))
+        points = []
+        for name in names:
+            n = min(state.used(name), len(values[name]))
+            mean, lo, hi, _k = interval(values[name][:n], metric, float(stopping["alpha"]), anytime=True)
+            points.append(Point(name, step_of(name), n, mean, lo, hi, state.dropped.get(name)))
+        held_out = None
+        where = json.dumps([r0["suite"], r0["split"], {k: v for k, v in partition_.items()
+                                                        if k not in ("part", "episodes")},
+                            identity0.get("seed_offset", 0), identity0.get("repeat", 0)], sort_keys=True)
+        h = held.get((where, f"{state.chosen}{HELD_OUT_SUFFIX}")) if state.chosen else None
+        if h is not None:
+            rows = by_run[h["run_id"]]
+            from harness.scoring import columns, episode_values
+
+            nums = np.asarray(columns(metric, [episode_values(x, values_fn) for x in rows])[0], dtype=float)
+            mean, lo, hi, k = interval(nums, metric, 0.05, anytime=False)
+            size = int((_identity(h).get("protocol") or {}).get("partition", {}).get("episodes", len(rows)))
+            held_out = (mean, lo, hi, len(rows), size)
+        out.append(Sweep(str(r0["suite"]), str(r0["split"]), metric.name, bool(metric.percent),
+                         str(stopping.get("rule", DEFAULT_RULE)), float(stopping["alpha"]), dict(partition_),
+                         int(partition_.get("episodes", upto)), points, state.chosen, held_out,
+                         "wilson" if metric.binary else "confidence_sequence"))
+    return sorted(out, key=lambda s: (s.suite, s.split))
+
+
+def describe(s: Sweep) -> list[str]:
+    """The lines a table prints below itself for one sweep."""
+    scale, unit = (100.0, "") if s.percent else (1.0, "")
+    fmt = lambda v: "–" if v is None or math.isnan(v) else f"{scale * v:.1f}{unit}"  # noqa: E731
+    p = s.partition
+    lines = [f"Checkpoint sweep on {s.suite}/{s.split} ({s.metric}; {len(s.points)} checkpoints raced on "
+             f"{s.selection_episodes} selection episodes of {p.get('split_episodes')}, the rest held out: "
+             f"{p.get('rule')} v{p.get('version')} partition, seed {p.get('seed')}; {s.rule} v{RULE_VERSION}, "
+             f"α = {s.alpha:g} over the race, each pair at α/(K−1)):"]
+    for pt in s.points:
+        step = f" (step {pt.step})" if pt.step is not None else ""
+        if pt.drop is not None:
+            how = (f"dropped after {pt.episodes} selection episodes ({pt.drop.by} decided better at episode "
+                   f"{pt.drop.decided_at})")
+        elif pt.name == s.chosen:
+            how = f"chosen after {pt.episodes} selection episodes"
+        else:
+            how = f"not dropped after {pt.episodes} selection episodes"
+        lines.append(f"- {pt.name}{step}: {how}; selection {s.metric} {fmt(pt.mean)}, anytime-valid "
+                     f"{1 - s.alpha:.0%} interval [{fmt(pt.lo)}, {fmt(pt.hi)}]")
+    if s.chosen is None:
+        lines.append("No checkpoint chosen yet (no selection episode stored).")
+    elif s.held_out is None:
+        lines.append(f"Chosen: {s.chosen}; its held-out run is not in the store (rerun the sweep's command to run it).")
+    else:
+        mean, lo, hi, n, size = s.held_out
+        lines.append(f"Chosen: {s.chosen}; held-out {s.metric} {fmt(mean)} over {n} of {size} held-out episodes, "
+                     f"95% interval [{fmt(lo)}, {fmt(hi)}] ({'Wilson' if s.held_out_kind == 'wilson' else 'betting'}): the figure to report — the selection "
+                     "estimates above chose it, and the best of them overstates it.")
+    return lines
