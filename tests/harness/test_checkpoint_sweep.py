@@ -159,6 +159,16 @@ def test_a_sweep_of_five_stand_ins_picks_the_best_and_reports_it_on_held_out_epi
         assert lo <= entry["held_out"]["value"] <= hi
         assert [c["step"] for c in entry["checkpoints"]] == [100, 200, 300, 400, 500]
 
+        # the report draws the metric against training step: a point per checkpoint, the chosen one held out
+        code, _text, err = run_cli(capsys, "report", str(out))
+        assert code == 0, err
+        page = (out / "report" / "index.html").read_text(encoding="utf-8")
+        chart = page[page.index('data-chart="checkpoint-sweep"'):]
+        chart = chart[:chart.index("</svg>")]
+        assert [chart.count(f'data-checkpoint="{name}"') for name in RATES] == [1] * 5
+        assert 'data-held-out="step-400"' in chart and "against training step" in chart
+        assert 'href="#checkpoint-sweep"' in page
+
         # a rerun resumes: nothing runs again, the same choice
         code, _out, err = run_cli(capsys, *sweep_argv(ckpts, out))
         assert code == 0, err
