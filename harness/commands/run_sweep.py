@@ -7,7 +7,9 @@ race is replayed from the stored records (:func:`harness.sequential.sweep.replay
 checkpoints decided worse than a survivor stop. When one checkpoint is left, or the selection
 part (or ``max_episodes``) is used up, the survivor with the highest selection mean is chosen
 and run on every held-out episode as ``NAME@held-out``. A killed sweep, rerun with the same
-command, replays the rounds over what is stored and goes on.
+command, replays the rounds over what is stored and goes on. One checkpoint's agent is in
+memory at a time: each is built for its share of a round and freed after it (a larger
+``experiment.sweep.round`` loads each checkpoint fewer times).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.commands.common import UsageError
+from harness.commands.run_sequential import _run_id
 
 
 @dataclass
@@ -31,7 +34,7 @@ class _Sweep:
     #: The held-out part of the split (a PartSuite) and its size.
     held_out: Any
     specs: dict[int, Any]
-    #: Each checkpoint's selection run id (kept once its agent is built: a dropped one's is freed).
+    #: Each checkpoint's selection run id (taken while its agent is built; agents are freed after each round).
     ids: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -90,13 +93,15 @@ def run(sweep: _Sweep, run_job: Callable[[Any], int]) -> int:
             job = by_name[name]
             job.spec = dataclasses.replace(sweep.specs[id(job)], limit=n)
             failed += run_job(job)
+            if job.agent is not None:
+                sweep.ids.setdefault(name, _run_id(job))
+            job.agent = None  # one checkpoint in memory at a time: it is built again for its next round
         values = _values(sweep, [by_name[x] for x in names])
         before = set(state.dropped)
         state = sw.replay(values, names, alpha=s.alpha, step=s.round, upto=n, width=hi - lo,
                           higher_is_better=sweep.metric.higher_is_better, rule=s.rule)
         for name in [x for x in names if x in state.dropped and x not in before]:
             d = state.dropped[name]
-            by_name[name].agent = None  # its model leaves memory (the survivors' stay built across rounds)
             print(f"checkpoint sweep: {name} dropped after {d.after} of {sweep.cap} selection episodes "
                   f"({d.by} decided better at episode {d.decided_at}, {s.rule} at α/(K−1) = "
                   f"{s.alpha / max(1, len(names) - 1):.4g})", file=sys.stderr)
@@ -114,12 +119,9 @@ def run(sweep: _Sweep, run_job: Callable[[Any], int]) -> int:
 
 
 def _values(sweep: _Sweep, jobs: list[Any]) -> dict[str, Any]:
-    from harness.commands.run_sequential import _run_id, _stored
+    from harness.commands.run_sequential import _stored
     from harness.sequential.sweep import ordered_values
 
-    for j in jobs:
-        if j.spec.variant not in sweep.ids:
-            sweep.ids[j.spec.variant] = _run_id(j)
     rows = _stored(jobs[0].cfg.out, [sweep.ids[j.spec.variant] for j in jobs])
     return {j.spec.variant: ordered_values(rows[sweep.ids[j.spec.variant]], sweep.metric, sweep.values_fn)
             for j in jobs}

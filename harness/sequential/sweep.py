@@ -128,7 +128,8 @@ def parse(node: Mapping[str, Any], default_name: str) -> "CheckpointSweep":
     if unknown:
         raise SweepError(f"experiment.sweep.{unknown[0]} is not a sweep setting (settings: {', '.join(_KEYS)})")
     if body.get("checkpoints") is None:
-        raise SweepError("experiment.sweep.checkpoints is required: a glob (experiment.sweep.checkpoints='ckpts/step-*') "
+        raise SweepError("experiment.sweep.checkpoints is required: a glob "
+                         "(experiment.sweep.checkpoints='ckpts/step-*') "
                          "or a list of checkpoints")
     given = {k: v for k, v in body.items() if v is not None}
     checkpoints = tuple(expand(given.pop("checkpoints")))
@@ -567,7 +568,8 @@ def describe(s: Sweep) -> list[str]:
         lines.append(f"Chosen: {s.chosen}; its held-out run is not in the store (rerun the sweep's command to run it).")
     else:
         mean, lo, hi, n, size = s.held_out
+        kind = "Wilson" if s.held_out_kind == "wilson" else "betting confidence sequence"
         lines.append(f"Chosen: {s.chosen}; held-out {s.metric} {fmt(mean)} over {n} of {size} held-out episodes, "
-                     f"95% interval [{fmt(lo)}, {fmt(hi)}] ({'Wilson' if s.held_out_kind == 'wilson' else 'betting'}): the figure to report — the selection "
-                     "estimates above chose it, and the best of them overstates it.")
+                     f"95% interval [{fmt(lo)}, {fmt(hi)}] ({kind}): the figure to report — the selection "
+                     "estimates above chose it, and the highest of several noisy estimates tends to overstate it.")
     return lines
