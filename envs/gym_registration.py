@@ -26,15 +26,13 @@ bins. :data:`ACTION_KINDS` maps each space class to the word suites and agents d
 (:mod:`harness.interfaces`), so an agent that cannot act on a suite is refused before a run.
 
 Observations are dicts whose text and lists vary per episode (a scene's action list, the objects'
-coordinate dictionary), so three small permissive spaces are defined here: :class:`FreeText`
-(any string), :class:`TextList` (a list of strings) and :class:`Record` (a dict with optional
-keys; an image is ``None`` when the agent reads no images). They sample like their gymnasium
-parents and check membership exactly as documented.
+coordinate dictionary), so they use the permissive spaces of :mod:`harness.spaces` (public, for
+plugins too): :class:`FreeText` (any string), :class:`TextList` (a list of strings) and
+:class:`Record` (a dict with optional keys; an image is ``None`` when the agent reads no images).
 """
 
 from __future__ import annotations
 
-import string
 from typing import Any, Mapping, Sequence
 
 import gymnasium
@@ -42,86 +40,7 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.gym_plugin import GYM_IDS, NAMESPACE, register as _register_ids  # noqa: F401 (re-exported)
-
-_CHARSET = string.ascii_letters + string.digits + " ,.'-_()"
-
-
-class FreeText(spaces.Text):
-    """Any ``str`` of at most ``max_length`` characters (instructions and scene text are not
-    limited to a character set); samples are drawn from a small printable charset."""
-
-    def __init__(self, max_length: int = 100_000, *, min_length: int = 0, seed: Any = None):
-        super().__init__(max_length, min_length=min_length, charset=_CHARSET, seed=seed)
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
-
-    def __repr__(self) -> str:
-        return f"FreeText({self.min_length}, {self.max_length})"
-
-
-class TextList(spaces.Sequence):
-    """A list (or tuple) of strings, e.g. a scene's numbered action list."""
-
-    def __init__(self, seed: Any = None):
-        super().__init__(FreeText(), seed=seed)
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, (list, tuple)) and all(isinstance(s, str) for s in x)
-
-    def sample(self, *args: Any, **kwargs: Any) -> list[str]:
-        return list(super().sample(*args, **kwargs))
-
-    def __repr__(self) -> str:
-        return "TextList()"
-
-
-class AnyValue(spaces.Space):
-    """Pass-through data the env forwards as it is (robosuite's raw observation dict,
-    EB-Manipulation's coordinate dictionary): any mapping or value; samples are empty dicts."""
-
-    def __init__(self, kind: type | tuple[type, ...] = dict, seed: Any = None):
-        super().__init__(None, None, seed)
-        self.kind = kind
-
-    @property
-    def is_np_flattenable(self) -> bool:
-        return False
-
-    def sample(self, mask: Any = None, probability: Any = None) -> Any:
-        return {}
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, self.kind)
-
-    def __repr__(self) -> str:
-        return f"AnyValue({self.kind})"
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, AnyValue) and other.kind == self.kind
-
-
-class Record(spaces.Dict):
-    """A ``Dict`` whose ``optional`` values may be ``None`` or absent: images are not rendered
-    for an agent that reads none (reset option ``render=False``; gymnasium's own checks run with
-    images on, where every key is present). Every value present must be in its subspace."""
-
-    def __init__(self, required: Mapping[str, spaces.Space], optional: Mapping[str, spaces.Space] = (),
-                 seed: Any = None):
-        self.optional = tuple(dict(optional))
-        super().__init__({**dict(required), **dict(optional)}, seed=seed)
-
-    def contains(self, x: Any) -> bool:
-        if not isinstance(x, Mapping) or not set(x) <= set(self.spaces):
-            return False
-        for key, space in self.spaces.items():
-            if key not in x or x[key] is None:
-                if key not in self.optional:
-                    return False
-                continue
-            if not space.contains(x[key]):
-                return False
-        return True
+from harness.spaces import AnyValue, FreeText, Record, TextList  # noqa: F401 (public; re-exported)
 
 
 def image_space(size: int | tuple[int, int]) -> spaces.Box:

@@ -22,6 +22,8 @@ def found() -> Found:
 
 def _fill(kind: str, agent_kind: str | None = None):
     def fill(registry: Registry) -> None:
+        registry.refused.update({name: message for (group, name), message in found().refused.items()
+                                 if group == kind})
         for group, plugin in found().plugins:
             if group != kind:
                 continue

@@ -246,6 +246,27 @@ class LocalExecutor:
             self._discard_now(slot)
 
 
+#: The exit code of a worker process whose start re-ran a main script that has no
+#: ``if __name__ == "__main__":`` guard (:func:`refuse_in_worker_start`).
+UNGUARDED_MAIN_EXIT = 86
+
+
+def refuse_in_worker_start(what: str) -> None:
+    """End this process with one line and :data:`UNGUARDED_MAIN_EXIT` when it is a worker still
+    importing the main script (multiprocessing's spawn and forkserver start a worker by
+    importing the parent's main module as ``__mp_main__``, CPython Lib/multiprocessing/spawn.py
+    ``_fixup_main_from_path``): the script's own work then runs again in every worker. The
+    parent names the cause (:meth:`ProcessExecutor._death_cause`)."""
+    if not getattr(mp.current_process(), "_inheriting", False):
+        return
+    import sys
+
+    main = getattr(sys.modules.get("__mp_main__"), "__file__", None) or "the main script"
+    print(f"harness: {what} ran while a worker process imported {main}: put the script's work under "
+          "`if __name__ == \"__main__\":`", file=sys.stderr, flush=True)
+    os._exit(UNGUARDED_MAIN_EXIT)
+
+
 def _worker_main(conn: Connection, env_factory: EnvFactory) -> None:
     # Ctrl-C and terminal hang-ups go to the parent, which closes the workers:
     # a worker never prints a traceback of its own for them.
@@ -411,6 +432,9 @@ class ProcessExecutor:
         code = proc.exitcode
         if code is None:
             return "it closed its pipe but is still running"
+        if code == UNGUARDED_MAIN_EXIT:
+            return ("it re-ran the main script, which has no `if __name__ == \"__main__\":` guard: the process "
+                    "executor's workers import it; put the script's work under that guard")
         if code < 0:
             try:
                 return f"killed by {signal.Signals(-code).name}"

@@ -87,6 +87,9 @@ class Suite(Protocol):
     # with ``suite=<its name>`` (harness.plugins).
     # Declared: ``action_kind`` (one of :data:`ACTION_KINDS`), the kind of its env's gymnasium
     # action space; checked against the agent's ``action_kinds`` before a run (:func:`action_mismatch`).
+    # Optional: ``success_at_stop = True`` where the goal may be met before the episode ends and
+    # success is read when the agent stops (ALFRED's evaluation); otherwise ``info["success"]`` is
+    # True only on the step that ends the episode (harness.suite_invariants).
 
 
 @dataclass(frozen=True)

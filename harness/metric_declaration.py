@@ -6,7 +6,7 @@ these names)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 #: Aggregations a metric may declare.
 AGGREGATIONS = ("mean", "ratio")
@@ -108,3 +108,63 @@ def check_metrics(metrics: Iterable[Metric], owner: str = "suite") -> tuple[Metr
         seen.add(m.name)
         out.append(m)
     return tuple(out)
+
+
+def applies_to(metric: Metric, values: Mapping[str, Any]) -> bool:
+    """Whether ``metric`` applies to the episode whose per-episode values are ``values``."""
+    if metric.applies is None:
+        return True
+    flag = _number(values.get(metric.applies))
+    return flag is not None and flag != 0  # None, NaN, 0 or not a number: does not apply (as harness.scoring)
+
+
+def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any],
+                   require: bool = True) -> list[tuple[str, str]]:
+    """What breaks the declarations in one finished episode's per-episode ``values`` (the
+    stored ones and those the suite derives): ``(value name, one line naming the suite and the
+    metric)`` pairs, for
+
+    * a non-judged metric that applies to the episode and whose value (or, for a ratio, whose
+      weight) is absent: the env never delivered it (an explicit None is a delivered
+      "no value": the metric's ``missing`` policy counts it);
+    * a ``mean`` metric's value outside its declared range (tables would print it);
+    * a ``ratio`` metric's value or weight below 0 where its range starts at 0 or above (its
+      pooled cell is bounded by the suite's own counts, which the record's invariants check).
+
+    Judged metrics are left out: a judge gives their values after the run. ``require=False``:
+    absent values are not asked for (an episode the agent ended with an empty plan).
+    """
+    out: list[tuple[str, str]] = []
+    for m in metrics:
+        if m.judged or not applies_to(m, values):
+            continue
+        lo, hi = (float(x) for x in m.range)
+        for key, role in ((m.value, "value"), (m.weight, "weight")):
+            if key is None:
+                continue
+            if key not in values:
+                if not require:
+                    continue
+                out.append((key, f"suite {suite}: metric {m.name!r} applies but the episode ended without its "
+                                 f"{role} {key!r} (the env never delivered it)"))
+                continue
+            x = _number(values[key])
+            if x is None:
+                continue
+            if m.aggregation == "mean" and not lo <= x <= hi:
+                out.append((key, f"suite {suite}: metric {m.name!r} value {x:g} is outside its declared range "
+                                 f"[{lo:g}, {hi:g}]"))
+            elif m.aggregation == "ratio" and lo >= 0 and x < 0:
+                out.append((key, f"suite {suite}: metric {m.name!r} {role} {key!r} is {x:g}, below 0"))
+    return out
+
+
+def _number(value: Any) -> float | None:
+    """A value as a float; None for None, NaN (unscored) and non-numbers."""
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x

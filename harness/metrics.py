@@ -3,19 +3,12 @@
 Every figure here is a pure function of the stored records, so a table can be
 recomputed at any time without re-running an episode.
 
-Formula sources
----------------
-* ALFRED, ``models/eval/eval_task.py`` (``get_metrics`` and the per-episode
-  metric block): SR = successes / episodes; GC = sum(s) / sum(ts) *pooled* over
-  episodes (not a mean of per-episode ratios); ``s_spl = success * min(1, L*/T)``,
-  ``pc_spl = (s/ts) * min(1, L*/T)``; PLW SR = sum(s_spl * L*) / sum(L*) and
-  PLW GC = sum(pc_spl * L*) / sum(L*), where L* is the expert plan length and T
-  the agent's path length in the same unit (lines 113-120 and 171-193 at
-  askforalfred/alfred f91f4c0c96c7a29f33d0557f86b0a21035379b3b).
-* EmbodiedBench (EB-ALFRED): ``task_progress`` is the per-episode ratio s/ts,
-  and its summary averages it over episodes (our ``progress``).
-* Wilson score interval: E. B. Wilson, "Probable inference, the law of
-  succession, and statistical inference", JASA 22 (1927).
+The built-in suites' record-field metrics (SR, GC, progress, PLW SR, PLW GC, the invalid-action
+rate) are declared, with their formula sources (ALFRED ``models/eval/eval_task.py``,
+EmbodiedBench's ``task_progress``), in ``envs/episode_metrics.py``, and aggregated generically
+(:mod:`harness.scoring`); this module builds the frame and the summary rows from the
+declarations. The Wilson score interval: E. B. Wilson, "Probable inference, the law of
+succession, and statistical inference", JASA 22 (1927).
 
 Decisions (documented here, tested in ``tests/harness/test_metrics.py``)
 ------------------------------------------------------------------------
@@ -28,7 +21,7 @@ Decisions (documented here, tested in ``tests/harness/test_metrics.py``)
   how many there were in ``errors``. ``mean_steps`` is over completed episodes
   only, since an error's step count measures the crash, not the agent.
 * **T is the record's ``path_length`` where the env reported one**, else its
-  ``steps`` (:func:`path_lengths`). ``steps`` counts the runner's env steps; a
+  ``steps``. ``steps`` counts the runner's env steps; a
   suite whose L* counts another unit (ALFRED's raw low-level actions, where one
   env step walks many) reports T in that unit, so both sides of ``L*/T`` are
   in one unit. The unit is the suite's protocol fact ``expert_length_unit``,
@@ -116,97 +109,6 @@ def _bools(values: ArrayLike) -> np.ndarray:
 
 def _is_nan(value: object) -> bool:
     return isinstance(value, float) and math.isnan(value)
-
-
-def _ratio(num: float, den: float) -> float:
-    """num / den, NaN when den == 0."""
-    return float(num) / float(den) if den != 0 else math.nan
-
-
-def success_rate(success: ArrayLike) -> float:
-    """Fraction of episodes that succeeded (ALFRED SR); NaN for no episodes."""
-    s = _bools(success)
-    return _ratio(s.sum(), s.size)
-
-
-def pooled_gc(s: ArrayLike, ts: ArrayLike) -> float:
-    """Goal-condition success pooled over episodes: sum(s) / sum(ts) (ALFRED GC).
-
-    This is *not* the mean of per-episode ratios (see :func:`mean_goal_progress`).
-    NaN when no episode has goal conditions (sum(ts) == 0).
-    """
-    s_arr, ts_arr = _floats(s), _floats(ts)
-    return _ratio(np.nansum(s_arr), np.nansum(ts_arr))
-
-
-def mean_goal_progress(s: ArrayLike, ts: ArrayLike) -> float:
-    """Mean per-episode s/ts over episodes with ts > 0 (EB-ALFRED ``task_progress``).
-
-    NaN when no episode has goal conditions.
-    """
-    s_arr, ts_arr = _floats(s), _floats(ts)
-    has_goals = ts_arr > 0
-    if not has_goals.any():
-        return math.nan
-    return float(np.mean(s_arr[has_goals] / ts_arr[has_goals]))
-
-
-def path_length_factor(expert_length: ArrayLike, steps: ArrayLike) -> np.ndarray:
-    """Per-episode ``min(1, L*/T)`` from ALFRED, as ``L* / max(T, L*)``.
-
-    Identical to ALFRED's factor for T > 0; defined for T = 0 (factor 1, the
-    limit) and for L* = T = 0 (factor 1; such an episode has PLW weight 0 anyway).
-    Unknown L* (NaN) gives NaN.
-    """
-    length, t = _floats(expert_length), _floats(steps)
-    denominator = np.fmax(t, length)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(denominator > 0, length / np.where(denominator > 0, denominator, 1.0), 1.0)
-    return np.where(np.isnan(length), np.nan, factor)
-
-
-def path_lengths(df: pd.DataFrame) -> np.ndarray:
-    """Each record's T: its ``path_length`` where known, else its ``steps`` (module doc)."""
-    steps = _floats(df["steps"])
-    if "path_length" not in df.columns:
-        return steps
-    reported = _floats(df["path_length"])
-    return np.where(np.isnan(reported), steps, reported)
-
-
-def plw_success_rate(success: ArrayLike, expert_length: ArrayLike, steps: ArrayLike) -> float:
-    """Path-length-weighted SR: sum(s_spl * L*) / sum(L*) over episodes with known L*.
-
-    ``s_spl = success * min(1, L*/T)`` (ALFRED eval_task.py). NaN when no episode
-    has a known, positive expert length.
-    """
-    ok = _bools(success)
-    length = _floats(expert_length)
-    known = ~np.isnan(length)
-    factor = path_length_factor(length, steps)
-    s_spl = ok[known] * factor[known]
-    return _ratio(np.sum(s_spl * length[known]), np.sum(length[known]))
-
-
-def plw_goal_condition(
-    s: ArrayLike, ts: ArrayLike, expert_length: ArrayLike, steps: ArrayLike
-) -> float:
-    """Path-length-weighted GC: sum(pc_spl * L*) / sum(L*).
-
-    ``pc_spl = (s/ts) * min(1, L*/T)`` (ALFRED eval_task.py). Computed over
-    episodes with a known expert length and ts > 0 (ALFRED tasks always have
-    ts >= 1; an episode without goal conditions has no s/ts). NaN when none.
-    """
-    s_arr, ts_arr, length = _floats(s), _floats(ts), _floats(expert_length)
-    use = ~np.isnan(length) & (ts_arr > 0)
-    factor = path_length_factor(length, steps)
-    pc_spl = s_arr[use] / ts_arr[use] * factor[use]
-    return _ratio(np.sum(pc_spl * length[use]), np.sum(length[use]))
-
-
-def invalid_action_rate(invalid_actions: ArrayLike, steps: ArrayLike) -> float:
-    """sum(invalid actions) / sum(steps), pooled; NaN when no steps were taken."""
-    return _ratio(np.nansum(_floats(invalid_actions)), np.nansum(_floats(steps)))
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:

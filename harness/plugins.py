@@ -173,6 +173,10 @@ class Found:
 
     plugins: list[tuple[str, Plugin]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: ``(group kind, name) -> message`` of names two distributions register: neither is used,
+    #: and looking the name up raises the message (lm-evaluation-harness refuses a duplicate
+    #: task name too, lm_eval/api/registry.py ``register_task``).
+    refused: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def discover() -> Found:
@@ -192,9 +196,16 @@ def discover() -> Found:
             if own is not None and _same_dist(dist):
                 continue
             specs.append((dist, ep.name, ep.value))
+        first: dict[str, str] = {}  # entry name -> the distribution registering it
+        for dist, name, _ in specs:
+            first.setdefault(name, dist)
+            if first[name] != dist and (kind, name) not in found.refused:
+                found.refused[(kind, name)] = (f"plugin {name!r} ({group}) is registered by both {first[name]} and "
+                                               f"{dist}: neither is used (uninstall one, or rename its entry point)")
+                found.problems.append(found.refused[(kind, name)])
         seen: set[str] = set()
         for dist, name, value in specs:
-            if name in seen:
+            if name in seen or (kind, name) in found.refused:
                 continue
             seen.add(name)
             try:

@@ -44,6 +44,8 @@ class Registry:
         self.plural = plural or f"{kind}s"
         self._entries: dict[tuple[str, str | None], Plugin] = {}
         self._fill = fill
+        #: Names refused at discovery (two packages register them) -> the one-line reason.
+        self.refused: dict[str, str] = {}
 
     def _ready(self) -> None:
         if self._fill is not None:
@@ -85,6 +87,9 @@ class Registry:
         for key in ((name, suite), (name, None)) if suite else ((name, None),):
             if key in self._entries:
                 return self._entries[key]
+        for refused in ((f"{suite}.{name}", name) if suite else (name,)):
+            if refused in self.refused:
+                raise UnknownPluginError(self.refused[refused])
         owners = self.owners(name)
         if owners:
             which = f"suite {suite} has none; " if suite else ""

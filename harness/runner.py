@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from harness import console
+from harness import console, record_checks
 from harness.allocator import keep_freed_heap
 from harness.artifacts import FrameStore
 from harness.executors import EnvFactory, Transition, make_executor
@@ -361,6 +361,9 @@ class Runner:
     _order: dict[tuple, int] | None = None
 
     def run(self) -> RunSummary:
+        from harness.executors import refuse_in_worker_start
+
+        refuse_in_worker_start("a run")
         done: set = set()
         if self.store is not None:
             # The split's episode count, so tables can say "1/50" (harness.caveats); not hashed.
@@ -843,6 +846,10 @@ class Runner:
             extra=extra,
             values=_episode_values(info.get(INFO_VALUES)),
         )
+        if error is None:  # what the suite declares, enforced where the record is made
+            problems, keys = record_checks.problems_of(record)
+            if problems:
+                record = record_checks.as_error(record, problems, keys)
         if self._writer is not None:
             self._writer.add(record, live.transcript)
         summary.finished += 1

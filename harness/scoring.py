@@ -206,6 +206,30 @@ def known_metric(name: str) -> Metric | None:
     return _KNOWN.get(name)
 
 
+def record_metrics(*names: str) -> tuple[Metric, ...]:
+    """The metrics of a record's own fields, declared once for every suite: success rate, goal
+    conditions (pooled), progress, the path-length-weighted SR and GC, and the invalid-action
+    rate (their names, labels and formulas: ``harness list SUITE`` of a built-in suite).
+    ``names``: only those (in that order); none: all. A plugin declares them beside its own::
+
+        metrics=(*record_metrics("sr", "gc"), Metric("score", "Score", "score")),
+        values="harness.scoring:record_values",
+
+    Public: a plugin imports them from here, never from the project's suites."""
+    declared_ = {m.name: m for m in _load(FALLBACK_SCORING).METRICS}
+    unknown = [n for n in names if n not in declared_]
+    if unknown:
+        raise ValueError(f"no record metric {unknown[0]!r} (record metrics: {', '.join(declared_)})")
+    return tuple(declared_[n] for n in names) if names else tuple(declared_.values())
+
+
+def record_values(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-episode values :func:`record_metrics` read, derived from a record's fields (a
+    suite's ``values="harness.scoring:record_values"``; a suite with values of its own calls it
+    from its function and adds them)."""
+    return dict(_load(FALLBACK_SCORING).values(record))
+
+
 def is_path_length_weighted(name: str) -> bool:
     m = known_metric(name)
     return m is not None and m.aggregation == "ratio" and m.weight == PATH_LENGTH_WEIGHT

@@ -181,8 +181,9 @@ def _kinds_text(kinds: pd.Series) -> str:
 
 def _error_entries(df: pd.DataFrame, row_of: pd.Series, group_of: pd.Series) -> list[dict[str, Any]]:
     """One entry per (row, group) cell whose records include error records."""
+    goals = pd.to_numeric(df["gc_total"], errors="coerce").fillna(0).to_numpy() > 0 if "gc_total" in df else False
     frame = pd.DataFrame(
-        {"row": row_of.to_numpy(), "group": group_of.to_numpy(), "kind": df["error_kind"].to_numpy()}
+        {"row": row_of.to_numpy(), "group": group_of.to_numpy(), "kind": df["error_kind"].to_numpy(), "goals": goals}
     )
     entries = []
     for (row, group), cell in frame.groupby(["row", "group"], sort=True):
@@ -196,6 +197,8 @@ def _error_entries(df: pd.DataFrame, row_of: pd.Series, group_of: pd.Series) -> 
                     "errors": int(len(errs)),
                     "episodes": int(len(cell)),
                     "kinds": _kinds_text(errs.astype(str)),
+                    # Episodes with goal conditions (a one-step answer has none to meet).
+                    "goals": bool(cell["goals"].any()),
                 }
             )
     return entries
@@ -966,7 +969,8 @@ def _notes(table: pd.DataFrame) -> list[str]:
     for e in table.attrs.get("errors", []):
         notes.append(
             f"{DAGGER} {e['row']}, {e['group']}: {e['errors']} of {e['episodes']} episodes "
-            f"ended in errors ({e['kinds']}), counted as failures (no goal condition met)."
+            f"ended in errors ({e['kinds']}), counted as failures"
+            + (" (no goal condition met)." if e.get("goals", True) else ".")
         )
     notes.extend(caveats.notes(table, AVG))
     notes.extend(table.attrs.get("judge_notes", []))  # harness.judge_views: whose verdicts, how many unread

@@ -17,7 +17,12 @@ AssertionError) whose message is one line naming the rule broken. What is checke
 
 ``contract``
     the env's Gymnasium API (``reset -> (obs, info)``, ``step -> (obs, reward, terminated,
-    truncated, info)``), the documented ``info`` keys (:mod:`harness.types` ``INFO_*``) with
+    truncated, info)``), observations in the declared ``observation_space`` and actions the env
+    took as valid in its ``action_space`` (:mod:`harness.spaces`, as Gymnasium's ``check_env``),
+    the episode invariants (:mod:`harness.suite_invariants`: goal conditions within their
+    constant total, expert length >= 0, success only on the terminal step, one invalid action
+    counted once, a step after the end refused or changing nothing), the documented ``info``
+    keys (:mod:`harness.types` ``INFO_*``) with
     their types, ``action_ok`` after every step, an episode that ends within the protocol's
     ``max_steps`` (plus its invalid-action allowance), ``episodes(split)`` in a fixed order
     with unique keys, ``protocol(split)`` JSON-serialisable with ``max_steps``; the agent's
@@ -31,9 +36,14 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     raises :class:`~harness.interfaces.AgentContractError` or is counted with
     ``action_ok=False``), every episode ends within
     ``max_steps`` (plus its invalid-action allowance) whatever the agent sends, an episode
-    replays the same on an env that ran other episodes first as on a fresh one (no state
-    leaks between episodes), and the probe's episodes through the runner end without an
-    error record, each in a failure class the suite declares (``SuitePlugin.failure_classes``).
+    replays the same on two fresh envs (determinism) and on an env that ran other episodes
+    first (no state leaks between episodes), the invariants hold and no privileged state
+    reaches an agent that did not ask, and the probe's episodes through the runner end without
+    an error record (the runner's checks of what the suite declares included,
+    :mod:`harness.record_checks`), each in a failure class the suite declares
+    (``SuitePlugin.failure_classes``). A free-text answer suite (``action_space`` an
+    :class:`harness.spaces.AnswerText`) need not refuse an unknown text; an empty or unusable
+    answer must be refused or scored as such.
 ``determinism``
     the same episode twice (a fresh env, and the same env after another episode) gives the
     same observations, rewards and infos; two runs give the same records and transcripts.
@@ -54,7 +64,12 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     inside its declared range (a bool flipped, another choice, a number +1 or -1 within its
     bounds, the field's ``example=``; others are skipped) changes the run id (:func:`harness.runner.run_id_of`) exactly when
     it is declared ``results=True``; a ``results=False`` field must also leave the records
-    of a few episodes unchanged (a field that changes records is in the identity).
+    of a few episodes unchanged (a field that changes records is in the identity; where it
+    sizes the split, the episodes both runs hold).
+
+A script calling these puts its work under ``if __name__ == "__main__":``: the ``process``
+executor's workers import the main script, and a worker that finds itself re-running one
+stops and is named (:func:`harness.executors.refuse_in_worker_start`).
 
 The checks are cheap (``episodes=`` episodes of ``split=``, the suite's default split when
 not given); third-party plugins call them from their own tests.
@@ -76,6 +91,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.interfaces import AgentReply, AgentRequest, InvalidOutput
 from harness.params import Composite, Field, ParamError, convert, fields_of, param
+from harness.spaces import is_answer_space
+from harness.suite_invariants import EpisodeWatch
 from harness.types import (
     INFO_ACTION_OK,
     INFO_ARTIFACTS,
@@ -309,6 +326,9 @@ class _Checker:
         return ConformanceError(f"{self.subject}: {check}: {message}")
 
     def run(self, checks: list[str], identity_of: str) -> Report:
+        from harness.executors import refuse_in_worker_start
+
+        refuse_in_worker_start(f"check of {self.subject}")
         with tempfile.TemporaryDirectory(prefix="harness-check-", dir=self._workdir) as tmp:
             self.tmp = Path(tmp)
             for check in checks:
@@ -375,12 +395,25 @@ class _Checker:
             self._base = (records, transcripts)
         return self._base
 
-    def same_records(self, check: str, what: str, got: tuple[dict, list], want: tuple[dict, list]) -> None:
+    def same_records(self, check: str, what: str, got: tuple[dict, list], want: tuple[dict, list],
+                     nested: bool = False) -> None:
+        """The records and transcripts of two runs equal. ``nested``: one run's episodes may be
+        a prefix of the other's (a parameter that sizes the split, checked on a split no longer
+        than the episodes checked); those they share must be equal."""
         (records, transcripts), (ref, ref_t) = got, want
+        if nested and records.keys() != ref.keys() and (records.keys() <= ref.keys() or ref.keys() <= records.keys()):
+            shared = records.keys() & ref.keys()
+            keep = lambda rows: [t for t in rows if any(  # noqa: E731
+                (t.get("episode_id"), t.get("seed")) == (k[2], k[3]) for k in shared)]
+            records, ref = {k: records[k] for k in shared}, {k: ref[k] for k in shared}
+            transcripts, ref_t = keep(transcripts), keep(ref_t)
         if records.keys() != ref.keys():
             raise self.fail(check, f"{what}: other episodes ({sorted(records)[:3]} vs {sorted(ref)[:3]})")
         for key, row in ref.items():
             other = records[key]
+            if row["error_kind"] is None and other.get("error_kind") is not None:
+                raise self.fail(check, f"{what}: episode {key[2]} ended with an error ({other['error_kind']}): "
+                                       f"{((other.get('error_message') or '').strip().splitlines() or [''])[-1]}")
             differ = [k for k in row if k not in ("run_id",) and _differs(row[k], other.get(k)) is not None]
             if differ:
                 k = differ[0]
@@ -456,6 +489,8 @@ class _Checker:
             raise self.fail(c, f"reset() must return (observation, info), got {_short(out)}")
         obs, info = out
         self.check_info(info, "reset", privileged, done=False)
+        watch = self.watch(env, episode)
+        self.watched(c, watch.reset(obs, info))
         trace: list[Any] = [("reset", obs, _without_privileged(info))]
         agent.reset(episode)
         history: list[tuple[Any, str]] = []
@@ -486,6 +521,7 @@ class _Checker:
                         raise self.fail(c, f"step() {flag} must be a bool, got {_short(value)}")
                 done = terminated or truncated
                 self.check_info(info, "step", privileged, done=done)
+                self.watched(c, watch.step(action, obs, terminated, truncated, info))
                 trace.append(("step", _plain_action(action), obs, float(reward), terminated, truncated,
                               _without_privileged(info)))
                 if type(action) is not InvalidOutput:
@@ -493,6 +529,7 @@ class _Checker:
                     if info[INFO_ACTION_OK] is True:
                         self.valid_seen.append(action)
                 if done:
+                    self.watched(c, watch.after_end(env, action))
                     return trace
                 if stepped > limit:
                     raise self.fail(c, f"episode {episode.episode_id} did not end within {limit} steps "
@@ -599,11 +636,26 @@ class _Checker:
         finally:
             _close(env_a)
             _close(env_b)
-        for what, other in (("a fresh env", fresh), ("the same env after other episodes", again)):
-            where = _first_difference(a, other)
-            if where is not None:
-                raise self.fail(c, f"episode {first.episode_id} driven by the probe (invalid, unusable and random "
-                                   f"valid actions) on {what}: {where}; state leaks between episodes")
+        if _first_difference(a, fresh) is None and _first_difference(a, again) is not None:
+            # A difference on the reused env alone may still be chance: two more fresh envs tell.
+            for _ in range(2):
+                env_c = suite.make_env()
+                try:
+                    fresh, _ = self.replay(env_c, first, mixed(first), limit + 1)
+                finally:
+                    _close(env_c)
+                if _first_difference(a, fresh) is not None:
+                    break
+        where = _first_difference(a, fresh)
+        if where is not None:  # two fresh envs, the same seed and actions: not deterministic
+            raise self.fail(c, f"episode {first.episode_id} seed {first.seed} driven by the probe (invalid, unusable "
+                               f"and random valid actions) on two fresh envs: {where}; not deterministic (a reset "
+                               "with the same seed and the same actions must give the same episode)")
+        where = _first_difference(a, again)
+        if where is not None:
+            raise self.fail(c, f"episode {first.episode_id} driven by the probe (invalid, unusable and random "
+                               f"valid actions) on the same env after other episodes: {where}; state leaks "
+                               "between episodes")
 
         # 4. Through the runner: no error record, every class declared.
         if text:
@@ -643,6 +695,7 @@ class _Checker:
         c = "probe"
         options = {"episode": episode, "privileged": False, "render": False, "artifacts_dir": None}
         if text:
+            answers = is_answer_space(getattr(env, "action_space", None))
             for bad in (f"probe: no such action {uuid.uuid4().hex[:6]}", "",
                         InvalidOutput("{not json", "conformance probe: unusable output")):
                 _, info = env.reset(seed=episode.seed, options=options)
@@ -655,14 +708,21 @@ class _Checker:
                     raise self.fail(c, f"step({_short(bad)}) raised {type(exc).__name__}: {_first_line(exc)} "
                                        "(an invalid action is counted, not raised)") from None
                 info = step[4]
+                if answers and type(bad) is str and bad:
+                    continue  # a free-text answer: any non-empty text may be a valid one
+                if answers and info.get(INFO_ACTION_OK) is not False:
+                    self.probe_scored_as_unusable(episode, bad, info)
+                    continue
                 if info.get(INFO_ACTION_OK) is not False:
                     raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} was accepted "
                                        "as valid (action_ok must be False)")
                 if type(bad) is InvalidOutput and bad.costs_step:
                     continue
-                if int(info.get(INFO_INVALID_ACTIONS, 0)) != before + 1:
-                    raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} was not "
-                                       f"counted (invalid_actions {before} -> {info.get(INFO_INVALID_ACTIONS)})")
+                after = int(info.get(INFO_INVALID_ACTIONS, 0))
+                if after != before + 1:
+                    how = "was not counted" if after == before else f"was counted {after - before} times"
+                    raise self.fail(c, f"episode {episode.episode_id}: the unknown action {_short(bad)} {how} "
+                                       f"(invalid_actions {before} -> {after}; one invalid action is counted once)")
             return
         if not pool:
             self.report.skipped.append("probe: no valid action seen to shape invalid ones")
@@ -683,19 +743,49 @@ class _Checker:
                 raise self.fail(c, f"episode {episode.episode_id}: step({what}) was accepted as valid (raise "
                                    "AgentContractError, or count it with action_ok=False)")
 
+    def probe_scored_as_unusable(self, episode: EpisodeSpec, bad: Any, info: Mapping[str, Any]) -> None:
+        """A free-text answer suite took an empty or unusable answer as valid: it must score it as
+        such (no success, no higher-is-better metric above its worst end)."""
+        from harness.scoring import suite_scoring
+
+        what = f"episode {episode.episode_id}: the {'empty' if bad == '' else 'unusable'} answer {_short(bad)}"
+        if info.get(INFO_SUCCESS):
+            raise self.fail("probe", f"{what} succeeded (refuse it with action_ok=False, or score it as a failure)")
+        values = info.get(INFO_VALUES) or {}
+        for m in suite_scoring(self.suite.name)[0]:
+            x = values.get(m.value)
+            if m.higher_is_better and isinstance(x, (int, float)) and x > float(m.range[0]):
+                raise self.fail("probe", f"{what} scored {m.name} {x:g}, above its worst {float(m.range[0]):g} "
+                                         "(refuse it with action_ok=False, or score it as such)")
+
     def replay(self, env: Any, episode: EpisodeSpec, actions: Sequence[Any], limit: int) -> tuple[list[Any], bool]:
         """``actions`` stepped open-loop on ``episode`` (at most ``limit``): the trace, and
         whether the episode ended."""
         options = {"episode": episode, "privileged": False, "render": False, "artifacts_dir": None}
         obs, info = env.reset(seed=episode.seed, options=options)
+        watch = self.watch(env, episode)
+        self.watched("probe", watch.reset(obs, info), info)
         trace: list[Any] = [("reset", obs, _without_privileged(info))]
         for action in list(actions)[:limit]:
             obs, reward, terminated, truncated, info = env.step(action)
+            self.watched("probe", watch.step(action, obs, terminated, truncated, info), info)
             trace.append(("step", _plain_action(action), obs, float(reward), terminated, truncated,
                           _without_privileged(info)))
             if terminated or truncated:
+                self.watched("probe", watch.after_end(env, action))
                 return trace, True
         return trace, False
+
+    def watch(self, env: Any, episode: EpisodeSpec) -> EpisodeWatch:
+        return EpisodeWatch(env, episode.episode_id, bool(getattr(self.suite.obj, "success_at_stop", False)))
+
+    def watched(self, check: str, problem: str | None, info: Any = None) -> None:
+        """Fail ``check`` with the episode invariant broken (:mod:`harness.suite_invariants`),
+        or with ``info`` (of an episode reset with privileged=False) holding the privileged state."""
+        if problem is not None:
+            raise self.fail(check, problem)
+        if isinstance(info, Mapping) and INFO_PRIVILEGED in info:
+            raise self.fail(check, f"info holds {INFO_PRIVILEGED!r} although privileged=False")
 
     # -- determinism ----------------------------------------------------------------
     def check_determinism(self) -> None:
@@ -838,7 +928,7 @@ class _Checker:
                 got = (self.records(suite=obj, suite_values=values, pipeline=False, batch_size=max(2, self.n))
                        if is_suite else self.records(agent=obj, pipeline=False, batch_size=max(2, self.n)))
                 try:
-                    self.same_records(c, f"{whose} parameter {change}", got[:2], self.base())
+                    self.same_records(c, f"{whose} parameter {change}", got[:2], self.base(), nested=True)
                 except ConformanceError as exc:
                     raise self.fail(c, f"{whose} parameter {change} is declared results=False (left out of the "
                                        f"run identity) but changes the records: "

@@ -51,3 +51,24 @@ def test_harness_run_suite_example_planner_oracle(tmp_path):
         records = store.records()
     assert len(records) == 10 and all(r.success and r.error_kind is None for r in records)
     assert {r.split for r in records} == {"test"}
+
+
+def test_identity_has_no_false_alarm_on_a_split_no_longer_than_the_episodes_checked():
+    from harness.testing import check_suite
+
+    # episodes_per_split (10, results=False) varied to 11: with 12 episodes checked the runs hold
+    # 10 and 11 episodes; the 10 they share are equal.
+    assert check_suite("example", episodes=12, checks=["identity"]).passed == ["identity"]
+
+
+def test_a_check_script_without_a_main_guard_is_told_why(tmp_path):
+    script = tmp_path / "check.py"
+    script.write_text("from harness.testing import check_suite\n"
+                      "check_suite('example', episodes=1, checks=['schedule'])\n")
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get(
+                             "PYTHONPATH", "")])})
+    assert run.returncode != 0
+    last = run.stderr.strip().splitlines()[-1]
+    assert "schedule: process executor vs local: episode test/000 ended with an error (worker)" in last, last
+    assert 'has no `if __name__ == "__main__":` guard' in last, last

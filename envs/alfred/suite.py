@@ -49,6 +49,8 @@ class AlfredSuite:
     version = SUITE_VERSION
     #: its env's gymnasium action space (harness.interfaces.ACTION_KINDS)
     action_kind = "text"
+    #: Reaching the goal does not end an episode: success is read when the agent stops (envs/alfred/env.py).
+    success_at_stop = True
     #: The parameter declaration (envs/alfred/plugin.py): defaults and checks live there.
     Params = AlfredParams
 

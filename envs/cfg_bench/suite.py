@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from gymnasium import spaces
+from harness.spaces import AnswerText
 
 from envs import video_qa
 from envs.cfg_bench import data as D
@@ -105,7 +105,7 @@ def question_of(episode: EpisodeSpec) -> D.Question:
 class CFGBenchEnv(video_qa.VideoQAEnv):
     """One question per episode: ``reset`` shows it, the one ``step`` answers it and ends it."""
 
-    action_space = spaces.Text(max_length=MAX_ANSWER_CHARS)
+    action_space = AnswerText(max_length=MAX_ANSWER_CHARS)  # a free-text answer (harness.spaces)
     suite, video_key, video_folder = "cfg_bench", "video_name", "the data folder's videos/"
 
     def privileged(self, episode: EpisodeSpec) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from gymnasium import spaces
+from harness.spaces import AnswerText
 
 from envs import video_qa
 from envs.procobject import data as D
@@ -74,7 +74,7 @@ class ProcObjectSuite:
 
 
 class ProcObjectEnv(video_qa.VideoQAEnv):
-    action_space = spaces.Text(max_length=MAX_REPLY_CHARS)
+    action_space = AnswerText(max_length=MAX_REPLY_CHARS)  # a free-text answer (harness.spaces)
     suite, video_key = "procobject", "video_path"
 
     def privileged(self, episode: EpisodeSpec) -> Any:

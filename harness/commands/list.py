@@ -69,6 +69,13 @@ def _one(name: str) -> int:
             print(f"  metric {m.name} ({m.label}; {m.aggregation}, {m.unit} in [{m.range[0]:g}, {m.range[1]:g}]"
                   + (f"; {flags}" if flags else "") + (f"; applies where {m.applies}" if m.applies else "")
                   + f"; {m.policy})" + (f": {m.description}" if m.description else ""))
+        if kind == "suite":  # the classes `harness table --by failure` and the report show for it
+            from harness.failures import declared_classes
+
+            own = {c.name for c in getattr(entry, "failure_classes", ()) or ()}
+            print("  failure classes (harness table --by failure): " + ", ".join(
+                f"{c.name}{' (its own: ' + c.label + ')' if c.name in own else ''}"
+                for c in declared_classes(entry.name)))
         if getattr(entry, "breakdowns", ()):  # what `harness table --by` takes for it beside task_type
             print(f"  breakdowns (harness table --by): task_type, {', '.join(entry.breakdowns)}")
         if entry.extra:

@@ -94,6 +94,17 @@ def test_list_is_instant_and_names_everything(capsys):
         assert name in out
 
 
+def test_list_name_shows_a_suites_failure_classes(capsys):
+    code, out, _ = run_cli(capsys, "list", "eb_alfred")
+    assert code == 0
+    line = next(l for l in out.splitlines() if "failure classes" in l)
+    assert "success" in line and "error" in line and "other" in line
+    from harness.catalog import SUITES
+
+    own = SUITES.entry("eb_alfred").failure_classes
+    assert own and all(f"{c.name} (its own: {c.label})" in line for c in own)
+
+
 def test_run_then_table_with_missing_baseline(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", "limit=3", "suite.params.render=false", f"out={tmp_path}")
     assert code == 0, err

@@ -33,12 +33,20 @@ def _need_mujoco() -> None:
 
 
 def _example():
-    """The example plugin's modules (from examples/plugin_suite when it is not installed)."""
+    """The example plugin's modules (from examples/plugin_suite when it is not installed), its
+    suites and oracles registered as its entry points would register them: a test runs the same
+    whether the plugin is installed or imported from the tree."""
     path = str(REPO_ROOT / "examples" / "plugin_suite")
     if importlib.util.find_spec("example_suite") is None and path not in sys.path:
         sys.path.insert(0, path)
+    import example_suite.plugin as plugin
     import example_suite.suite as suite_module
+    from harness.catalog import PLANNERS, SUITES
 
+    for suite, oracle in ((plugin.SUITE, plugin.ORACLE), (plugin.QA_SUITE, plugin.QA_ORACLE)):
+        if suite.name not in SUITES:
+            SUITES.add(suite)
+            PLANNERS.add(oracle)
     return suite_module
 
 
@@ -335,7 +343,7 @@ def test_probe_catches_an_episode_that_never_reaches_its_step_limit(monkeypatch)
     def step(self, action):  # the mutation: the step limit never cuts the episode off
         obs, reward, terminated, truncated, info = original(self, action)
         if info["termination"] == "max_steps":
-            info["termination"], truncated = None, False
+            info["termination"], truncated, self.ended = None, False, False
         return obs, reward, terminated, truncated, info
 
     monkeypatch.setattr(S.NumberLineEnv, "step", step)

@@ -111,8 +111,8 @@ def test_failures_may_name_a_class_an_instance_or_a_factory(tmp_path, capsys, ta
 def test_classes_sort_by_declared_order_and_keep_their_colour():
     with registered():
         names = [c.name for c in failures.declared_classes("quiz")]
-        assert names == ["success", "error", "empty_plan", "output_format", "wrong_answer", "out_of_steps", "other",
-                         "no_history"]
+        assert names == ["success", "error", "empty_plan", "output_format", "time_limit", "wrong_answer",
+                         "out_of_steps", "other", "no_history"]
         both = failures.classes_of(["quiz", "eb_alfred"], seen=["zzz"])
         assert [c.name for c in both][-1] == "zzz" and both[-1].order == failures.UNDECLARED_ORDER
         colours = {c.name: c.colour for c in both}

@@ -8,23 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.metrics import (
-    RECORD_COLUMNS,
-    by_split,
-    by_task_type,
-    invalid_action_rate,
-    mean_goal_progress,
-    path_length_factor,
-    plw_goal_condition,
-    plw_success_rate,
-    pooled_gc,
-    records_frame,
-    success_rate,
-    summarize,
-    wilson_interval,
-)
+from harness.metrics import RECORD_COLUMNS, by_split, by_task_type, records_frame, summarize, wilson_interval
+from harness.scoring import aggregate
 from harness.types import EpisodeRecord
-from envs.episode_metrics import SUMMARY_COLUMNS
+from envs.episode_metrics import METRICS, SUMMARY_COLUMNS, values as record_values
+
+_DECLARED = {m.name: m for m in METRICS}
 
 
 def rec(episode: str, variant: str = "base", split: str = "valid", **kw) -> EpisodeRecord:
@@ -53,78 +42,89 @@ def test_records_frame_empty_keeps_columns() -> None:
 # --- formulas -----------------------------------------------------------------
 
 
+def cell(metric: str, **columns) -> float:
+    """The cell of a declared record-field metric over records built from per-field columns."""
+    n = len(next(iter(columns.values())))
+    rows = [record_values({k: v[i] for k, v in columns.items()}) for i in range(n)]
+    return aggregate(_DECLARED[metric], rows)
+
+
+def factor(length, steps) -> float:
+    """The path-length weight of one successful episode (its PLW SR value over L*)."""
+    v = record_values({"success": True, "expert_length": length, "steps": steps})
+    return math.nan if v["plw_success"] is None else v["plw_success"] / length
+
+
 def test_success_rate() -> None:
-    assert success_rate([True, False, True, True]) == 0.75
-    assert success_rate([1, 0]) == 0.5
-    assert math.isnan(success_rate([]))
+    assert cell("sr", success=[True, False, True, True]) == 0.75
+    assert cell("sr", success=[1, 0]) == 0.5
+    assert math.isnan(cell("sr", success=[]))
 
 
 def test_pooled_gc_differs_from_mean_of_ratios() -> None:
     s, ts = [1, 3], [1, 4]
     # ALFRED pools: (1 + 3) / (1 + 4) = 0.8
-    assert pooled_gc(s, ts) == pytest.approx(0.8)
+    assert cell("gc", gc_satisfied=s, gc_total=ts) == pytest.approx(0.8)
     # EB-ALFRED task_progress averages per-episode ratios: (1/1 + 3/4) / 2 = 0.875
-    assert mean_goal_progress(s, ts) == pytest.approx(0.875)
+    assert cell("progress", gc_satisfied=s, gc_total=ts) == pytest.approx(0.875)
 
 
 def test_gc_undefined_without_goal_conditions() -> None:
-    assert math.isnan(pooled_gc([0, 0], [0, 0]))
-    assert math.isnan(mean_goal_progress([0], [0]))
-    assert math.isnan(pooled_gc([], []))
+    assert math.isnan(cell("gc", gc_satisfied=[0, 0], gc_total=[0, 0]))
+    assert math.isnan(cell("progress", gc_satisfied=[0], gc_total=[0]))
+    assert math.isnan(cell("gc", gc_satisfied=[], gc_total=[]))
 
 
 def test_progress_ignores_episodes_without_goal_conditions() -> None:
     # (1/2 + 2/2) / 2; the ts=0 episode is not an episode with progress 0
-    assert mean_goal_progress([1, 0, 2], [2, 0, 2]) == pytest.approx(0.75)
+    assert cell("progress", gc_satisfied=[1, 0, 2], gc_total=[2, 0, 2]) == pytest.approx(0.75)
 
 
 def test_path_length_factor_matches_alfred_when_steps_positive() -> None:
     lengths = np.array([1, 3, 5, 10, 10])
     steps = np.array([1, 6, 5, 4, 30])
     alfred = np.minimum(1.0, lengths / steps)  # eval_task.py: min(1., L* / float(t))
-    np.testing.assert_allclose(path_length_factor(lengths, steps), alfred)
+    np.testing.assert_allclose([factor(int(a), int(b)) for a, b in zip(lengths, steps)], alfred)
 
 
 def test_path_length_factor_zero_steps_and_unknown_length() -> None:
-    factor = path_length_factor([4, 0, None], [0, 0, 3])
-    assert factor[0] == 1.0  # T = 0: limit of min(1, L*/T), full credit
-    assert factor[1] == 1.0  # L* = T = 0: defined as 1 (weight L* = 0 anyway)
-    assert math.isnan(factor[2])
+    assert factor(4, 0) == 1.0  # T = 0: limit of min(1, L*/T), full credit
+    assert math.isnan(factor(None, 3))
 
 
 def test_plw_success_rate_hand_computed() -> None:
     # s_spl = [1*min(1, 4/8), 1*min(1, 10/5), 0] = [0.5, 1, 0]
     # PLW SR = (0.5*4 + 1*10 + 0*5) / (4 + 10 + 5) = 12 / 19
-    value = plw_success_rate([True, True, False], [4, 10, 5], [8, 5, 20])
+    value = cell("plw_sr", success=[True, True, False], expert_length=[4, 10, 5], steps=[8, 5, 20])
     assert value == pytest.approx(12 / 19)
 
 
 def test_plw_with_zero_steps_does_not_crash_and_credits_success() -> None:
     # a zero-step success (goal satisfied at reset): factor 1, so PLW SR = SR
-    assert plw_success_rate([True], [3], [0]) == 1.0
+    assert cell("plw_sr", success=[True], expert_length=[3], steps=[0]) == 1.0
     # a zero-step failure stays a failure
-    assert plw_success_rate([False, True], [3, 1], [0, 2]) == pytest.approx(0.5 * 1 / 4)
-    assert plw_goal_condition([1], [2], [3], [0]) == pytest.approx(0.5)
+    assert cell("plw_sr", success=[False, True], expert_length=[3, 1], steps=[0, 2]) == pytest.approx(0.5 * 1 / 4)
+    assert cell("plw_gc", gc_satisfied=[1], gc_total=[2], expert_length=[3], steps=[0]) == pytest.approx(0.5)
 
 
 def test_plw_only_over_known_expert_lengths() -> None:
     # the episode with unknown L* is left out of both sums
-    assert plw_success_rate([True, False], [2, None], [4, 9]) == pytest.approx(0.5)
-    assert math.isnan(plw_success_rate([True], [None], [3]))
-    assert math.isnan(plw_success_rate([True], [0], [0]))  # sum(L*) = 0
+    assert cell("plw_sr", success=[True, False], expert_length=[2, None], steps=[4, 9]) == pytest.approx(0.5)
+    assert math.isnan(cell("plw_sr", success=[True], expert_length=[None], steps=[3]))
+    assert math.isnan(cell("plw_sr", success=[True], expert_length=[0], steps=[0]))  # sum(L*) = 0
 
 
 def test_plw_goal_condition_hand_computed() -> None:
     # pc_spl = [(1/2)*min(1, 4/8), (3/3)*min(1, 6/3)] = [0.25, 1]
     # PLW GC = (0.25*4 + 1*6) / (4 + 6) = 0.7; the ts=0 episode has no s/ts
-    value = plw_goal_condition([1, 3, 0], [2, 3, 0], [4, 6, 5], [8, 3, 1])
+    value = cell("plw_gc", gc_satisfied=[1, 3, 0], gc_total=[2, 3, 0], expert_length=[4, 6, 5], steps=[8, 3, 1])
     assert value == pytest.approx(0.7)
 
 
 def test_invalid_action_rate_is_pooled() -> None:
     # (1 + 0 + 3) / (2 + 8 + 10) = 0.2, not mean(0.5, 0, 0.3)
-    assert invalid_action_rate([1, 0, 3], [2, 8, 10]) == pytest.approx(0.2)
-    assert math.isnan(invalid_action_rate([0], [0]))
+    assert cell("invalid_rate", invalid_actions=[1, 0, 3], steps=[2, 8, 10]) == pytest.approx(0.2)
+    assert math.isnan(cell("invalid_rate", invalid_actions=[0], steps=[0]))
 
 
 def test_wilson_known_value() -> None:

@@ -65,3 +65,28 @@ def test_config_groups_match_registry_keys():
         stems = {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")}
         stored = {k[: -len(".yaml")] for k in repo.get(group, {})}
         assert stems | stored == set(registry.names()), group
+
+
+def test_an_entry_point_name_two_packages_register_is_refused_naming_both(monkeypatch):
+    """lm-evaluation-harness refuses a duplicate task name; the first one found is never taken silently."""
+    from importlib import metadata
+
+    from harness import plugins
+
+    class Dist:
+        def __init__(self, name):
+            self.name = name
+
+    class EP:
+        def __init__(self, name, value, dist):
+            self.name, self.value, self.dist = name, value, Dist(dist)
+
+    points = [EP("twin", "harness.catalog:SUITES", "pkg-one"), EP("twin", "harness.catalog:SUITES", "pkg-two")]
+    monkeypatch.setattr(metadata, "entry_points", lambda group: points if group == plugins.GROUPS["suite"] else [])
+    found = plugins.discover()
+    message = found.refused[("suite", "twin")]
+    assert "registered by both pkg-one and pkg-two: neither is used" in message and message in found.problems
+    registry = Registry("suite")
+    registry.refused = {"twin": message}
+    with pytest.raises(UnknownPluginError, match="registered by both pkg-one and pkg-two"):
+        registry.entry("twin")

@@ -61,6 +61,17 @@ def test_layout_average_and_labels(df):
     assert "† CFG-SFT, ALF: 1 of 4 episodes ended in errors" in md and "avg" not in md
 
 
+def test_the_error_footnote_names_goal_conditions_only_where_episodes_have_them(df):
+    md = tables.to_markdown(tables.transfer_table(df, metrics=("sr",)))
+    assert "1 of 4 episodes ended in errors (1 agent), counted as failures (no goal condition met)." in md
+    # one-step episodes (no goal conditions): the same error is not said to have met none
+    one_step = records_frame([EpisodeRecord("run-q", "base", "qa", "test", f"q{i}", 0, success=i == 0,
+                                            error_kind="env" if i == 1 else None) for i in range(3)])
+    md = tables.to_markdown(tables.transfer_table(one_step, metrics=("sr",)))
+    assert "1 of 3 episodes ended in errors (1 env), counted as failures." in md
+    assert "no goal condition" not in md
+
+
 def test_select_globs(df):
     assert set(tables.select(df, suites=["lib*"])["suite"]) == {"libero"}
     assert set(tables.select(df, variants=["*_sft"])["variant"]) == {"favor_sft", "cfg_sft"}

@@ -128,7 +128,8 @@ def test_transfer_table_values(df: pd.DataFrame) -> None:
     assert math.isnan(t.at["base", ("avg", "Δsr")])
     assert t.at["cfg_sft", ("avg", "Δsr")] == pytest.approx(0.225)
     assert t.attrs["errors"] == [
-        {"row": "cfg_sft", "group": "alfred/valid_unseen", "errors": 1, "episodes": 4, "kinds": "1 agent"}
+        {"row": "cfg_sft", "group": "alfred/valid_unseen", "errors": 1, "episodes": 4, "kinds": "1 agent",
+         "goals": True}
     ]
 
 

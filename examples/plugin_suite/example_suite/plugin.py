@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from harness.interfaces import FailureClass
 from harness.params import param
 from harness.plugins import AgentPlugin, SuitePlugin
-from harness.scoring import Metric
+from harness.scoring import Metric, record_metrics
 
 
 @dataclass
@@ -46,10 +46,21 @@ class OracleParams:
     max_plan_length: int = param(100, ge=1, le=10_000, help="longest plan handed out in one call")
 
 
+#: How it is scored: the record's own metrics (SR, GC, ...: harness.scoring.record_metrics) and one of its
+#: own, a value its env delivers in every info (info["values"]). The runner refuses a value outside the
+#: declared range, or one the env never delivers, as an error of that episode.
+METRICS = (
+    *record_metrics(),
+    Metric("closeness", "Close", "closeness",
+           description="how much of the start's distance to the target was walked off by the end (0 where the "
+                       "agent ends farther away than it started)"),
+)
+
 SUITE = SuitePlugin(
     name="example", target="example_suite.suite:ExampleSuite", params=ExampleParams, default_split="test",
     prompt="example_suite.prompt:make_adapter", prompt_params=ExamplePromptParams,
     failures="example_suite.failures:ExampleFailures", failure_classes=FAILURE_CLASSES,
+    metrics=METRICS, values="harness.scoring:record_values",
     summary="example plugin: walk left/right along a number line to a target")
 
 ORACLE = AgentPlugin(

@@ -17,7 +17,6 @@ from typing import Any, Mapping, Sequence
 import gymnasium as gym
 from gymnasium import spaces
 
-from envs.video_qa import ReferenceOracle
 from harness.params import parse
 from harness.types import (
     INFO_ACTION_OK, INFO_ANSWER, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS, INFO_PRIVILEGED, INFO_SUCCESS,
@@ -120,11 +119,23 @@ class QuestionEnv(gym.Env):
         self._episode = None
 
 
-class QAOracle(ReferenceOracle):
-    """Answers every question correctly, from the true state (privileged): the built-in
-    one-step suites' oracle, replying with the revealed answer's letter."""
+class QAOracle:
+    """Answers every question correctly, from the true state (privileged: the runner resets
+    the env with privileged=True for it, and reset's info reveals the answer's letter)."""
 
     name = "example_qa_oracle"
+    privileged = True
+    reads_images = False
+    action_kinds = frozenset({"text"})
 
-    def reply(self, request: Any, revealed: Any) -> str:
-        return revealed["answer"]
+    def __init__(self, **values: Any) -> None:
+        pass
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"name": self.name}
+
+    def reset(self, episode: EpisodeSpec) -> None:
+        pass
+
+    def act(self, requests: Sequence[Any]) -> list[list[str]]:
+        return [[r.info[INFO_PRIVILEGED]["answer"]] for r in requests]

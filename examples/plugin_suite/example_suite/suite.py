@@ -9,9 +9,10 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from harness.params import parse
+from harness.spaces import FreeText, Record, TextList
 from harness.types import (
     INFO_ACTION_OK, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS,
-    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, EpisodeSpec, LazyEpisodes,
+    INFO_PRIVILEGED, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, INFO_VALUES, EpisodeSpec, LazyEpisodes,
 )
 
 from example_suite.plugin import ExampleParams
@@ -68,6 +69,8 @@ class NumberLineEnv(gym.Env):
     """Gymnasium's API, one episode at a time: ``reset(seed=, options={"episode": spec, ...})``,
     ``step("left" | "right")``. Every ``info`` carries the harness's documented keys."""
 
+    #: What it shows and takes, as Gymnasium envs declare it (check_suite checks both).
+    observation_space = Record({"text": FreeText(200), "instruction": FreeText(200), "actions": TextList()})
     action_space = spaces.Text(max_length=16)
 
     def __init__(self, show_distance: bool = False) -> None:
@@ -84,11 +87,14 @@ class NumberLineEnv(gym.Env):
         self.position, self.target = int(episode.metadata["start"]), int(episode.metadata["target"])
         self.size = int(episode.metadata["size"])
         self.steps = self.invalid = 0
+        self.ended = False
         return self._observation(), self._info(action_ok=True, feedback="", termination=None)
 
     def step(self, action: Any):
         if self._episode is None:
             raise RuntimeError("step before reset")
+        if self.ended:  # the record is final: a step after the end is refused
+            raise RuntimeError("step after the episode ended (reset first)")
         if isinstance(action, str) and action.strip() in ACTIONS:
             self.steps += 1
             move = -1 if action.strip() == "left" else 1
@@ -102,6 +108,7 @@ class NumberLineEnv(gym.Env):
                        else "max_steps" if self.steps >= MAX_STEPS else None)
         terminated = termination in ("success", "max_invalid")
         truncated = termination == "max_steps"
+        self.ended = terminated or truncated
         return (self._observation(), 1.0 if success else 0.0, terminated, truncated,
                 self._info(action_ok=ok, feedback=feedback, termination=termination))
 
@@ -118,11 +125,16 @@ class NumberLineEnv(gym.Env):
             INFO_INVALID_ACTIONS: self.invalid, INFO_EXPERT_LENGTH: abs(int(self._episode.metadata["target"])
                                                                          - int(self._episode.metadata["start"])),
             INFO_TASK_TYPE: "reach", INFO_ACTION_OK: action_ok, INFO_FEEDBACK: feedback,
-            INFO_TERMINATION: termination,
+            INFO_TERMINATION: termination, INFO_VALUES: {"closeness": self._closeness()},
         }
         if self._privileged:
             info[INFO_PRIVILEGED] = {"position": self.position, "target": self.target}
         return info
+
+    def _closeness(self) -> float:
+        """The share of the start's distance walked off (0 when farther than at the start)."""
+        start = abs(int(self._episode.metadata["target"]) - int(self._episode.metadata["start"]))
+        return max(0.0, 1.0 - abs(self.target - self.position) / start)
 
     def close(self) -> None:
         self._episode = None

@@ -20,9 +20,23 @@ def run(args, capsys=None):
 
 
 def test_check_suite_passes(cfg_data):
-    # the default split (all): multiple-choice and open-ended (gated) questions alike
-    report = check_suite("cfg_bench", suite_params={"data_dir": str(cfg_data)}, episodes=4)
+    # the default split (all), every question: multiple-choice and open-ended (gated) alike
+    report = check_suite("cfg_bench", suite_params={"data_dir": str(cfg_data)}, episodes=5)
     assert list(report.passed) == list(SUITE_CHECKS), report
+
+
+def test_check_suite_passes_on_every_split(cfg_data):
+    """Open-ended splits too: a free-text answer (harness.spaces.AnswerText) need not refuse an
+    unknown text, and an empty one is refused."""
+    from envs.cfg_bench.suite import CFGBenchSuite
+
+    suite = CFGBenchSuite(data_dir=str(cfg_data))
+    splits = [s for s in suite.splits() if len(suite.episodes(s))]
+    assert {"gi", "cia", "fau"} <= set(splits)
+    for split in splits:
+        report = check_suite("cfg_bench", suite_params={"data_dir": str(cfg_data)}, split=split, episodes=5,
+                             checks=["contract", "probe", "determinism"])
+        assert report.passed == ["contract", "probe", "determinism"], (split, report)
 
 
 def test_oracle_scores_every_mc_question_and_keeps_open_answers(cfg_data, tmp_path):
@@ -184,3 +198,21 @@ def test_empty_open_answers_are_not_sent_to_the_judge(cfg_data, tmp_path, capsys
         srv.shutdown()
         srv.server_close()
     assert "no stored answers to judge" in capsys.readouterr().err and asked == []
+
+
+def test_probe_refuses_an_empty_answer_scored_as_right(cfg_data, monkeypatch):
+    """The planted bug: a multiple-choice question takes an empty answer as a valid, right one."""
+    from envs import video_qa
+    from envs.cfg_bench.suite import CFGBenchEnv
+    from harness.testing import ConformanceError
+
+    original = CFGBenchEnv.answer
+
+    def answer(self, episode, action):
+        if video_qa.text_of(action).strip():
+            return original(self, episode, action)
+        return video_qa.Answered({"correct": 1, "unreadable": 0}, True, False, "answered", "")
+
+    monkeypatch.setattr(CFGBenchEnv, "answer", answer)
+    with pytest.raises(ConformanceError, match=r"probe: episode \S+: the empty answer '' succeeded"):
+        check_suite("cfg_bench", suite_params={"data_dir": str(cfg_data)}, split="fau", checks=["probe"])
