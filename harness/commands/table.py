@@ -179,7 +179,7 @@ def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[A
     """Print the table, and below it (markdown) or among the notes (csv, latex) where and why
     each sequential comparison stopped and how each checkpoint sweep chose (JSON carries them
     in its ``sequential`` and ``checkpoint_sweeps`` keys); the notes."""
-    from harness.sequential import sweep
+    from harness.sequential import sweep_results as sweep
 
     if sequential:
         table.attrs["sequential"] = [c.to_json() for c in sequential]
@@ -209,7 +209,7 @@ def _sequential(df: Any, selection: Any) -> list[Any]:
 
 def _sweeps(df: Any, selection: Any) -> list[Any]:
     """The checkpoint sweeps (``+experiment=checkpoint_sweep``) among the shown rows."""
-    from harness.sequential.sweep import stored_sweeps
+    from harness.sequential.sweep_results import stored_sweeps
 
     runs = selection.runs
     if runs is None or not len(runs) or "identity" not in runs:

@@ -510,7 +510,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         from harness.report.sequential import sequential_section
 
         sections.append(sequential_section(comparisons))
-    from harness.sequential.sweep import stored_sweeps  # +experiment=checkpoint_sweep runs among the shown ones
+    from harness.sequential.sweep_results import stored_sweeps  # +experiment=checkpoint_sweep runs among the shown ones
 
     sweeps = stored_sweeps(df, selection.runs) if len(selection.runs) else []
     if sweeps:  # each checkpoint sweep's metric against training step, the chosen one held out

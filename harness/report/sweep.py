@@ -85,7 +85,7 @@ def sweep_section(sweeps: Sequence[Any]) -> str:
     """The section: each sweep's lines (as ``harness table`` prints them) and its curve."""
     if not sweeps:
         return ""
-    from harness.sequential.sweep import describe
+    from harness.sequential.sweep_results import describe
 
     parts = ['<section id="checkpoint-sweep"><h2>Checkpoint sweeps</h2>']
     for s in sweeps:

@@ -22,6 +22,7 @@ from harness.cli import main
 from harness.params import param
 from harness.plugins import AgentPlugin
 from harness.sequential import sweep as sw
+from harness.sequential import sweep_results
 
 
 # --- a stand-in checkpoint: the oracle's plan with a known probability ------------------------
@@ -230,3 +231,10 @@ def test_bad_sweep_settings_exit_2_before_any_episode(eb_alfred, ckpts, capsys, 
         code, _out, err = run_cli(capsys, "run", "+experiment=checkpoint_sweep", f"out={out}")
         assert code == 2 and "experiment.sweep.checkpoints is required" in err, err
     assert not (out / "results.sqlite").exists()
+
+
+def test_the_held_out_interval_is_wilsons():
+    """Wilson's score interval, worked by hand: 0/10 -> [0, z²/(n + z²)] = [0, 0.2775];
+    5/10 -> 0.5 ± z·sqrt(1/40 + z²/400) / (1 + z²/10) = 0.5 ± 0.2634."""
+    assert sweep_results.wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert sweep_results.wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
