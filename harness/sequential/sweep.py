@@ -43,7 +43,10 @@ SELECTION, HELD_OUT = "selection", "held-out"
 #: table row; the same episodes' selection estimates stay in the checkpoint's row).
 HELD_OUT_SUFFIX = "@held-out"
 _KEYS = ("checkpoints", "param", "overrides", "selection", "partition_seed", "alpha", "rule", "metric", "round",
-         "max_episodes")
+         "max_episodes", "serve")
+#: Keys of ``experiment.sweep.serve``: the command template each checkpoint's server starts with
+#: (harness.servers), the URL every checkpoint's server answers on (one at a time), the timeouts.
+_SERVE_KEYS = ("command", "url", "ready_timeout_s", "stop_timeout_s")
 
 
 class SweepError(ValueError):
@@ -89,8 +92,9 @@ class SweepSettings:
     """``experiment.sweep`` (configs/experiment/checkpoint_sweep.yaml)."""
 
     checkpoints: tuple[str, ...]
-    #: The override each checkpoint's path is given to (``variant.params.model``, ``variant.params.adapter``).
-    param: str = "variant.params.model"
+    #: The override each checkpoint's path is given to (``variant.params.model``, ``variant.params.adapter``);
+    #: None with ``serve`` (the path reaches the agent through ``{checkpoint}`` / ``{checkpoint_id}``).
+    param: str | None = "variant.params.model"
     #: Overrides every checkpoint's run shares (``variant=base``: the agent the checkpoints load into).
     overrides: tuple[str, ...] = ()
     #: The fraction of the split used for selection; the rest is held out.
@@ -103,6 +107,8 @@ class SweepSettings:
     round: int = 10
     #: Stop the race after this many selection episodes (None: the selection part's end).
     max_episodes: int | None = None
+    #: ``experiment.sweep.serve`` (command, url, timeouts), or None: the checkpoints load in-process.
+    serve: Mapping[str, Any] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -129,7 +135,8 @@ def parse(node: Mapping[str, Any], default_name: str) -> "CheckpointSweep":
         raise SweepError("experiment.sweep.checkpoints is required: a glob "
                          "(experiment.sweep.checkpoints='ckpts/step-*') "
                          "or a list of checkpoints")
-    given = {k: v for k, v in body.items() if v is not None}
+    given = {k: v for k, v in body.items() if v is not None and k != "param"}
+    given["param"] = body.get("param", SweepSettings.param)
     checkpoints = tuple(expand(given.pop("checkpoints")))
     if len(checkpoints) < 2:
         raise SweepError(f"experiment.sweep.checkpoints: a sweep chooses among 2 or more checkpoints, got "
@@ -156,9 +163,15 @@ def _check(s: SweepSettings) -> None:
            "an integer >= 1 or null")
     if s.rule not in RULES:
         raise SweepError(f"experiment.sweep.rule must be one of {', '.join(RULES)}, got {s.rule!r}")
-    if not isinstance(s.param, str) or "=" in s.param or not s.param:
+    if s.param is None and not (s.serve and s.serve.get("url")):
+        raise SweepError("experiment.sweep.param is null and no experiment.sweep.serve.url is set: the checkpoints "
+                         "would reach no agent")
+    if s.param is not None and (not isinstance(s.param, str) or "=" in s.param or not s.param):
         raise SweepError(f"experiment.sweep.param must name the override a checkpoint is given to "
                          f"(variant.params.model), got {s.param!r}")
+    if s.serve is not None:
+        if not isinstance(s.serve, Mapping) or set(s.serve) - set(_SERVE_KEYS) or not s.serve.get("url"):
+            raise SweepError(f"experiment.sweep.serve takes {', '.join(_SERVE_KEYS)} (url required), got {s.serve!r}")
 
 
 def _quoted(value: str) -> str:
@@ -166,6 +179,14 @@ def _quoted(value: str) -> str:
     if re.fullmatch(r"[\w./~+-]+", value):
         return value
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class _Served:
+    """A served checkpoint's run as :class:`harness.servers.Lifecycle` reads a variant."""
+
+    name: str
+    serve: Any
 
 
 @dataclass(frozen=True)
@@ -177,17 +198,55 @@ class CheckpointSweep:
     name: str
     description: str
     settings: SweepSettings
-    #: No experiment-managed policy servers (harness.servers) for a sweep yet.
-    serve: Any = None
+
+    @property
+    def serve(self) -> Any:
+        """The servers' settings (harness.servers.ServeSettings: the harness starts each
+        checkpoint's server while it runs, one at a time), or None."""
+        from harness import servers
+
+        node = self.settings.serve
+        if not node:
+            return None
+        try:
+            return servers.parse_settings({k: v for k, v in node.items() if k != "url"})
+        except servers.ServeError as exc:
+            raise SweepError(str(exc).replace("experiment.serve", "experiment.sweep.serve")) from None
+
+    @property
+    def variants(self) -> tuple[Any, ...]:
+        """Each checkpoint as a served variant (its selection run and its held-out run), for
+        :class:`harness.servers.Lifecycle`; () without ``serve``."""
+        from harness import servers
+
+        if not self.settings.serve:
+            return ()
+        url = self.settings.serve["url"]
+        return tuple(_Served(name + suffix, servers.VariantServe(url=url, checkpoint=path))
+                     for path, name in zip(self.settings.checkpoints, self.settings.names)
+                     for suffix in ("", HELD_OUT_SUFFIX))
 
     def table(self, *_args: Any, **_kw: Any) -> Any:
         raise SweepError(f"experiment {self.name} is a checkpoint sweep: `harness table OUT` (without --experiment) "
                          "prints its runs and how the race chose")
 
     def jobs(self, overrides: Sequence[str] = ()) -> list[list[str]]:
+        from harness import servers
+
         s = self.settings
-        return [[*s.overrides, f"++{s.param}={_quoted(os.path.abspath(path))}", f"variant.name={name}", *overrides]
-                for path, name in zip(s.checkpoints, s.names)]
+        out = []
+        for path, name in zip(s.checkpoints, s.names):
+            mine = list(s.overrides)
+            if s.serve:  # its server's {url}, {checkpoint}, {checkpoint_id} ... filled in
+                try:
+                    vals = servers.values(name, servers.VariantServe(url=s.serve["url"], checkpoint=path))
+                except servers.ServeError as exc:
+                    raise SweepError(str(exc)) from None
+                mine = servers.fill(mine, vals)
+            if s.param is not None:
+                mine.append(f"++{s.param}={_quoted(os.path.abspath(path))}")
+            out.append([*mine, f"variant.name={name}", *overrides])
+        return out
 
 
 # --- the partition ------------------------------------------------------------------------

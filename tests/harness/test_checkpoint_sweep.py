@@ -225,7 +225,8 @@ def test_bad_sweep_settings_exit_2_before_any_episode(eb_alfred, ckpts, capsys, 
     with coin_registered():
         for extra, needle in ((["experiment.sweep.selection=1.5"], "experiment.sweep.selection must be in (0, 1)"),
                               (["limit=5"], "limit= is not taken"),
-                              (["experiment.sweep.rule=sprt"], "experiment.sweep.rule must be one of")):
+                              (["experiment.sweep.rule=sprt"], "experiment.sweep.rule must be one of"),
+                              (["experiment.sweep.param=null"], "the checkpoints would reach no agent")):
             code, _out, err = run_cli(capsys, *sweep_argv(ckpts, out, *extra))
             assert code == 2 and needle in err, err
         code, _out, err = run_cli(capsys, "run", "+experiment=checkpoint_sweep", f"out={out}")
@@ -238,3 +239,46 @@ def test_the_held_out_interval_is_wilsons():
     5/10 -> 0.5 ± z·sqrt(1/40 + z²/400) / (1 + z²/10) = 0.5 ± 0.2634."""
     assert sweep_results.wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
     assert sweep_results.wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+
+
+def test_served_checkpoints_each_get_their_server_only_while_they_run(eb_alfred, ckpts, capsys, tmp_path):
+    """``experiment.sweep.serve``: the harness starts each checkpoint's server for its share of a
+    round and stops it before the next one's (one model up at a time), the held-out run too."""
+    import socket
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    listen = (f"{sys.executable} -c \"import socket, sys, time; s = socket.socket(); "
+              "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print('up', sys.argv[2], flush=True); "
+              "time.sleep(120)\" {port} {checkpoint}")
+    spec = tmp_path / "served_sweep.yaml"
+    spec.write_text(json.dumps({"experiment": {"name": "served_sweep", "sweep": {
+        "checkpoints": f"{ckpts}/step-*", "param": None, "round": 20,
+        "overrides": ["planner=coin", "++variant.params.model={checkpoint}"],
+        "serve": {"command": listen, "url": f"ws://127.0.0.1:{port}", "ready_timeout_s": 30, "stop_timeout_s": 5}}}}),
+        encoding="utf-8")
+    out = tmp_path / "out"
+    with coin_registered():
+        code, _out, err = run_cli(capsys, "run", f"+experiment={spec}", "split=seen",
+                                  "suite.params.generated_per_split=120", "suite.params.render=false",
+                                  "progress=false", f"out={out}")
+    assert code == 0, err
+    assert "checkpoint sweep: chose step-400" in err
+    folder = out / "servers"
+    for name in [*RATES, "step-400@held-out"]:
+        record = json.loads((folder / f"{name}.json").read_text())
+        assert record["checkpoint"] == str((ckpts / name.split("@")[0]).resolve())
+        assert f"up {record['checkpoint']}" in (folder / f"{name}.log").read_text()
+    starts = [line for line in err.splitlines() if line.startswith("serve: variant") and " answers on " in line]
+    assert len(starts) > len(RATES)  # started again for each round, never two at once (one port)
+    assert not sw_answers(port)  # the last one stopped with the run
+    runs, ids, _success = stored(out)
+    assert set(runs) == {*RATES, "step-400@held-out"} and len(ids["step-400@held-out"]) == 60
+
+
+def sw_answers(port: int) -> bool:
+    from harness import servers
+
+    return servers._answers("127.0.0.1", port, timeout=0.5)  # noqa: SLF001
