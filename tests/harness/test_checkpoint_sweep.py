@@ -1,7 +1,9 @@
 """Checkpoint sweeps (``+experiment=checkpoint_sweep``, harness/sequential/sweep.py): the seeded
 selection / held-out partition, the race replayed from records, and an end-to-end sweep of
 five scripted stand-in checkpoints with known success rates on EB-ALFRED's generated ``seen``
-split (embedded engine): the best is chosen and reported on held-out episodes."""
+split (embedded engine): the best is chosen and reported on held-out episodes, the table and
+the report show the race, a killed sweep resumes where it stood, and served checkpoints each
+get their server only while they run."""
 
 from __future__ import annotations
 
@@ -282,3 +284,31 @@ def sw_answers(port: int) -> bool:
     from harness import servers
 
     return servers._answers("127.0.0.1", port, timeout=0.5)  # noqa: SLF001
+
+
+def test_a_killed_sweep_resumes_where_it_stood(eb_alfred, ckpts, capsys, tmp_path, monkeypatch):
+    """Killed in its second round and rerun, a sweep stores exactly what an uninterrupted one does."""
+    from harness.commands import run as run_command
+
+    real = run_command._run_job  # noqa: SLF001
+    calls = []
+
+    def killed_on_the_eighth_run(job, servers, trackers):
+        calls.append(job.spec.variant)
+        if len(calls) == 8:
+            raise KeyboardInterrupt
+        return real(job, servers, trackers)
+
+    with coin_registered():
+        monkeypatch.setattr(run_command, "_run_job", killed_on_the_eighth_run)
+        code, _out, err = run_cli(capsys, *sweep_argv(ckpts, tmp_path / "killed"))
+        assert code != 0
+        partial = stored(tmp_path / "killed")[1]
+        assert "step-400@held-out" not in partial and sum(map(len, partial.values())) == 5 * 10 + 2 * 10
+        monkeypatch.setattr(run_command, "_run_job", real)
+        code, _out, err = run_cli(capsys, *sweep_argv(ckpts, tmp_path / "killed"))
+        assert code == 0, err
+        code, _out, err = run_cli(capsys, *sweep_argv(ckpts, tmp_path / "fresh"))
+        assert code == 0, err
+    killed, fresh = stored(tmp_path / "killed"), stored(tmp_path / "fresh")
+    assert killed[1] == fresh[1] and killed[2] == fresh[2]
