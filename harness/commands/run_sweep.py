@@ -53,6 +53,10 @@ def plan(prepared: list[Any], experiment: Any) -> _Sweep:
         raise UsageError(f"experiment {experiment.name}: a sweep runs one suite and split with one seed "
                          "(run several sweeps for several splits or seeds)")
     first = prepared[0].spec
+    names = [j.spec.variant for j in prepared]
+    if len(set(names)) != len(names):
+        raise UsageError(f"experiment {experiment.name}: each checkpoint's run needs its own variant name "
+                         f"(got {', '.join(names)}; do not give variant.name=)")
     if any(j.spec.stopping for j in prepared):
         raise UsageError(f"experiment {experiment.name} races its checkpoints itself: drop stopping=sequential")
     if first.limit is not None:

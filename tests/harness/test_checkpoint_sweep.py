@@ -228,7 +228,8 @@ def test_bad_sweep_settings_exit_2_before_any_episode(eb_alfred, ckpts, capsys, 
         for extra, needle in ((["experiment.sweep.selection=1.5"], "experiment.sweep.selection must be in (0, 1)"),
                               (["limit=5"], "limit= is not taken"),
                               (["experiment.sweep.rule=sprt"], "experiment.sweep.rule must be one of"),
-                              (["experiment.sweep.param=null"], "the checkpoints would reach no agent")):
+                              (["experiment.sweep.param=null"], "the checkpoints would reach no agent"),
+                              (["variant.name=mine"], "each checkpoint's run needs its own variant name")):
             code, _out, err = run_cli(capsys, *sweep_argv(ckpts, out, *extra))
             assert code == 2 and needle in err, err
         code, _out, err = run_cli(capsys, "run", "+experiment=checkpoint_sweep", f"out={out}")
