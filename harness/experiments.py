@@ -371,6 +371,13 @@ def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     from harness.metrics import metric_columns
     from harness.scoring import declared, suite_scoring
 
+    if "sweep" in node:  # a checkpoint sweep (harness/sequential/sweep.py): its runs come from its checkpoints
+        from harness.sequential import sweep
+
+        try:
+            return sweep.parse(node, default_name)  # type: ignore[return-value]
+        except sweep.SweepError as exc:
+            raise ExperimentError(str(exc)) from None
     unknown = sorted(set(node) - _TOP_KEYS)
     if unknown:
         raise ExperimentError(f"experiment.{unknown[0]} is not an experiment key (keys: {', '.join(sorted(_TOP_KEYS))})")

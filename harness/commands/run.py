@@ -175,8 +175,13 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
         INVOCATION_SUITES.reset(invocation)
     if dry_run and missing:
         raise UsageError(_missing_message(missing, len(configs)))
-    sequential = None
-    if any(job.spec.stopping for job in prepared):  # stopping=sequential: the jobs run in rounds
+    sequential = sweep = None
+    swept = _checkpoint_sweep(overrides)
+    if swept is not None:  # +experiment=checkpoint_sweep: a race on selection episodes, then held-out
+        from harness.commands import run_sweep
+
+        sweep = run_sweep.plan(prepared, swept)  # checked before any episode runs (exit 2), dry run too
+    elif any(job.spec.stopping for job in prepared):  # stopping=sequential: the jobs run in rounds
         from harness.commands import run_sequential
 
         sequential = run_sequential.plan(prepared)  # checked before any episode runs (exit 2), dry run too
@@ -195,7 +200,11 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
             from harness.commands import run_sequential
 
             failed += run_sequential.run(sequential, lambda job: _run_job(job, servers, trackers))
-        for job in prepared if sequential is None else ():
+        if sweep is not None:
+            from harness.commands import run_sweep
+
+            failed += run_sweep.run(sweep, lambda job: _run_job(job, servers, trackers))
+        for job in prepared if sequential is None and sweep is None else ():
             failed += _run_job(job, servers, trackers)
         _log_outputs(prepared, trackers, experiment)
     finally:
@@ -223,6 +232,21 @@ def _servers(overrides: list[str]) -> Any:
         return servers.Lifecycle.for_experiment(experiments.load(name, edits))
     except (experiments.ExperimentError, servers.ServeError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _checkpoint_sweep(overrides: list[str]) -> Any:
+    """``+experiment=NAME`` naming a checkpoint sweep (harness/sequential/sweep.py), else None."""
+    from harness import experiments
+    from harness.sequential.sweep import CheckpointSweep
+
+    name, edits, _rest = experiments.split_overrides(overrides)
+    if name is None:
+        return None
+    try:
+        experiment = experiments.load(name, edits)
+    except experiments.ExperimentError as exc:
+        raise UsageError(str(exc)) from None
+    return experiment if isinstance(experiment, CheckpointSweep) else None
 
 
 def _serve(lifecycle: Any, job: _Job) -> None:

@@ -123,10 +123,11 @@ def _run_id(job: Any) -> str:
 
 
 def _stored(out: Any, jobs: list[Any]) -> dict[str, list[dict]]:
-    """The stored records of the jobs' runs, by run id (read-only: the runs are closed)."""
+    """The stored records of the jobs' runs (jobs, or their run ids), by run id (read-only: the
+    runs are closed)."""
     from harness.store import ResultStore, StoreError
 
-    ids = [_run_id(job) for job in jobs]
+    ids = [job if isinstance(job, str) else _run_id(job) for job in jobs]
     try:
         with ResultStore(out, readonly=True) as store:
             frame = store.frame(ids)

@@ -168,21 +168,27 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                 notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
-    notes = _write(args, render, table, [] if args.by else sequential, notes)
+    notes = _write(args, render, table, [] if args.by else sequential, notes, [] if args.by else _sweeps(df, selection))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
 
 
-def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[Any], notes: list[str]) -> list[str]:
+def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[Any], notes: list[str],
+           sweeps: list[Any] = ()) -> list[str]:
     """Print the table, and below it (markdown) or among the notes (csv, latex) where and why
-    each sequential comparison stopped (JSON carries them in its ``sequential`` key); the notes."""
+    each sequential comparison stopped and how each checkpoint sweep chose (JSON carries them
+    in its ``sequential`` and ``checkpoint_sweeps`` keys); the notes."""
+    from harness.sequential import sweep_results as sweep
+
     if sequential:
         table.attrs["sequential"] = [c.to_json() for c in sequential]
+    if sweeps:
+        table.attrs["checkpoint_sweeps"] = [s.to_json() for s in sweeps]
     text = render(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    if sequential and args.format != "json":
-        lines = _sequential_lines(sequential)
+    if (sequential or sweeps) and args.format != "json":
+        lines = (_sequential_lines(sequential) if sequential else []) + [x for s in sweeps for x in sweep.describe(s)]
         if args.format == "markdown":  # below the table, like its footnotes
             sys.stdout.write("\n" + "\n".join(lines) + "\n")
         else:
@@ -199,6 +205,16 @@ def _sequential(df: Any, selection: Any) -> list[Any]:
     if runs is None or not len(runs) or "identity" not in runs:
         return []
     return stored_comparisons(df, runs[runs["run_id"].isin(shown)])
+
+
+def _sweeps(df: Any, selection: Any) -> list[Any]:
+    """The checkpoint sweeps (``+experiment=checkpoint_sweep``) among the shown rows."""
+    from harness.sequential.sweep_results import stored_sweeps
+
+    runs = selection.runs
+    if runs is None or not len(runs) or "identity" not in runs:
+        return []
+    return stored_sweeps(df, runs[runs["run_id"].isin(set(df["run_id"]))])
 
 
 def _sequential_lines(comparisons: list[Any]) -> list[str]:

@@ -510,6 +510,13 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         from harness.report.sequential import sequential_section
 
         sections.append(sequential_section(comparisons))
+    from harness.sequential.sweep_results import stored_sweeps  # +experiment=checkpoint_sweep runs among the shown ones
+
+    sweeps = stored_sweeps(df, selection.runs) if len(selection.runs) else []
+    if sweeps:  # each checkpoint sweep's metric against training step, the chosen one held out
+        from harness.report.sweep import sweep_section
+
+        sections.append(sweep_section(sweeps))
     if experiment is not None and any(c.role for c in declared.columns):  # diagnostic vs transfer charts
         from harness.report.joint import joint_section
 
@@ -613,7 +620,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     doc = render_page(
         title=title, store=" + ".join(str(f) for f in store_files.values()), episodes=len(df), variants=variants, baseline=baseline,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), has_cost=bool(cost), notes=list(notes),
-        has_experiment=bool(experiment_section), has_sequential=bool(comparisons),
+        has_experiment=bool(experiment_section), has_sequential=bool(comparisons), has_sweep=bool(sweeps),
         sections=sections, runs=provenance_section(runs[runs["run_id"].isin(run_ids)], provenance),
         data_json=_json_for_html(payload), search_json=_json_for_html(_search_index(details)))
     _write_atomic(dest_path, doc)
