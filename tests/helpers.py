@@ -136,3 +136,22 @@ def serve_chat_reply(content: str):
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
+
+
+#: The modules whose presence means an optional extra is installed (pyproject.toml).
+EXTRA_MODULES = {"models": ("torch", "transformers", "openai"), "eb_manipulation": ("robosuite", "mujoco"),
+                 "video": ("av",)}
+
+
+def require_extras(*extras: str) -> None:
+    """Skip, naming the extra and how to install it, unless every extra named is installed (its
+    modules are found; nothing is imported): a test of what a full install does, in the README's
+    `.[dev]` install."""
+    import importlib.util
+
+    import pytest
+
+    for extra in extras:
+        missing = [m for m in EXTRA_MODULES[extra] if importlib.util.find_spec(m) is None]
+        if missing:
+            pytest.skip(f"needs the `{extra}` extra (pip install -e '.[{extra}]'): {', '.join(missing)} not installed")

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers import require_extras
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -134,6 +135,7 @@ def test_bad_invocation_is_one_line_exit_2_nothing_written(tmp_path, command, ar
 def test_a_prompt_key_is_kept_when_a_job_of_the_sweep_uses_it(tmp_path):
     """``-m suite=eb_alfred,eb_manipulation`` with an eb_manipulation prompt setting: its
     eb_manipulation job uses it, so it is not refused (the eb_alfred job ignores it)."""
+    require_extras("models", "eb_manipulation")
     res = _cli("run", ["-m", "--dry-run", "suite=eb_alfred,eb_manipulation", *OPENAI[:1], *OPENAI[1:],
                        "planner.params.on_bad_output=invalid", f"out={tmp_path / 'out'}"], cwd=tmp_path)
     assert "on_bad_output" not in res.stderr and "no server answers" in res.stderr, res.stderr[-2000:]

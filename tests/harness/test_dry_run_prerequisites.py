@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from tests.helpers import require_extras
 
 REPO = Path(__file__).resolve().parents[2]
 #: Variables that would point the runs at a checkpoint or a data folder.
@@ -53,6 +54,7 @@ def free_port() -> int:
 
 
 def test_readme_dry_run_with_nothing_set_lists_every_missing_prerequisite(tmp_path):
+    require_extras("models")
     res = harness(tmp_path, "run", "+experiment=cfg_bench_table4", "out=o", "--dry-run", block=True)
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr and res.stdout == ""
@@ -67,6 +69,7 @@ def test_readme_dry_run_with_nothing_set_lists_every_missing_prerequisite(tmp_pa
 
 
 def test_dry_run_with_everything_set_prints_the_runs_without_reading_a_checkpoint(tmp_path, data_dir):
+    require_extras("models")
     # Empty folders: a run would fail to load them; the dry run never opens them.
     env = {"EB_ALFRED_DATA_DIR": str(data_dir)}
     for name in ("BASE_MODEL", "FAVOR_SFT_MODEL", "CFG_SFT_MODEL"):
@@ -84,6 +87,7 @@ def test_dry_run_with_everything_set_prints_the_runs_without_reading_a_checkpoin
 
 
 def test_dry_run_names_a_server_that_does_not_answer(tmp_path):
+    require_extras("models")
     port = free_port()
     args = ["run", "--dry-run", "planner=vlm", "planner.params.backend=openai", "planner.params.model=m",
             "split=seen", "limit=1", "out=o"]
@@ -103,6 +107,7 @@ def test_diagnostics_and_transfer_with_nothing_set_lists_every_missing_item_once
     """Six suites' worth of prerequisites in one message: the three variants' checkpoints, the
     data folders of cfg_bench, procobject and eb_alfred (each once, whatever its number of
     splits), and the eb_manipulation extra; nothing else, nothing twice, nothing written."""
+    require_extras("models", "eb_manipulation", "video")
     res = harness(tmp_path, "run", "+experiment=diagnostics_and_transfer", "out=o", "--dry-run", block=True)
     assert res.returncode == 2 and res.stdout == "", res.stderr
     got = items(res.stderr)
@@ -126,6 +131,7 @@ def test_diagnostics_and_transfer_with_nothing_set_lists_every_missing_item_once
 
 def test_data_folders_given_but_empty_are_listed_with_the_rest(tmp_path):
     """A data folder that is set but holds nothing is missing data too (listed, not a first error)."""
+    require_extras("models", "eb_manipulation", "video")
     empty = tmp_path / "empty"
     empty.mkdir()
     res = harness(tmp_path, "run", "+experiment=diagnostics_and_transfer", "out=o", "--dry-run", block=True,
@@ -153,12 +159,14 @@ def test_a_core_install_without_the_models_extra_is_listed_not_counted_as_runs(t
     assert "planner vlm (backend openai) needs the package 'openai' from the 'models' extra" in res.stderr
     assert not (tmp_path / "o").exists()
     # ... and with the extra there, the same dry run lists the runs
+    require_extras("models")
     res = harness(tmp_path, "run", "+experiment=procobject_table5", "out=o", "--dry-run", **env)
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 6, res.stderr
 
 
 def test_libero_without_its_extra_still_names_every_server(tmp_path):
     """No libero extra and no server running: the extra and the three variants' servers, at once."""
+    require_extras("models")
     ports = {name: free_port() for name in ("BASE_VLA_URL", "FAVOR_SFT_VLA_URL", "CFG_SFT_VLA_URL")}
     urls = {name: f"ws://127.0.0.1:{port}" for name, port in ports.items()}
     res = harness(tmp_path, "run", "+experiment=libero_four_suites", "out=o", "--dry-run", block=("libero",), **urls)
@@ -174,6 +182,7 @@ def test_libero_without_its_extra_still_names_every_server(tmp_path):
 def test_a_variant_never_falls_back_to_the_base_weights_in_silence(tmp_path):
     """Only $BASE_MODEL set: FAVOR-SFT and CFG-SFT would be the base model under their own names.
     The dry run and a run refuse them, naming their variables; with an adapter each, they run."""
+    require_extras("models")
     (tmp_path / "base").mkdir()
     env = {"BASE_MODEL": str(tmp_path / "base")}
     res = harness(tmp_path, "run", "+experiment=procobject_table5", "out=o", "--dry-run", **env)

@@ -12,6 +12,7 @@ import pytest
 from harness import experiments
 from harness.cli import main
 from harness.store import ResultStore
+from tests.helpers import require_extras
 
 MINI = """\
 # @package _global_
@@ -134,6 +135,7 @@ def test_builtin_experiments_declare_their_tables():
 
 def test_builtin_table4_with_stand_ins_dry_run(tmp_path, capsys, data_dir):
     """The built-in Table 4 with reference agents standing in for the checkpoints."""
+    require_extras("eb_manipulation")
     stand_in = ["experiment.variants.base.overrides=[planner=random]",
                 "experiment.variants.favor_sft.overrides=[planner=oracle]",
                 "experiment.variants.cfg_sft.overrides=[planner=oracle]"]
