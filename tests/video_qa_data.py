@@ -51,7 +51,7 @@ RECORDS = [
 @pytest.fixture(scope="session")
 def cfg_data(tmp_path_factory) -> Path:
     """A CFG-Bench data folder (:data:`ITEMS`, two captions, two clips)."""
-    pytest.importorskip("av")
+    pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
     root = tmp_path_factory.mktemp("cfg_bench_data")
     (root / "qa_pairs.json").write_text(json.dumps(ITEMS))
     (root / "caption.json").write_text(json.dumps([{"video_name": "v1.mp4", "caption": "A person makes tea."},
@@ -65,7 +65,7 @@ def cfg_data(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def po_data(tmp_path_factory) -> Path:
     """A ProcObject-10K data folder (:data:`RECORDS`, two clips)."""
-    pytest.importorskip("av")
+    pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
     from harness.video import write_mp4
 
     root = tmp_path_factory.mktemp("procobject_data")

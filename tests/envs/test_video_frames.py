@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-av = pytest.importorskip("av")
+av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 
 from envs.video_frames import VideoError, visual_parts  # noqa: E402
 from harness.video import write_mp4  # noqa: E402

@@ -18,7 +18,7 @@ import pytest
 from harness.cli import main
 from harness.testing import scripted_replies
 
-av = pytest.importorskip("av")
+av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 
 EXPERIMENT = "diagnostics_and_transfer"
 #: CFG-Bench questions: MC in FAU (physical), TR and CR (temporal-causal); open-ended elsewhere.

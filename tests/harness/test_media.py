@@ -141,7 +141,7 @@ def test_image_parts_are_the_frames_in_order(video: Path) -> None:
 def qwen_reference(total_frames: int, video_fps: float, fps: float, max_frames: int | None = None) -> list[int]:
     """qwen_vl_utils' own expression (QwenLM/Qwen2.5-VL at f0af299, qwen-vl-utils/src/qwen_vl_utils/
     vision_process.py:170-177 and :250), written out here with torch as there."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch: the `models` extra")
     factor = 2
     min_frames = math.ceil(4 / factor) * factor
     cap = min(768, total_frames) if max_frames is None else max_frames

@@ -141,7 +141,7 @@ def test_observations_outside_the_unit_interval_are_refused():
 def test_agrees_with_confseq_hedged_cs():
     """The authors' implementation (confseq's hedged_cs: same bets, hedge and truncation,
     grid of 1000, running intersection) gives the same bounds up to one grid step."""
-    betting = pytest.importorskip("confseq.betting")
+    betting = pytest.importorskip("confseq.betting", reason="confseq (optional; needs a C++ compiler and Boost): the comparison with its betting confidence sequences")
     rng = np.random.default_rng(6)
     for x in (rng.binomial(1, 0.3, 150).astype(float), rng.beta(2, 5, 150),
               sq.rescale(rng.binomial(1, 0.7, 150) - rng.binomial(1, 0.5, 150), 1.0)):
@@ -154,8 +154,8 @@ def test_agrees_with_confseq_hedged_cs():
 def test_agrapa_capital_agrees_with_confseq():
     """confseq's betting martingale with its aGRAPA bets (lambda_aKelly), one-sided capital
     (theta = 1) and truncation 1/2 is the betting_agrapa capital, to rounding."""
-    betting = pytest.importorskip("confseq.betting")
-    strategies = pytest.importorskip("confseq.betting_strategies")
+    betting = pytest.importorskip("confseq.betting", reason="confseq (optional; needs a C++ compiler and Boost): the comparison with its betting confidence sequences")
+    strategies = pytest.importorskip("confseq.betting_strategies", reason="confseq (optional; needs a C++ compiler and Boost): the comparison with its betting confidence sequences")
     rng = np.random.default_rng(8)
     x = sq.rescale(rng.binomial(1, 0.6, 200) - rng.binomial(1, 0.45, 200), 1.0)
     for m in (0.3, 0.5, 0.62):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-av = pytest.importorskip("av")
+av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 
 from harness.video import probe, write_mp4  # noqa: E402
 

@@ -100,7 +100,7 @@ class _Recorder(BaseHTTPRequestHandler):
 
 @pytest.fixture()
 def recorder():
-    pytest.importorskip("openai")
+    pytest.importorskip("openai", reason="the openai client: the `models` extra")
     server = HTTPServer(("127.0.0.1", 0), _Recorder)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -51,7 +51,7 @@ def test_num_threads_override_is_validated(bad: object) -> None:
 
 @pytest.fixture
 def restore_torch_threads():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch: the `models` extra")
     before = torch.get_num_threads()
     yield torch
     torch.set_num_threads(before)

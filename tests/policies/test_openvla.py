@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("simplejpeg")
+pytest.importorskip("simplejpeg", reason="simplejpeg: the `policies` extra")
 json_numpy = pytest.importorskip("json_numpy")
 pytest.importorskip("fastapi")
 

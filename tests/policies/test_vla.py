@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
+pytest.importorskip("torch", reason="torch: the `models` extra")
 pytest.importorskip("transformers")
 
 from policies import protocols as P  # noqa: E402

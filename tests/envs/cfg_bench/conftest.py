@@ -5,5 +5,5 @@ from __future__ import annotations
 
 import pytest
 
-av = pytest.importorskip("av")  # the clips are written and read with PyAV
+av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")  # the clips are written and read with PyAV
 

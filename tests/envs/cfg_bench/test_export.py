@@ -78,7 +78,7 @@ def test_the_export_carries_every_verdict_so_their_script_only_summarises(cfg_da
     assert len(candidates) == 5 and all(originals_is_judged(e) for e in candidates)
     src = os.environ.get("CFG_BENCH_SRC")
     if src:  # their script, no API key: it raises if anything is left to judge
-        pytest.importorskip("openai")
+        pytest.importorskip("openai", reason="the openai client: the `models` extra")
         (tmp_path / "qa_pairs.json").write_text((Path(cfg_data) / "qa_pairs.json").read_text())
         env = {k: v for k, v in os.environ.items() if k not in ("DASHSCOPE_API_KEY", "OPENAI_BASE_URL")}
         subprocess.run([sys.executable, str(Path(src).expanduser() / "judge" / "judge_deepseek_r1.py"), "--input",

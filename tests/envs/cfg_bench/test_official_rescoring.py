@@ -118,7 +118,7 @@ def test_our_scores_equal_the_originals_script(tmp_path):
         script = Path(src).expanduser() / "judge" / "judge_deepseek_r1.py"
         if not script.is_file():
             pytest.fail(f"$CFG_BENCH_SRC={src} holds no judge/judge_deepseek_r1.py")
-        pytest.importorskip("openai")
+        pytest.importorskip("openai", reason="the openai client: the `models` extra")
         env = {k: v for k, v in os.environ.items() if k not in ("DASHSCOPE_API_KEY", "OPENAI_BASE_URL")}
         subprocess.run([sys.executable, str(script), "--input", "ours.json", "--qa-file", "qa_pairs.json",
                         "--output", "judged.json", "--resume", "--save-summary", "--summary-output", "summary.csv",

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch: the `models` extra")
 
 from envs.libero.provider import ProviderError, load_pickled_init_states  # noqa: E402
 

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-av = pytest.importorskip("av")
+av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 
 from tests.video_qa_data import RECORDS  # noqa: E402,F401 - names these tests import

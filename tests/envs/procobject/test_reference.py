@@ -28,7 +28,7 @@ EXTRA = [
 
 @pytest.fixture()
 def data(tmp_path):
-    pytest.importorskip("av")
+    pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
     from harness.video import write_mp4
 
     root = tmp_path / "po"
