@@ -10,6 +10,7 @@ import argparse
 import importlib
 import signal
 import sys
+import time
 from typing import Any, Sequence
 
 from harness.commands.common import EXIT_USAGE, UsageError
@@ -34,15 +35,44 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
     raise Terminated(signum)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, process: bool | None = None) -> int:
+    """The CLI. ``process``: this call is the whole process (default: when ``argv`` is None, as
+    the ``harness`` script calls it), so it may end the process itself at exit (below)."""
+    process = argv is None if process is None else process
     if argv is None:  # the `harness` process itself: third-party warnings go to the run's log
         from harness import console
 
         console.install()
     status = _main(argv)
-    if argv is None:  # the `harness` process itself (not a caller inside Python)
+    if process:  # the `harness` process itself (not a caller inside Python)
         _exit_cleanly_if_agent_calls_linger(status)
+        _exit_if_stopped_with_calls_left(status)
     return status
+
+
+#: After a stop signal: how long the process waits for the calls it abandoned to end.
+STOPPED_CALL_GRACE_S = 2.0
+
+
+def _exit_if_stopped_with_calls_left(status: int) -> None:
+    """After a stop signal (status 128 + signal), end the process at once even when a network
+    call the command abandoned is still held by a server (a thread of a call pool, which Python
+    would otherwise join at exit for as long as the call's own limit): everything the command
+    committed is saved and its stop line printed; output is flushed first."""
+    import threading
+
+    if status <= 128:
+        return
+    deadline = time.monotonic() + STOPPED_CALL_GRACE_S
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.current_thread()):
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
 
 
 #: How long the CLI waits at exit for abandoned (timed-out) agent calls to stop.

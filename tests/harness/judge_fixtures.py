@@ -343,7 +343,7 @@ def main(argv: list[str]) -> int:
     register()
     from harness.cli import main as harness_main
 
-    return harness_main(argv[1:])
+    return harness_main(argv[1:], process=True)  # the whole process, as the `harness` script
 
 
 if __name__ == "__main__":

@@ -81,3 +81,24 @@ def test_a_pipe_closed_under_a_feeder_by_the_interrupt_is_no_traceback(monkeypat
     closed.set()
     time.sleep(0.5)
     assert raised == [] and delivered == []
+
+
+def test_a_stopped_process_does_not_wait_for_an_abandoned_call():
+    """After a stop signal (status 128 + signal), a thread still held by a call does not keep
+    the process alive for the call's own limit: it ends within the grace, with that status;
+    without a stop, Python waits for the thread as usual."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import threading, time, sys; from harness import cli\n"
+            "threading.Thread(target=time.sleep, args=(8,)).start()\n"  # a call a server holds for 8 s
+            "print('stop line', file=sys.stderr); cli._exit_if_stopped_with_calls_left(STATUS)\n"
+            "sys.exit(0)\n")
+    for status, quick in ((143, True), (0, False)):
+        start = time.monotonic()
+        proc = subprocess.run([sys.executable, "-c", code.replace("STATUS", str(status))], capture_output=True,
+                              text=True, timeout=60)
+        elapsed = time.monotonic() - start
+        assert proc.returncode == status and "stop line" in proc.stderr, proc.stderr
+        assert (elapsed < 6) if quick else (elapsed >= 8), (status, elapsed)
