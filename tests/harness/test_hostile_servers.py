@@ -219,7 +219,10 @@ def test_a_stop_signal_ends_judge_at_once_and_counts_what_was_saved(tmp_path, si
         cmd = [sys.executable, "-m", "tests.harness.judge_fixtures", "cli", "judge", str(out), "judge=openai",
                "judge.model=judge-a", f"judge.params.base_url={url}", "judge.params.max_concurrency=3",
                "judge.params.request_timeout_s=300"]
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+        # default signal dispositions, as from a terminal: a job started in the background (CI)
+        # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             deadline = time.monotonic() + 60
             while committed_rows(out / "results.sqlite", "judgements") < 5:  # then 3 calls hang
