@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from harness.metric_declaration import number_or_none as _number
 from harness.scoring import Metric
 
 #: The per-episode values :func:`values` derives (the declarations below read them).
@@ -62,16 +63,6 @@ METRICS: tuple[Metric, ...] = (
 
 #: Metrics weighted by path length: tables name the unit of L* and T beside them.
 PATH_LENGTH_METRICS = ("plw_sr", "plw_gc")
-
-
-def _number(x: Any) -> float | None:
-    if x is None:
-        return None
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def values(record: Mapping[str, Any]) -> dict[str, float | None]:

@@ -114,7 +114,7 @@ def applies_to(metric: Metric, values: Mapping[str, Any]) -> bool:
     """Whether ``metric`` applies to the episode whose per-episode values are ``values``."""
     if metric.applies is None:
         return True
-    flag = _number(values.get(metric.applies))
+    flag = number_or_none(values.get(metric.applies))
     return flag is not None and flag != 0  # None, NaN, 0 or not a number: does not apply (as harness.scoring)
 
 
@@ -148,7 +148,7 @@ def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, A
                 out.append((key, f"suite {suite}: metric {m.name!r} applies but the episode ended without its "
                                  f"{role} {key!r} (the env never delivered it)"))
                 continue
-            x = _number(values[key])
+            x = number_or_none(values[key])
             if x is None:
                 continue
             if m.aggregation == "mean" and not lo <= x <= hi:
@@ -159,8 +159,8 @@ def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, A
     return out
 
 
-def _number(value: Any) -> float | None:
-    """A value as a float; None for None, NaN (unscored) and non-numbers."""
+def number_or_none(value: Any) -> float | None:
+    """A per-episode value as a float; None for None, NaN (unscored) and non-numbers."""
     if value is None:
         return None
     try:

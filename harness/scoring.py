@@ -30,18 +30,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from harness.metric_declaration import AGGREGATIONS, Metric, check_metrics  # noqa: F401 (re-exported)
+from harness.metric_declaration import AGGREGATIONS, Metric, check_metrics, number_or_none  # noqa: F401 (re-exported)
 
 
 def _number(value: Any) -> float:
     """A per-episode value as a float; None, missing, NaN or non-numbers give NaN."""
-    if value is None:
-        return math.nan
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return x
+    x = number_or_none(value)
+    return math.nan if x is None else x
 
 
 class EpisodeValues(dict):
