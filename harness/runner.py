@@ -29,7 +29,7 @@ from harness.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
 from harness.params import identity_of
 from harness.redact import redact
-from harness.sequential import IDENTITY_KEYS as SEQUENTIAL_IDENTITY_KEYS
+from harness.sequential import identity_entry as sequential_identity
 from harness.sequential import ORDER_KEY as SEQUENTIAL_ORDER_KEY
 from harness.spool import spool
 from harness.store import ResultStore
@@ -91,7 +91,7 @@ def run_identity(spec: RunSpec, suite: Suite, agent: Agent) -> dict[str, Any]:
     if spec.stopping:
         # A sequential comparison (harness/sequential/): its rule and settings decide which
         # episodes run. Added only when set, so every other run id stays as it was.
-        identity["stopping"] = {key: spec.stopping.get(key) for key in SEQUENTIAL_IDENTITY_KEYS}
+        identity["stopping"] = sequential_identity(spec.stopping)
     if spec.repeat:
         # The same episodes and seeds once more (an agent that samples): a run of its own, which
         # tables show as a repeat of the cell beside the others (harness.results.family_of).
@@ -370,12 +370,16 @@ class Runner:
             # The split's episode count, so tables can say "1/50" (harness.caveats); not hashed.
             provenance = {**self.provenance, "split_episodes": split_size(self.suite, self.spec.split)}
             self.store.begin_run(self.run_id, self.spec, self.identity, provenance)
-            done = self.store.completed_keys(self.run_id)
+            # A sequential comparison's stored records are final, errored ones too: the test may
+            # have read them, and running an error again after that would let a flaky run try
+            # again where it failed (harness/sequential/). Any other run resumes what erred.
+            done = (self.store.stored_keys(self.run_id) if self.spec.stopping
+                    else self.store.completed_keys(self.run_id))
             # Third-party warnings of this run (harness.console, when the CLI routes them).
             if getattr(self.store, "path", None) is not None:
                 console.log_to(console.run_log_path(self.store.path, self.run_id))
         total, todo_count, todo = plan_episodes(self.suite, self.spec, done)
-        if self.spec.stopping:  # a sequential comparison reads its pairs in split order (harness/sequential/)
+        if self.spec.stopping:  # a sequential comparison reads its pairs in its order (harness/sequential/)
             self._order = {e.key: i for i, e in enumerate(select_episodes(self.suite, self.spec))}
         keep = self.keep_records if self.keep_records is not None else todo_count <= KEEP_RECORDS_UP_TO
         summary = RunSummary(self.run_id, total=total, skipped=total - todo_count,

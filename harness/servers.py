@@ -175,6 +175,9 @@ class Lifecycle:
         self.proc: subprocess.Popen | None = None
         self._log: Any = None
         self._watch_fd: int | None = None
+        self._address: tuple | None = None
+        #: Servers kept up while another variant's runs (``enter(..., keep=)``): variant -> state.
+        self._parked: dict[str, tuple] = {}
 
     @classmethod
     def for_experiment(cls, experiment: Any) -> "Lifecycle | None":
@@ -192,12 +195,37 @@ class Lifecycle:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def enter(self, variant: str, out: str | Path) -> None:
-        """Make ``variant``'s server the running one (stopping the previous variant's)."""
+    def enter(self, variant: str, out: str | Path, keep: Sequence[str] = ()) -> None:
+        """Make ``variant``'s server the running one. The previous variant's server is stopped,
+        unless it is in ``keep`` (the runs of a sequential comparison, which take turns every
+        round): then it stays up beside this one and is entered again without a restart. A kept
+        server whose address this variant's server needs is stopped all the same."""
         if variant == self.current:
             return
-        self.stop()
+        if self.current is not None and self.current in keep:
+            name = self.current
+            self._parked[name] = self._take()
+        else:
+            self.stop_current()
+        for name in [n for n in self._parked if n != variant and n not in keep]:
+            self._stop(name, *self._parked.pop(name))
+        if variant in self._parked:
+            self._put(self._parked.pop(variant))
+            self.current = variant
+            return
+        host, port = (vals := values(variant, self.variants.get(variant)))["host"], vals["port"]
+        for name, state in list(self._parked.items()):
+            if state[3] is not None and port != "null" and state[3] == (host, int(port)):
+                self._stop(name, *self._parked.pop(name))
         self.start(variant, Path(out))
+
+    def _take(self) -> tuple:
+        state = (self.proc, self._log, self._watch_fd, getattr(self, "_address", None))
+        self.proc, self._log, self._watch_fd, self._address, self.current = None, None, None, None, None
+        return state
+
+    def _put(self, state: tuple) -> None:
+        self.proc, self._log, self._watch_fd, self._address = state
 
     def start(self, variant: str, out: Path) -> None:
         vals = values(variant, self.variants.get(variant))
@@ -255,10 +283,19 @@ class Lifecycle:
               file=self.stream, flush=True)
 
     def stop(self) -> None:
-        proc, variant = self.proc, self.current
-        self.proc, self.current = None, None
-        if proc is None:
-            return
+        """Stop every server this lifecycle started (the running one and any kept ones)."""
+        self.stop_current()
+        for name in list(self._parked):
+            self._stop(name, *self._parked.pop(name))
+
+    def stop_current(self) -> None:
+        variant = self.current
+        state = self._take()
+        if state[0] is not None:
+            self._stop(variant, *state)
+
+    def _stop(self, variant: str | None, proc: subprocess.Popen, log: Any, watch_fd: int | None,
+              address: tuple | None) -> None:
         code = proc.poll()
         if code is not None:  # died during the runs: its episodes after that are error records
             print(f"serve: variant {variant}'s server had exited (status {code}) before its runs ended",
@@ -272,7 +309,6 @@ class Lifecycle:
                 proc.wait()
             # The shell the command ran in may exit before the server it started has closed its
             # port: the next variant (or the caller) must not find this one still answering.
-            address = getattr(self, "_address", None)
             deadline = time.monotonic() + self.settings.stop_timeout_s
             while address is not None and _answers(*address, timeout=0.2):
                 if time.monotonic() > deadline:
@@ -280,7 +316,10 @@ class Lifecycle:
                     break
                 time.sleep(0.05)
             print(f"serve: variant {variant}'s server stopped", file=self.stream, flush=True)
-        self._close_log()
+        if log is not None:
+            log.close()
+        if watch_fd is not None:
+            os.close(watch_fd)  # the watchdog's pipe: its group is stopped already
 
     def _close_log(self) -> None:
         if self._log is not None:

@@ -484,6 +484,11 @@ class ResultStore:
         return dict(zip(FAILURE_COUNTS, map(int, row)))
 
     @_reads
+    def stored_keys(self, run_id: str) -> set[tuple[str, str, str, int]]:
+        """The keys of every stored episode of the run, errored ones included."""
+        rows = self._db.execute("SELECT suite, split, episode_id, seed FROM episodes WHERE run_id=?", (run_id,))
+        return {tuple(r) for r in rows}  # type: ignore[misc]
+
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str, int]]:
         rows = self._db.execute(
             "SELECT suite, split, episode_id, seed FROM episodes WHERE run_id=? AND error_kind IS NULL",

@@ -101,8 +101,11 @@ class _Job:
     tracker: Any = None
     #: The experiment's name with +experiment= (the tracker runs' group).
     experiment: str | None = None
-    #: The agent, once built (a sequential comparison runs a job once per round).
+    #: The agent, once built (a sequential comparison runs a job once per round, on this one agent).
     agent: Any = None
+    #: Variants whose servers stay up while this job runs (a sequential comparison's runs take
+    #: turns every round: each server is started once, not once a round).
+    keep_serving: tuple[str, ...] = ()
 
 
 def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_run: bool = False) -> int:
@@ -253,7 +256,7 @@ def _serve(lifecycle: Any, job: _Job) -> None:
     from harness.servers import ServeError
 
     try:
-        lifecycle.enter(job.spec.variant, job.cfg.out)
+        lifecycle.enter(job.spec.variant, job.cfg.out, keep=job.keep_serving)
     except ServeError as exc:
         raise UsageError(f"{exc} (finished episodes are saved)") from None
 

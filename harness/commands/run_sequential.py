@@ -1,15 +1,21 @@
 """``harness run ... stopping=sequential``: a sweep's runs in rounds, stopped once decided.
 
 The jobs of one comparison group (same suite, split, suite parameters, seed, repeat, output
-and stopping settings) take the same episodes and seeds in *rounds*: round k runs the first
-``k * stopping.round`` episodes of the split in every run still open (each run resumes what it
-stored, so a round runs only the new episodes), the baseline first, so no run gets ahead of
-the others. After each round the test of every open comparison is recomputed from the stored
-episodes (:func:`harness.sequential.compare`), and a decided comparison's run stops; the
-baseline runs while any comparison is open. Nothing but the records holds the test's state:
-a killed run, rerun with the same command, replays the rounds over what is stored (no
-episode runs twice) and stands where it stood. The confidence sequence is valid at every
-sample size at once, which is what makes stopping at a decision, and resuming, safe.
+and stopping settings) take the same episodes and seeds in *rounds*, in one seeded order of the
+episode ids (:mod:`harness.sequential.order`): round k runs the first ``k * stopping.round``
+episodes of that order in every run still open (each run resumes what it stored, so a round runs
+only the new episodes), the baseline first, so no run gets ahead of the others. After each round
+the group's comparisons are decided together from the stored episodes
+(:func:`harness.sequential.decide_family`: alpha shared as ``stopping.family`` says), and a
+decided comparison's run stops; the baseline runs while any comparison is open.
+
+Every stored record of such a run is final: an episode that erred counts by the error policy
+and is never run again, by a later round, a resume or a rerun (the test may have read it). The
+only retries are the declared ``stopping.retries`` of simulator / worker faults, made by the
+runner inside the episode's round before its record is stored, alike in every run of the group.
+Nothing but the records holds the test's state: a killed run, rerun with the same command,
+replays the rounds over what is stored (no episode runs twice) and stands where it stood.
+Each job's agent is built once and kept for all its rounds.
 """
 
 from __future__ import annotations
@@ -35,7 +41,12 @@ class _Group:
 
 def plan(prepared: list[Any]) -> list[_Group]:
     """The comparison groups of the prepared jobs; UsageError (exit 2) when a group has no
-    baseline, several, or nothing to compare, or a job of the sweep is not sequential."""
+    baseline, several, or nothing to compare, or a job of the sweep is not sequential. Each job
+    gets its group's settings (the family's size, the bounded design's maximum, the retries as
+    its ``max_retries``) and the split in the group's seeded order."""
+    from harness.sequential import GROUP_SEQUENTIAL
+    from harness.sequential.order import OrderedSuite
+
     if not all(job.spec.stopping for job in prepared):
         plain = next(job for job in prepared if not job.spec.stopping)
         raise UsageError(f"stopping=sequential applies to every run of the sweep; job {plain.label} has none")
@@ -66,7 +77,15 @@ def plan(prepared: list[Any]) -> list[_Group]:
         size = len(base[0].suite.episodes(s.split))
         cap = min(size, s.limit if s.limit is not None else size,
                   stopping["max_episodes"] if stopping.get("max_episodes") else size)
+        stopping["family_size"] = len(others)
+        if stopping.get("rule") == GROUP_SEQUENTIAL:
+            stopping["n_max"] = cap
+        ordered = OrderedSuite(base[0].suite, s.split, int(stopping.get("order_seed") or 0))
         group = _Group(base[0], others, stopping, cap)
+        for job in jobs:
+            job.suite = ordered
+            job.keep_serving = tuple(names)
+            job.spec = dataclasses.replace(job.spec, stopping=stopping, max_retries=int(stopping.get("retries") or 0))
         group.specs = {id(job): job.spec for job in jobs}
         out.append(group)
     return out
@@ -82,33 +101,44 @@ def run(groups: list[_Group], run_job: Callable[[Any], int]) -> int:
 
 
 def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
-    from harness.sequential import compare
+    from harness.sequential import decide_family, paired_values
+    from harness.sequential.stopping import Comparison, family_text
 
     stopping = group.stopping
     step = int(stopping["round"])
     open_ = list(group.others)
     failed = 0
     n = 0
+    metric, values_fn = _metric(group.baseline.spec.suite, stopping["metric"])
+    decided: set[str] = set()
     while open_ and n < group.cap:
         n = min(n + step, group.cap)
         for job in [group.baseline, *open_]:
             job.spec = dataclasses.replace(group.specs[id(job)], limit=n)
             failed += run_job(job)
-        rows = _stored(group.baseline.cfg.out, [group.baseline, *open_])
-        metric, values_fn = _metric(group.baseline.spec.suite, stopping["metric"])
+        rows = _stored(group.baseline.cfg.out, [group.baseline, *group.others])
+        base_rows = rows[_run_id(group.baseline)]
+        values = {job.spec.variant: paired_values(rows[_run_id(job)], base_rows, metric, values_fn, upto=n)
+                  for job in group.others}
+        decisions = decide_family(values, metric, stopping, n_max=group.cap)
         still = []
         for job in open_:
-            d, pairs, left_out = compare(rows[_run_id(job)], rows[_run_id(group.baseline)], metric, stopping,
-                                         values_fn, upto=n)
+            d, level = decisions[job.spec.variant]
             if d.outcome is None:
                 still.append(job)
                 continue
+            v = values[job.spec.variant]
+            c = Comparison(job.spec.variant, group.baseline.spec.variant, job.spec.suite, job.spec.split, metric.name,
+                           d, len(v), int((v != v).sum()), group.cap, family=str(stopping.get("family") or "none"),
+                           family_size=int(stopping.get("family_size") or 1), level=level,
+                           family_alpha_=float(stopping["alpha"]))
+            left_out = c.without_value
+            decided.add(job.spec.variant)
             print(f"sequential: {job.spec.variant} vs {group.baseline.spec.variant} on "
-                  f"{job.spec.suite}/{job.spec.split} ({metric.name}): {d.outcome} after {pairs} of "
-                  f"{group.cap} paired episodes (decided at pair {d.at}"
+                  f"{job.spec.suite}/{job.spec.split} ({metric.name}): {d.outcome} after {c.paired} of "
+                  f"{group.cap} paired episodes (decided at pair {d.at}, level {level:.4g}; {family_text(c)}"
                   + (f"; {left_out} pair(s) without a value left out" if left_out else "")
-                  + f"); Δ {d.mean:+.3f}, anytime-valid {1 - d.alpha:.0%} interval [{d.lo:+.3f}, {d.hi:+.3f}]; "
-                  "its run stops", file=sys.stderr)
+                  + f"); Δ {d.mean:+.3f}, interval [{d.lo:+.3f}, {d.hi:+.3f}]; its run stops", file=sys.stderr)
         open_ = still
     for job in open_:
         print(f"sequential: {job.spec.variant} vs {group.baseline.spec.variant} on {job.spec.suite}/"

@@ -73,7 +73,10 @@ def plan(prepared: list[Any], experiment: Any) -> _Sweep:
     specs = {}
     for job in prepared:
         job.suite = selection
-        job.spec = dataclasses.replace(job.spec, stopping=settings.stopping(metric.name))
+        # the race's runs keep every stored record (errors included) as final, like a comparison's;
+        # their simulator / worker retries are the sweep's shared max_retries, in the identity
+        job.spec = dataclasses.replace(job.spec, stopping={**settings.stopping(metric.name),
+                                                           "retries": job.spec.max_retries})
         specs[id(job)] = job.spec
     size = len(selection.episodes(first.split))
     cap = min(size, settings.max_episodes or size)

@@ -2,11 +2,15 @@
 
 :mod:`harness.sequential.betting`: the betting confidence sequences, the decisions and the
 race of several variants (numpy only); :mod:`harness.sequential.stopping`: ``stopping=sequential``
-on stored runs (settings, paired values in split order, the comparisons tables print).
+on stored runs (settings, paired values in the comparison's seeded order, alpha shared by a
+group's comparisons, the lines tables print); :mod:`harness.sequential.design`: the bounded
+(group-sequential) design; :mod:`harness.sequential.order`: the seeded order of the pairs.
 """
 
 from harness.sequential.betting import (  # noqa: F401 (the package's names)
+    BETTING_RULES,
     DEFAULT_RULE,
+    GROUP_SEQUENTIAL,
     GRID,
     RULE_VERSION,
     RULES,
@@ -23,13 +27,19 @@ from harness.sequential.betting import (  # noqa: F401 (the package's names)
     rescale,
 )
 from harness.sequential.stopping import (  # noqa: F401
+    FAMILIES,
     IDENTITY_KEYS,
     ORDER_KEY,
+    TRANSIENT_ERRORS,
     Comparison,
     SequentialStopping,
     compare,
+    decide_family,
+    decide_pairs,
     describe,
+    identity_entry,
     paired_differences,
+    paired_values,
     stopping_of,
     stored_comparisons,
     tested_metric,

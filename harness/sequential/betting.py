@@ -51,9 +51,15 @@ import numpy as np
 #: ``betting_agrapa`` (default): aGRAPA bets, the most powerful for a test (see the module doc);
 #: ``betting_hedged``: the hedged capital process with predictable plug-in bets, confseq's
 #: ``hedged_cs``, the tighter interval when the difference is near 0.
-RULES = ("betting_agrapa", "betting_hedged")
+#: ``group_sequential``: the bounded design of :mod:`harness.sequential.design` (a known maximum).
+GROUP_SEQUENTIAL = "group_sequential"
+#: The betting rules (open-ended: valid at every number of pairs, no maximum needed).
+BETTING_RULES = ("betting_agrapa", "betting_hedged")
+RULES = (*BETTING_RULES, GROUP_SEQUENTIAL)
 DEFAULT_RULE = "betting_agrapa"
-RULE_VERSION = 1
+#: 2: pairs in a seeded order of the episode ids, every stored record final, alpha shared by the
+#: group's comparisons (1: the split's order, errored episodes run again, alpha per comparison).
+RULE_VERSION = 2
 #: confseq's defaults: the weight of the upward capital in the hedge and the truncation of
 #: each bet at ``c / m`` (``c / (1 - m)`` for a downward one), so every factor is >= 1 - c.
 THETA = 0.5
@@ -222,8 +228,8 @@ def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: 
     ``[-width, width]`` (``width``: the metric range's width)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if rule not in RULES:
-        raise ValueError(f"unknown sequential rule {rule!r} (one of: {', '.join(RULES)})")
+    if rule not in BETTING_RULES:
+        raise ValueError(f"unknown betting rule {rule!r} (one of: {', '.join(BETTING_RULES)})")
     if margin is not None and not 0 < margin < width:
         raise ValueError(f"margin must be in (0, {width:g}), got {margin}")
     d = np.asarray(diffs, dtype=float)

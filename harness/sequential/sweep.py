@@ -20,7 +20,6 @@ The core names no suite: the checkpoints are whatever the sweep's ``param`` over
 from __future__ import annotations
 
 import glob as _glob
-import hashlib
 import math
 import os
 import re
@@ -29,14 +28,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from harness.sequential.betting import DEFAULT_RULE, RULE_VERSION, RULES, first_crossing, rescale
+from harness.sequential.betting import BETTING_RULES, DEFAULT_RULE, RULE_VERSION, first_crossing, rescale
+from harness.sequential.order import ORDER_RULE, ORDER_VERSION, episode_ids, ranked
 
 #: ``stopping.baseline`` of a sweep's selection runs: every checkpoint is raced against every
 #: other (no single baseline); ``stopping=sequential`` comparisons skip such runs.
 RACE = "(race)"
 #: The partition rule and its version (both in the run identity).
-PARTITION_RULE = "sha256_rank"
-PARTITION_VERSION = 1
+PARTITION_RULE = ORDER_RULE
+PARTITION_VERSION = ORDER_VERSION
 #: The parts of a split.
 SELECTION, HELD_OUT = "selection", "held-out"
 #: A held-out run's variant name is the chosen checkpoint's name with this suffix (its own
@@ -161,8 +161,9 @@ def _check(s: SweepSettings) -> None:
     number("round", isinstance(s.round, int) and s.round >= 1, "an integer >= 1")
     number("max_episodes", s.max_episodes is None or (isinstance(s.max_episodes, int) and s.max_episodes >= 1),
            "an integer >= 1 or null")
-    if s.rule not in RULES:
-        raise SweepError(f"experiment.sweep.rule must be one of {', '.join(RULES)}, got {s.rule!r}")
+    if s.rule not in BETTING_RULES:
+        raise SweepError(f"experiment.sweep.rule must be one of {', '.join(BETTING_RULES)} (a race is open-ended), "
+                         f"got {s.rule!r}")
     if s.param is None and not (s.serve and s.serve.get("url")):
         raise SweepError("experiment.sweep.param is null and no experiment.sweep.serve.url is set: the checkpoints "
                          "would reach no agent")
@@ -251,10 +252,6 @@ class CheckpointSweep:
 
 # --- the partition ------------------------------------------------------------------------
 
-def _rank_key(seed: int, episode_id: str) -> str:
-    return hashlib.sha256(f"{seed}/{episode_id}".encode()).hexdigest()
-
-
 def partition(episode_ids: Sequence[str], selection: float, seed: int) -> tuple[list[int], list[int]]:
     """(selection, held-out) positions in the split: the episodes ranked by
     ``sha256("<seed>/<episode id>")``, the first ``floor(selection * N)`` (at least 1, at most
@@ -263,16 +260,9 @@ def partition(episode_ids: Sequence[str], selection: float, seed: int) -> tuple[
     n = len(episode_ids)
     if n < 2:
         raise SweepError(f"a sweep needs a split of 2 or more episodes to hold some out, got {n}")
-    order = sorted(range(n), key=lambda i: _rank_key(seed, str(episode_ids[i])))
+    order = ranked(episode_ids, seed)
     k = min(n - 1, max(1, int(math.floor(selection * n))))
     return order[:k], order[k:]
-
-
-def _ids(episodes: Any) -> list[str]:
-    id_of = getattr(episodes, "episode_id_of", None)
-    if callable(id_of) and getattr(episodes, "episode_id", None) is not None:
-        return [str(id_of(i)) for i in range(len(episodes))]  # a lazy split: ids without building episodes
-    return [str(e.episode_id) for e in episodes]
 
 
 class PartSuite:
@@ -283,7 +273,7 @@ class PartSuite:
     def __init__(self, suite: Any, split: str, part: str, selection: float, seed: int) -> None:
         self._suite, self._split, self.part = suite, split, part
         episodes = suite.episodes(split)
-        chosen, held = partition(_ids(episodes), selection, seed)
+        chosen, held = partition(episode_ids(episodes), selection, seed)
         self._positions = chosen if part == SELECTION else held
         self._episodes = [episodes[i] for i in self._positions]
         self.partition = {"rule": PARTITION_RULE, "version": PARTITION_VERSION, "seed": seed,

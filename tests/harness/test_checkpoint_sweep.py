@@ -144,7 +144,8 @@ def test_a_sweep_of_five_stand_ins_picks_the_best_and_reports_it_on_held_out_epi
                         "split_episodes": 120, "part": "selection", "episodes": 60}
         assert runs["step-400@held-out"]["protocol"]["partition"]["part"] == "held-out"
         assert runs["step-100"]["stopping"] == {"rule": sq.DEFAULT_RULE, "version": sq.RULE_VERSION, "alpha": 0.05,
-                                                "margin": None, "metric": "sr", "baseline": sw.RACE}
+                                                "margin": None, "metric": "sr", "baseline": sw.RACE,
+                                                    "retries": 1}
         assert "stopping" not in runs["step-400@held-out"]
 
         code, text, err = run_cli(capsys, "table", str(out))

@@ -47,7 +47,9 @@ def test_oracle_vs_random_stops_within_40_episodes_and_the_table_says_why(eb_alf
     # rule, version, alpha, margin (and the metric, the baseline) are in both runs' identity
     for identity in runs.values():
         assert identity["stopping"] == {"rule": sq.DEFAULT_RULE, "version": sq.RULE_VERSION, "alpha": 0.05,
-                                        "margin": None, "metric": "sr", "baseline": "random"}
+                                        "margin": None, "metric": "sr", "baseline": "random",
+                                        "order": {"rule": "sha256_rank", "version": 1, "seed": 0},
+                                        "family": {"method": "holm", "size": 1}, "retries": 0}
     code, out, err = run_cli(capsys, "table", str(tmp_path))
     assert code == 0, err
     n = counts["oracle"]
