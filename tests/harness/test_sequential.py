@@ -9,7 +9,7 @@ import pytest
 from harness import sequential as sq
 
 
-@pytest.mark.parametrize("rule", sq.RULES)
+@pytest.mark.parametrize("rule", sq.BETTING_RULES)
 def test_time_uniform_coverage_holds_at_the_true_mean(rule):
     """Ville's inequality: the capital at the true mean reaches 1/alpha on at most an alpha
     fraction of paths, over the whole horizon (not at one time). 4,000 paths of 300 steps
@@ -27,7 +27,7 @@ def test_time_uniform_coverage_holds_at_the_true_mean(rule):
     assert float(np.mean(when > 0)) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 4000)
 
 
-@pytest.mark.parametrize("rule", sq.RULES)
+@pytest.mark.parametrize("rule", sq.BETTING_RULES)
 def test_a_real_difference_is_found_and_its_direction_is_right(rule):
     rng = np.random.default_rng(2)
     a = rng.binomial(1, 0.8, size=(500, 400))
@@ -45,13 +45,13 @@ def test_agrapa_bets_decide_sooner_than_the_hedged_interval():
     rng = np.random.default_rng(7)
     x = sq.rescale(rng.binomial(1, 0.5, size=(2000, 1200)) - rng.binomial(1, 0.4, size=(2000, 1200)), 1.0)
     used = {}
-    for rule in sq.RULES:
+    for rule in sq.BETTING_RULES:
         when, _side = sq.first_crossing(x, 0.05, rule=rule)
         used[rule] = np.where(when > 0, when, 1200).mean()
     assert used["betting_agrapa"] < 0.9 * used["betting_hedged"], used
 
 
-@pytest.mark.parametrize("rule", sq.RULES)
+@pytest.mark.parametrize("rule", sq.BETTING_RULES)
 def test_the_confidence_set_is_an_interval(rule):
     """The paper shows the hedged capital's confidence set is an interval (so testing m = 1/2
     alone decides better / worse); the aGRAPA one is checked here on the same sequences: on a
@@ -94,7 +94,7 @@ def test_variance_adaptive_tighter_than_hoeffding_on_low_variance_data():
     assert (hi[-1] - lo[-1]) < 1.1 * (hhi[-1] - hlo[-1])
 
 
-@pytest.mark.parametrize("rule", sq.RULES)
+@pytest.mark.parametrize("rule", sq.BETTING_RULES)
 def test_decide_agrees_with_the_fast_crossing_test(rule):
     """decide() (the interval on a grid, running intersection) and first_crossing() (the
     capital at m = 1/2 only, used by the benchmark) make the same decision at the same pair."""
