@@ -26,6 +26,11 @@ from harness.sequential.betting import (  # noqa: F401 (the package's names)
     race,
     rescale,
 )
+from harness.sequential.design import (  # noqa: F401
+    DEFAULT_SPENDING,
+    check_spending,
+    decide_bounded,
+)
 from harness.sequential.stopping import (  # noqa: F401
     FAMILIES,
     IDENTITY_KEYS,

@@ -118,7 +118,7 @@ def log_capital(x: np.ndarray, m: np.ndarray | float, alpha: float, rule: str = 
     if rule == "betting_agrapa":
         return np.cumsum(np.log1p(agrapa_bets(x, m) * (x - m)), axis=-1)
     if rule != "betting_hedged":
-        raise ValueError(f"unknown sequential rule {rule!r} (one of: {', '.join(RULES)})")
+        raise ValueError(f"unknown sequential rule {rule!r} (one of: {', '.join(BETTING_RULES)})")
     lam = plugin_bets(x, alpha * THETA)
     with np.errstate(divide="ignore"):
         up = np.minimum(lam, TRUNCATION / m)
@@ -219,6 +219,11 @@ class Decision:
     #: Per pair: the interval's bounds (metric units), for plots of the interval against pairs.
     path_lo: list[float] = field(default_factory=list)
     path_hi: list[float] = field(default_factory=list)
+    #: The pair counts of the looks ``path_lo``/``path_hi`` belong to (empty: one per pair).
+    looks: list[int] = field(default_factory=list)
+    #: ``anytime_valid`` (a confidence sequence) or ``repeated_confidence_interval`` (valid with
+    #: the group-sequential design's looks, harness/sequential/design.py).
+    interval_kind: str = "anytime_valid"
 
 
 def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: float | None = None,
@@ -229,7 +234,7 @@ def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: 
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if rule not in BETTING_RULES:
-        raise ValueError(f"unknown betting rule {rule!r} (one of: {', '.join(BETTING_RULES)})")
+        raise ValueError(f"unknown sequential rule {rule!r} (one of: {', '.join(BETTING_RULES)})")
     if margin is not None and not 0 < margin < width:
         raise ValueError(f"margin must be in (0, {width:g}), got {margin}")
     d = np.asarray(diffs, dtype=float)

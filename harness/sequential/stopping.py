@@ -463,7 +463,7 @@ def describe(c: Comparison, percent: bool) -> str:
             how = (f"equivalent within ±{scale * (d.margin or 0):.1f}{unit}: decided after {c.paired}{of} paired "
                    f"episodes (at pair {d.at})")
     left = f"; {c.without_value} pair(s) without a value left out" if c.without_value else ""
-    kind = "repeated" if c.interval_kind == "repeated_ci" else "anytime-valid"
+    kind = "repeated" if c.interval_kind == "repeated_confidence_interval" else "anytime-valid"
     order = f", pairs in {c.order['rule']} order (seed {c.order['seed']})" if c.order else ""
     errors = ("; errored episodes count by the error policy, none run again"
               + (f" (simulator/worker faults retried up to {c.retries}× in every run)" if c.retries else ""))

@@ -127,7 +127,7 @@ def test_decide_reports_worse_equivalent_and_undecided():
 @pytest.mark.parametrize("kwargs, message", [({"alpha": 0.0}, "alpha"), ({"alpha": 1.5}, "alpha"),
                                              ({"alpha": 0.05, "margin": 0.0}, "margin"),
                                              ({"alpha": 0.05, "margin": 1.0}, "margin"),
-                                             ({"alpha": 0.05, "rule": "sprt"}, "unknown betting rule")])
+                                             ({"alpha": 0.05, "rule": "sprt"}, "unknown sequential rule")])
 def test_decide_rejects_bad_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):
         sq.decide([1, 0], **kwargs)
