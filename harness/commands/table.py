@@ -222,12 +222,13 @@ def _sequential_lines(comparisons: list[Any]) -> list[str]:
     from harness.scoring import known_metric
     from harness.sequential import describe
 
-    lines = ["Sequential comparisons (stopping=sequential; anytime-valid: valid at whatever episode they stopped):"]
+    lines = ["Sequential comparisons (stopping=sequential; each decision and interval valid for the looks its "
+             "comparison took, wherever it stopped):"]
     for c in comparisons:
         metric = known_metric(c.metric)
         lines.append(f"- {describe(c, percent=metric is None or metric.percent)}")
     lines.append("The Δ columns' fixed-sample figures (and their paired interval and p with --stats) are not valid "
-                 "under optional stopping: read the anytime-valid interval above.")
+                 "under optional stopping: read the sequential interval above.")
     return lines
 
 

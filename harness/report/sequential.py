@@ -1,6 +1,7 @@
 """The report's section on sequential comparisons (``stopping=sequential``): each comparison's
-anytime-valid interval on the paired difference against the pairs run, with where it stopped
-(:mod:`harness.sequential`)."""
+sequential interval on the paired difference against the pairs run (after every pair for a
+betting rule's confidence sequence, at every look for the bounded design's repeated interval),
+with where it stopped (:mod:`harness.sequential`)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ def interval_chart(c: Any, percent: bool) -> str:
     """An SVG of one comparison: the band between the interval's bounds after each pair, the
     zero line (and ±margin), the running mean of the differences, the pair it was decided at."""
     d = c.decision
-    n = len(d.path_lo)
+    # the pair count of each point of the path: every look of the bounded design, else every pair
+    at = list(getattr(d, "looks", None) or []) or list(range(1, len(d.path_lo) + 1))
+    n = at[-1] if at else 0
     scale = 100.0 if percent else 1.0
     span = max(abs(v) for v in [*d.path_lo, *d.path_hi, 1e-9] if not math.isnan(v))
     left, top, width, height = 52, 28, 520, 180
-    title = f"{c.variant} vs {c.baseline} on {c.suite}/{c.split} ({c.metric}): anytime-valid interval of Δ"
+    kind = "repeated interval" if c.interval_kind == "repeated_confidence_interval" else "anytime-valid interval"
+    title = f"{c.variant} vs {c.baseline} on {c.suite}/{c.split} ({c.metric}): {kind} of Δ"
 
     def x(i: float) -> float:
         return left + (i - 1) / max(1, n - 1) * width
@@ -41,8 +45,7 @@ def interval_chart(c: Any, percent: bool) -> str:
         for v in (-d.margin, d.margin):
             svg.append(f'<line x1="{left}" x2="{left + width}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="whisker" '
                        'stroke-dasharray="4 3"/>')
-    kept = [(i + 1, lo, hi) for i, (lo, hi) in enumerate(zip(d.path_lo, d.path_hi))
-            if not (math.isnan(lo) or math.isnan(hi))]
+    kept = [(i, lo, hi) for i, lo, hi in zip(at, d.path_lo, d.path_hi) if not (math.isnan(lo) or math.isnan(hi))]
     if kept:
         upper = " ".join(f"{x(i):.1f},{y(hi):.1f}" for i, _lo, hi in kept)
         lower = " ".join(f"{x(i):.1f},{y(lo):.1f}" for i, lo, _hi in reversed(kept))
@@ -69,7 +72,8 @@ def sequential_section(comparisons: Sequence[Any]) -> str:
         metric = known_metric(c.metric)
         percent = metric is None or metric.percent
         parts.append(f'<p class="sequential">{_esc(describe(c, percent))}</p>' + interval_chart(c, percent))
-    parts.append('<p class="notes">Anytime-valid: the interval holds at every number of pairs at once, so the '
-                 "comparison could stop as soon as it was decided. The transfer table's Δ interval and p are "
-                 "fixed-sample figures, not valid under optional stopping.</p></section>")
+    parts.append('<p class="notes">Sequential intervals: a betting rule's holds at every number of pairs at once, '
+                 "the bounded design's repeated interval at every look it took, so the comparison could stop as "
+                 "soon as it was decided. The transfer table's Δ interval and p are fixed-sample figures, not "
+                 "valid under optional stopping.</p></section>")
     return "".join(parts)

@@ -36,7 +36,9 @@ class SequentialStopping:
     sweep is compared, pair by pair, with the baseline run on the same episodes and seeds."""
 
     baseline: str
-    rule: str = DEFAULT_RULE
+    #: The bounded design where the maximum is known (always, in a run: the split, ``limit`` or
+    #: ``max_episodes``); a betting rule for an open-ended comparison.
+    rule: str = GROUP_SEQUENTIAL
     #: A declared per-episode metric of the suite (aggregation ``mean``); None: its first
     #: default binary metric (the success rate), else its first default metric.
     metric: str | None = None

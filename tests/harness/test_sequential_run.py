@@ -46,15 +46,16 @@ def test_oracle_vs_random_stops_within_40_episodes_and_the_table_says_why(eb_alf
     assert "oracle vs random on eb_alfred/seen (sr): better after" in err
     # rule, version, alpha, margin (and the metric, the baseline) are in both runs' identity
     for identity in runs.values():
-        assert identity["stopping"] == {"rule": sq.DEFAULT_RULE, "version": sq.RULE_VERSION, "alpha": 0.05,
+        assert identity["stopping"] == {"rule": sq.GROUP_SEQUENTIAL, "version": sq.RULE_VERSION, "alpha": 0.05,
                                         "margin": None, "metric": "sr", "baseline": "random",
                                         "order": {"rule": "sha256_rank", "version": 1, "seed": 0},
-                                        "family": {"method": "holm", "size": 1}, "retries": 0}
+                                        "family": {"method": "holm", "size": 1}, "retries": 0,
+                                        "design": {"n_max": 500, "round": 10, "spending": sq.DEFAULT_SPENDING}}
     code, out, err = run_cli(capsys, "table", str(tmp_path))
     assert code == 0, err
     n = counts["oracle"]
     assert f"better: decided after {n} of 500 paired episodes" in out
-    assert "anytime-valid 95% interval [+" in out
+    assert "repeated 95% interval [+" in out
     assert "not valid under optional stopping" in out
     assert "ΔSR" in out  # Δ against the comparison's baseline without --baseline
     assert "limit=" not in out  # the rounds' limits are not a setting of the runs
@@ -62,8 +63,9 @@ def test_oracle_vs_random_stops_within_40_episodes_and_the_table_says_why(eb_alf
     assert code == 0, err
     (entry,) = json.loads(out)["sequential"]
     assert (entry["variant"], entry["baseline"], entry["outcome"], entry["pairs"]) == ("oracle", "random", "better", n)
-    assert entry["interval_kind"] == "anytime_valid" and 0 < entry["interval"][0] <= 1.0 == entry["delta"]
-    assert entry["fixed_sample_delta_interval_valid"] is False and len(entry["path"]["lo"]) == n
+    assert entry["interval_kind"] == "repeated_confidence_interval" and 0 < entry["interval"][0] <= 1.0 == entry["delta"]
+    assert entry["fixed_sample_delta_interval_valid"] is False and entry["looks"] == list(range(10, n + 1, 10))
+    assert len(entry["path"]["lo"]) == len(entry["looks"])
 
 
 def test_alpha_enters_the_run_identity(eb_alfred, capsys, tmp_path):
@@ -82,20 +84,23 @@ def test_alpha_enters_the_run_identity(eb_alfred, capsys, tmp_path):
 
 
 def test_a_stopped_comparison_resumes_where_it_stood(eb_alfred, capsys, tmp_path):
-    """max_episodes is a limit (not in the identity): a first invocation stops undecided after one
-    round of 4; the same sweep without the cap resumes those runs, replays the stored round
-    and runs only new episodes until the decision; a third invocation runs nothing."""
-    code, _out, err = run_cli(capsys, *SWEEP, "stopping.round=4", "stopping.max_episodes=4", f"out={tmp_path}")
+    """For an open-ended (betting) rule max_episodes is a limit (not in the identity): a first
+    invocation stops undecided after one round of 4; the same sweep without the cap resumes those
+    runs, replays the stored round and runs only new episodes until the decision; a third
+    invocation runs nothing. (The bounded design's maximum is part of its design, and of its
+    identity: test_a_killed_bounded_comparison_resumes_to_the_same_decision.)"""
+    code, _out, err = run_cli(capsys, *SWEEP, "stopping.rule=betting_agrapa", "stopping.round=4",
+                              "stopping.max_episodes=4", f"out={tmp_path}")
     assert code == 0, err
     assert "undecided after 4 of 4 paired episodes" in err
     assert stored(tmp_path)[1] == {"oracle": 4, "random": 4}
     code, out, _err = run_cli(capsys, "table", str(tmp_path))
     assert "oracle vs random on eb_alfred/seen (sr): undecided after 4 of 500 paired episodes" in out
-    code, _out, err = run_cli(capsys, *SWEEP, "stopping.round=4", f"out={tmp_path}")
+    code, _out, err = run_cli(capsys, *SWEEP, "stopping.rule=betting_agrapa", "stopping.round=4", f"out={tmp_path}")
     assert code == 0, err
     counts = stored(tmp_path)[1]
     assert "4 resumed" in err and counts["oracle"] == counts["random"] > 4
-    code, _out, err = run_cli(capsys, *SWEEP, "stopping.round=4", f"out={tmp_path}")
+    code, _out, err = run_cli(capsys, *SWEEP, "stopping.rule=betting_agrapa", "stopping.round=4", f"out={tmp_path}")
     assert code == 0 and " 0 episodes run" in err and stored(tmp_path)[1] == counts
 
 

@@ -279,3 +279,76 @@ def test_kept_servers_are_started_once_for_all_rounds(tmp_path):
     assert not servers._answers("127.0.0.1", ports["c"])
     log = (tmp_path / "out" / "servers" / "a.log").read_text()
     assert log.count("up") == 1
+
+
+# --- a killed comparison resumes to the same decision -----------------------------------------
+
+COIN_EXPERIMENT = """# @package _global_
+experiment:
+  name: coin_pair
+  description: two stand-in checkpoints of known success rates
+  runs:
+    eb_alfred: [seen]
+  variants:
+    high: {{label: High, overrides: [planner=coin, "++planner.params.model={high}"]}}
+    low: {{label: Low, overrides: [planner=coin, "++planner.params.model={low}"]}}
+  table:
+    baseline: low
+    metrics: [sr]
+    columns:
+      - {{label: EB-ALFRED, suite: eb_alfred}}
+"""
+
+
+def _stored_outcomes(out) -> dict[str, list[tuple[str, int]]]:
+    rows = records(out)
+    db = sqlite3.connect(out / "results.sqlite")
+    try:
+        success = {(v, e): s for v, e, s in db.execute(
+            "SELECT r.variant, e.episode_id, e.success FROM episodes e JOIN runs r USING (run_id)")}
+    finally:
+        db.close()
+    out_: dict[str, list[tuple[str, int]]] = {}
+    for v, e, _k, _a, _x in rows:
+        out_.setdefault(v, []).append((e, success[(v, e)]))
+    return {v: sorted(x) for v, x in out_.items()}
+
+
+def test_a_killed_bounded_comparison_resumes_to_the_same_decision(eb_alfred, capsys, tmp_path, monkeypatch):
+    """The bounded design's state is the stored records and its identity: killed in its third
+    round and rerun with the same command, a comparison stores exactly what an uninterrupted one
+    does and the table prints the same decision."""
+    from harness.commands import run as run_command
+    from tests.harness.test_checkpoint_sweep import coin_registered
+
+    for name, p in (("high", 0.8), ("low", 0.35)):
+        (tmp_path / name).write_text(json.dumps({"p": p}))
+    spec = tmp_path / "coin_pair.yaml"
+    spec.write_text(COIN_EXPERIMENT.format(high=tmp_path / "high", low=tmp_path / "low"), encoding="utf-8")
+    argv = ["run", f"+experiment={spec}", "stopping=sequential", "stopping.baseline=low", "stopping.round=5",
+            "suite.params.generated_per_split=60", "suite.params.render=false", "progress=false"]
+    real = run_command._run_job  # noqa: SLF001
+    calls = []
+
+    def killed_on_the_fifth_run(job, servers, trackers):
+        calls.append(job.spec.variant)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real(job, servers, trackers)
+
+    with coin_registered():
+        code, _out, err = run_cli(capsys, *argv, f"out={tmp_path / 'fresh'}")
+        assert code == 0, err
+        fresh = _stored_outcomes(tmp_path / "fresh")
+        assert len(fresh["high"]) > 10  # decided after the killed round
+        monkeypatch.setattr(run_command, "_run_job", killed_on_the_fifth_run)
+        code, _out, err = run_cli(capsys, *argv, f"out={tmp_path / 'killed'}")
+        assert code != 0
+        assert sum(map(len, _stored_outcomes(tmp_path / "killed").values())) == 20
+        monkeypatch.setattr(run_command, "_run_job", real)
+        code, _out, err = run_cli(capsys, *argv, f"out={tmp_path / 'killed'}")
+        assert code == 0, err
+    assert _stored_outcomes(tmp_path / "killed") == fresh
+    tables = [run_cli(capsys, "table", str(tmp_path / name), "--format", "json")[1] for name in ("fresh", "killed")]
+    (a,), (b,) = (json.loads(t)["sequential"] for t in tables)
+    assert a == b and a["outcome"] == "better" and a["interval_kind"] == "repeated_confidence_interval"
