@@ -1229,12 +1229,13 @@ def _error_rule(suite: str, row: Mapping[str, Any]) -> str:
 
 
 def _first_difference(a: list[Any], b: list[Any]) -> str | None:
-    if len(a) != len(b):
-        return f"{len(a) - 1} steps, then {len(b) - 1}"
+    """Where two traces first differ (the first entry that differs, else their lengths)."""
     for i, (x, y) in enumerate(zip(a, b)):
         where = _differs(x, y)
         if where is not None:
             return f"{'reset' if i == 0 else f'step {i}'} differs at {where}"
+    if len(a) != len(b):
+        return f"{len(a) - 1} steps, then {len(b) - 1}"
     return None
 
 
