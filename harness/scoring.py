@@ -22,8 +22,8 @@ and that the metric ``applies`` to. Such an episode is, per :func:`classify`:
 
 A fourth state never reaches a cell: a value the env did *not deliver* (NaN, an infinity or text
 where a declared metric reads a value, or no value it owed) makes the episode an error record
-(:mod:`harness.record_checks`), which counts as ``missing``; so a NaN in a cell's values comes
-from a reader (a judge's unreadable verdict, a frame's empty entry), never from an env.
+(:mod:`harness.record_checks`), which counts as ``missing``; a NaN among a cell's values (an
+in-memory caller's "not scored") never comes from an env.
 
 The core never names a suite's metric: tables, statistics, the report, export and the
 trackers read these declarations. Cells over no usable episode are NaN, never 0.
