@@ -229,13 +229,18 @@ class Answer:
     rubric: Any
 
 
+#: The note (after a count) on the answers with nothing to judge; ``harness judge`` prints it.
+NO_ANSWER_NOTE = ("answer(s) empty, absent or unreadable: nothing to judge (each counts as the judged metrics' "
+                  "missing value, never filled by a judge)")
+
+
 def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[str]]:
     """Every stored answer a suite's rubric wants judged, and notes on what was skipped (first,
     the answers with nothing to judge: :func:`harness.judge_views.unanswered`)."""
     from harness.catalog import SUITES
     from harness.judge_views import marked_unanswered, unanswered
-    from harness.registry import UnknownPluginError, load_target
     from harness.metric_declaration import applies_to
+    from harness.registry import UnknownPluginError, load_target
     from harness.scoring import episode_values, suite_scoring
 
     runs = store.runs()
@@ -310,8 +315,7 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
                 continue
             out.append(Answer(k, episode, str(text), rubrics[run.suite]))
     if no_answer:
-        notes.insert(0, f"{no_answer} answer(s) empty, absent or unreadable: nothing to judge (each counts as the "
-                        "judged metrics' missing value, never filled by a judge)")
+        notes.insert(0, f"{no_answer} {NO_ANSWER_NOTE}")
     return out, notes
 
 
@@ -399,7 +403,7 @@ def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
     if not answers:
         why = f" ({'; '.join(notes)})" if notes else ""
         raise JudgeError(f"{out}: no stored answers to judge{why}")
-    if notes and notes[0].endswith("never filled by a judge)"):
+    if notes and notes[0].endswith(NO_ANSWER_NOTE):
         print_fn(f"judge {cfg.name}: {notes[0]}")
     rubric_ids = {id(a.rubric): a.rubric for a in answers}
     if cfg.backend == LOCAL_BACKEND:

@@ -179,9 +179,9 @@ def not_delivered(suite: str, metrics: Iterable[Metric], values: Mapping[str, An
     out: list[tuple[str, str]] = []
     for m in metrics:
         for key, role in ((m.value, "value"), (m.weight, "weight"), (m.applies, "applies")):
-            if key is None or key in {k for k, _ in out} or key not in values or values[key] is None or isinstance(values[key], bool):
+            raw = values.get(key) if key is not None else None
+            if raw is None or isinstance(raw, bool) or key in {k for k, _ in out}:
                 continue
-            raw = values[key]
             try:
                 ok = math.isfinite(float(raw))
             except (TypeError, ValueError, OverflowError):
