@@ -57,8 +57,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("plw_gc", "PLW GC", PLW_GC_NUM, aggregation="ratio", weight=EXPERT_LENGTH, applies=EXPERT_LENGTH,
            missing=None,
            description="path-length-weighted GC: sum(s/ts * min(1, L*/T) * L*) / sum(L*)"),
-    Metric("invalid_rate", "Invalid", INVALID, aggregation="ratio", weight=STEPS, higher_is_better=False, missing=None,
-           description="invalid actions / steps, pooled over episodes"),
+    # Unbounded above: an unusable output counts an invalid action without taking a step
+    # (harness.interfaces.InvalidOutput), so an episode may count more invalid actions than steps.
+    Metric("invalid_rate", "Invalid", INVALID, aggregation="ratio", weight=STEPS, range=(0.0, math.inf),
+           higher_is_better=False, missing=None,
+           description="invalid actions / steps, pooled over episodes (above 1 where unusable outputs, which "
+                       "take no step, outnumber the steps)"),
 )
 
 #: Metrics weighted by path length: tables name the unit of L* and T beside them.

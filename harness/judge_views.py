@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 #: The answer key of a record and of a verdict.
 KEY = ("run_id", "suite", "split", "episode_id", "seed")
@@ -232,9 +232,10 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
                 filled.setdefault(k, {}).setdefault(name + suffix, []).append(x)
     if not filled:
         return df, view
-    # An answer that errored or is empty has nothing to judge: each value the chosen judges give
-    # is None there, so the metric's error policy counts it (docs/judging.md). Answers not judged
-    # (yet), or whose verdicts were unreadable or failed, stay without a value: unscored.
+    # An answer that errored, is empty, or that its env marked as no answer (an absent, empty or
+    # unreadable answer field) has nothing to judge: each value the chosen judges give is None
+    # there, so the metric's error policy counts it (docs/judging.md). Answers not judged (yet),
+    # or whose verdicts were unreadable or failed, stay without a value: unscored.
     given: list[str] = []
     for n in givers:
         split = view.mode == "each" and n in view.shared_values
@@ -253,14 +254,39 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
 
 
 def _unanswered(df: Any) -> list[bool]:
-    """Per record: it errored, or its answer (``extra["answer"]``) is empty."""
-    out = []
+    """Per record: :func:`unanswered` (nothing to judge: it counts as the judged metrics' missing value)."""
+    from harness.scoring import suite_scoring
+
     none = [None] * len(df)
-    for kind, extra in zip(df["error_kind"] if "error_kind" in df else none, df["extra"] if "extra" in df else none):
-        errored = isinstance(kind, str) and kind != ""
-        answer = extra.get("answer") if isinstance(extra, dict) else None
-        out.append(errored or (answer is not None and not str(answer).strip()))
+    judged: dict[str, set[str]] = {}
+    out = []
+    for suite, kind, extra, values in zip(df["suite"] if "suite" in df else none,
+                                          df["error_kind"] if "error_kind" in df else none,
+                                          df["extra"] if "extra" in df else none,
+                                          df["values"] if "values" in df else none):
+        if str(suite) not in judged:
+            judged[str(suite)] = {m.value for m in suite_scoring(str(suite))[0] if m.judged}
+        out.append(unanswered(kind, extra, values, judged[str(suite)]))
     return out
+
+
+def unanswered(error_kind: Any, extra: Any, values: Any, judged: Iterable[str]) -> bool:
+    """Whether an episode has no answer to judge: it errored, its answer (``extra["answer"]``) is
+    empty, or its env delivered None for one of the suite's ``judged`` values (the env's "no
+    answer": an absent, empty or unreadable answer field, as procobject and cfg_bench deliver
+    it). Such an answer counts as each judged metric's ``missing`` value (docs/judging.md);
+    :func:`harness.judging.answers_to_judge` never sends one the env marked to a judge."""
+    if isinstance(error_kind, str) and error_kind != "":
+        return True
+    answer = extra.get("answer") if isinstance(extra, dict) else None
+    if answer is not None and not str(answer).strip():
+        return True
+    return marked_unanswered(values, judged)
+
+
+def marked_unanswered(values: Any, judged: Iterable[str]) -> bool:
+    """Whether the env delivered None for one of the ``judged`` values (its "no answer")."""
+    return isinstance(values, dict) and any(name in values and values[name] is None for name in judged)
 
 
 def _number(v: Any) -> float | None:

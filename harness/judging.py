@@ -229,10 +229,19 @@ class Answer:
     rubric: Any
 
 
+#: The note (after a count) on the answers with nothing to judge; ``harness judge`` prints it.
+NO_ANSWER_NOTE = ("answer(s) empty, absent or unreadable: nothing to judge (each counts as the judged metrics' "
+                  "missing value, never filled by a judge)")
+
+
 def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[str]]:
-    """Every stored answer a suite's rubric wants judged, and notes on what was skipped."""
+    """Every stored answer a suite's rubric wants judged, and notes on what was skipped (first,
+    the answers with nothing to judge: :func:`harness.judge_views.unanswered`)."""
     from harness.catalog import SUITES
+    from harness.judge_views import marked_unanswered, unanswered
+    from harness.metric_declaration import applies_to
     from harness.registry import UnknownPluginError, load_target
+    from harness.scoring import episode_values, suite_scoring
 
     runs = store.runs()
     if runs.empty:
@@ -246,6 +255,7 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
             last_output[tuple(t[k] for k in _KEY)] = t["raw_output"]
     notes: list[str] = []
     out: list[Answer] = []
+    no_answer = 0
     rubrics: dict[str, Any] = {}
     suites: dict[str, Any] = {}
     for run in runs.itertuples():
@@ -281,6 +291,9 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
             episodes = {(e.episode_id, e.seed): e for e in suites[key].episodes(run.split)}
         except (OSError, ValueError, TypeError, KeyError) as exc:  # its data not here, ...
             raise JudgeError(f"suite {run.suite}/{run.split}: cannot read its episodes: {_one_line(exc)}") from None
+        declared, derive = suite_scoring(run.suite)
+        judged_metrics = [m for m in declared if m.judged]
+        judged = {m.value for m in judged_metrics}
         for typed in records.get(run.run_id, []):
             if typed.error_kind is not None:  # an errored episode has no answer to judge
                 continue
@@ -292,9 +305,17 @@ def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[s
             text = (typed.extra or {}).get("answer")
             if text is None:
                 text = last_output.get(k)
+            if marked_unanswered(typed.values, judged):  # its env: no answer (absent, empty, unreadable)
+                no_answer += 1
+                continue
             if text is None or not rubrics[run.suite].needs(rec, episode):
+                if unanswered(None, typed.extra, typed.values, judged):
+                    values = episode_values(rec, derive)
+                    no_answer += any(applies_to(m, values) for m in judged_metrics)
                 continue
             out.append(Answer(k, episode, str(text), rubrics[run.suite]))
+    if no_answer:
+        notes.insert(0, f"{no_answer} {NO_ANSWER_NOTE}")
     return out, notes
 
 
@@ -382,6 +403,8 @@ def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
     if not answers:
         why = f" ({'; '.join(notes)})" if notes else ""
         raise JudgeError(f"{out}: no stored answers to judge{why}")
+    if notes and notes[0].endswith(NO_ANSWER_NOTE):
+        print_fn(f"judge {cfg.name}: {notes[0]}")
     rubric_ids = {id(a.rubric): a.rubric for a in answers}
     if cfg.backend == LOCAL_BACKEND:
         backend: Any = None

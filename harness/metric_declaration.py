@@ -5,6 +5,7 @@ these names)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -127,9 +128,9 @@ def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, A
     * a non-judged metric that applies to the episode and whose value (or, for a ratio, whose
       weight) is absent: the env never delivered it (an explicit None is a delivered
       "no value": the metric's ``missing`` policy counts it);
-    * a ``mean`` metric's value outside its declared range (tables would print it);
-    * a ``ratio`` metric's value or weight below 0 where its range starts at 0 or above (its
-      pooled cell is bounded by the suite's own counts, which the record's invariants check).
+    * a ``mean`` metric's value outside its declared range ``[lo, hi]`` (tables would print it);
+    * a ``ratio`` metric's weight below 0, or its value outside ``lo * weight .. hi * weight``
+      (the episode's own ratio outside the declared range: a pooled cell could leave it).
 
     Judged metrics are left out: a judge gives their values after the run. ``require=False``:
     absent values are not asked for (an episode the agent ended with an empty plan).
@@ -139,24 +140,61 @@ def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, A
         if m.judged or not applies_to(m, values):
             continue
         lo, hi = (float(x) for x in m.range)
+        got: dict[str, float | None] = {}
         for key, role in ((m.value, "value"), (m.weight, "weight")):
             if key is None:
                 continue
             if key not in values:
-                if not require:
-                    continue
-                out.append((key, f"suite {suite}: metric {m.name!r} applies but the episode ended without its "
-                                 f"{role} {key!r} (the env never delivered it)"))
+                if require:
+                    out.append((key, f"suite {suite}: metric {m.name!r} applies but the episode ended without its "
+                                     f"{role} {key!r} (the env never delivered it)"))
                 continue
-            x = number_or_none(values[key])
-            if x is None:
-                continue
-            if m.aggregation == "mean" and not lo <= x <= hi:
-                out.append((key, f"suite {suite}: metric {m.name!r} value {x:g} is outside its declared range "
-                                 f"[{lo:g}, {hi:g}]"))
-            elif m.aggregation == "ratio" and lo >= 0 and x < 0:
-                out.append((key, f"suite {suite}: metric {m.name!r} {role} {key!r} is {x:g}, below 0"))
+            got[role] = number_or_none(values[key])
+        x, w = got.get("value"), got.get("weight")
+        if x is None:
+            continue
+        if m.aggregation == "mean":
+            if not lo <= x <= hi:
+                out.append((m.value, f"suite {suite}: metric {m.name!r} value {x:g} is outside its declared range "
+                                     f"[{lo:g}, {hi:g}]"))
+        elif w is not None and w < 0:
+            out.append((m.weight, f"suite {suite}: metric {m.name!r} weight {m.weight!r} is {w:g}, below 0"))
+        elif w is not None and not (_at_least(x, lo, w) and _at_least(-x, -hi, w)):
+            out.append((m.value, f"suite {suite}: metric {m.name!r} value {m.value!r} {x:g} over weight {m.weight!r} "
+                                 f"{w:g} is outside its declared range [{lo:g}, {hi:g}] (a ratio's value must be "
+                                 f"within lo * weight .. hi * weight)"))
     return out
+
+
+def _at_least(x: float, bound: float, weight: float) -> bool:
+    """``x >= bound * weight`` up to rounding; an infinite bound (an unbounded end) holds for every x."""
+    return math.isinf(bound) or x >= bound * weight - 1e-9 * max(1.0, abs(bound * weight))
+
+
+def not_delivered(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The values a declared metric reads (its value, weight or ``applies``) that the env gave as
+    something other than a number or None -- NaN, an infinity, text: ``(value name, one line
+    naming the suite and the metric)`` pairs. Such a value was *not delivered*: never a
+    "missing" value a cell would count (None is the env's "no value")."""
+    out: list[tuple[str, str]] = []
+    for m in metrics:
+        for key, role in ((m.value, "value"), (m.weight, "weight"), (m.applies, "applies")):
+            raw = values.get(key) if key is not None else None
+            if raw is None or isinstance(raw, bool) or key in {k for k, _ in out}:
+                continue
+            try:
+                ok = math.isfinite(float(raw))
+            except (TypeError, ValueError, OverflowError):
+                ok = False
+            if not ok:
+                out.append((key, f"suite {suite}: metric {m.name!r} {role} {key!r} is {_short(raw)}, not a number: "
+                                 "not delivered (an env gives a finite number, or None for no value)"))
+    return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def number_or_none(value: Any) -> float | None:

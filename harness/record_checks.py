@@ -12,14 +12,18 @@ harness's episode facts, :mod:`harness.types` ``INFO_*``):
 
 * ``0 <= gc_satisfied <= gc_total`` (a table's GC is then at most 100);
 * ``invalid_actions >= 0`` and ``expert_length >= 0`` where known.
+
+A declared metric's value the env gives as NaN, an infinity or text was *not delivered*: an
+error record naming the suite and the metric, never a "missing" value counted as the metric's
+``missing`` (None is the env's "no value").
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Mapping
 
-from harness.metric_declaration import value_problems
+from harness.metric_declaration import not_delivered, value_problems
 from harness.types import EpisodeRecord
 
 
@@ -39,19 +43,23 @@ def record_problems(record: EpisodeRecord) -> list[str]:
     return out
 
 
-def problems_of(record: EpisodeRecord) -> tuple[list[str], set[str]]:
+def problems_of(record: EpisodeRecord, delivered: Any = None) -> tuple[list[str], set[str]]:
     """What ``record`` (of an episode that ended without an error) breaks: one line per problem,
-    and the names of the stored values involved (dropped from the error record)."""
+    and the names of the stored values involved (dropped from the error record). ``delivered``:
+    the env's ``info["values"]`` as it gave them (a NaN there is stored as None, but was not
+    delivered: :func:`harness.metric_declaration.not_delivered`)."""
     from harness.scoring import episode_values, suite_scoring
 
     problems = record_problems(record)
     metrics, derive = suite_scoring(record.suite)
+    found = not_delivered(record.suite, metrics, delivered) if isinstance(delivered, Mapping) else []
     try:
         values = episode_values(dataclasses.asdict(record), derive)
     except Exception as exc:  # noqa: BLE001 - the suite's own function: named in the record
-        return problems + [f"suite {record.suite}: its values(record) raised {type(exc).__name__}: {exc}"], set()
-    # An episode the agent ended (an empty plan) may end before the env delivered any value.
-    found = value_problems(record.suite, metrics, values, require=not record.empty_plan)
+        problems.append(f"suite {record.suite}: its values(record) raised {type(exc).__name__}: {exc}")
+    else:
+        # An episode the agent ended (an empty plan) may end before the env delivered any value.
+        found += value_problems(record.suite, metrics, values, require=not record.empty_plan)
     return problems + [message for _, message in found], {key for key, _ in found}
 
 

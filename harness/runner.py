@@ -858,7 +858,7 @@ class Runner:
             values=_episode_values(info.get(INFO_VALUES)),
         )
         if error is None:  # what the suite declares, enforced where the record is made
-            problems, keys = record_checks.problems_of(record)
+            problems, keys = record_checks.problems_of(record, info.get(INFO_VALUES))
             if problems:
                 record = record_checks.as_error(record, problems, keys)
         if self._writer is not None:
@@ -998,7 +998,9 @@ ACTION_DECIMALS = 3
 
 
 def _episode_values(values: Any) -> dict[str, Any]:
-    """``info["values"]`` as a record keeps it: names to JSON numbers or None (NaN: None)."""
+    """``info["values"]`` as a record keeps it: names to JSON numbers or None (NaN, an infinity
+    or text: None; where a declared metric reads such a value, :func:`harness.record_checks.problems_of`
+    makes the episode an error record: the value was not delivered)."""
     if not isinstance(values, Mapping):
         return {}
     out: dict[str, Any] = {}

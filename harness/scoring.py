@@ -20,6 +20,11 @@ and that the metric ``applies`` to. Such an episode is, per :func:`classify`:
   yet judged, an unreadable verdict, a failed judge call; a NaN value, or no value of a judged
   metric): left out of the value, and shown as the cell's coverage (:func:`tally`).
 
+A fourth state never reaches a cell: a value the env did *not deliver* (NaN, an infinity or text
+where a declared metric reads a value, or no value it owed) makes the episode an error record
+(:mod:`harness.record_checks`), which counts as ``missing``; a NaN among a cell's values (an
+in-memory caller's "not scored") never comes from an env.
+
 The core never names a suite's metric: tables, statistics, the report, export and the
 trackers read these declarations. Cells over no usable episode are NaN, never 0.
 """

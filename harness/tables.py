@@ -224,14 +224,14 @@ def _length_units(df: pd.DataFrame, row_of: pd.Series, group_of: pd.Series,
     units: dict[str, str] = {}
     differ: list[dict[str, Any]] = []
     for group, cell in frame.groupby("group", sort=False, dropna=False):
-        found = list(dict.fromkeys(cell["unit"]))
+        found = list(dict.fromkeys(u if isinstance(u, str) else None for u in cell["unit"]))  # pandas: None -> NaN
         if found == [None]:
             continue
         if len(found) == 1:
             units[str(group)] = str(found[0])
             continue
         units[str(group)] = UNITS_DIFFER
-        rows = {row: " / ".join(str(u) if u is not None else "unstated" for u in dict.fromkeys(part["unit"]))
+        rows = {row: " / ".join(dict.fromkeys(u if isinstance(u, str) else "unstated" for u in part["unit"]))
                 for row, part in cell.groupby("row", sort=True)}
         differ.append({"group": str(group), "rows": rows})
     return units, differ

@@ -45,8 +45,10 @@ AssertionError) whose message is one line naming the rule broken. What is checke
     :class:`harness.spaces.AnswerText`) need not refuse an unknown text; an empty or unusable
     answer must be refused or scored as such.
 ``determinism``
-    the same episode twice (a fresh env, and the same env after another episode) gives the
-    same observations, rewards and infos; two runs give the same records and transcripts.
+    the same episode twice (a fresh env, the same env reset again at once with the same seed
+    as Gymnasium's ``check_reset_seed_determinism`` does, and the same env after another
+    episode) gives the same observations, rewards and infos (else "not deterministic", or
+    "state leaks between episodes"); two runs give the same records and transcripts.
 ``schedule``
     records and transcripts identical lockstep (``RunSpec(pipeline=False)``) and pipelined,
     on the ``local`` and the ``process`` executor (:class:`harness.executors.SuiteEnvFactory`).
@@ -90,6 +92,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from harness.interfaces import AgentReply, AgentRequest, InvalidOutput
+from harness.metric_declaration import not_delivered
 from harness.params import Composite, Field, ParamError, convert, fields_of, param
 from harness.spaces import is_answer_space
 from harness.suite_invariants import EpisodeWatch
@@ -390,8 +393,7 @@ class _Checker:
                 raise self.fail("runner", f"split {self.suite.split} has no episode to run")
             for key, row in records.items():
                 if row["error_kind"] is not None:
-                    raise self.fail("runner", f"episode {key[2]} ended in an {row['error_kind']} error: "
-                                              f"{((row['error_message'] or '').strip().splitlines() or [''])[-1]}")
+                    raise self.fail("runner", f"episode {key[2]} {_error_rule(self.suite.name, row)}")
             self._base = (records, transcripts)
         return self._base
 
@@ -562,6 +564,11 @@ class _Checker:
         if not isinstance(values, dict) or not all(
                 isinstance(k, str) and (v is None or isinstance(v, (int, float))) for k, v in values.items()):
             raise self.fail(c, f"{where}() info[{INFO_VALUES!r}] must map names to numbers or None, got {_short(values)}")
+        from harness.scoring import suite_scoring
+
+        undelivered = not_delivered(self.suite.name, suite_scoring(self.suite.name)[0], values)
+        if undelivered:
+            raise self.fail(c, f"{where}() info[{INFO_VALUES!r}]: {undelivered[0][1]}")
         if info[INFO_GC_SATISFIED] < 0 or info[INFO_GC_TOTAL] < 0 or info[INFO_INVALID_ACTIONS] < 0:
             raise self.fail(c, f"{where}() info counts must be >= 0")
         if INFO_PRIVILEGED in info and not privileged:
@@ -681,9 +688,8 @@ class _Checker:
         declared = ({f.name for f in declared_classes(self.suite.name)} if self.suite.registered else set(GENERIC))
         for key, row in records.items():
             if row["error_kind"] is not None:
-                raise self.fail(c, f"episode {key[2]} driven by the probe ended in an {row['error_kind']} error "
-                                   f"(invalid or unusable actions must be counted, not raised): "
-                                   f"{((row['error_message'] or '').strip().splitlines() or [''])[-1]}")
+                raise self.fail(c, f"episode {key[2]} driven by the probe (invalid, unusable and random valid "
+                                   f"actions) {_error_rule(self.suite.name, row)}")
             cls = classify(row, rules=rules) if rules is not None else classify(row)
             if cls not in declared:
                 raise self.fail(c, f"episode {key[2]} is classed {cls!r}, a failure class the suite does not declare "
@@ -796,16 +802,24 @@ class _Checker:
         env_a, env_b = self.suite.obj.make_env(), self.suite.obj.make_env()
         try:
             a = self.play(env_a, first, self.make_agent(), limit)
+            twice = self.play(env_a, first, self.make_agent(), limit)  # reset again with the same seed
             self.play(env_a, second, self.make_agent(), limit)
             again = self.play(env_a, first, self.make_agent(), limit)  # the same env, reused
             fresh = self.play(env_b, first, self.make_agent(), limit)
         finally:
             _close(env_a)
             _close(env_b)
-        for what, other in (("a fresh env", fresh), ("the same env after another episode", again)):
+        # Gymnasium's check_reset_seed_determinism: one env reset twice with the same seed.
+        for what, other, rule in (
+                ("a fresh env", fresh, "not deterministic (two envs reset with the same seed must give the "
+                                       "same episode)"),
+                ("the same env after another episode", again, "state leaks between episodes"),
+                ("the same env, reset again at once with the same seed", twice,
+                 "not deterministic (a second reset with the same seed must give the same episode, as "
+                 "Gymnasium's check_reset_seed_determinism asks)")):
             where = _first_difference(a, other)
             if where is not None:
-                raise self.fail(c, f"episode {first.episode_id} seed {first.seed} twice on {what}: {where}")
+                raise self.fail(c, f"episode {first.episode_id} seed {first.seed} twice on {what}: {where}; {rule}")
         self.same_records(c, "a second run", self.records(pipeline=False, batch_size=max(2, self.n))[:2], self.base())
 
     # -- schedule ---------------------------------------------------------------------
@@ -1198,13 +1212,30 @@ class _ProbeAgent:
         return out
 
 # --- comparisons ------------------------------------------------------------------------------
+def _error_rule(suite: str, row: Mapping[str, Any]) -> str:
+    """How an error record of a check's run breaks the contract, naming the rule: what the suite
+    declares (the runner's record checks, :mod:`harness.record_checks`, whose messages name the
+    suite), an env that raised, an action refused with an error, a time limit."""
+    kind = row.get("error_kind")
+    lines = (row.get("error_message") or "").strip().splitlines()
+    if kind == "env" and lines and lines[0].startswith(f"suite {suite}: "):
+        return f"ended in an env error record: what the suite declares is broken: {'; '.join(lines)}"
+    rule = {"env": "the env raised (an invalid or unusable action is counted, not raised)",
+            "agent": "the env refused an action with an error (a text action it cannot use is counted, "
+                     "with action_ok=False)",
+            "timeout": "ran past its wall-clock limit (an episode ends within its step limit)",
+            "worker": "its worker process died"}.get(str(kind), f"ended in an {kind} error")
+    return f"ended in an {kind} error: {rule}: {lines[-1] if lines else ''}"
+
+
 def _first_difference(a: list[Any], b: list[Any]) -> str | None:
-    if len(a) != len(b):
-        return f"{len(a) - 1} steps, then {len(b) - 1}"
+    """Where two traces first differ (the first entry that differs, else their lengths)."""
     for i, (x, y) in enumerate(zip(a, b)):
         where = _differs(x, y)
         if where is not None:
             return f"{'reset' if i == 0 else f'step {i}'} differs at {where}"
+    if len(a) != len(b):
+        return f"{len(a) - 1} steps, then {len(b) - 1}"
     return None
 
 

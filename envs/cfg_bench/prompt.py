@@ -5,8 +5,8 @@ for a JSON object ``{"result": "<the option's full text>"}`` (the originals ask 
 field holding the full option text, evaluate/open_source_mllms/eval_qwen_local.py:14-26, 88-94),
 read by :func:`envs.cfg_bench.scoring.extract_choice`.
 
-Open-ended: the model is asked for ``{"answer": "..."}`` (:func:`open_answer` reads it, and
-falls back to the whole reply: an open answer is judged as text).
+Open-ended: the model is asked for ``{"answer": "..."}`` (:func:`open_answer` reads it; a reply
+that is not JSON is judged as text, a JSON object without a non-empty answer is no answer).
 
 The contradiction hint. The released open-ended prompt always tells the model that the question
 may contradict the video and that it must correct it (eval_qwen_local.py:28-52); the paper's main
@@ -78,11 +78,18 @@ def build_prompt(question: Question, *, hint: str = DEFAULT_HINT, visual: str = 
 
 
 def open_answer(reply: str) -> str:
-    """The answer text of an open-ended reply: its JSON ``answer`` (or ``result``) string, else the
-    whole reply stripped ("" for an empty reply, which the suite records as no answer)."""
+    """The answer text of an open-ended reply: its JSON object's ``answer`` (or ``result``, or
+    ``open_ended_result``) string, stripped; "" for a JSON object without one (the field absent,
+    empty or not text) and for an empty reply, which the suite records as no answer (never
+    judged). A reply that is not a JSON object is the answer as text, stripped. The originals
+    read a reply the same way (evaluate/open_source_mllms/eval_qwen_local.py at CFG-Bench/CFG-Bench
+    b50bb6dbaa53f80444792e4c4924b4b48365b14d: ``parse_json_object`` takes a reply that is not a
+    JSON object as ``{"result": <the reply>}``; ``write_evaluation`` keeps
+    ``open_ended_result or result or ""``, and an empty result is not judged)."""
     obj = json_object(reply)
     if obj is not None:
         for key in ("answer", "result", "open_ended_result"):
             if isinstance(obj.get(key), str) and obj[key].strip():
                 return obj[key].strip()
+        return ""
     return (reply or "").strip()

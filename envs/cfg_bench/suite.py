@@ -19,16 +19,18 @@ from harness.spaces import AnswerText
 
 from envs import video_qa
 from envs.cfg_bench import data as D
-from envs.cfg_bench.plugin import DATA_ENV, CFGBenchParams
-from envs.cfg_bench.prompt import PROMPT_VERSION
+from envs.cfg_bench.plugin import DATA_ENV, METRICS, CFGBenchParams
+from envs.cfg_bench.prompt import PROMPT_VERSION, open_answer
 from envs.cfg_bench.scoring import extract_choice, mc_correct
 from harness.media import sampling_identity
 from harness.params import parse
 from harness.types import EpisodeSpec
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 #: Longest answer text kept in the record.
 MAX_ANSWER_CHARS = 8000
+#: The values of an open question without an answer: None for each judged metric's value.
+NO_ANSWER: dict[str, None] = {m.value: None for m in METRICS if m.judged}
 
 
 def data_root(data_dir: str | None) -> Path:
@@ -127,6 +129,10 @@ class CFGBenchEnv(video_qa.VideoQAEnv):
             correct = mc_correct(answer, m["correct_answer"])
             return video_qa.Answered({"correct": int(correct), "unreadable": int(not answer.readable)}, correct,
                                      not answer.readable, answer.problem or "answered", stored[:MAX_ANSWER_CHARS])
-        # An empty answer or unusable model output: answered, but not validly.
-        return video_qa.Answered({}, False, not stored, "answered" if stored else "empty answer",
-                                 stored[:MAX_ANSWER_CHARS])
+        # An empty answer or unusable model output: answered, but not validly; a JSON reply whose
+        # answer field is absent or empty is no answer either (open_answer). No answer: None for
+        # each judged value (the env's "no answer", harness.judge_views.unanswered): counted as
+        # the metric's missing value (0), never sent to a judge.
+        stored = open_answer(stored)
+        return video_qa.Answered({} if stored else dict(NO_ANSWER), False, not stored,
+                                 "answered" if stored else "empty answer", stored[:MAX_ANSWER_CHARS])

@@ -5,7 +5,8 @@ and the videos, docs/procobject.md). ``reset`` shows the question, the video's p
 clip's bounds; the one ``step`` takes the reply ``{"answer": ..., "evidence": [[t0, t1], ...]}``
 (:func:`envs.procobject.answer.parse_reply`) and scores its grounding against the reference
 spans (:func:`envs.procobject.grounding.ground`): ``info["values"]`` holds ``iou``, ``iop``,
-``iog``, ``iou_at_0_3``, ``iou_at_0_5``, ``unreadable`` and ``span_problems``; the answer text
+``iog``, ``iou_at_0_3``, ``iou_at_0_5``, ``unreadable`` and ``span_problems`` (and, for a reply
+without a readable answer, None for each judged value: no answer); the answer text
 goes to ``info["answer"]`` as given (the judge reads its ``answer``; the official predictions
 file re-reads its spans). The env never decodes the video.
 """
@@ -21,13 +22,17 @@ from envs import video_qa
 from envs.procobject import data as D
 from envs.procobject.answer import parse_reply, usable_reference
 from envs.procobject.grounding import NO_REFERENCE, THRESHOLDS, ground, has_reference
-from envs.procobject.plugin import DATA_ENV, ProcObjectParams
+from envs.procobject.plugin import DATA_ENV, METRICS, ProcObjectParams
 from harness.media import sampling_identity
 from harness.params import parse
 from harness.types import EpisodeSpec
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 MAX_REPLY_CHARS = 16000
+#: The values of a reply without a readable answer: None for each judged metric's value, the
+#: env's "no answer" (harness.judge_views.unanswered): each counts as the metric's missing value
+#: (0) and is never sent to a judge.
+NO_ANSWER: dict[str, None] = {m.value: None for m in METRICS if m.judged}
 
 
 def data_root(data_dir: str | None) -> Path:
@@ -101,4 +106,6 @@ class ProcObjectEnv(video_qa.VideoQAEnv):
         if g is not None:
             values.update(iou=g.iou, iop=g.iop, iog=g.iog,
                           **{f"iou_at_{str(t).replace('.', '_')}": int(g.iou >= t) for t in THRESHOLDS})
+        if reply.answer is None:  # an empty, absent or unreadable answer: no answer, never judged
+            values.update(NO_ANSWER)
         return video_qa.Answered(values, False, reply.answer is None, reply.status, text[:MAX_REPLY_CHARS])

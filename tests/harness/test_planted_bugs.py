@@ -112,6 +112,51 @@ def _undeclared_class(S, monkeypatch):
     monkeypatch.setattr(F.ExampleFailures, "classify", lambda self, episode: "lost")
 
 
+def _stale_second_reset(S, monkeypatch):
+    """A reset with the same seed as the env's last reset keeps the last episode's position (a
+    cache keyed by the seed, say): every other reset, and every fresh env, is right."""
+    original = S.NumberLineEnv.reset
+
+    def reset(self, *, seed=None, options=None):
+        last, kept = getattr(self, "_last_seed", None), getattr(self, "position", None)
+        out = original(self, seed=seed, options=options)
+        self._last_seed = seed
+        if seed == last and kept is not None:
+            self.position = kept
+            return self._observation(), out[1]
+        return out
+    monkeypatch.setattr(S.NumberLineEnv, "reset", reset)
+
+
+#: A ratio metric of the example suite's own, declared for the ratio bug and its control: moves
+#: toward the target / moves, pooled; its env delivers both values in every info.
+ON_COURSE = ("on_course", "toward", "moves")
+
+
+def _with_a_ratio(S, monkeypatch, toward):
+    """The example suite declaring :data:`ON_COURSE` beside its metrics; its env delivering
+    ``toward(env)`` moves toward the target of ``env.steps`` moves."""
+    import dataclasses
+
+    import example_suite.plugin as plugin
+
+    from harness import scoring
+    from harness.catalog import SUITES
+
+    name, value, weight = ON_COURSE
+    ratio = scoring.Metric(name, "On course", value, aggregation="ratio", weight=weight)
+    monkeypatch.setitem(SUITES._entries, ("example", None),  # noqa: SLF001
+                        dataclasses.replace(plugin.SUITE, metrics=(*plugin.METRICS, ratio)))
+    monkeypatch.setattr(scoring, "_SCORING_CACHE", {})
+    _info(S, monkeypatch, lambda env, i: i[INFO_VALUES].update({value: toward(env), weight: env.steps}))
+
+
+def _toward(env):
+    """The moves that brought the walker closer: at most its moves, each one toward a target it
+    starts away from (the oracle's walk)."""
+    return min(env.steps, abs(int(env._episode.metadata["target"]) - int(env._episode.metadata["start"])))
+
+
 #: (name, apply(S, monkeypatch), the checks, what check_suite says)
 BUGS = [
     ("observation outside the declared space",
@@ -173,6 +218,21 @@ BUGS = [
     ("episodes in another order at every call", _shuffled_episodes, FAST, r"is not in a fixed order"),
     ("a failure class the suite does not declare", _undeclared_class, ["probe"],
      r"is classed 'lost', a failure class the suite does not declare"),
+    ("a metric value that is NaN",
+     lambda S, mp: _info(S, mp, lambda env, i: i.update({INFO_VALUES: {"closeness": float("nan")}})), FAST,
+     r"contract: reset\(\) info\['values'\]: suite example: metric 'closeness' value 'closeness' is nan, not a "
+     r"number: not delivered"),
+    ("a metric value that is not a number",
+     lambda S, mp: _info(S, mp, lambda env, i: i.update({INFO_VALUES: {"closeness": "near"}})), FAST,
+     r"info\['values'\] must map names to numbers or None"),
+    ("a ratio metric's value over its declared range",
+     lambda S, mp: _with_a_ratio(S, mp, lambda env: env.steps + 1), FAST,
+     r"probe: episode \S+ driven by the probe .* ended in an env error record: what the suite declares is broken: "
+     r"suite example: metric 'on_course' value 'toward' \d+ over weight 'moves' \d+ is outside its declared range "
+     r"\[0, 1\]"),
+    ("a second reset with the same seed that differs", _stale_second_reset, FAST,
+     r"determinism: episode \S+ seed \d+ twice on the same env, reset again at once with the same seed: reset "
+     r"differs at .*; not deterministic"),
 ]
 
 
@@ -187,3 +247,36 @@ def test_check_suite_refuses_a_planted_bug(monkeypatch, apply, checks, message):
 def test_the_unchanged_example_suite_passes_the_same_checks():
     S = _example()
     assert check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=FAST).passed == FAST
+
+
+def test_the_example_suite_with_a_ratio_metric_its_env_keeps_passes(monkeypatch):
+    """The control of the ratio bug: the same declaration, its values in range."""
+    S = _example()
+    _with_a_ratio(S, monkeypatch, _toward)
+    assert check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=FAST).passed == FAST
+
+
+def test_a_record_check_is_not_blamed_on_invalid_actions(monkeypatch):
+    """The probe names the rule broken: a value outside what the suite declares is not an env
+    that raised on an invalid action."""
+    S = _example()
+    _with_a_ratio(S, monkeypatch, lambda env: env.steps + 1)
+    with pytest.raises(ConformanceError) as broken:
+        check_suite(S.ExampleSuite(), agent=_oracle_factory(), checks=["probe"])
+    assert "what the suite declares is broken" in str(broken.value)
+    assert "counted, not raised" not in str(broken.value)
+
+
+def test_each_error_record_of_a_check_run_names_its_rule():
+    from harness.testing import _error_rule
+
+    declared = {"error_kind": "env", "error_message": "suite quiz: metric 'acc' value 2 is outside its declared "
+                                                      "range [0, 1]"}
+    raised = {"error_kind": "env", "error_message": "Traceback (most recent call last):\n  ...\nRuntimeError: boom"}
+    refused = {"error_kind": "agent", "error_message": "bad action: AgentContractError: no such action"}
+    assert _error_rule("quiz", declared) == ("ended in an env error record: what the suite declares is broken: "
+                                             "suite quiz: metric 'acc' value 2 is outside its declared range [0, 1]")
+    assert _error_rule("quiz", raised) == ("ended in an env error: the env raised (an invalid or unusable action is "
+                                           "counted, not raised): RuntimeError: boom")
+    assert "the env refused an action with an error" in _error_rule("quiz", refused)
+    assert "what the suite declares" not in _error_rule("other", declared)  # another suite's line: not ours
