@@ -80,6 +80,12 @@ class RunConfig:
     progress: Any = True
 
 
+#: The plugins each stored node was generated from, by (group, name): a node whose plugins are
+#: the same objects and that the ConfigStore still holds is not generated again (a sweep or an
+#: experiment composes once per job; generating every node took a quarter of a dry run's time).
+_STORED: dict[tuple[str, str], tuple[Any, ...]] = {}
+
+
 def register_schemas() -> None:
     """One ConfigStore node per registered plugin (``suite/eb_alfred``, ``planner/vlm``,
     ``policy/zero``, ``executor/ray``...), generated from its declaration: the config
@@ -96,6 +102,11 @@ def register_schemas() -> None:
             if (CONFIG_DIR / group / f"{name}.yaml").is_file():
                 continue
             plugins = [p for p in registry.entries() if p.name == name]
+            stored = _STORED.get((group, name))
+            if (stored is not None and len(stored) == len(plugins) and all(a is b for a, b in zip(stored, plugins))
+                    and f"{name}.yaml" in cs.repo.get(group, {})):
+                continue
+            _STORED[(group, name)] = tuple(plugins)
             decls = [p.params for p in plugins if p.params is not None]
             if group in ("executor", "tracker"):
                 node: Any = schema_node(decls[0] if decls else NoParams, name=name)
@@ -414,6 +425,17 @@ def _plain(node: Any) -> dict[str, Any]:
     return {k: v for k, v in dict(values).items() if v != "???"}
 
 
+def _absolute_data_dirs(params: dict[str, Any]) -> dict[str, Any]:
+    """A suite's data folders (``data_dir``, ``*_data_dir``) given as relative paths, made absolute
+    against the folder the command runs in: the run stores its parameters, and a later command
+    (``harness judge`` reading the videos) may run from another folder."""
+    out = dict(params)
+    for key, value in params.items():
+        if (key == "data_dir" or key.endswith("_data_dir")) and isinstance(value, str) and value.strip():
+            out[key] = os.path.abspath(os.path.expanduser(value))
+    return out
+
+
 def to_run_spec(cfg: DictConfig) -> RunSpec:
     """The run's spec, every plugin parameter checked against its declaration
     (:func:`harness.params.parse`): a bad value is a :class:`ConfigError` naming the key."""
@@ -449,8 +471,8 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
             raise ConfigError(str(exc.at(prefix)) if exc.key else f"{prefix.rstrip('.')}: {exc.problem}") from None
         return values_of(parsed)
 
-    suite_params = checked(suite_plugin.params, _plain(cfg.suite.params), "suite.params.",
-                           f"suite {suite_plugin.name}")
+    suite_params = _absolute_data_dirs(checked(suite_plugin.params, _plain(cfg.suite.params), "suite.params.",
+                                               f"suite {suite_plugin.name}"))
     executor_values = {k: v for k, v in _plain(cfg.executor).items() if k != "name"}
     executor_params = checked(executor_plugin.params, executor_values, "executor.",
                               f"executor {executor_plugin.name}")

@@ -386,9 +386,10 @@ def _prompt_text(messages: Conversation) -> str:
 
 def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
                 print_fn: Callable[[str], None] = print, progress_every_s: float = 10.0,
-                counts: Counts | None = None) -> Counts:
+                counts: Counts | None = None, writer: str = "harness judge") -> Counts:
     """``harness judge OUT judge=NAME judge.K=V ...``: judge every unjudged answer in ``out``.
-    ``counts``: filled as verdicts are committed (what a stop signal leaves saved)."""
+    ``counts``: filled as verdicts are committed (what a stop signal leaves saved); ``writer``:
+    the command judging (``harness run`` with ``judge=``), named to another writer of ``out``."""
     from harness.store import STORE_FILENAME, ResultStore, StoreError
 
     cfg = load_config(name, overrides)
@@ -420,7 +421,7 @@ def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
         backend = build_backend(cfg)
         identities = {rid: judge_identity(cfg, backend.identity(), r) for rid, r in rubric_ids.items()}
     try:
-        with ResultStore(out) as store:
+        with ResultStore(out, writer=writer) as store:
             return _judge(store, cfg, backend, answers, identities, print_fn, progress_every_s, counts or Counts())
     except StoreError as exc:
         raise JudgeError(str(exc)) from None

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import sqlite3
 import tempfile
 import threading
@@ -249,10 +250,14 @@ class ResultStore:
     printed while a run writes sees the store as it was when it was opened.
     """
 
-    def __init__(self, path: str | Path, *, readonly: bool = False):
+    def __init__(self, path: str | Path, *, readonly: bool = False, writer: str | None = None):
+        """``writer``: the command that writes (``"harness judge"``), written into the lock file so
+        that a second writer refused meanwhile is told what holds the store, and used to say
+        what fixes a write error (``out=`` is ``harness run``'s)."""
         path = Path(path)
         self.path = path / STORE_FILENAME if path.suffix != ".sqlite" else path
         self.readonly = readonly
+        self.command = writer
         self._tmpdir: str | None = None
         self._lock_fd: int | None = None
         #: Per run id: {hash of (suite, split, episode_id, seed): rowid} of the rows stored at open.
@@ -266,6 +271,9 @@ class ResultStore:
 
     # --- opening ------------------------------------------------------------
     def _open_readonly(self) -> None:
+        odd = _not_regular(self.path)
+        if odd is not None:
+            raise StoreError(odd)
         if not self.path.is_file():
             raise StoreError(f"no result store at {self.path} (run `harness run ...` with this output directory first)")
         try:
@@ -302,7 +310,8 @@ class ResultStore:
         """StoreError (one line) unless :func:`inspect_db` finds the store sound."""
         verdict = inspect_db(self._db, file)
         if verdict.kind == NOT_A_STORE or (verdict.kind == DAMAGED and verdict.problems
-                                           and "header" in verdict.problems[0]):
+                                           and ("header" in verdict.problems[0]
+                                                or verdict.problems[0].startswith(UNREADABLE_SCHEMA))):
             # What `harness store check` says, one verdict for every command: a store whose
             # header alone is damaged is "damaged" (and repairable), not "not a harness store".
             second = inspect_store(self.path)
@@ -319,10 +328,14 @@ class ResultStore:
         except OSError as exc:
             _remove_empty(new_dirs)
             raise StoreError(f"cannot create output directory {self.path.parent}: {exc.strerror or exc}") from None
+        odd = _not_regular(self.path)
+        if odd is not None:  # before the lock and SQLite: a FIFO would read as an I/O error
+            _remove_empty(new_dirs)
+            raise StoreError(odd)
         created = not self.path.exists()
         existed = self.path.is_file() and self.path.stat().st_size > 0
         try:
-            self._lock_fd = _lock(self.path)  # before reading a byte: one writer at a time
+            self._lock_fd = _lock(self.path, self.command)  # before reading a byte: one writer at a time
             self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)  # RecordWriter's thread
             _register_crc(self._db)
             if existed:
@@ -351,8 +364,8 @@ class ResultStore:
                 raise
             if isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error):
                 raise StoreError(f"cannot open result store {self.path}: {exc.strerror or exc} "
-                                 "(free disk space or choose another `out=`)") from None
-            raise StoreError(_db_error("open", self.path, exc)) from None
+                                 f"({_space_hint(self.command)})") from None
+            raise StoreError(_db_error("open", self.path, exc, self.command)) from None
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
@@ -418,7 +431,7 @@ class ResultStore:
         try:
             self._begin_run(run_id, spec, identity, provenance, now)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(_db_error("write to", self.path, exc)) from None
+            raise StoreError(_db_error("write to", self.path, exc, self.command)) from None
 
     def _begin_run(self, run_id: str, spec: RunSpec, identity: Mapping[str, Any], provenance: Mapping[str, Any],
                    now: float) -> None:
@@ -618,7 +631,7 @@ class ResultStore:
                     self._seal("judgements", rowid)
                 return bool(written)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(_db_error("write to", self.path, exc)) from None
+            raise StoreError(_db_error("write to", self.path, exc, self.command)) from None
 
     @_reads
     def judgements(self, judge_id: str | None = None) -> "pd.DataFrame":
@@ -753,7 +766,7 @@ class RecordWriter:
             try:
                 self._store.add_many(batch)
             except sqlite3.DatabaseError as exc:
-                self._error = StoreError(_db_error("write to", self._store.path, exc))
+                self._error = StoreError(_db_error("write to", self._store.path, exc, self._store.command))
                 raise self._error from None
             # Removed only once committed: a signal (KeyboardInterrupt) inside the commit rolls
             # it back and the next flush writes the same records again (the upsert is idempotent).
@@ -790,20 +803,51 @@ def damaged_message(path: Path, problem: str) -> str:
             f"`harness store repair {path.parent}` copies every sound record into a new store")
 
 
-def _db_error(action: str, path: Path, exc: BaseException) -> str:
-    """One line for a SQLite error, naming the likely fix."""
+def _space_hint(writer: str | None) -> str:
+    """What to do about a full disk: ``out=`` is only ``harness run``'s to choose."""
+    return "free disk space or choose another `out=`" if writer == "harness run" else "free disk space"
+
+
+def _db_error(action: str, path: Path, exc: BaseException, writer: str | None = None) -> str:
+    """One line for a SQLite error, naming the likely fix (``writer``: the command writing)."""
     text = str(exc)
     if "malformed" in text or "corrupt" in text or "not a database" in text or "decode" in text:
         return damaged_message(path, text)
     if "full" in text or "I/O" in text or "disk" in text:
-        return f"cannot {action} result store {path}: {text} (free disk space or choose another `out=`)"
+        return f"cannot {action} result store {path}: {text} ({_space_hint(writer)})"
     if "readonly" in text or "read-only" in text:
         return f"cannot {action} result store {path}: {text} (the output directory is not writable)"
     return f"cannot {action} result store {path}: {text}"
 
 
 # --- one writer -------------------------------------------------------------------------------
-def _lock(path: Path) -> int:
+def _not_regular(path: Path) -> str | None:
+    """One line when something other than a regular file (a FIFO, a folder, a socket, a device)
+    is where the store file goes, else None; checked by ``stat``, which never opens it (opening
+    a FIFO would block)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file")
+    return (f"result store {path} is not a regular file: it is {kind}; "
+            "remove it or point the command at another output directory")
+
+
+def _holder(text: str) -> str:
+    """Who holds the lock, from its lock file: ``"`harness judge` (pid ...)"``, or for a lock
+    file that names no command, ``"another process (pid ...)"``."""
+    command, sep, rest = text.partition(" | ")
+    if sep and command:
+        return f"`{command}` ({rest})"
+    return f"another process ({text or 'unknown'})"
+
+
+def _lock(path: Path, writer: str | None = None) -> int:
     """Hold ``<store>.lock`` exclusively (``flock``); StoreError naming the holder if another process does.
 
     The kernel drops the lock when its process ends, however it ends, so a rerun after a
@@ -817,10 +861,15 @@ def _lock(path: Path) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            holder = _holder(os.pread(fd, 300, 0).decode("utf-8", "replace").strip())
             os.close(fd)
-            raise StoreError(f"result store {path} is being written by another `harness run` ({holder}); "
-                             "wait for it to end (rerunning then resumes) or give another `out=`") from None
+            if writer == "harness run":
+                fix = "wait for it to end (rerunning then resumes) or give another `out=`"
+            elif writer:
+                fix = f"wait for it to end, then run `{writer}` again"
+            else:
+                fix = "wait for it to end"
+            raise StoreError(f"result store {path} is being written by {holder}; {fix}") from None
         try:
             same = os.stat(lock_file).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
@@ -830,8 +879,9 @@ def _lock(path: Path) -> int:
             continue
         try:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since "
-                          f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+            os.pwrite(fd, (f"{writer} | " if writer else "").encode() +
+                      f"pid {os.getpid()} on {socket.gethostname()}, since "
+                      f"{time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
         except OSError:
             _unlock(path, fd)
             raise
@@ -904,6 +954,8 @@ class Verdict:
     schema_version: int | None = None
     #: Problems found in all (``problems`` keeps the first :data:`_MAX_PROBLEMS`).
     count: int = 0
+    #: False when ``repair`` cannot salvage anything (SQLite cannot read the schema even as repair reads it).
+    salvageable: bool = True
 
     @property
     def exit_status(self) -> int:
@@ -916,6 +968,8 @@ class Verdict:
 
     def open_message(self, path: Path) -> str:
         """The one line ``run`` / ``table`` / ``report`` refuse this store with."""
+        if self.kind == DAMAGED and not self.salvageable:
+            return f"result store {path} is damaged ({self.problems[0]}); {UNSALVAGEABLE}"
         if self.kind == DAMAGED:
             return damaged_message(path, self.problems[0] if self.problems else "unknown damage")
         if self.kind == UNKNOWN_SCHEMA:
@@ -930,6 +984,8 @@ class Verdict:
         if self.kind == SOUND:
             return (f"{where}: sound (schema version {self.schema_version}; every table checked by SQLite, "
                     "every row decoded and its checksum verified)")
+        if self.kind == DAMAGED and not self.salvageable:
+            return f"{where}: damaged ({self.count} problem(s)): {self.problems[0]}; {UNSALVAGEABLE}"
         if self.kind == DAMAGED:
             return (f"{where}: damaged ({self.count} problem(s)): {self.problems[0]}; "
                     f"`harness store repair {where}` copies every sound record into a new store")
@@ -969,8 +1025,8 @@ def inspect_db(db: sqlite3.Connection, file: Path) -> Verdict:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except _READ_ERRORS as exc:
         if app_id != APPLICATION_ID:
-            return Verdict(NOT_A_STORE, [f"SQLite cannot read its schema: {exc}"], count=1)
-        verdict.add(f"SQLite cannot read its schema: {exc}")
+            return Verdict(NOT_A_STORE, [f"{UNREADABLE_SCHEMA}: {exc}"], count=1)
+        verdict.add(f"{UNREADABLE_SCHEMA}: {exc}")
         verdict.kind = DAMAGED
         return verdict
     ours = _STORE_TABLES <= tables
@@ -1064,6 +1120,11 @@ def _check_rows(db: sqlite3.Connection, table: str, verdict: Verdict) -> None:
         verdict.add(f"table {table}: {exc}")
 
 
+#: The problem named when SQLite cannot read a store's schema (its list of tables).
+UNREADABLE_SCHEMA = "SQLite cannot read its schema"
+#: What follows it when ``repair`` cannot read the schema either: nothing can be salvaged.
+UNSALVAGEABLE = ("`harness store repair` cannot salvage it either (it reads the same schema): restore the file "
+                 "from a copy, or start a new output directory")
 #: Marker beside a private copy whose damaged header :func:`_rebuild_header` rewrote.
 _HEADER_REBUILT = "header-rebuilt"
 #: The problem ``store check`` names for a store whose header alone is damaged.
@@ -1126,13 +1187,15 @@ def _rebuild_header(file: Path) -> bool:
 def _header_damaged(head: bytes) -> bool:
     """The 100-byte header is not SQLite's (its magic), or a field the format fixes holds a value
     SQLite cannot read: the page size (a power of two from 512 to 65536; 1 for 65536), the file
-    format versions (1 or 2), the payload fractions (64, 32, 32)."""
+    format versions (1 or 2), the payload fractions (64, 32, 32), the schema format number (1 to
+    4: a store has tables, so never 0)."""
     if not head.startswith(_SQLITE_MAGIC):
         return True
     page = int.from_bytes(head[16:18], "big")
     page = 65536 if page == 1 else page
     return (page < 512 or page > 65536 or bool(page & (page - 1)) or head[18] not in (1, 2)
-            or head[19] not in (1, 2) or tuple(head[21:24]) != (64, 32, 32))
+            or head[19] not in (1, 2) or tuple(head[21:24]) != (64, 32, 32)
+            or not 1 <= int.from_bytes(head[44:48], "big") <= 4)
 
 
 def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
@@ -1140,6 +1203,9 @@ def _open_raw(path: str | Path) -> tuple[sqlite3.Connection, str, Path]:
     (a header alone damaged is rebuilt on the copy: :func:`_rebuild_header`)."""
     path = Path(path)
     file = path / STORE_FILENAME if path.suffix != ".sqlite" else path
+    odd = _not_regular(file)
+    if odd is not None:
+        raise StoreError(odd)
     if not file.is_file():
         raise StoreError(f"no result store at {file}")
     tmpdir = tempfile.mkdtemp(prefix="harness-check-")
@@ -1161,6 +1227,12 @@ def inspect_store(path: str | Path) -> Verdict:
         if (Path(tmpdir) / _HEADER_REBUILT).exists() and verdict.kind in (SOUND, DAMAGED):
             problems = [p for p in verdict.problems if "is never used" not in p]  # the free list was not rebuilt
             verdict = Verdict(DAMAGED, [DAMAGED_HEADER, *problems], verdict.schema_version, count=1 + len(problems))
+        if verdict.kind == DAMAGED and verdict.problems and verdict.problems[0].startswith(UNREADABLE_SCHEMA):
+            try:  # as repair_store reads it: can the schema be read at all?
+                src.execute("PRAGMA writable_schema=ON")
+                src.execute("SELECT name FROM sqlite_master").fetchall()
+            except _READ_ERRORS:
+                verdict.salvageable = False
         return verdict
     finally:
         src.close()
@@ -1226,8 +1298,8 @@ def repair_store(path: str | Path, dest: str | Path) -> RepairReport:
         try:
             src.execute("SELECT name FROM sqlite_master").fetchall()
         except _READ_ERRORS as exc:
-            raise StoreError(f"nothing in {path} can be salvaged: SQLite cannot read its schema ({exc})") from None
-        with ResultStore(dest) as out:  # a new, empty store of the current schema
+            raise StoreError(f"nothing in {path} can be salvaged: {UNREADABLE_SCHEMA} ({exc})") from None
+        with ResultStore(dest, writer="harness store repair") as out:  # a new, empty store of the current schema
             for table in _SALVAGED_TABLES:
                 try:
                     cols = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]

@@ -70,10 +70,84 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+# --- tests with branches that depend on an extra -------------------------------------------
+#: When set, the node ids of the tests that passed with a branch skipped (``branches.skip``) are
+#: appended here, one a line; they are not logged as passed (``$PYTEST_PASSED_LOG``), so .ci/run's
+#: everything-installed pass runs them again.
+PARTIAL_LOG_ENV = "PYTEST_PARTIAL_LOG"
+#: Set to 1 to turn a skipped branch into a failure (.ci/run's everything-installed pass).
+REQUIRE_BRANCHES_ENV = "REQUIRE_EVERY_BRANCH"
+#: The ``user_properties`` key of a skipped branch (it travels with the report under xdist).
+SKIPPED_BRANCH = "skipped_branch"
+
+
+class Branches:
+    """What a test that checks several things, some of which need an extra, left unchecked.
+
+    ``branches.skip(what, why)`` where a test would otherwise pass over a branch silently (an
+    agent whose extra is missing, a format whose library is not installed): the test still runs
+    its other branches and passes, but it is not logged as passed, it is listed at the end of the
+    run, and .ci/run reruns it with every extra, where (``REQUIRE_EVERY_BRANCH=1``) a skipped
+    branch fails it."""
+
+    def __init__(self, node: pytest.Item):
+        self._node = node
+
+    def skip(self, what: str, why: str) -> None:
+        if os.environ.get(REQUIRE_BRANCHES_ENV) == "1":
+            pytest.fail(f"{what}: {why} ({REQUIRE_BRANCHES_ENV}=1: no branch may be skipped)", pytrace=False)
+        self._node.user_properties.append((SKIPPED_BRANCH, f"{what}: {why}"))
+
+    @property
+    def skipped(self) -> list[str]:
+        return [v for k, v in self._node.user_properties if k == SKIPPED_BRANCH]
+
+
+@pytest.fixture
+def branches(request) -> Branches:
+    return Branches(request.node)
+
+
+def extra_installed(extra: str) -> bool:
+    """Every distribution this project's ``extra`` names (pyproject.toml) is installed (its
+    metadata is found; nothing is imported). Versions are not compared."""
+    import re
+    import tomllib
+    from importlib import metadata
+
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    if extra not in extras:
+        raise KeyError(f"pyproject.toml declares no extra {extra!r}")
+    for requirement in extras[extra]:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group(0)
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+def _skipped_branches(report) -> list[str]:
+    return [v for k, v in getattr(report, "user_properties", ()) if k == SKIPPED_BRANCH]
+
+
 def pytest_runtest_logreport(report):
-    """With ``$PYTEST_PASSED_LOG``, each test that passed, logged by the process that sees every
-    report (xdist's controller, or the one process without -n)."""
-    path = os.environ.get(PASSED_LOG_ENV)
-    if path and report.when == "call" and report.passed and os.environ.get("PYTEST_XDIST_WORKER") is None:
+    """With ``$PYTEST_PASSED_LOG``, each test that passed with every branch run, logged by the
+    process that sees every report (xdist's controller, or the one process without -n); with
+    ``$PYTEST_PARTIAL_LOG``, each test that passed with a branch skipped."""
+    if report.when != "call" or not report.passed or os.environ.get("PYTEST_XDIST_WORKER") is not None:
+        return
+    path = os.environ.get(PARTIAL_LOG_ENV if _skipped_branches(report) else PASSED_LOG_ENV)
+    if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(report.nodeid + "\n")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The tests that passed with a branch skipped, and which branches, after pytest's summary."""
+    partial = [(r.nodeid, _skipped_branches(r)) for r in terminalreporter.stats.get("passed", ())
+               if r.when == "call" and _skipped_branches(r)]
+    if partial:
+        terminalreporter.write_sep("=", f"{len(partial)} passed with a branch skipped (an extra is missing)")
+        for nodeid, skipped in partial:
+            terminalreporter.write_line(f"{nodeid}: {'; '.join(skipped)}")

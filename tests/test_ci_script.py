@@ -53,7 +53,8 @@ def test_the_default_run_uses_every_core_skips_serial_there_and_logs_what_passed
     addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
     assert "-n auto" in addopts.split("'")[-1]
     (tmp_path / "conftest.py").write_text(
-        "from tests.conftest import pytest_collection_modifyitems, pytest_runtest_logreport  # noqa: F401\n")
+        "from tests.conftest import pytest_collection_modifyitems, pytest_runtest_logreport  # noqa: F401\n"
+        "from tests.conftest import pytest_terminal_summary, branches  # noqa: F401\n")
     (tmp_path / "test_x.py").write_text(
         "import pytest\n"
         "def test_a(): pass\n"
@@ -77,6 +78,72 @@ def test_the_default_run_uses_every_core_skips_serial_there_and_logs_what_passed
     out = pytest("-n", "0", PYTEST_EXCEPT=str(log), PYTEST_PASSED_LOG=str(tmp_path / "second.txt"))
     assert "1 passed, 1 skipped, 1 deselected" in out, out  # test_a_b is not test_a: exact ids
     assert (tmp_path / "second.txt").read_text().splitlines() == ["test_x.py::test_c"]
+
+
+def _reran():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reran", REPO / ".ci" / "reran.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_test_that_skipped_a_branch_runs_again_with_every_extra(tmp_path):
+    """The rerun rule, through the hooks of tests/conftest.py and .ci/reran.py over a small test
+    folder run as .ci/run runs it: a test that passed with a branch skipped (the ``branches``
+    fixture) is listed apart, not as passed, so the everything-installed pass selects it again;
+    there a skipped branch fails it (REQUIRE_EVERY_BRANCH=1), and .ci/reran.py fails the run
+    unless it passed there."""
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_collection_modifyitems, pytest_runtest_logreport  # noqa: F401\n"
+        "from tests.conftest import pytest_terminal_summary, branches  # noqa: F401\n")
+    (tmp_path / "test_y.py").write_text(
+        "import os\n"
+        "def test_whole(): pass\n"
+        "def test_branches(branches):\n"
+        "    if os.environ.get('EXTRA_HERE') != '1':\n"
+        "        branches.skip('the extra branch', 'its extra is not installed')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "REQUIRE_"))}
+    env.update(PYTHONPATH=str(REPO))
+    first, partial = tmp_path / "passed.txt", tmp_path / "partial.txt"
+
+    def pytest(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+                              cwd=tmp_path, env={**env, **extra}, capture_output=True, text=True, timeout=300)
+
+    # The README's install: both pass; only the whole one is logged as passed.
+    proc = pytest("-n", "2", PYTEST_PASSED_LOG=str(first), PYTEST_PARTIAL_LOG=str(partial))
+    assert "2 passed" in proc.stdout and "1 passed with a branch skipped" in proc.stdout, proc.stdout
+    assert "test_y.py::test_branches: the extra branch: its extra is not installed" in proc.stdout
+    assert first.read_text().splitlines() == ["test_y.py::test_whole"]
+    assert partial.read_text().splitlines() == ["test_y.py::test_branches"]
+    # Every extra: the partial test is selected again; a branch still skipped fails it ...
+    rule = dict(PYTEST_EXCEPT=str(first), REQUIRE_EVERY_BRANCH="1")
+    rerun = tmp_path / "rerun.txt"
+    proc = pytest("-n", "0", **rule, PYTEST_PASSED_LOG=str(rerun))
+    assert "1 failed, 1 deselected" in proc.stdout and "REQUIRE_EVERY_BRANCH=1" in proc.stdout, proc.stdout
+    assert not rerun.exists() or rerun.read_text() == ""
+    reran = _reran()
+    assert reran.main([str(partial), str(rerun if rerun.exists() else first)]) == 1
+    # ... and with its extra it passes, every branch run, which is what .ci/reran.py requires.
+    proc = pytest("-n", "0", **rule, PYTEST_PASSED_LOG=str(rerun), EXTRA_HERE="1")
+    assert "1 passed, 1 deselected" in proc.stdout, proc.stdout
+    assert rerun.read_text().splitlines() == ["test_y.py::test_branches"]
+    assert reran.main([str(partial), str(rerun)]) == 0
+    assert reran.missing(["a", "b", "a"], ["b"]) == ["a"]
+
+
+def test_the_rerun_rule_is_in_the_script():
+    """The first pass logs the partial tests apart; the everything-installed passes run with
+    REQUIRE_EVERY_BRANCH=1, log what passed, and .ci/reran.py checks every partial test passed there."""
+    readme = SCRIPT[SCRIPT.index('step "README\'s test command'):SCRIPT.index("mv .venv .venv-readme")]
+    assert 'PYTEST_PARTIAL_LOG="$PARTIAL_LOG"' in readme and 'eval "$README_TESTS"' in readme
+    rest = SCRIPT[SCRIPT.index('export PYTEST_EXCEPT="$PASSED_LOG"'):]
+    assert rest.index("REQUIRE_EVERY_BRANCH=1") < rest.index("python -m pytest")
+    assert rest.index('export PYTEST_PASSED_LOG="$RERUN_LOG"') < rest.index("python -m pytest")
+    assert rest.index("python -m pytest -n 0") < rest.index('python3 .ci/reran.py "$PARTIAL_LOG" "$RERUN_LOG"')
+    assert 'sed \'s/^/  /\' "$PARTIAL_LOG"' in rest  # the log names them
 
 
 def test_serial_is_a_declared_marker_and_xdist_is_in_the_dev_extra():

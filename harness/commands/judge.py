@@ -39,7 +39,7 @@ def saved_on_stop() -> str | None:
             "rerun the same command to judge the rest")
 
 
-def run_judge(out: str, overrides: Sequence[str]) -> int:
+def run_judge(out: str, overrides: Sequence[str], writer: str = "harness judge") -> int:
     from harness.judging import JudgeError, judge_store, split_judge_overrides
 
     name, mine, rest = split_judge_overrides(overrides)
@@ -51,7 +51,8 @@ def run_judge(out: str, overrides: Sequence[str]) -> int:
 
     counts = JUDGED[out] = Counts()  # filled as verdicts are committed
     try:
-        result = judge_store(out, name, mine, print_fn=lambda line: print(line, file=sys.stderr), counts=counts)
+        result = judge_store(out, name, mine, print_fn=lambda line: print(line, file=sys.stderr), counts=counts,
+                             writer=writer)
     except JudgeError as exc:
         raise UsageError(str(exc)) from None
     return 1 if result.error or result.not_computed else 0

@@ -48,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
     if name is None or args.cfg or args.dry_run or status not in (0, 1):  # 1: some episodes failed
         return status
     for out in dict.fromkeys(OUTS):
-        status = max(status, judge.run_judge(out, [f"judge={name}", *mine]))
+        status = max(status, judge.run_judge(out, [f"judge={name}", *mine], writer="harness run"))
     return status
 
 
@@ -656,7 +656,7 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     if job.position:
         print(f"{job.position}{job.label}", file=sys.stderr)
     try:
-        store = ResultStore(cfg.out)
+        store = ResultStore(cfg.out, writer="harness run")
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     SAVED["out"] = str(store.path.parent)

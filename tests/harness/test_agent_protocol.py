@@ -8,7 +8,6 @@ Scripted agents drive the real env; nothing here is a fake simulator.
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -162,23 +161,23 @@ class Hanging(Scripted):
 
     def act(self, requests):
         if any(r.episode.episode_id == self.hang_on for r in requests):
-            self.release.wait(30)
+            self.release.wait(120)  # released when the run is over: longer than any load makes a run
         return super().act(requests)
 
 
 @pytest.mark.parametrize("executor", ["local", "process"])
 def test_a_hung_agent_call_becomes_timeout_records_and_the_run_goes_on(suite, executor):
-    """Today's bug: a hanging agent hung the whole run forever."""
+    """Today's bug: a hanging agent hung the whole run forever. The hung call is released only
+    after the run, so a record that says ``agent_timeout_s`` proves the runner abandoned it (no
+    wall-clock bound is asserted: load cannot fail this test)."""
     from harness.executors import SuiteEnvFactory
 
     hang_on = suite.episodes("seen")[0].episode_id
     agent = Hanging(hang_on)
     factory = SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 20})
-    t0 = time.monotonic()
     s = spec(limit=3, batch_size=1, num_workers=1, executor=executor, agent_timeout_s=1.0)
     summary = Runner(s, suite, agent, None, env_factory=factory if executor == "process" else None).run()
     agent.release.set()
-    assert time.monotonic() - t0 < 25
     by_id = {r.episode_id: r for r in summary.records}
     assert by_id[hang_on].error_kind == "timeout" and "agent_timeout_s" in by_id[hang_on].error_message
     assert summary.finished == 3

@@ -1,6 +1,6 @@
 import pytest
 
-from harness.catalog import EXECUTORS, PLANNERS, SUITES
+from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
 from harness.registry import Registry, UnknownPluginError
 
 
@@ -35,20 +35,31 @@ def test_duplicate_and_malformed_registration_rejected():
         reg.register("b", "json.dumps")
 
 
-@pytest.mark.parametrize("registry", [SUITES, PLANNERS, EXECUTORS], ids=lambda r: r.kind)
-def test_every_builtin_target_resolves(registry):
-    """Each target imports, or (in an install without its extra) fails with one line naming
-    the extra to install; never with another error."""
-    from harness.registry import MissingDependencyError
+@pytest.mark.parametrize("registry", [SUITES, PLANNERS, POLICIES, EXECUTORS], ids=lambda r: r.kind)
+def test_every_builtin_target_resolves(registry, branches):
+    """Each target imports when its extra is installed; in an install without it, it imports or
+    fails with one line naming the extra to install, never with another error. Which branch ran
+    is asserted (an installed extra must import) and a target left unimported is a skipped branch
+    (tests/conftest.py), so CI reruns this test with every extra."""
+    from harness.registry import MissingDependencyError, load_target
+    from tests.conftest import extra_installed
 
-    from harness.registry import load_target
-
+    ran = 0
     for entry in registry.entries():  # a suite's own agents included
+        name = f"{registry.kind} {entry.name}" + (f" ({entry.suite})" if getattr(entry, "suite", None) else "")
+        installed = entry.extra is None or extra_installed(entry.extra)
         try:
-            assert callable(load_target(entry, registry.kind)), entry.name
+            target, missing = load_target(entry, registry.kind), None
         except MissingDependencyError as exc:
-            extra = entry.extra
-            assert extra and f"pip install -e '.[{extra}]'" in str(exc), (entry.name, str(exc))
+            target, missing = None, str(exc)
+        if missing is not None:
+            assert not installed, f"{name}: its extra {entry.extra!r} is installed, yet: {missing}"
+            assert f"pip install -e '.[{entry.extra}]'" in missing and "\n" not in missing, (name, missing)
+            branches.skip(name, f"the {entry.extra} extra is not installed")
+            continue
+        assert callable(target), name
+        ran += 1
+    assert ran + len(branches.skipped) == len(registry.entries()) and ran > 0
 
 
 def test_config_groups_match_registry_keys():

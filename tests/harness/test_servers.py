@@ -81,12 +81,14 @@ def test_a_busy_port_and_a_dying_server_are_one_line_errors(tmp_path):
         with pytest.raises(servers.ServeError, match="already answers"):
             life.enter("c", tmp_path / "out")
         assert life.proc is None
+    # Its exit is noticed at once, not at the end of a readiness wait longer than any load makes
+    # a Python start-up (the message would then be the timeout's, not the exit's).
     dying = servers.Lifecycle(servers.ServeSettings(f"{sys.executable} -c \"raise SystemExit('no GPU here')\"",
-                                                    ready_timeout_s=30), variant)
+                                                    ready_timeout_s=300), variant)
     t0 = time.monotonic()
     with pytest.raises(servers.ServeError, match="exited with status 1 before answering.*no GPU here") as info:
         dying.enter("c", tmp_path / "out")
-    assert "\n" not in str(info.value) and time.monotonic() - t0 < 20
+    assert "\n" not in str(info.value) and time.monotonic() - t0 < 150
     silent = servers.Lifecycle(servers.ServeSettings(f"{sys.executable} -c \"import time; time.sleep(60)\"",
                                                      ready_timeout_s=1, stop_timeout_s=5), variant)
     with pytest.raises(servers.ServeError, match="did not answer .* within 1 s"):

@@ -84,3 +84,39 @@ def test_a_zeroed_page_size_field_is_rebuilt_and_every_episode_salvaged(tmp_path
     assert "salvaged 24 episode(s) (0 lost" in err, err
     assert main(["store", "check", str(tmp_path / "o-repaired")]) == 0
     assert hashlib.sha256((out / STORE_FILENAME).read_bytes()).hexdigest() == before
+
+
+def test_a_bad_schema_format_byte_is_rebuilt_and_an_unreadable_schema_promises_nothing(tmp_path, capsys):
+    """A schema format number SQLite cannot read (header bytes 44-47: 1 to 4) is a header field
+    the format fixes: rebuilt on the private copy, every episode salvaged, as the messages say.
+    Where SQLite cannot read the schema even so (page 1's b-tree overwritten), no command
+    promises that ``store repair`` salvages anything: it cannot. Mutations caught: the schema
+    format left out of the header's checks (repair then salvages nothing after promising it),
+    and the promise made for an unreadable schema."""
+    out = tmp_path / "o"
+    write_store(out, two_suites())
+    db = out / STORE_FILENAME
+    data = bytearray(db.read_bytes())
+    data[44:48] = (9).to_bytes(4, "big")
+    db.write_bytes(bytes(data))
+    assert main(["store", "check", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "header" in err and f"harness store repair {out}` copies every sound record" in err, err
+    assert main(["table", str(out)]) == 2
+    assert f"harness store repair {out}" in capsys.readouterr().err
+    assert main(["store", "repair", str(out)]) == 0
+    assert "salvaged 24 episode(s) (0 lost" in capsys.readouterr().err
+
+    out = tmp_path / "p"
+    write_store(out, two_suites())
+    db = out / STORE_FILENAME
+    data = bytearray(db.read_bytes())
+    data[100:4096] = b"\xff" * 3996  # page 1's b-tree: sqlite_master
+    db.write_bytes(bytes(data))
+    for args, status in ((["store", "check", str(out)], 1), (["table", str(out)], 2), (["report", str(out)], 2)):
+        assert main(args) == status, args
+        err = capsys.readouterr().err.strip()
+        assert "SQLite cannot read its schema" in err and "cannot salvage it either" in err, (args, err)
+        assert "copies every sound record" not in err and "\n" not in err, (args, err)
+    assert main(["store", "repair", str(out)]) == 2
+    assert "nothing in" in capsys.readouterr().err and not (tmp_path / "p-repaired").exists()

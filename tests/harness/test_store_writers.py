@@ -45,7 +45,7 @@ def test_a_second_writer_is_refused_while_the_first_lives_and_takes_over_after(t
                                 capture_output=True, text=True, timeout=120)
         lines = [line for line in second.stderr.splitlines() if line.strip()]
         assert second.returncode == 2 and len(lines) == 1, second.stderr
-        assert "being written by another `harness run`" in lines[0] and f"pid {first.pid}" in lines[0], lines[0]
+        assert "being written by `harness run` (pid " in lines[0] and f"pid {first.pid}" in lines[0], lines[0]
         # a reader meanwhile: one snapshot, every row it shows is whole
         table = subprocess.run([sys.executable, "-m", "harness.cli", "table", "o"], cwd=tmp_path, env=env(),
                                capture_output=True, text=True, timeout=120)

@@ -215,7 +215,9 @@ def test_an_unreachable_tracker_costs_one_warning_and_no_time(tmp_path, capsys):
     err = capsys.readouterr().err
     lines = _warnings(err)
     assert len(lines) == 1 and "tracker mlflow" in lines[0] and "http://127.0.0.1:9" in lines[0], err
-    assert "Traceback" not in err and elapsed < 10, elapsed
+    # MLflow's own retries against a server that is not there take minutes (7, with exponential
+    # backoff); the bound is far from both that and the run's few seconds, so load cannot decide it.
+    assert "Traceback" not in err and elapsed < 60, elapsed
     assert sorted(v for v, _ in _store_runs(out).values()) == ["oracle", "random"]
     assert "tracker mlflow: off" in err  # the end lines say it wrote nothing
 
@@ -228,7 +230,7 @@ def test_a_tracker_that_never_answers_is_left_behind(tmp_path, capsys, monkeypat
     from harness import trackers
 
     monkeypatch.setattr(trackers, "TRACKER_CALL_TIMEOUT_S", 1.0)
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")  # the server holds each request this long
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "300")  # the server holds each request this long
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -244,7 +246,7 @@ def test_a_tracker_that_never_answers_is_left_behind(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err
     lines = _warnings(err)
     assert len(lines) == 1 and "did not answer within 1 s" in lines[0], err
-    assert elapsed < 10, elapsed
+    assert elapsed < 120, elapsed  # not the 300 s of a held request, whatever the load
     assert list(_store_runs(out).values()) == [("oracle", 1.0)]
 
 

@@ -126,17 +126,27 @@ def test_test_split_run_gives_an_action_sequence_dump(tmp_path: Path, data_dir: 
     from harness.types import RunSpec
 
     class TwoSteps:
+        """Its first call for an episode plans two steps, every later one nothing. The count is
+        per episode: the pipelined runner interleaves episodes' resets and calls in any order."""
+
         name, privileged = "two_steps", False
+
+        def __init__(self):
+            self.calls: dict[str, int] = {}
 
         def identity(self):
             return {"name": self.name}
 
         def reset(self, episode):
-            self.calls = 0
+            self.calls[episode.episode_id] = 0
 
         def act(self, requests):
-            self.calls += 1
-            return [["GotoLocation Sofa", "GotoLocation SideTable"] if self.calls == 1 else [] for _ in requests]
+            plans = []
+            for r in requests:
+                self.calls[r.episode.episode_id] += 1
+                first = self.calls[r.episode.episode_id] == 1
+                plans.append(["GotoLocation Sofa", "GotoLocation SideTable"] if first else [])
+            return plans
 
     suite = AlfredSuite(alfred_data_dir=str(_alfred_tree(tmp_path, data_dir)), render=False, generated_per_split=0)
     store = ResultStore(tmp_path / "out")

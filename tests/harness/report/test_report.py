@@ -470,7 +470,7 @@ def _quads_overlap(a: list, b: list) -> bool:
     return True
 
 
-def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
+def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir, branches):
     """The SR chart's x labels do not overlap with EB-ALFRED's six
     subsets (bounding boxes measured in Chromium). The report's
     <video> of an H.264 file plays (readyState, duration); an mp4v file does not."""
@@ -516,8 +516,10 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir):
         h264 = states["h264"]
         assert h264["result"] == "loaded" and h264["readyState"] >= 2 and h264["played"], h264
         assert abs(h264["duration"] - 40 / 20) < 0.1
-        if "mp4v" in states:
+        if "mp4v" in videos:
             assert states["mp4v"]["result"] == "error" and states["mp4v"]["readyState"] == 0, states["mp4v"]
+        else:
+            branches.skip("the mp4v video that does not play", "OpenCV (opencv-python, the libero extra) is not installed")
 
 
 def _play_video(browser: Browser, episode: int) -> dict:
