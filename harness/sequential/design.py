@@ -25,8 +25,9 @@ chapter 19 for the numerical computation):
   ``hsd:<gamma>`` (Hwang, Shih & DeCani, Stat Med 1990), ``pocock`` and ``obf`` (the Lan-DeMets
   Pocock- and O'Brien-Fleming-type functions), ``power:<rho>`` (Kim & DeMets 1987).
 * **Small samples.** The normal approximation of a sum of few signed terms is too liberal
-  (four discordant pairs all one way give ``Z = 2``). A crossing therefore also needs the
-  exact sign-flip tail of its look to be below the look's nominal one-sided level
+  (four discordant pairs all one way give ``Z = 2``). Below :data:`MIN_COUNT` nonzero terms
+  (the usual rule for McNemar's normal approximation, ``b + c >= 10``) a crossing also needs
+  the exact sign-flip tail of its look to be below the look's nominal one-sided level
   ``P(N(0,1) >= c_k)``: for a binary metric the exact binomial tail of McNemar's test,
   ``P(Bin(b + c, 1/2) >= max(b, c))``; for a score, the same with ``b + c`` replaced by the
   effective number of terms ``(sum d^2)^2 / sum d^4``.
@@ -60,6 +61,9 @@ GROUP_SEQUENTIAL = "group_sequential"
 DEFAULT_SPENDING = "pocock"
 #: The spending functions by name (parameterised ones take ``name:value``).
 SPENDING_FAMILIES = ("hsd", "pocock", "obf", "power")
+#: Below this (effective) number of nonzero differences a crossing also needs the exact
+#: sign-flip tail (the small-sample guard).
+MIN_COUNT = 10
 #: Grid step of the numerical integration (Z scale); finer where looks are close together.
 GRID_STEP = 0.05
 #: Boundary cache entries kept (each: one look's state, a few hundred floats).
@@ -335,11 +339,12 @@ def look_decisions(s: np.ndarray, q: np.ndarray, q4: np.ndarray, bounds: np.ndar
         count = np.where(q4 > 0, q * q / q4, 0.0)
     bounds = np.broadcast_to(np.asarray(bounds, dtype=float), z.shape)
     cross = np.abs(z) >= bounds
-    verdict = np.zeros(z.shape, dtype=int)
-    if cross.any():
-        level = upper_tail(bounds[cross])
-        ok = sign_flip_tail(count[cross], z[cross]) <= level * (1 + 1e-9)
-        verdict[cross] = np.where(ok, np.sign(z[cross]).astype(int), 0)
+    verdict = np.where(cross, np.sign(z), 0).astype(int)
+    few = cross & (count < MIN_COUNT - 1e-9)
+    if few.any():
+        level = upper_tail(bounds[few])
+        ok = sign_flip_tail(count[few], z[few]) <= level * (1 + 1e-9)
+        verdict[few] = np.where(ok, verdict[few], 0)
     return verdict
 
 
