@@ -58,7 +58,7 @@ from harness.sequential.betting import Decision
 
 GROUP_SEQUENTIAL = "group_sequential"
 #: The default spending function, chosen by ``benchmarks/sequential.py`` (docs/sequential.md).
-DEFAULT_SPENDING = "pocock"
+DEFAULT_SPENDING = "hsd:-1"
 #: The spending functions by name (parameterised ones take ``name:value``).
 SPENDING_FAMILIES = ("hsd", "pocock", "obf", "power")
 #: Below this (effective) number of nonzero differences a crossing also needs the exact

@@ -192,3 +192,20 @@ def test_deterministic_and_fast_with_its_cache():
     assert warm == cold
     gs._CACHE.clear()
     assert decide_bounded(d, 0.05, width=1.0, n_max=500, looks=looks) == cold
+
+
+def test_the_benchmark_runs_its_quick_smoke_run(capsys):
+    """benchmarks/sequential.py --quick (few runs, few settings) prints every section."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sequential.py"
+    spec = importlib.util.spec_from_file_location("sequential_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--quick"])
+    out = capsys.readouterr().out
+    for heading in ("Pairs to a decision at equal power", "False decisions under the null", "Split order",
+                    "Flaky errors", "Five null variants", "Paired vs unpaired", "Checkpoint sweep"):
+        assert f"## {heading}" in out, heading
+    assert f"spending {gs.DEFAULT_SPENDING}" in out
