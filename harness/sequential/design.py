@@ -25,8 +25,9 @@ chapter 19 for the numerical computation):
   ``hsd:<gamma>`` (Hwang, Shih & DeCani, Stat Med 1990), ``pocock`` and ``obf`` (the Lan-DeMets
   Pocock- and O'Brien-Fleming-type functions), ``power:<rho>`` (Kim & DeMets 1987).
 * **Small samples.** The normal approximation of a sum of few signed terms is too liberal
-  (four discordant pairs all one way give ``Z = 2``). A crossing therefore also needs the
-  exact sign-flip tail of its look to be below the look's nominal one-sided level
+  (four discordant pairs all one way give ``Z = 2``). Below :data:`MIN_COUNT` nonzero terms
+  (the usual rule for McNemar's normal approximation, ``b + c >= 10``) a crossing also needs
+  the exact sign-flip tail of its look to be below the look's nominal one-sided level
   ``P(N(0,1) >= c_k)``: for a binary metric the exact binomial tail of McNemar's test,
   ``P(Bin(b + c, 1/2) >= max(b, c))``; for a score, the same with ``b + c`` replaced by the
   effective number of terms ``(sum d^2)^2 / sum d^4``.
@@ -56,9 +57,12 @@ import numpy as np
 from harness.sequential.betting import GROUP_SEQUENTIAL, Decision  # noqa: F401 (the rule's name)
 
 #: The default spending function, chosen by ``benchmarks/sequential.py`` (docs/sequential.md).
-DEFAULT_SPENDING = "pocock"
+DEFAULT_SPENDING = "hsd:-1"
 #: The spending functions by name (parameterised ones take ``name:value``).
 SPENDING_FAMILIES = ("hsd", "pocock", "obf", "power")
+#: Below this (effective) number of nonzero differences a crossing also needs the exact
+#: sign-flip tail (the small-sample guard).
+MIN_COUNT = 10
 #: Grid step of the numerical integration (Z scale); finer where looks are close together.
 GRID_STEP = 0.05
 #: Boundary cache entries kept (each: one look's state, a few hundred floats).
@@ -170,6 +174,16 @@ def _store(key: tuple, state: _Look) -> None:
         _CACHE.popitem(last=False)
 
 
+def _refined(prev: _Look, sd_prev: float) -> tuple[np.ndarray, np.ndarray]:
+    """The previous look's grid and masses, refined (linear interpolation of the sub-density)
+    where its step does not resolve a transition kernel of width ``sd_prev`` (Z scale)."""
+    z, mass = prev.z, prev.dens
+    if len(z) > 2 and (z[1] - z[0]) > sd_prev / 2:
+        fine_z, fine_w = _simpson_grid(float(z[-1]), sd_prev / 2)
+        return fine_z, np.interp(fine_z, z, mass / prev.weights) * fine_w
+    return z, mass
+
+
 def _next_look(prev: _Look | None, info: float, target: float) -> _Look:
     """The boundary of the look at information ``info`` that brings the cumulative crossing
     probability under the null to ``target``, and the continuation sub-density after it."""
@@ -177,26 +191,27 @@ def _next_look(prev: _Look | None, info: float, target: float) -> _Look:
         return _Look(math.inf, info, prev.spent, None, None)
     before = prev.spent if prev is not None else 0.0
     increment = target - before
+    if prev is not None:
+        # Z_k given Z_{k-1} = z: normal, mean z sqrt(t_{k-1} / t_k), sd sqrt((t_k - t_{k-1}) / t_k)
+        sd = math.sqrt((info - prev.info) / info)
+        src_z, src_mass = _refined(prev, sd * math.sqrt(info / prev.info))
+        shift = src_z * math.sqrt(prev.info / info)
     if increment <= 1e-15:  # nothing to spend here: the look cannot stop
         c = math.inf
     elif prev is None:
         c = float(-_NORMAL.inv_cdf(min(0.5, increment / 2)))
     else:
-        sd = math.sqrt((info - prev.info) / info)  # Z_k given Z_{k-1}: mean z sqrt(t_{k-1}/t_k)
-        shift = prev.z * math.sqrt(prev.info / info)
-        mass = prev.dens
-
         def crossing(c: float) -> tuple[float, float]:
             a, b = (c - shift) / sd, (c + shift) / sd
-            value = float(np.sum(mass * (upper_tail(a) + upper_tail(b))))
-            slope = -float(np.sum(mass * (np.exp(-0.5 * a * a) + np.exp(-0.5 * b * b)))) / (sd * math.sqrt(2 * math.pi))
+            value = float(np.sum(src_mass * (upper_tail(a) + upper_tail(b))))
+            slope = -float(np.sum(src_mass * (np.exp(-0.5 * a * a) + np.exp(-0.5 * b * b)))) / (sd * math.sqrt(2 * math.pi))
             return value, slope
 
         if crossing(0.0)[0] <= increment:
             c = 0.0
         else:
-            # Newton's method on the decreasing, convex-beyond-the-mode crossing probability,
-            # started from the one-look boundary of the increment (above the root), bisection as a guard
+            # Newton's method on the decreasing crossing probability, started from the one-look
+            # boundary of the increment, with bisection as a guard
             lo, hi = 0.0, 40.0
             c = float(-_NORMAL.inv_cdf(min(0.5, increment / 2)))
             for _ in range(100):
@@ -215,25 +230,11 @@ def _next_look(prev: _Look | None, info: float, target: float) -> _Look:
     # the continuation sub-density after this look, on [-c, c] (or the whole line if c is infinite)
     reach = c if math.isfinite(c) else 12.0
     if prev is None:
-        step = GRID_STEP
-        z, w = _simpson_grid(reach, step)
-        dens = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * w
-        return _Look(c, info, total, z, dens, w)
-    sd = math.sqrt((info - prev.info) / info)
-    # the previous grid must resolve the transition kernel (sd in the previous Z: sd_prev)
-    sd_prev = sd * math.sqrt(info / prev.info)
-    step = min(GRID_STEP, sd / 2)
-    z, w = _simpson_grid(reach, step)
-    src_z, src_mass = prev.z, prev.dens
-    if len(src_z) > 2 and (src_z[1] - src_z[0]) > sd_prev / 2:
-        # refine the previous sub-density (interpolated; the masses back to densities first)
-        fine_z, fine_w = _simpson_grid(float(src_z[-1]), sd_prev / 2)
-        density = src_mass / prev.weights
-        src_z, src_mass = fine_z, np.interp(fine_z, prev.z, density) * fine_w
-    shift = src_z * math.sqrt(prev.info / info)
+        z, w = _simpson_grid(reach, GRID_STEP)
+        return _Look(c, info, total, z, np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * w, w)
+    z, w = _simpson_grid(reach, min(GRID_STEP, sd / 2))
     kernel = np.exp(-0.5 * ((z[:, None] - shift[None, :]) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
-    dens = (kernel @ src_mass) * w
-    return _Look(c, info, total, z, dens, w)
+    return _Look(c, info, total, z, (kernel @ src_mass) * w, w)
 
 
 def _check_design(alpha: float, n_max: int, looks: Sequence[int]) -> tuple[int, ...]:
@@ -277,20 +278,20 @@ def crossing_probability(bounds: Sequence[float], info: Sequence[float]) -> floa
     state: _Look | None = None
     total = 0.0
     for c, t in zip(bounds, info):
+        reach = c if math.isfinite(c) else 12.0
         if state is None:
             p = 2 * float(upper_tail(c))
-            z, w = _simpson_grid(c, GRID_STEP)
-            state = _Look(c, t, p, z, np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * w)
+            z, w = _simpson_grid(reach, GRID_STEP)
+            state = _Look(c, t, p, z, np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * w, w)
             total = p
             continue
         sd = math.sqrt((t - state.info) / t)
-        shift = state.z * math.sqrt(state.info / t)
-        p = float(np.sum(state.dens * (upper_tail((c - shift) / sd) + upper_tail((c + shift) / sd))))
-        total += p
-        step = min(GRID_STEP, sd / 2)
-        z, w = _simpson_grid(c, step)
+        src_z, src_mass = _refined(state, sd * math.sqrt(t / state.info))
+        shift = src_z * math.sqrt(state.info / t)
+        total += float(np.sum(src_mass * (upper_tail((c - shift) / sd) + upper_tail((c + shift) / sd))))
+        z, w = _simpson_grid(reach, min(GRID_STEP, sd / 2))
         kernel = np.exp(-0.5 * ((z[:, None] - shift[None, :]) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
-        state = _Look(c, t, total, z, (kernel @ state.dens) * w)
+        state = _Look(c, t, total, z, (kernel @ src_mass) * w, w)
     return total
 
 
@@ -334,11 +335,12 @@ def look_decisions(s: np.ndarray, q: np.ndarray, q4: np.ndarray, bounds: np.ndar
         count = np.where(q4 > 0, q * q / q4, 0.0)
     bounds = np.broadcast_to(np.asarray(bounds, dtype=float), z.shape)
     cross = np.abs(z) >= bounds
-    verdict = np.zeros(z.shape, dtype=int)
-    if cross.any():
-        level = upper_tail(bounds[cross])
-        ok = sign_flip_tail(count[cross], z[cross]) <= level * (1 + 1e-9)
-        verdict[cross] = np.where(ok, np.sign(z[cross]).astype(int), 0)
+    verdict = np.where(cross, np.sign(z), 0).astype(int)
+    few = cross & (count < MIN_COUNT - 1e-9)
+    if few.any():
+        level = upper_tail(bounds[few])
+        ok = sign_flip_tail(count[few], z[few]) <= level * (1 + 1e-9)
+        verdict[few] = np.where(ok, verdict[few], 0)
     return verdict
 
 
