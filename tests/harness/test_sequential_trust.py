@@ -9,9 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import socket
 import sqlite3
-import sys
 from collections import Counter
 from typing import Any, Iterator, Sequence
 
@@ -21,10 +19,11 @@ import pytest
 from envs.eb_alfred.agents import OraclePlanner
 from harness import sequential as sq
 from harness import servers
-from harness.cli import main
 from harness.plugins import AgentPlugin
 from harness.scoring import Metric
 from harness.sequential.order import episode_ids, ranked
+from tests.harness.test_sequential_run import eb_alfred, run_cli  # noqa: F401 (a fixture)
+from tests.harness.test_servers import LISTEN, _port
 
 SWEEP = ["run", "-m", "split=seen", "stopping=sequential", "suite.params.render=false", "progress=false"]
 SR = Metric("sr", "SR", "binary", range=(0.0, 1.0), binary=True)
@@ -76,17 +75,6 @@ def flaky_registered() -> Iterator[None]:
         from hydra.core.config_store import ConfigStore
 
         ConfigStore.instance().repo.get("planner", {}).pop("flaky.yaml", None)
-
-
-@pytest.fixture
-def eb_alfred(data_dir, monkeypatch):
-    monkeypatch.setenv("EB_ALFRED_DATA_DIR", str(data_dir))
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def records(out) -> list[tuple[str, str, str | None, int, dict]]:
@@ -247,17 +235,6 @@ def test_the_table_says_what_alpha_covers(eb_alfred, capsys, tmp_path):
 
 # --- one server per run, for all its rounds ---------------------------------------------------
 
-LISTEN = (f"{sys.executable} -c \"import socket, sys, time; s = socket.socket(); "
-          "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print('up', flush=True); "
-          "time.sleep(120)\" {port} {checkpoint}")
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_kept_servers_are_started_once_for_all_rounds(tmp_path):
     ports = {"a": _port(), "b": _port(), "c": _port()}
     variants = {}
@@ -278,7 +255,7 @@ def test_kept_servers_are_started_once_for_all_rounds(tmp_path):
         assert not servers._answers("127.0.0.1", ports["a"]) and not servers._answers("127.0.0.1", ports["b"])
     assert not servers._answers("127.0.0.1", ports["c"])
     log = (tmp_path / "out" / "servers" / "a.log").read_text()
-    assert log.count("up") == 1
+    assert log.count("up ") == 1
 
 
 # --- a killed comparison resumes to the same decision -----------------------------------------
