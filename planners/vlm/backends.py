@@ -447,12 +447,13 @@ class OpenAIBackend:
         self.max_concurrency = int(max_concurrency)
         # A local server needs no key; the client insists on a non-empty one.
         api_key = os.environ.get(api_key_env) or "EMPTY"
-        from harness.redact import register_secret, register_url_credentials
+        from harness.params import register_secrets
+        from planners.plugin import OpenAIParams
 
-        register_secret(api_key)  # a server that repeats the key in an error body: never stored
-        # Credentials in the URL (``http://user:pw@host/v1``) go out as a Basic auth header: the
-        # password and the header's value are never stored either.
-        register_url_credentials(base_url)
+        # Declared secret (planners/plugin.py): the key the variable holds and the credentials of
+        # the URL (``http://user:pw@host/v1``, sent as a Basic auth header) are never stored nor
+        # printed, whoever builds the backend (the plugin parses its params; tests build it directly).
+        register_secrets(OpenAIParams, {"base_url": base_url, "api_key_env": api_key_env})
         from planners.vlm.wallclock import env_proxy, http_client, network_backend
 
         # Each call ends by its wall-clock limit whatever the server does (planners/vlm/wallclock.py).
