@@ -58,7 +58,7 @@ def _end_now(status: int) -> None:
     the spool folder removed (``os._exit`` runs no atexit)."""
     import os
 
-    if _STOP["line"] is None:
+    if _STOP["line"] is None and _STOP["signum"] is not None:
         _STOP["line"] = _stop_line(_STOP["signum"], _STOP.get("command"))
         try:
             os.write(2, (_STOP["line"] + "\n").encode("utf-8", "replace"))
