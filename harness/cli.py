@@ -163,20 +163,22 @@ def _command(name: str) -> Any:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _Parser(prog="harness", description="Embodied transfer evaluation harness.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
-        _command(name).add_parser(sub)
-    args = parser.parse_args(argv)
-    from harness import spool
-
-    spool.remove_stale()  # the spool folders of harness processes that were killed
-    _STOP["command"] = args.command
+    # First of all: a stop signal while the commands load (seconds) is one line too.
     # SIGINT ignored (a job started in the background) stays ignored, as Python leaves it.
     handlers = {sig: signal.signal(sig, _on_stop_signal) for sig in STOP_SIGNALS
                 if sig != signal.SIGINT or signal.getsignal(sig) is not signal.SIG_IGN}
+    command = None
     try:
-        return _command(args.command).main(args)
+        parser = _Parser(prog="harness", description="Embodied transfer evaluation harness.")
+        sub = parser.add_subparsers(dest="command", required=True)
+        for name in COMMANDS:
+            _command(name).add_parser(sub)
+        args = parser.parse_args(argv)
+        command = _STOP["command"] = args.command
+        from harness import spool
+
+        spool.remove_stale()  # the spool folders of harness processes that were killed
+        return _command(command).main(args)
     except UsageError as exc:
         from harness.redact import redact_text
 
@@ -186,9 +188,9 @@ def _main(argv: Sequence[str] | None) -> int:
         from harness.extras import missing_extra_message
 
         line = missing_extra_message(exc)
-        if line is None:
+        if line is None or command is None:
             raise
-        print(f"harness: error: {args.command}: {line}", file=sys.stderr)
+        print(f"harness: error: {command}: {line}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
@@ -197,7 +199,7 @@ def _main(argv: Sequence[str] | None) -> int:
         signum = _STOP["signum"]
         # The command says what it committed before the signal (run: episodes; judge: verdicts).
         if _STOP["line"] is None:
-            _STOP["line"] = _stop_line(signum, args.command)
+            _STOP["line"] = _stop_line(signum, command)
             print(_STOP["line"], file=sys.stderr)
         return 128 + int(signum)
     finally:
