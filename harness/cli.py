@@ -1,7 +1,10 @@
 """``harness`` command line: one module per command under :mod:`harness.commands`.
 
 Bad input (unknown suite, bad override, missing data, unreadable store) exits
-with status 2 and one line naming the fix; no traceback.
+with status 2 and one line naming the fix; no traceback. A stop signal (SIGINT, SIGTERM,
+SIGHUP) ends a command with one line and status 128 + its number, at most
+:data:`STOPPED_CALL_GRACE_S` after that line; a second one, of any kind, ends the process at
+once with the first one's status (docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -60,9 +60,9 @@ def remove_stale(folder: str | None = None) -> list[str]:
     """Remove the spool folders in ``folder`` (default: the temporary folder) left by processes
     that no longer run (killed before their cleanup); returns their paths. A folder of a
     running process, or of another user, is left alone."""
-    folder = folder or tempfile.gettempdir()
-    removed = []
-    try:
+    removed: list[str] = []
+    try:  # never a reason for a command to fail (no writable temporary folder: nothing to remove)
+        folder = folder or tempfile.gettempdir()
         names = os.listdir(folder)
     except OSError:
         return removed
