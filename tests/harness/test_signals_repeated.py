@@ -121,3 +121,42 @@ def test_one_stop_signal_during_a_hung_call_ends_the_run_within_the_bound(tmp_pa
     assert proc.returncode == 130, (proc.returncode, err)
     assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("harness: stopped by SIGINT; "), err
     assert elapsed < BOUND_S, elapsed
+
+
+def test_sigterm_then_sigint_end_a_hung_judge_in_one_line(tmp_path):
+    """The same under ``harness judge``: three calls held by the server, SIGTERM, then Ctrl-C."""
+    from tests.harness.test_hostile_servers import _answers, hostile_server
+    from tests.harness import judge_fixtures as fx
+    from tests.helpers import committed_rows
+
+    with fx.registered_only_here():
+        out = _answers(tmp_path, questions=8)
+    with hostile_server("hang", answer_first=2) as url:
+        cmd = [sys.executable, "-m", "tests.harness.judge_fixtures", "cli", "judge", str(out), "judge=openai",
+               "judge.model=judge-a", f"judge.params.base_url={url}", "judge.params.max_concurrency=3",
+               "judge.params.request_timeout_s=300"]
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE,
+                                text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            deadline = time.monotonic() + 60
+            while committed_rows(out / "results.sqlite", "judgements") < 2:  # then 3 calls hang
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+            time.sleep(0.5)
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            elapsed = time.monotonic() - start
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err)
+    # the judge's own start line, then the one stop line
+    assert "Traceback" not in err and len([line for line in lines if "stopped by" in line]) == 1, err
+    assert lines[-1].startswith("harness: stopped by SIGTERM; 2 verdict(s) judged in this invocation are saved"), err
+    assert elapsed < BOUND_S, elapsed
