@@ -50,7 +50,10 @@ def _on_stop_signal(signum: int, _frame: Any) -> None:
     the stop line first if the command had not printed it yet."""
     if _STOP["signum"] is None:
         _STOP["signum"] = signum
-        raise Terminated(signum)
+        if not _STOP.get("returned"):
+            raise Terminated(signum)
+        # The command already returned (the process waits for threads at exit): nothing to
+        # interrupt, the process ends now with the signal's status and its line.
     if not _STOP["process"]:  # a caller inside Python: each signal interrupts, as Python's own handler
         raise Terminated(signum)
     _end_now(128 + int(_STOP["signum"]))
@@ -100,8 +103,9 @@ def main(argv: Sequence[str] | None = None, *, process: bool | None = None) -> i
         from harness import console
 
         console.install()
-    _STOP.update(signum=None, line=None, command=None, process=process)
+    _STOP.update(signum=None, line=None, command=None, process=process, returned=False)
     status = _main(argv)
+    _STOP["returned"] = True
     if process:  # the `harness` process itself (not a caller inside Python)
         if status > 128:  # stopped by a signal: 2 s for whatever is left, abandoned calls included
             _exit_if_stopped_with_calls_left(status)

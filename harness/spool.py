@@ -49,11 +49,10 @@ def _folder() -> str:
 
 
 def remove_own() -> None:
-    """Remove this process's spool folder now (before an ``os._exit``, which runs no atexit)."""
-    with _LOCK:
-        for path in _FOLDER:
-            shutil.rmtree(path, ignore_errors=True)
-        _FOLDER.clear()
+    """Remove this process's spool folder now (before an ``os._exit``, which runs no atexit).
+    Takes no lock: it may run in a signal handler that interrupted :func:`_folder`."""
+    for path in list(_FOLDER):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_stale(folder: str | None = None) -> list[str]:
