@@ -1,7 +1,10 @@
 """``harness`` command line: one module per command under :mod:`harness.commands`.
 
 Bad input (unknown suite, bad override, missing data, unreadable store) exits
-with status 2 and one line naming the fix; no traceback.
+with status 2 and one line naming the fix; no traceback. A stop signal (SIGINT, SIGTERM,
+SIGHUP) ends a command with one line and status 128 + its number, at most
+:data:`STOPPED_CALL_GRACE_S` after that line; a second one, of any kind, ends the process at
+once with the first one's status (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -24,15 +27,72 @@ __all__ = ["main", "UsageError", "EXIT_USAGE", "Terminated"]
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM / SIGHUP, handled like Ctrl-C (SIGINT)."""
+    """A stop signal: SIGINT (Ctrl-C), SIGTERM or SIGHUP."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
         self.signum = signum
 
 
-def _raise_terminated(signum: int, _frame: Any) -> None:
-    raise Terminated(signum)
+#: The signals that stop a command: each ends it with one line and status 128 + its number.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+#: The first stop signal this process got (its status is 128 + that number), and whether its
+#: stop line was printed.
+_STOP: dict[str, Any] = {"signum": None, "line": None, "process": False}
+
+
+def _on_stop_signal(signum: int, _frame: Any) -> None:
+    """The first stop signal raises :class:`Terminated` in the main thread (the command stops and
+    prints its stop line); any later one, of any kind (a second Ctrl-C during a hung call,
+    SIGTERM after SIGINT), raises nothing, so no cleanup is interrupted into a traceback: in the
+    ``harness`` process it ends the process at once with the first signal's status, printing
+    the stop line first if the command had not printed it yet."""
+    if _STOP["signum"] is None:
+        _STOP["signum"] = signum
+        if not _STOP.get("returned"):
+            raise Terminated(signum)
+        # The command already returned (the process waits for threads at exit): nothing to
+        # interrupt, the process ends now with the signal's status and its line.
+    if not _STOP["process"]:  # a caller inside Python: each signal interrupts, as Python's own handler
+        raise Terminated(signum)
+    _end_now(128 + int(_STOP["signum"]))
+
+
+def _end_now(status: int) -> None:
+    """End the process with ``status`` now: the stop line if it was not printed, output flushed,
+    the spool folder removed (``os._exit`` runs no atexit)."""
+    import os
+
+    if _STOP["line"] is None and _STOP["signum"] is not None:
+        _STOP["line"] = _stop_line(_STOP["signum"], _STOP.get("command"))
+        try:
+            os.write(2, (_STOP["line"] + "\n").encode("utf-8", "replace"))
+        except OSError:
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: a reentrant flush from a handler
+            pass
+    from harness import spool
+
+    spool.remove_own()
+    os._exit(status)
+
+
+def _stop_line(signum: int, command: str | None) -> str:
+    """``harness: stopped by SIGINT; <what the command committed before the signal>``."""
+    what = signal.Signals(signum).name
+    saved_on_stop = getattr(sys.modules.get(f"harness.commands.{COMMANDS.get(command or '', '')}"),
+                            "saved_on_stop", None) if command else None
+    try:
+        kept = (saved_on_stop() if callable(saved_on_stop) else None) or "nothing was written"
+    except Exception:  # noqa: BLE001 - the line is printed whatever the count's state
+        kept = "nothing was written"
+    from harness.redact import redact_text
+
+    return redact_text(f"harness: stopped by {what}; {kept}")
 
 
 def main(argv: Sequence[str] | None = None, *, process: bool | None = None) -> int:
@@ -43,10 +103,14 @@ def main(argv: Sequence[str] | None = None, *, process: bool | None = None) -> i
         from harness import console
 
         console.install()
+    _STOP.update(signum=None, line=None, command=None, process=process, returned=False)
     status = _main(argv)
+    _STOP["returned"] = True
     if process:  # the `harness` process itself (not a caller inside Python)
-        _exit_cleanly_if_agent_calls_linger(status)
-        _exit_if_stopped_with_calls_left(status)
+        if status > 128:  # stopped by a signal: 2 s for whatever is left, abandoned calls included
+            _exit_if_stopped_with_calls_left(status)
+        else:
+            _exit_cleanly_if_agent_calls_linger(status)
     return status
 
 
@@ -64,15 +128,14 @@ def _exit_if_stopped_with_calls_left(status: int) -> None:
     if status <= 128:
         return
     deadline = time.monotonic() + STOPPED_CALL_GRACE_S
+    runner = sys.modules.get("harness.runner")
+    if runner is not None and not runner.wait_for_abandoned(STOPPED_CALL_GRACE_S):
+        _end_now(status)  # an abandoned agent call still runs (maybe in native code): no finalizers
     for t in threading.enumerate():
         if t is not threading.current_thread() and not t.daemon:
             t.join(max(0.0, deadline - time.monotonic()))
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.current_thread()):
-        import os
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
+        _end_now(status)
 
 
 #: How long the CLI waits at exit for abandoned (timed-out) agent calls to stop.
@@ -92,11 +155,7 @@ def _exit_cleanly_if_agent_calls_linger(status: int) -> None:
     runner = sys.modules.get("harness.runner")
     if runner is None or runner.wait_for_abandoned(ABANDONED_CALL_GRACE_S):
         return
-    import os
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+    _end_now(status)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,14 +170,22 @@ def _command(name: str) -> Any:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _Parser(prog="harness", description="Embodied transfer evaluation harness.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
-        _command(name).add_parser(sub)
-    args = parser.parse_args(argv)
-    handlers = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # First of all: a stop signal while the commands load (seconds) is one line too.
+    # SIGINT ignored (a job started in the background) stays ignored, as Python leaves it.
+    handlers = {sig: signal.signal(sig, _on_stop_signal) for sig in STOP_SIGNALS
+                if sig != signal.SIGINT or signal.getsignal(sig) is not signal.SIG_IGN}
+    command = None
     try:
-        return _command(args.command).main(args)
+        parser = _Parser(prog="harness", description="Embodied transfer evaluation harness.")
+        sub = parser.add_subparsers(dest="command", required=True)
+        for name in COMMANDS:
+            _command(name).add_parser(sub)
+        args = parser.parse_args(argv)
+        command = _STOP["command"] = args.command
+        from harness import spool
+
+        spool.remove_stale()  # the spool folders of harness processes that were killed
+        return _command(command).main(args)
     except UsageError as exc:
         from harness.redact import redact_text
 
@@ -128,21 +195,24 @@ def _main(argv: Sequence[str] | None) -> int:
         from harness.extras import missing_extra_message
 
         line = missing_extra_message(exc)
-        if line is None:
+        if line is None or command is None:
             raise
-        print(f"harness: error: {args.command}: {line}", file=sys.stderr)
+        print(f"harness: error: {command}: {line}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-        what = signal.Signals(signum).name
+        if _STOP["signum"] is None:
+            _STOP["signum"] = signum
+        signum = _STOP["signum"]
         # The command says what it committed before the signal (run: episodes; judge: verdicts).
-        saved_on_stop = getattr(sys.modules.get(f"harness.commands.{COMMANDS[args.command]}"), "saved_on_stop", None)
-        kept = (saved_on_stop() if callable(saved_on_stop) else None) or "nothing was written"
-        print(f"harness: stopped by {what}; {kept}", file=sys.stderr)
+        if _STOP["line"] is None:
+            _STOP["line"] = _stop_line(signum, command)
+            print(_STOP["line"], file=sys.stderr)
         return 128 + int(signum)
     finally:
-        for sig, old in handlers.items():
-            signal.signal(sig, old)
+        if not _STOP["process"]:  # a caller inside Python gets its handlers back; the process keeps
+            for sig, old in handlers.items():  # ours to its end (a second signal ends it at once)
+                signal.signal(sig, old)
 
 
 if __name__ == "__main__":

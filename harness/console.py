@@ -136,6 +136,24 @@ def _showwarning(message: Any, category: type[Warning], filename: str, lineno: i
         _ORIGINAL_SHOWWARNING(message, category, filename, lineno, file, line)
 
 
+def _redacted_record(factory: Any) -> Any:
+    """A log record factory whose records carry their message redacted (harness/redact.py):
+    whatever handler prints or writes a record, a credential in it never shows."""
+
+    def make(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad format: logging reports it as usual
+            return record
+        from harness.redact import redact_text
+
+        record.msg, record.args = redact_text(text), None
+        return record
+
+    return make
+
+
 def install() -> None:
     """Route third-party warnings and log records (idempotent). Loggers that exist already
     are switched over too, so a library imported before this call is covered."""
@@ -145,6 +163,7 @@ def install() -> None:
     _INSTALLED = True
     warnings.showwarning = _showwarning
     logging.setLoggerClass(_RoutingLogger)
+    logging.setLogRecordFactory(_redacted_record(logging.getLogRecordFactory()))
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
         if type(logger) is logging.Logger and not _is_ours_name(name):
             logger.__class__ = _RoutingLogger

@@ -452,7 +452,7 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
                 verdicts: list[Any] = list(answers[0].rubric.score([(a.episode, a.text) for a in answers]))
                 failure = None if len(verdicts) == len(answers) else f"scorer gave {len(verdicts)} verdicts"
             except Exception as exc:  # noqa: BLE001 - an error row each, scored again by a rerun
-                verdicts, failure = [], f"{type(exc).__name__}: {_one_line(exc)}"[:_MAX_REASON_CHARS]
+                verdicts, failure = [], _reason(exc)
             latency = round(time.monotonic() - start, 4)
             if failure is not None:
                 verdicts = [None] * len(answers)
@@ -463,7 +463,7 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
             replies: list[Any] = list(backend.generate(conversations))
             failure = None
         except Exception as exc:  # a server down, a timeout: error rows, judged again by a rerun
-            replies, failure = [None] * len(answers), f"{type(exc).__name__}: {_one_line(exc)}"[:_MAX_REASON_CHARS]
+            replies, failure = [None] * len(answers), _reason(exc)
         latency = round(time.monotonic() - start, 4)
         return [row(a, m, r, failure, latency, len(answers)) for a, m, r in zip(answers, conversations, replies)]
 
@@ -539,6 +539,14 @@ def _judge(store: Any, cfg: JudgeConfig, backend: Any, answers: list[Answer], id
     print_fn(f"{label}: done, {counts.judged} judged now, {counts.skipped} already judged "
              f"({_counts_text(counts)})")
     return counts
+
+
+def _reason(exc: BaseException) -> str:
+    """An error verdict's reason: the exception's line, redacted first and then cut to
+    :data:`_MAX_REASON_CHARS` (a key across the cut leaves no prefix: harness/redact.py)."""
+    from harness.redact import redact_cut
+
+    return redact_cut(f"{type(exc).__name__}: {_one_line(exc)}", _MAX_REASON_CHARS)
 
 
 def _counts_text(c: Counts) -> str:

@@ -98,28 +98,43 @@ class Rule:
     #: paths to the same weights are one run. Needs ``results=True``; :func:`identity_of`
     #: leaves the value out.
     via_identity: bool = False
+    #: The value is a credential (:data:`harness.redact.SECRET_FORMS`): ``"value"`` a key, token or
+    #: password; ``"env"`` the name of the environment variable holding one; ``"url"`` a URL whose
+    #: userinfo is one (every ``kind="url"`` / ``"ws_url"`` field is read so). :func:`parse`
+    #: registers it with :mod:`harness.redact` as it reads it: no text stored or printed after
+    #: holds it, and no plugin has to remember to register its credentials itself.
+    secret: str | None = None
 
 
 def param(default: Any = MISSING, *, help: str, results: bool = True, ge: float | None = None,
           gt: float | None = None, le: float | None = None, lt: float | None = None,
           choices: Iterable[Any] | None = None, kind: str | None = None,
           check: Callable[[Any], Any] | None = None, example: Any = None, via_identity: bool = False,
-          default_factory: Callable[[], Any] | None = None) -> Any:
+          default_factory: Callable[[], Any] | None = None, secret: str | None = None) -> Any:
     """A declared field: ``name: type = param(default, help=..., ...)``.
 
     ``ge/gt/le/lt`` bound numbers (and each item of a list of numbers); ``choices`` lists
     the accepted values; ``kind`` checks a string as a URL or an existing path (None is
     always accepted for an ``Optional`` field). ``default`` omitted: the key is required.
     ``via_identity``: the field changes results through what it names, which the plugin's
-    ``identity()`` hashes (see :attr:`Rule.via_identity`).
+    ``identity()`` hashes (see :attr:`Rule.via_identity`). ``secret``: the value is a credential
+    (``"value"``), names the variable holding one (``"env"``) or is a URL that may carry one
+    (``"url"``): see :attr:`Rule.secret`; a field named like a secret (``api_key``, ``token``,
+    ``password``: :func:`harness.redact.is_secret_key`) must say so.
     """
+    from harness.redact import SECRET_FORMS
+
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
+    if secret is not None and secret not in SECRET_FORMS:
+        raise ValueError(f"secret must be one of {', '.join(SECRET_FORMS)}, got {secret!r}")
+    if kind in ("url", "ws_url") and secret is None:
+        secret = "url"
     if via_identity and not results:
         raise ValueError("via_identity=True declares a field that changes results: it needs results=True")
     rule = Rule(help=help, results=results, ge=ge, gt=gt, le=le, lt=lt,
                 choices=tuple(choices) if choices is not None else None, kind=kind, check=check, example=example,
-                via_identity=via_identity)
+                via_identity=via_identity, secret=secret)
     if default_factory is not None:
         return field(default_factory=default_factory, metadata={"param": rule})
     return field(default=default, metadata={"param": rule})
@@ -164,6 +179,9 @@ def fields_of(cls: type) -> list[Field]:
         rule = f.metadata.get("param")
         if rule is None:
             raise TypeError(f"{cls.__name__}.{f.name} is not declared with param(...)")
+        if rule.secret is None and _named_like_a_secret(f.name):
+            raise TypeError(f"{cls.__name__}.{f.name} is named like a credential: declare it "
+                            f"param(..., secret='value') (or secret='env' / 'url'), so it is never stored")
         default = f.default if f.default is not MISSING else (
             f.default_factory() if f.default_factory is not MISSING else MISSING)  # type: ignore[misc]
         out.append(Field(f.name, hints[f.name], default, rule))
@@ -172,6 +190,21 @@ def fields_of(cls: type) -> list[Field]:
 
 
 _FIELDS: dict[type, list[Field]] = {}
+
+
+def _named_like_a_secret(name: str) -> bool:
+    from harness.redact import is_secret_key
+
+    return is_secret_key(name)
+
+
+def register_secrets(cls: type, values: Mapping[str, Any]) -> None:
+    """Register with :mod:`harness.redact` every value of ``values`` that ``cls`` declares secret."""
+    from harness.redact import register_declared
+
+    for f in fields_of(cls):
+        if f.rule.secret is not None and f.name in values:
+            register_declared(f.rule.secret, values[f.name])
 
 
 # --- parsing ------------------------------------------------------------------
@@ -189,6 +222,9 @@ def parse(declaration: Any, values: Mapping[str, Any] | None = None, *, suite: s
 
 def _parse_one(cls: type, values: dict[str, Any], where: str = "") -> Any:
     declared = fields_of(cls)
+    # Credentials first: a refused value's message names it, and must not show it.
+    register_secrets(cls, values)
+    register_secrets(cls, {f.name: f.default for f in declared if not f.required})
     names = [f.name for f in declared]
     for key in values:
         if key not in names:

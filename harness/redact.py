@@ -14,6 +14,19 @@ auth header value the HTTP client derives from it),
 so a server that repeats the key in its error body leaves no trace. The store applies it before
 anything is written (``ResultStore.begin_run``, error messages); the CLI
 before anything is printed.
+
+A plugin never registers its credentials itself: a parameter declared ``param(...,
+secret="value")`` (a key, a token, a password), ``secret="env"`` (the name of the variable
+holding one) or ``secret="url"`` (a URL whose userinfo is one; every ``kind="url"`` field is)
+is registered by :func:`harness.params.parse` the moment it is read (:func:`register_declared`).
+
+Texts that come from a server enter the harness through :func:`redact_cut` (a model's reply, a
+judge's reply and reason, a policy server's error): redacted first, then cut to their limit, so a
+key that straddles the cut leaves no prefix; and a known secret's first
+:data:`PARTIAL_SECRET_CHARS` characters or more at the end of a text that was cut in transit
+(a body read up to a size limit) are redacted too. A cut never leaves part of the ``***``
+marker: it moves back to before the marker. :func:`redact_exception` does the same to an
+exception's message before it leaves the call that raised it.
 """
 
 from __future__ import annotations
@@ -125,6 +138,75 @@ def _userinfo_redacted(match: "re.Match[str]") -> str:
     if match.group(2) != REDACTED:
         register_url_credentials(f"{match.group(1)}{match.group(2)}@host")
     return match.group(1) + REDACTED + "@"
+
+
+#: A text cut in transit that ends with this many or more of a known secret's first characters
+#: has that end redacted (the rest of the key was never read).
+PARTIAL_SECRET_CHARS = 4
+
+
+def redact_cut(text: str, limit: int | None = None) -> str:
+    """``text`` as it may enter the harness from a server: known secrets and URL credentials
+    redacted, a secret's prefix at its end redacted (the text may have been cut in transit),
+    then cut to at most ``limit`` characters, never inside a ``***`` marker."""
+    text = redact_text(str(text))
+    text = _redact_partial_tail(text)
+    if limit is None or len(text) <= limit:
+        return text
+    limit = max(0, int(limit))
+    # A marker the cut would split (``*`` or ``**`` left, ambiguous with text): cut before it.
+    for start in range(max(0, limit - len(REDACTED) + 1), limit):
+        if text.startswith(REDACTED, start):
+            return text[:start]
+    return text[:limit]
+
+
+def _redact_partial_tail(text: str) -> str:
+    """``text`` with its end redacted where it is the first :data:`PARTIAL_SECRET_CHARS` or more
+    characters of a known secret (a key whose last characters were cut off before it arrived)."""
+    if len(text) < PARTIAL_SECRET_CHARS:
+        return text
+    best = 0
+    for secret in known_secrets():
+        for k in range(min(len(secret) - 1, len(text)), max(PARTIAL_SECRET_CHARS, best + 1) - 1, -1):
+            if text.endswith(secret[:k]):
+                best = k
+                break
+    return text[:len(text) - best] + REDACTED if best else text
+
+
+def redact_exception(exc: BaseException) -> BaseException:
+    """``exc`` with its message redacted in place (its string ``args`` and a ``message``
+    attribute, as the HTTP clients' errors carry the server's body there); returned for
+    ``raise redact_exception(exc)``."""
+    try:
+        exc.args = tuple(redact_cut(a) if isinstance(a, str) else a for a in exc.args)
+        message = getattr(exc, "message", None)
+        if isinstance(message, str):
+            exc.message = redact_cut(message)  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an exception type with read-only attributes
+        pass
+    return exc
+
+
+#: Forms of :func:`harness.params.param`'s ``secret``: the value is a secret; it names the
+#: environment variable holding one; it is a URL whose userinfo is one.
+SECRET_FORMS = ("value", "env", "url")
+
+
+def register_declared(form: str, value: Any) -> None:
+    """Register a parameter's value declared secret in ``form`` (one of :data:`SECRET_FORMS`)."""
+    if not isinstance(value, str) or not value:
+        return
+    if form == "value":
+        register_secret(value)
+        register_url_credentials(value)  # a key given as a URL with credentials
+    elif form == "env":
+        register_secret(os.environ.get(value))
+    elif form == "url":
+        register_url_credentials(value)
+    else:
+        raise ValueError(f"secret must be one of {', '.join(SECRET_FORMS)}, got {form!r}")
 
 
 def redact(obj: Any) -> Any:

@@ -29,7 +29,7 @@ class WandbParams:
 
 @dataclass
 class MlflowParams:
-    tracking_uri: Optional[str] = param(None, results=False,
+    tracking_uri: Optional[str] = param(None, results=False, secret="url",
                                         help="MLflow tracking URI; null: a local file store, file:OUT/mlruns "
                                              "(no server, no network)")
     experiment: str = param("embodied-transfer", results=False, help="MLflow experiment name")

@@ -144,9 +144,10 @@ class MlflowTracker:
         # import (seconds) overlaps the run instead of preceding it.
         _check_installed("mlflow", "mlflow")
         self.tracking_uri, self.experiment = tracking_uri, experiment
-        from harness.redact import register_url_credentials
+        from harness.params import register_secrets
+        from harness.tracker_plugins import MlflowParams
 
-        register_url_credentials(tracking_uri)  # http://user:pw@host: never stored, plain or as Basic auth
+        register_secrets(MlflowParams, {"tracking_uri": tracking_uri})  # declared secret="url"
         self._client: Any = None
         self._run_id: str | None = None
         self.where = tracking_uri

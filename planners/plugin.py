@@ -130,7 +130,7 @@ class OpenAIParams:
         help="the server, e.g. http://127.0.0.1:8000/v1; its host and port are in the run identity (as "
              "`server`, with what the server's /models says it serves under the model name), its path and "
              "credentials are not")
-    api_key_env: str = param("OPENAI_API_KEY", results=False, example="OTHER_KEY",
+    api_key_env: str = param("OPENAI_API_KEY", results=False, example="OTHER_KEY", secret="env",
                              help="the environment variable holding the API key (a local server needs none)")
     max_concurrency: int = param(8, ge=1, le=4096, results=False, help="requests in flight (speed only)")
     request_timeout_s: float = param(120.0, gt=0, le=86_400, results=False,

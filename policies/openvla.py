@@ -89,6 +89,7 @@ import numpy as np
 
 from harness.interfaces import AgentReply, AgentRequest
 from harness.params import parse
+from harness.redact import redact_cut, redact_text
 from harness.types import EpisodeSpec
 from policies.plugin import OPENVLA_PROTOCOLS, OpenVLAParams
 
@@ -357,18 +358,21 @@ class OpenVLAPolicy:
                                          headers={"Content-Type": "application/json"})
             try:
                 # The whole exchange within timeout_s of wall clock (a dripping server included).
-                raw = fetch(req, p.timeout_s)[1].decode()
+                # Redacted as it enters (harness/redact.py): an error naming a credential, cut or not.
+                raw = redact_cut(fetch(req, p.timeout_s)[1].decode())
                 break
             except urllib.error.HTTPError as exc:
                 if exc.code < 500:
-                    raise RuntimeError(f"deploy server {self.url}: HTTP {exc.code} {exc.reason}") from None
+                    raise RuntimeError(f"deploy server {redact_text(self.url)}: HTTP {exc.code} "
+                                       f"{redact_cut(str(exc.reason), 2000)}") from None
                 last = exc
             except (urllib.error.URLError, OSError, TimeoutError) as exc:
                 last = exc
-            log.warning("deploy server %s: %s (attempt %d/%d)", self.url, last, attempt + 1, p.retries)
+            log.warning("deploy server %s: %s (attempt %d/%d)", redact_text(self.url), redact_cut(str(last), 2000),
+                        attempt + 1, p.retries)
         else:
-            raise ConnectionError(f"deploy server {self.url} unreachable after {p.retries} attempts "
-                                  f"({type(last).__name__}: {last}); start the repository's vla-scripts/deploy.py")
+            raise ConnectionError(f"deploy server {redact_text(self.url)} unreachable after {p.retries} attempts "
+                                  f"({type(last).__name__}: {redact_cut(str(last), 2000)}); start the repository's vla-scripts/deploy.py")
         reply = loads(raw)
         if self.protocol == OPENVLA_OFT and _is_error(reply):
             raise RuntimeError("OpenVLA-OFT deploy server error (deploy.py answers 'error' and logs the traceback)")
@@ -384,7 +388,7 @@ def _actions(reply: Any, what: str) -> np.ndarray:
     try:
         a = np.asarray(reply if not isinstance(reply, list) else [np.asarray(x) for x in reply], dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"deploy server returned no {what}: {str(reply)[:120]!r}") from None
+        raise ValueError(f"deploy server returned no {what}: {redact_cut(str(reply), 120)!r}") from None
     return a
 
 

@@ -97,7 +97,7 @@ class ReplayParams:
 
 @dataclass
 class RemoteParams:
-    url: str = param("ws://127.0.0.1:8000", check=ws_url, results=False, example="ws://127.0.0.1:8001",
+    url: str = param("ws://127.0.0.1:8000", check=ws_url, results=False, example="ws://127.0.0.1:8001", secret="url",
                      help="the policy server (ws:// or wss://; host:port means ws://host:port); the metadata "
                           "it reports is in the identity, not its address")
     protocol: str = param("openpi", choices=PROTOCOLS,
@@ -114,7 +114,7 @@ class RemoteParams:
     checkpoint_id: Optional[str] = param(None, example="ckpt-a",
                                          help="names the checkpoint when the server's metadata is empty "
                                               "(openpi's server sends none unless configured)")
-    api_key: Optional[str] = param(None, results=False, example="secret",
+    api_key: Optional[str] = param(None, results=False, example="secret", secret="value",
                                    help="sent as 'Authorization: Api-Key ...' (hosted servers); never stored")
 
 
@@ -165,7 +165,7 @@ class OpenVLAParams:
     protocol: str = param("openvla", choices=OPENVLA_PROTOCOLS,
                           help="openvla (openvla/openvla's deploy.py: one action per query, the client crops) or "
                                "openvla_oft (moojink/openvla-oft's deploy.py: both cameras + state, an action chunk)")
-    url: Optional[str] = param(None, check=http_url, results=False, example="http://127.0.0.1:8777",
+    url: Optional[str] = param(None, check=http_url, results=False, example="http://127.0.0.1:8777", secret="url",
                                help="the deploy server (its /act is appended); null: 127.0.0.1 on the script's "
                                     "default port (8000 openvla, 8777 openvla_oft)")
     checkpoint_id: Optional[str] = param(None, example="openvla-7b-oft-finetuned-libero-spatial",

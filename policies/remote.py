@@ -60,10 +60,14 @@ import numpy as np
 
 from harness.interfaces import AgentRequest
 from harness.params import parse
+from harness.redact import redact_cut, redact_exception, redact_text
 from harness.types import EpisodeSpec
 from policies import protocols as P
 from policies import wire
 from policies.plugin import RemoteDeclaration, StarVLAParams
+
+#: Most characters of a policy server's error message kept (redacted first: harness/redact.py).
+MAX_SERVER_ERROR_CHARS = 2000
 
 #: Largest reply frame the client accepts (bytes): an action chunk batch is a few KB; the
 #: server's metadata a few hundred. A misbehaving server cannot make the client buffer more.
@@ -91,9 +95,6 @@ class RemotePolicy:
         starvla = params.get("protocol starvla") or StarVLAParams()  # openpi: the StarVLA settings are unused
         self.protocol = own.protocol
         self.url = own.url
-        from harness.redact import register_url_credentials
-
-        register_url_credentials(self.url)  # ws://user:pw@host: never stored, plain or as Basic auth
         self.timeout_s = own.timeout_s
         self.connect_retries = own.connect_retries
         self.backoff_s, self.max_backoff_s = own.backoff_s, own.max_backoff_s
@@ -117,7 +118,7 @@ class RemotePolicy:
             raise PolicyServerUnavailable(str(exc)) from None
         if not self.metadata and not self.checkpoint_id:
             log.warning("policy server %s sent empty metadata: runs of different checkpoints behind it would share "
-                        "a run identity; name the checkpoint with policy.params.checkpoint_id=...", self.url)
+                        "a run identity; name the checkpoint with policy.params.checkpoint_id=...", redact_text(self.url))
         served_replan = self.metadata.get("replan_steps")
         if replan_steps is None and isinstance(served_replan, (int, np.integer)) and served_replan > 0:
             replan_steps = int(served_replan)  # the server knows its policy's chunking (LeRobot's n_action_steps)
@@ -270,20 +271,21 @@ class RemotePolicy:
                              additional_headers=headers).__enter__()  # closed by self.close()
                 metadata = wire.unpackb(ws.recv(timeout=self.timeout_s))
             except (OSError, TimeoutError, wire.WireError, _ws_errors()) as exc:
-                last = exc
-                log.warning("policy server %s: connect attempt %d failed: %s", self.url, attempt + 1, exc)
+                last = redact_exception(exc)  # what a server said, as it enters: no credential in it
+                log.warning("policy server %s: connect attempt %d failed: %s", redact_text(self.url), attempt + 1,
+                            redact_cut(str(exc), MAX_SERVER_ERROR_CHARS))
                 continue
             metadata = dict(metadata) if isinstance(metadata, Mapping) else {"metadata": metadata}
             digest = P.stable_digest(metadata)
             if self._metadata_digest is not None and digest != self._metadata_digest:
                 ws.close()
                 raise RuntimeError(
-                    f"the policy server at {self.url} now reports different metadata (another checkpoint?); "
+                    f"the policy server at {redact_text(self.url)} now reports different metadata (another checkpoint?); "
                     "results would mix two policies: rerun the command to start a new run")
             self._ws, self.metadata, self._metadata_digest = ws, metadata, digest
             return
-        raise ConnectionError(f"policy server {self.url} unreachable after {self.connect_retries} attempts "
-                              f"({type(last).__name__}: {last}); start it, e.g. `harness serve-policy policy=...`")
+        raise ConnectionError(f"policy server {redact_text(self.url)} unreachable after {self.connect_retries} "
+                              f"attempts ({type(last).__name__}: {redact_cut(str(last), MAX_SERVER_ERROR_CHARS)}); start it, e.g. `harness serve-policy policy=...`")
 
     def _exchange(self, messages: list[dict[str, Any]]) -> list[Any]:
         """Send every message, then read one reply each (pipelined); transport
@@ -300,17 +302,18 @@ class RemotePolicy:
                     raw = self._ws.recv(timeout=self.timeout_s)
                     if isinstance(raw, str):  # openpi: a traceback, then the server closes
                         self.close()
-                        tail = raw.strip().splitlines()[-1] if raw.strip() else "unspecified"
-                        raise RuntimeError(f"policy server error: {tail}")
+                        text = redact_cut(raw).strip()  # redacted before it is split or cut
+                        tail = text.splitlines()[-1] if text else "unspecified"
+                        raise RuntimeError(f"policy server error: {redact_cut(tail, MAX_SERVER_ERROR_CHARS)}")
                     replies.append(wire.unpackb(raw))
                 return replies
             except (OSError, TimeoutError, _ws_errors()) as exc:
                 self.close()
                 if isinstance(exc, ConnectionError) and "unreachable" in str(exc):
                     raise
-                log.warning("policy server %s: %s; reconnecting (%d/%d)", self.url, exc, attempt + 1,
-                            self.connect_retries)
-        raise ConnectionError(f"policy server {self.url}: no reply after {self.connect_retries} attempts")
+                log.warning("policy server %s: %s; reconnecting (%d/%d)", redact_text(self.url),
+                            redact_cut(str(exc), MAX_SERVER_ERROR_CHARS), attempt + 1, self.connect_retries)
+        raise ConnectionError(f"policy server {redact_text(self.url)}: no reply after {self.connect_retries} attempts")
 
 
 def _ws_errors() -> type[Exception]:
@@ -344,5 +347,5 @@ def _starvla_data(reply: Any) -> Mapping[str, Any]:
     if not reply.get("ok", reply.get("status") == "ok") or reply.get("status", "ok") != "ok":
         err = reply.get("error")
         message = err.get("message") if isinstance(err, Mapping) else err
-        raise RuntimeError(f"policy server error: {message or 'unspecified'}")
+        raise RuntimeError(f"policy server error: {redact_cut(str(message or 'unspecified'), MAX_SERVER_ERROR_CHARS)}")
     return reply.get("data") or {}

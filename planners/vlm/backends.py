@@ -40,6 +40,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import math
 import os
 import threading
@@ -51,6 +52,8 @@ from typing import Any, Mapping, Sequence
 from planners.plugin import DEFAULT_MAX_NEW_TOKENS, DEFAULT_MAX_REPLY_CHARS, HFParams, OpenAIParams
 from harness.checkpoint_identity import checkpoint_identity
 from planners.vlm.reply_body import read_reply
+
+log = logging.getLogger(__name__)
 from planners.vlm.video import (HF_FORMS, OPENAI_FORMS, frames_as_images, has_video, hf_video_inputs,
                                 openai_video_parts)
 
@@ -447,12 +450,13 @@ class OpenAIBackend:
         self.max_concurrency = int(max_concurrency)
         # A local server needs no key; the client insists on a non-empty one.
         api_key = os.environ.get(api_key_env) or "EMPTY"
-        from harness.redact import register_secret, register_url_credentials
+        from harness.params import register_secrets
+        from planners.plugin import OpenAIParams
 
-        register_secret(api_key)  # a server that repeats the key in an error body: never stored
-        # Credentials in the URL (``http://user:pw@host/v1``) go out as a Basic auth header: the
-        # password and the header's value are never stored either.
-        register_url_credentials(base_url)
+        # Declared secret (planners/plugin.py): the key the variable holds and the credentials of
+        # the URL (``http://user:pw@host/v1``, sent as a Basic auth header) are never stored nor
+        # printed, whoever builds the backend (the plugin parses its params; tests build it directly).
+        register_secrets(OpenAIParams, {"base_url": base_url, "api_key_env": api_key_env})
         from planners.vlm.wallclock import env_proxy, http_client, network_backend
 
         # Each call ends by its wall-clock limit whatever the server does (planners/vlm/wallclock.py).
@@ -505,25 +509,34 @@ class OpenAIBackend:
         ``weight_version`` (set by ``--weight-version`` and by weight updates;
         sgl-project/sglang@9c0549b, python/sglang/srt/entrypoints/http_server.py,
         ``model_info``). Servers that report none of these keep the identity they had."""
+        from planners.vlm.reply_body import ListingTooLarge, read_listing
         from planners.vlm.wallclock import deadline
 
+        # The whole exchange is bounded: connect and read by the wall clock, the body by its bytes
+        # (read as a stream, never whole) and the parse by its entries (planners/vlm/reply_body.py).
+        client = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0)
         try:
             with deadline(SERVED_MODEL_TIMEOUT_S):  # wall clock: a server dripping bytes waits no longer
-                listing = self.client.with_options(timeout=SERVED_MODEL_TIMEOUT_S, max_retries=0).models.list()
-                entries = list(listing.data)
+                with client.models.with_streaming_response.list() as response:
+                    entries = read_listing(response.iter_bytes())
+        except ListingTooLarge as exc:
+            from harness.redact import redact_text
+
+            log.warning("model server %s: its model listing (GET /models) has %s; not read: the run identity "
+                        "names no served weights (served_model: null)", redact_text(self.base_url), exc)
+            return None
         except Exception:  # noqa: BLE001 - any failure: the server does not say (not an error)
             return None
-        named = [e for e in entries if getattr(e, "id", None) == self.model]
+        named = [e for e in entries if e.get("id") == self.model]
         entry = named[0] if named else (entries[0] if len(entries) == 1 else None)
-        if entry is None:
+        if entry is None or not isinstance(entry.get("id"), str):
             return None
-        extra = entry.model_extra or {}
-        out = {"id": str(entry.id)}
+        out = {"id": str(entry["id"])}
         for key in SERVED_MODEL_FIELDS:
-            value = getattr(entry, key, None) or extra.get(key)
+            value = entry.get(key)
             if isinstance(value, str) and value:
                 out[key] = value
-        if getattr(entry, "owned_by", None) == "sglang":
+        if entry.get("owned_by") == "sglang":
             out.update(self._sglang_model_info())
         from harness.redact import redact
 
@@ -588,7 +601,9 @@ class OpenAIBackend:
             if time.monotonic() >= at:
                 raise CallTimedOut(f"no complete reply within request_timeout_s={self.request_timeout_s:g} s "
                                    f"of wall clock ({type(exc).__name__})") from None
-            raise
+            from harness.redact import redact_exception
+
+            raise redact_exception(exc)  # a 401 body naming the key: redacted before anyone reads or cuts it
         return Generation(reply.text, reply.prompt_tokens, reply.completion_tokens,
                           output_truncated=reply.truncated)
 

@@ -8,6 +8,11 @@ client for the body as a stream of chunks instead (``with_streaming_response`` a
 timeouts unchanged) and gives the chunks to :func:`read_reply`, which stops reading once it
 holds more than ``max_chars`` characters of the message or :func:`body_limit` bytes.
 
+The text is redacted before it is cut (:func:`harness.redact.redact_cut`): a key the server
+repeats across the ``max_chars`` boundary is replaced whole, and a key whose end never arrived
+(the body cut in transit) has its first characters redacted, so no prefix of a credential is
+kept in any form.
+
 What a cut body becomes: the prefix of the message's text that arrived (at most
 ``max_chars`` characters), flagged ``truncated``; the token counts are then unknown (they
 come after the text). The suite's parser reads the prefix like any reply, so a plan whose
@@ -23,6 +28,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from harness.redact import redact_cut
 
 #: Room for everything in a body besides the message text (id, model, usage, role, ...).
 OVERHEAD_BYTES = 64 * 1024
@@ -93,11 +100,12 @@ def _complete(body: bytes, max_chars: int) -> BoundedReply:
         data = json.loads(body, parse_int=_parse_int)
         content = data["choices"][0]["message"].get("content")
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        head = body[:120].decode("utf-8", errors="replace")
+        head = redact_cut(body[:120].decode("utf-8", errors="replace"))  # cut in transit: its tail too
         raise ValueError(f"the server's reply is not a chat completion ({type(exc).__name__}): {head!r}") from None
     text = content if isinstance(content, str) else ""
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    return BoundedReply(text[:max_chars], usage.get("prompt_tokens"), usage.get("completion_tokens"),
+    kept = redact_cut(text, max_chars)  # redacted, then cut: a key across the cut leaves nothing
+    return BoundedReply(kept, usage.get("prompt_tokens"), usage.get("completion_tokens"),
                         truncated=len(text) > max_chars)
 
 
@@ -107,8 +115,9 @@ def _cut(body: bytes, max_chars: int) -> BoundedReply:
         raise ReplyTooLarge(f"the server's reply passed {len(body)} bytes before any message text "
                             f"(max_reply_chars={max_chars}); nothing kept")
     text, closed = found
-    # Token counts come after the text in a chat completion: unknown once the body is cut.
-    return BoundedReply(text[:max_chars], truncated=not closed or len(text) > max_chars)
+    # Token counts come after the text in a chat completion: unknown once the body is cut. The
+    # text is redacted before its cut, and its end (a key cut in transit) too.
+    return BoundedReply(redact_cut(text, max_chars), truncated=not closed or len(text) > max_chars)
 
 
 def content_prefix(body: bytes) -> tuple[str, bool] | None:
@@ -189,3 +198,52 @@ def _string_prefix(s: str, start: int) -> tuple[str, bool] | None:
             text = text[:-1]
         return text, False
     return None
+
+
+# --- a model listing (``GET /models``), bounded --------------------------------------------
+#: The most bytes of a model listing read: a vLLM entry is about 300 bytes, so thousands of
+#: models and adapters fit; a listing past it is not read further.
+MAX_LISTING_BYTES = 4 * 2**20
+#: The most entries (``data`` items) of a model listing kept.
+MAX_LISTING_ENTRIES = 10_000
+
+
+class ListingTooLarge(ValueError):
+    """A model listing past :data:`MAX_LISTING_BYTES` bytes or :data:`MAX_LISTING_ENTRIES` entries."""
+
+
+def read_listing(chunks: Iterable[bytes], max_bytes: int = MAX_LISTING_BYTES,
+                 max_entries: int = MAX_LISTING_ENTRIES) -> list[dict]:
+    """The entries of an OpenAI-style model listing (``{"data": [{"id": ...}, ...]}``) read from
+    ``chunks``: at most ``max_bytes`` bytes are read and at most about ``max_entries`` entries'
+    objects built (the parse stops at the first object past that), so neither the time to parse
+    nor the memory depends on what the server sends. Raises :class:`ListingTooLarge` past
+    either, ``ValueError`` for a body that is not a listing."""
+    buf = bytearray()
+    for chunk in chunks:
+        buf += chunk
+        if len(buf) > max_bytes:
+            raise ListingTooLarge(f"more than {max_bytes} bytes")
+    # Each entry is an object, and may hold a few more (vLLM's ``permission``): the parse stops
+    # once it has built far more objects than the entries allowed.
+    built = [0]
+    most = 8 * int(max_entries) + 8
+
+    def counted(obj: dict) -> dict:
+        built[0] += 1
+        if built[0] > most:
+            raise ListingTooLarge(f"more than {max_entries} entries")
+        return obj
+
+    try:
+        data = json.loads(bytes(buf), object_hook=counted, parse_int=_parse_int)
+    except ListingTooLarge:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"the model listing is not JSON ({type(exc).__name__})") from None
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("the model listing has no data list")
+    if len(entries) > max_entries:
+        raise ListingTooLarge(f"more than {max_entries} entries")
+    return [e for e in entries if isinstance(e, dict)]
