@@ -566,5 +566,27 @@ def _hint(exc: BaseException) -> str:
         hint = f"did you mean {group}={close[0]}? " if close else ""
         return f"unknown {group} {name!r}: {hint}(choices: {', '.join(choices)}; `harness list` describes them)"
     if "Could not override" in line:
-        return f"{line} It is not a config key (`+key=value` adds a new one)."
+        key = re.search(r"Could not override '([^']+)'", line)
+        close = _close_keys(key.group(1)) if key else []
+        hint = f" Did you mean {close[0]}?" if close else ""
+        return f"{line}{hint} It is not a config key (`+key=value` adds a new one)."
     return line
+
+
+def _close_keys(key: str) -> list[str]:
+    """The config keys a mistyped ``key`` (``spli``, ``runner.pipelin``) is closest to, among
+    the keys beside it in the composed defaults (RunConfig's fields and their nodes' keys)."""
+    import difflib
+
+    from omegaconf import OmegaConf
+
+    parent, _, leaf = key.rpartition(".")
+    try:
+        node = OmegaConf.structured(RunConfig)
+        if parent:
+            node = OmegaConf.select(node, parent)
+        keys = [str(k) for k in node.keys()] if node is not None and hasattr(node, "keys") else []
+    except Exception:  # noqa: BLE001 - no node to compare with: no hint
+        keys = []
+    prefix = f"{parent}." if parent else ""
+    return [prefix + k for k in difflib.get_close_matches(leaf, keys, n=1, cutoff=0.6)]
