@@ -57,6 +57,16 @@ RUN_SETTINGS = "run_settings"
 PROVENANCE_SPLIT_EPISODES = "split_episodes"
 #: Settings always worth naming when set (spec fields), with the value that is no caveat.
 _SPEC_DEFAULTS = {"limit": None, "seed": 0, "repeat": 0}
+#: The setting that says a row ran under ``stopping=sequential`` (and after how many episodes
+#: it stopped); a row without it ran its split in full.
+STOPPING = "stopping"
+_FULL_RUN = "full run"
+
+
+def _stopping_of(identity: Any) -> Any:
+    from harness.sequential import stopping_of
+
+    return stopping_of(identity)
 
 
 # --- facts of the stored runs ------------------------------------------------------------
@@ -140,6 +150,11 @@ def with_run_facts(df: "pd.DataFrame", runs: "pd.DataFrame") -> "pd.DataFrame":
         totals[r["run_id"]] = float(total) if total is not None else math.nan
         settings[r["run_id"]] = json.dumps(run_settings(r.get("spec"), r.get("identity"), r.get("provenance")),
                                            sort_keys=True, default=str)
+        if _stopping_of(r.get("identity")) is not None:  # how the row was run: stopped early by design
+            episodes = int((df["run_id"] == r["run_id"]).sum()) if len(df) else 0
+            values = json.loads(settings[r["run_id"]])
+            values[STOPPING] = f"sequential, stopped after {episodes} episodes"
+            settings[r["run_id"]] = json.dumps(values, sort_keys=True, default=str)
     return df.assign(**{SPLIT_EPISODES: df["run_id"].map(totals).astype(float),
                         RUN_SETTINGS: df["run_id"].map(settings).astype(object)})
 
@@ -267,10 +282,10 @@ def settings(df: "pd.DataFrame", row_of: "pd.Series") -> list[dict[str, Any]]:
         rows = {}
         for row, runs in runs_of.items():  # a run without the key ran at its default
             shown = [_value_text(v[key]) if key in v else _value_text(_SPEC_DEFAULTS[key]) if key in _SPEC_DEFAULTS
-                     else "(unset)" for v in runs]
+                     else _FULL_RUN if key == STOPPING else "(unset)" for v in runs]
             rows[row] = " / ".join(sorted(dict.fromkeys(shown)))
         differ = len(set(rows.values())) > 1
-        always = (key in _SPEC_DEFAULTS and any(key in v for runs in runs_of.values() for v in runs)) or (
+        always = (key in (*_SPEC_DEFAULTS, STOPPING) and any(key in v for runs in runs_of.values() for v in runs)) or (
             ".params." in key and not key.startswith("suite."))
         non_default = key.startswith("suite.params.") and not all(key in defaults.get(r, ()) for r in runs_of)
         if differ or always or non_default:
@@ -279,7 +294,7 @@ def settings(df: "pd.DataFrame", row_of: "pd.Series") -> list[dict[str, Any]]:
 
 
 def _key_order(key: str) -> tuple[int, str]:
-    order = {"agent": 0, "limit": 1, "seed": 2, "repeat": 3}
+    order = {"agent": 0, STOPPING: 1, "limit": 2, "seed": 3, "repeat": 4}
     return (order.get(key, 4 if not key.startswith("suite.") else 5), key)
 
 

@@ -974,6 +974,7 @@ def _notes(table: pd.DataFrame) -> list[str]:
         )
     notes.extend(caveats.notes(table, AVG))
     notes.extend(table.attrs.get("judge_notes", []))  # harness.judge_views: whose verdicts, how many unread
+    notes.extend(table.attrs.get("run_notes", []))  # harness.results: which of several runs each cell shows
     return notes
 
 

@@ -187,6 +187,8 @@ def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[A
         table.attrs["checkpoint_sweeps"] = [s.to_json() for s in sweeps]
     text = render(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.format == "csv":  # CSV has no footnotes: which runs it shows goes with the notes
+        notes = [*table.attrs.get("run_notes", []), *notes]
     if (sequential or sweeps) and args.format != "json":
         lines = (_sequential_lines(sequential) if sequential else []) + [x for s in sweeps for x in sweep.describe(s)]
         if args.format == "markdown":  # below the table, like its footnotes
@@ -245,6 +247,7 @@ def _renderer(args: argparse.Namespace, selection: Any) -> Any:
     def render(table: Any) -> str:
         if selection.judges is not None:
             table.attrs["judge_notes"] = selection.judges.notes()
+        table.attrs["run_notes"] = list(getattr(selection, "run_lines", []))  # which runs it shows (footnotes)
         return write(table)
 
     return render
