@@ -266,7 +266,7 @@ def transfer_table(
     stats: bool = False,
     layout: Mapping[str, Sequence[str]] | None = None,
     average: bool = True,
-    drop_undefined: bool = False,
+    drop_undefined: bool | str = False,
     labels: Mapping[str, str] | None = None,
     stats_in_notes: bool = False,
     pooled: bool = False,
@@ -316,7 +316,9 @@ def transfer_table(
     records of every variant of the suites and splits shown, so that choosing rows never
     changes a row's average). A row without a value in one of them has no average (NaN):
     no average is ever over a subset of its units. ``drop_undefined`` drops a column only
-    where the metric counts nowhere in it (never a column whose answers await a score).
+    where the metric counts nowhere in it (never a column whose answers await a score);
+    ``drop_undefined="valueless"`` also drops one no row has a value in, for a caller that
+    names each such column itself (an experiment's "no value in the store" lines).
     """
     metrics = _check_metrics(metrics, df)
     if columns not in ("split", "suite"):
@@ -390,7 +392,8 @@ def transfer_table(
     for col in shown_columns:
         # (a cost metric no agent counted stays: "–" there says "not counted", not "undefined")
         shown = [m for m in metrics
-                 if not (drop_undefined and m not in COST_METRICS and not unit_weights[(col, m)])]
+                 if not (drop_undefined and m not in COST_METRICS and (not unit_weights[(col, m)] or (
+                     drop_undefined == "valueless" and values[(col, m)].isna().all())))]
         for metric in shown:
             table_columns[(col, metric)] = values[(col, metric)]
         if baseline is not None and (every_delta or col == AVG):
@@ -442,7 +445,7 @@ def transfer_table(
             "units_differ": units_differ,
         }
     )
-    aggregates, lines = _aggregate_notes(df, variants, layout, metrics, mean_over, pooled, units_of_group)
+    aggregates, lines = _aggregate_notes(df, variants, layout, metrics, mean_over, pooled, units_of_group, counted)
     table.attrs["aggregates"] = aggregates
     if lines:
         table.attrs["extra_notes"] = [*table.attrs.get("extra_notes", []), *lines]
@@ -506,8 +509,9 @@ def counted_units(df: pd.DataFrame, unit_of: pd.Series, metrics: Sequence[str],
 
 def _aggregate_notes(df: pd.DataFrame, variants: list[str], layout: Mapping[str, Sequence[str]],
                      metrics: Sequence[str], mean_over: Mapping[str, str], pooled: bool,
-                     units_of_group: Mapping[str, set[str]]) -> tuple[dict[str, str], list[str]]:
-    """(column -> how its cells aggregate a suite's breakdown: "mean over FIELD" or "pooled";
+                     units_of_group: Mapping[str, set[str]], counted: Mapping[str, set[str]],
+                     ) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """(column -> metric -> how its cells aggregate a suite's breakdown: "mean over FIELD" or "pooled";
     footnote lines: per such suite, what its cells are and the other figure: the pooled values
     beside a mean, or where the benchmark's own figure is)."""
     aggregates: dict[str, str] = {}
@@ -517,8 +521,11 @@ def _aggregate_notes(df: pd.DataFrame, variants: list[str], layout: Mapping[str,
         if field is None:
             continue
         cols = [c for c, groups in layout.items() if any(g.split("/", 1)[0] == suite for g in groups)]
-        several = [c for c in cols if any(len(units_of_group.get(g, ())) > 1 or pooled for g in layout[c]
-                                          if g.split("/", 1)[0] == suite)]
+        # (column, metric) whose value averages several units of the suite's (a mean that differs from pooling)
+        multi = {(c, m) for c in cols for m in metrics
+                 if any(len([u for u in units_of_group.get(g, ()) if u in counted.get(m, ())]) > 1
+                        for g in layout[c] if g.split("/", 1)[0] == suite)}
+        several = [c for c in cols if pooled or any((c, m) in multi for m in metrics)]
         if pooled:
             mine = df[(df["suite"].astype(str) == suite).to_numpy()]
             try:
@@ -528,14 +535,14 @@ def _aggregate_notes(df: pd.DataFrame, variants: list[str], layout: Mapping[str,
             if not (values.groupby([mine["variant"].astype(str), _split_labels(mine)]).nunique() > 1).any():
                 continue
             for c in several:
-                aggregates[c] = "pooled"
+                aggregates[c] = {m: "pooled" for m in metrics if m not in COST_METRICS}
             lines.append(f"{suite}: each cell pools its episodes (--pooled); its benchmark's overall figures are the "
                          f"mean over {field}, the table's cells without --pooled.")
             continue
         if not several:
             continue
         for c in several:
-            aggregates[c] = f"mean over {field}"
+            aggregates[c] = {m: f"mean over {field}" for m in metrics if (c, m) in multi}
         mine = df[(df["suite"].astype(str) == suite).to_numpy()]
         cells = _summarize(mine.assign(group=_split_labels(mine).to_numpy()), ["variant", "group"],
                            [m for m in metrics if m not in COST_METRICS or m in mine.columns]).set_index(["variant", "group"])
@@ -543,7 +550,7 @@ def _aggregate_notes(df: pd.DataFrame, variants: list[str], layout: Mapping[str,
         for c in several:
             groups = [g for g in layout[c] if g.split("/", 1)[0] == suite]
             for metric in metrics:
-                if metric in COST_METRICS:
+                if (c, metric) not in multi or metric not in cells.columns:  # (one unit: the mean is the pooled value)
                     continue
                 per = pd.DataFrame({g: _cell_column(cells, variants, g, metric) for g in groups}).mean(axis=1, skipna=False)
                 shown = [f"{v} {format_metric(x, metric)}" for v, x in per.items() if not math.isnan(x)]
@@ -1017,7 +1024,7 @@ def _column_label(table: pd.DataFrame, group: str, metric: str) -> str:
     """A column's metric label, with the unit of a path-length-weighted value column and how a
     value column aggregates its suite's breakdown ("(mean over task_type)", "(pooled)")."""
     unit = length_unit(table, group, metric)
-    how = table.attrs.get("aggregates", {}).get(group) if not _is_delta(metric) and metric not in COST_METRICS else None
+    how = table.attrs.get("aggregates", {}).get(group, {}).get(metric) if not _is_delta(metric) else None
     return _metric_label(metric) + (f" [{unit}]" if unit else "") + (f" ({how})" if how else "")
 
 
