@@ -169,6 +169,9 @@ def load_config(name: str, overrides: Sequence[str] = ()) -> JudgeConfig:
     unknown = sorted(set(merged) - allowed)
     if unknown:
         raise JudgeError(f"judge {name}: unknown key judge.{unknown[0]} (keys: {', '.join(sorted(allowed))})")
+    missing = _backend_not_installed(merged.get("backend"), name)
+    if missing:  # the extra to install first, before asking for a model it could not load
+        raise JudgeError(missing)
     for key in ("backend", "model"):
         if not merged.get(key):
             raise JudgeError(f"judge {name}: judge.{key} is required (e.g. judge.{key}=...)")
@@ -179,6 +182,16 @@ def load_config(name: str, overrides: Sequence[str] = ()) -> JudgeConfig:
     except (TypeError, ValueError):
         raise JudgeError(f"judge {name}: judge.max_new_tokens must be a whole number") from None
     return JudgeConfig(**merged)
+
+
+def _backend_not_installed(backend: Any, name: str) -> str | None:
+    """One line naming the extra when the judge's model backend's packages are not installed."""
+    from harness.catalog import BACKENDS
+    from harness.extras import not_installed
+
+    if not backend or backend == LOCAL_BACKEND or str(backend) not in BACKENDS.names():
+        return None
+    return not_installed(BACKENDS.entry(str(backend)), f"judge {name} (backend {backend})")
 
 
 def split_judge_overrides(overrides: Sequence[str]) -> tuple[str | None, list[str], list[str]]:
