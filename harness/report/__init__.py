@@ -340,7 +340,7 @@ def table_html(table: Any, caption: str, cls: str = "") -> str:
 
     shown = tables._shown_columns(table)  # noqa: SLF001 - the Markdown renderer's own cell logic
     row_name = table.attrs.get("row_name", table.index.name or "")
-    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._metric_label(m))}</th>" for g, m in shown)  # noqa: SLF001
+    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._column_label(table, g, m))}</th>" for g, m in shown)  # noqa: SLF001
     body = []
     for row, cells in zip(table.index, tables._cell_strings(table, tables.MISSING, tables.DAGGER)):  # noqa: SLF001
         body.append(f"<tr><th>{_esc(row)}</th>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
@@ -368,7 +368,7 @@ def headline_html(table: Any, experiment: Any, caption: str) -> str:
         else:
             groups.append((role, 1))
     top = "".join(f'<th colspan="{n}" class="role">{_esc(role)}</th>' for role, n in groups)
-    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._metric_label(m))}</th>" for g, m in shown)  # noqa: SLF001
+    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._column_label(table, g, m))}</th>" for g, m in shown)  # noqa: SLF001
     body = []
     for row, cells in zip(table.index, strings):
         tds = []
@@ -546,9 +546,11 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     shown = list(dict.fromkeys(tables._metric_label(m) for _, m in tables._shown_columns(transfer)  # noqa: SLF001
                                if not m.startswith(tables.DELTA)))
     delta = f", Δ vs {baseline}" if len(variants) > 1 else ""
-    sections.append('<section id="transfer"><h2>Transfer table</h2>'
-                    + table_html(transfer, f"{' / '.join(shown)} per suite/split (%){delta}", "transfer")
-                    + "</section>")
+    generic = table_html(transfer, f"{' / '.join(shown)} per suite/split (%){delta}", "transfer")
+    if experiment_section:  # the experiment's headline reads first; every suite/split folds below it
+        generic = ('<details class="full-table"><summary>Every suite/split, with paired statistics</summary>'
+                   + generic + "</details>")
+    sections.append('<section id="transfer"><h2>Transfer table</h2>' + generic + "</section>")
     if comparisons:  # each sequential comparison's anytime-valid interval against the pairs run
         from harness.report.sequential import sequential_section
 

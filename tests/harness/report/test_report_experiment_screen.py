@@ -7,11 +7,16 @@ where REQUIRE_CHROMIUM=1) on the store tests/harness/test_joint.py writes with r
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
+from pathlib import Path
+
+import pytest
 
 from harness.cli import main
 from harness.report.joint import _box, _overlaps, place_labels
 from tests.harness.report.test_report import _browser_or_skip, _chromium, _open
-from tests.harness.test_joint import EXPERIMENT, data, store  # noqa: F401 - the store's fixtures
+from tests.harness.test_joint import EXPERIMENT, _judge_reply, data, store  # noqa: F401 - the store's fixtures
 
 WIDTH, HEIGHT = 1280, 800
 
@@ -26,10 +31,27 @@ def test_point_labels_are_placed_apart_even_where_points_coincide():
     assert all(b[0] >= 0 and b[2] <= 380 and b[1] >= 34 and b[3] <= 250 for b in boxes), boxes
 
 
-def test_the_experiment_headline_fits_1280_wide_with_no_horizontal_scroll(store, tmp_path):  # noqa: F811
+@pytest.fixture(scope="module")
+def judged(store, tmp_path_factory):  # noqa: F811
+    """The joint store judged by a loopback judge: every column of the experiment has values
+    (CFG-Bench's S beside Acc, ProcObject's J beside mIoU), the widest its table gets."""
+    from tests.envs.loopback_judge import serve
+
+    out = tmp_path_factory.mktemp("judged") / "o"
+    shutil.copytree(store, out)
+    srv, url = serve(_judge_reply)
+    try:
+        assert main(["judge", str(out), "judge=openai", "judge.model=judge-x", f"judge.params.base_url={url}"]) == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    return out
+
+
+def test_the_experiment_headline_fits_1280_wide_with_no_horizontal_scroll(judged, tmp_path):
     _browser_or_skip()  # before the work, not after it
     dest = tmp_path / "report" / "index.html"
-    assert main(["report", str(store), "--experiment", EXPERIMENT, "--dest", str(dest)]) == 0
+    assert main(["report", str(judged), "--experiment", EXPERIMENT, "--dest", str(dest)]) == 0
     with _chromium(tmp_path) as browser:
         browser.send("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT, deviceScaleFactor=1,
                      mobile=False)
@@ -64,3 +86,7 @@ def test_the_experiment_headline_fits_1280_wide_with_no_horizontal_scroll(store,
             for a, b in itertools.combinations(boxes, 2):
                 assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
             assert all(b[0] >= 0 and b[2] <= b[4] and b[3] <= b[5] for b in boxes), boxes
+        if os.environ.get("REPORT_SCREENSHOT_DIR"):  # the first screen, as a reader sees it
+            browser.eval("window.scrollTo(0, document.querySelector('#experiment').offsetTop); 0")
+            shutil.copy(browser.screenshot(tmp_path / "experiment.png"),
+                        Path(os.environ["REPORT_SCREENSHOT_DIR"]) / "report_experiment_1280.png")
