@@ -55,6 +55,8 @@ SPLIT_EPISODES = "split_episodes"
 RUN_SETTINGS = "run_settings"
 #: Provenance key of the split's episode count (written by the runner at each session).
 PROVENANCE_SPLIT_EPISODES = "split_episodes"
+#: How a stored config writes a value it left unset (OmegaConf's ``MISSING``): never a setting's value.
+_UNSET = "???"
 #: Settings always worth naming when set (spec fields), with the value that is no caveat.
 _SPEC_DEFAULTS = {"limit": None, "seed": 0, "repeat": 0}
 #: The setting that says a row ran under ``stopping=sequential`` (and after how many episodes
@@ -111,7 +113,14 @@ def run_settings(spec: Any, identity: Any, provenance: Any) -> dict[str, Any]:
     kind = spec.get("agent_kind") or "planner"
     config = provenance.get("config") if isinstance(provenance.get("config"), Mapping) else {}
     node = config.get(kind) if isinstance(config.get(kind), Mapping) else {}
-    out.update(_flat(node.get("params") or {}, f"{kind}.params"))
+    given = spec.get("agent_params") if isinstance(spec.get("agent_params"), Mapping) else {}
+    for key, value in _flat(node.get("params") or {}, f"{kind}.params").items():
+        if value == _UNSET:  # a key the config left unset (a sweep's checkpoint, a variant's model): the value run
+            name = key[len(f"{kind}.params."):]
+            if name in given and given[name] not in (None, _UNSET):
+                out[key] = given[name]
+            continue
+        out[key] = value
     suite_params = identity.get("suite_params") if isinstance(identity.get("suite_params"), Mapping) else {}
     defaults = _suite_defaults(spec.get("suite") or identity.get("suite") or "")
     for key, value in suite_params.items():

@@ -74,3 +74,15 @@ def test_a_newer_partial_run_is_not_preferred_and_without_a_complete_run_the_new
     # a filtered view names only its own cells' runs
     assert all(not line.startswith("x on") for line in results.load([str(out)], where=lambda df: df[
         df["variant"] == "base"]).run_lines)
+
+
+def test_a_setting_the_config_left_unset_is_the_value_run_never_its_placeholder():
+    """A checkpoint sweep's config leaves planner.params.model unset ('???'); the settings line
+    names the model each run used (its spec), or nothing -- never '???'."""
+    from harness.caveats import run_settings
+
+    provenance = {"config": {"planner": {"params": {"model": "???", "max_new_tokens": 64}}}}
+    ran = run_settings({"agent": "vlm", "agent_params": {"model": "/ckpt/step-100"}}, {}, provenance)
+    assert ran["planner.params.model"] == "/ckpt/step-100" and ran["planner.params.max_new_tokens"] == 64
+    unknown = run_settings({"agent": "vlm"}, {}, provenance)
+    assert "planner.params.model" not in unknown and "???" not in str(unknown)
