@@ -45,6 +45,8 @@ def test_a_newer_sequential_run_does_not_replace_a_complete_one_silently(tmp_pat
                                "that ran its whole split")
     assert lines[1] == ("cfg on s1/a: shows run cfg-full (4/4 episodes) (the newest complete run); not shown: "
                         "run cfg-seq (sequential, stopped after 2/4 episodes), newer: --run cfg-seq shows it.")
+    doc = __import__("json").loads(_table(capsys, str(out), "--format", "json")[0])
+    assert doc["run_selection"][1].startswith("cfg on s1/a: shows run cfg-full")
     # CSV has no footnotes: the same lines go to stderr with the notes
     _csv, err = _table(capsys, str(out), "--format", "csv")
     assert "note: cfg on s1/a: shows run cfg-full" in err

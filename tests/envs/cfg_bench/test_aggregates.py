@@ -133,6 +133,12 @@ def test_the_plain_table_of_a_store_prints_the_mean_over_tasks_as_its_headline(t
     assert main(["table", str(tmp_path / "out"), "--baseline", "fps4", "--metrics", "accuracy", "--pooled"]) == 0
     out = capsys.readouterr().out
     assert "(pooled)" in out.splitlines()[0] and out.splitlines()[2].startswith("| fps4 | 40.5 |")
+    import json
+
+    assert main(["table", str(tmp_path / "out"), "--baseline", "fps4", "--metrics", "accuracy", "--format", "json"]) == 0
+    cell = json.loads(capsys.readouterr().out)["rows"][0]["cells"]["cfg_bench/all"]["accuracy"]
+    assert round(100 * cell["value"], 2) == 40.71 and cell["aggregate"] == "mean over task_type"
+    assert cell["interval"] is None  # no Wilson interval of the pooled proportion beside the mean
 
 
 def test_beside_another_suite_the_mean_row_is_cfg_bench_s_own():
