@@ -515,6 +515,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
 
         declared = experiments.load(experiment)  # before anything is written: a bad name writes nothing
         etable = declared.table(df, paper=paper, out=paths[0])
+        etable.attrs["run_notes"] = list(selection.run_lines)
         title = etable.attrs.get("title") or declared.name
         # The headline first (each variant's figures with their Δ, diagnostic then transfer, one
         # screen wide), the full table with its notes folded below it.
@@ -540,6 +541,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     transfer = declared_only(tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None,
                                                    stats=len(variants) > 1, average=not several, drop_undefined=True))
     transfer.attrs["judge_notes"] = selection.judges.notes() if selection.judges is not None else []
+    transfer.attrs["run_notes"] = list(selection.run_lines)  # which of several runs each cell shows (harness.results)
     if several:
         transfer.attrs["extra_notes"] = [*transfer.attrs.get("extra_notes", []),
                                          "No avg column: the columns span several suites."]

@@ -88,3 +88,10 @@ def test_a_setting_the_config_left_unset_is_the_value_run_never_its_placeholder(
     assert ran["planner.params.model"] == "/ckpt/step-100" and ran["planner.params.max_new_tokens"] == 64
     unknown = run_settings({"agent": "vlm"}, {}, provenance)
     assert "planner.params.model" not in unknown and "???" not in str(unknown)
+
+
+def test_the_report_names_the_runs_it_shows(tmp_path):
+    out = _store(tmp_path / "o")
+    assert main(["report", str(out), "--baseline", "base"]) == 0
+    page = (out / "report" / "index.html").read_text(encoding="utf-8")
+    assert "cfg on s1/a: shows run cfg-full (4/4 episodes) (the newest complete run)" in page
