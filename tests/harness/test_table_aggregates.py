@@ -104,3 +104,23 @@ def test_a_row_that_did_not_run_a_column_has_no_avg_in_any_view(tmp_path, capsys
     alone, text = _row(capsys, [str(out), "--metrics", "cfg_s", "--variant", "b"], "b")
     assert every.split("|")[1:5] == [" b ", " 2.00 ", " – ", " – "]
     assert alone.split("|")[1:5] == [" b ", " 2.00 ", " – ", " – "]  # not 2.00, p's alone
+
+
+def test_the_association_reads_the_same_cells_as_the_table():
+    """harness.joint's diagnostic values are the table's cells: the mean over task types, not pooled."""
+    from harness.joint import JointColumn, association
+
+    recs = []
+    for v, (fau, tr, sr) in {"a": (1, 1, 0), "b": (2, 1, 1), "c": (0, 4, 2)}.items():
+        recs += [EpisodeRecord(f"r-{v}", v, "cfg_bench", "all", f"FAU-{i}", 0, task_type="FAU",
+                               values={"correct": float(i < fau), "unreadable": 0.0}) for i in range(2)]
+        recs += [EpisodeRecord(f"r-{v}", v, "cfg_bench", "all", f"TR-{i}", 0, task_type="TR",
+                               values={"correct": float(i < tr), "unreadable": 0.0}) for i in range(4)]
+        recs += [EpisodeRecord(f"s-{v}", v, "eb_alfred", "base", f"e{i}", 0, success=i < sr) for i in range(2)]
+    df = records_frame(recs)
+    table = transfer_table(df, baseline="a", metrics=("accuracy",), layout={"CFG": ["cfg_bench/all"]})
+    got = association(df, JointColumn("CFG", ("cfg_bench/all",), "accuracy"),
+                      JointColumn("ALF", ("eb_alfred/base",), "sr"), "a", resamples=10)
+    for p in got["points"]:
+        assert p["x"] == table.at[p["variant"], ("CFG", "accuracy")]
+    assert [p["x"] for p in got["points"]] == [0.375, 0.625, 0.5]  # pooled would be 2/6, 3/6, 4/6
