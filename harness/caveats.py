@@ -55,8 +55,20 @@ SPLIT_EPISODES = "split_episodes"
 RUN_SETTINGS = "run_settings"
 #: Provenance key of the split's episode count (written by the runner at each session).
 PROVENANCE_SPLIT_EPISODES = "split_episodes"
+#: How a stored config writes a value it left unset (OmegaConf's ``MISSING``): never a setting's value.
+_UNSET = "???"
 #: Settings always worth naming when set (spec fields), with the value that is no caveat.
 _SPEC_DEFAULTS = {"limit": None, "seed": 0, "repeat": 0}
+#: The setting that says a row ran under ``stopping=sequential`` (and after how many episodes
+#: it stopped); a row without it ran its split in full.
+STOPPING = "stopping"
+_FULL_RUN = "full run"
+
+
+def _stopping_of(identity: Any) -> Any:
+    from harness.sequential import stopping_of
+
+    return stopping_of(identity)
 
 
 # --- facts of the stored runs ------------------------------------------------------------
@@ -101,7 +113,14 @@ def run_settings(spec: Any, identity: Any, provenance: Any) -> dict[str, Any]:
     kind = spec.get("agent_kind") or "planner"
     config = provenance.get("config") if isinstance(provenance.get("config"), Mapping) else {}
     node = config.get(kind) if isinstance(config.get(kind), Mapping) else {}
-    out.update(_flat(node.get("params") or {}, f"{kind}.params"))
+    given = spec.get("agent_params") if isinstance(spec.get("agent_params"), Mapping) else {}
+    for key, value in _flat(node.get("params") or {}, f"{kind}.params").items():
+        if value == _UNSET:  # a key the config left unset (a sweep's checkpoint, a variant's model): the value run
+            name = key[len(f"{kind}.params."):]
+            if name in given and given[name] not in (None, _UNSET):
+                out[key] = given[name]
+            continue
+        out[key] = value
     suite_params = identity.get("suite_params") if isinstance(identity.get("suite_params"), Mapping) else {}
     defaults = _suite_defaults(spec.get("suite") or identity.get("suite") or "")
     for key, value in suite_params.items():
@@ -140,6 +159,11 @@ def with_run_facts(df: "pd.DataFrame", runs: "pd.DataFrame") -> "pd.DataFrame":
         totals[r["run_id"]] = float(total) if total is not None else math.nan
         settings[r["run_id"]] = json.dumps(run_settings(r.get("spec"), r.get("identity"), r.get("provenance")),
                                            sort_keys=True, default=str)
+        if _stopping_of(r.get("identity")) is not None:  # how the row was run: stopped early by design
+            episodes = int((df["run_id"] == r["run_id"]).sum()) if len(df) else 0
+            values = json.loads(settings[r["run_id"]])
+            values[STOPPING] = f"sequential, stopped after {episodes} episodes"
+            settings[r["run_id"]] = json.dumps(values, sort_keys=True, default=str)
     return df.assign(**{SPLIT_EPISODES: df["run_id"].map(totals).astype(float),
                         RUN_SETTINGS: df["run_id"].map(settings).astype(object)})
 
@@ -267,10 +291,10 @@ def settings(df: "pd.DataFrame", row_of: "pd.Series") -> list[dict[str, Any]]:
         rows = {}
         for row, runs in runs_of.items():  # a run without the key ran at its default
             shown = [_value_text(v[key]) if key in v else _value_text(_SPEC_DEFAULTS[key]) if key in _SPEC_DEFAULTS
-                     else "(unset)" for v in runs]
+                     else _FULL_RUN if key == STOPPING else "(unset)" for v in runs]
             rows[row] = " / ".join(sorted(dict.fromkeys(shown)))
         differ = len(set(rows.values())) > 1
-        always = (key in _SPEC_DEFAULTS and any(key in v for runs in runs_of.values() for v in runs)) or (
+        always = (key in (*_SPEC_DEFAULTS, STOPPING) and any(key in v for runs in runs_of.values() for v in runs)) or (
             ".params." in key and not key.startswith("suite."))
         non_default = key.startswith("suite.params.") and not all(key in defaults.get(r, ()) for r in runs_of)
         if differ or always or non_default:
@@ -279,7 +303,7 @@ def settings(df: "pd.DataFrame", row_of: "pd.Series") -> list[dict[str, Any]]:
 
 
 def _key_order(key: str) -> tuple[int, str]:
-    order = {"agent": 0, "limit": 1, "seed": 2, "repeat": 3}
+    order = {"agent": 0, STOPPING: 1, "limit": 2, "seed": 3, "repeat": 4}
     return (order.get(key, 4 if not key.startswith("suite.") else 5), key)
 
 

@@ -165,6 +165,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"harness: error: {message} (`{self.prog} --help` lists the options)\n")
 
 
+def package_version() -> str:
+    """The installed distribution's version (the source tree's own where it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("embodied-transfer")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text())["project"]["version"]
+
+
 def _command(name: str) -> Any:
     return importlib.import_module(f"harness.commands.{COMMANDS[name]}")
 
@@ -177,6 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
     command = None
     try:
         parser = _Parser(prog="harness", description="Embodied transfer evaluation harness.")
+        parser.add_argument("--version", action="version", version=f"harness {package_version()}")
         sub = parser.add_subparsers(dest="command", required=True)
         for name in COMMANDS:
             _command(name).add_parser(sub)

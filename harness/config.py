@@ -484,6 +484,9 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         agent_params = checked(agent_plugin.params, agent_params, where, f"{kind} {agent_cfg.name}",
                                **({"suite": cfg.suite.name} if getattr(agent_plugin, "takes_suite", False) else {}))
     except ConfigError as exc:
+        missing = _agent_not_installed(agent_plugin, agent_params, f"{kind} {agent_cfg.name}", cfg.suite.name)
+        if missing:  # the extra to install first, before asking for a parameter (a model) it could not use
+            raise MissingPrerequisite(missing) from None
         text = str(exc)
         key = text[len(where):].split(" ", 1)[0] if text.startswith(where) else None
         if key and key in variant_given and key not in agent_given:
@@ -518,6 +521,22 @@ def to_run_spec(cfg: DictConfig) -> RunSpec:
         record_images=cfg.record_images,
         stopping=stopping,
     )
+
+
+def _agent_not_installed(plugin: Any, given: dict[str, Any], who: str, suite: str) -> str | None:
+    """One line naming the extra when the agent's, or its chosen model backend's, declared
+    packages are not installed (harness.extras.not_installed); None when they are."""
+    from harness.extras import not_installed
+    from harness.params import Composite
+
+    found = [(plugin, who)]
+    if isinstance(getattr(plugin, "params", None), Composite):
+        try:
+            groups = plugin.params.groups(dict(given), suite)
+        except Exception:  # noqa: BLE001 - values the check refused: the agent's own modules only
+            groups = []
+        found += [(g.plugin, f"{who} ({g.title})") for g in groups if g.plugin is not None]
+    return next((line for p, w in found if (line := not_installed(p, w)) is not None), None)
 
 
 def _stopping(cfg: DictConfig, suite: str) -> dict[str, Any] | None:
@@ -588,5 +607,27 @@ def _hint(exc: BaseException) -> str:
         hint = f"did you mean {group}={close[0]}? " if close else ""
         return f"unknown {group} {name!r}: {hint}(choices: {', '.join(choices)}; `harness list` describes them)"
     if "Could not override" in line:
-        return f"{line} It is not a config key (`+key=value` adds a new one)."
+        key = re.search(r"Could not override '([^']+)'", line)
+        close = _close_keys(key.group(1)) if key else []
+        hint = f" Did you mean {close[0]}?" if close else ""
+        return f"{line}{hint} It is not a config key (`+key=value` adds a new one)."
     return line
+
+
+def _close_keys(key: str) -> list[str]:
+    """The config keys a mistyped ``key`` (``spli``, ``runner.pipelin``) is closest to, among
+    the keys beside it in the composed defaults (RunConfig's fields and their nodes' keys)."""
+    import difflib
+
+    from omegaconf import OmegaConf
+
+    parent, _, leaf = key.rpartition(".")
+    try:
+        node = OmegaConf.structured(RunConfig)
+        if parent:
+            node = OmegaConf.select(node, parent)
+        keys = [str(k) for k in node.keys()] if node is not None and hasattr(node, "keys") else []
+    except Exception:  # noqa: BLE001 - no node to compare with: no hint
+        keys = []
+    prefix = f"{parent}." if parent else ""
+    return [prefix + k for k in difflib.get_close_matches(leaf, keys, n=1, cutoff=0.6)]

@@ -168,7 +168,7 @@ class Experiment:
         table = tables.transfer_table(
             df, baseline=baseline, metrics=metrics, variants_order=present,
             per_column_delta=self.delta == "each", stats=self.stats and baseline is not None,
-            layout={c.label: c.cells for c in shown}, average=self.average, drop_undefined=True,
+            layout={c.label: c.cells for c in shown}, average=self.average, drop_undefined="valueless",
             stats_in_notes=True,
         )
         wanted = {c.label: set(self.metrics_of(c, available)) for c in shown}

@@ -8,7 +8,9 @@ in the store (the experiment's and any other variant that ran the same cells):
 
 * each variant's value of both columns, over the episodes every such variant ran in
   each of the columns' suite/split cells (pairs, as the paired Δ of the table), a column
-  being the mean of its cells, as in :func:`harness.tables.transfer_table`;
+  being the mean of its cells, as in :func:`harness.tables.transfer_table` (a suite that
+  declares ``mean_over``: a cell is the mean over its task types, each a unit of its own,
+  resampled within itself);
 * their Δ vs the baseline and Spearman's rank correlation ρ of the two Δ (average
   ranks for ties; C. Spearman, "The proof and measurement of association between two
   things", Am. J. Psychol. 15, 1904). ρ of the Δ equals ρ of the values: a shift by
@@ -132,8 +134,10 @@ def _cell_arrays(frame: pd.DataFrame, variants: Sequence[str], cells: Sequence[s
 def _column_values(arrays: Mapping[str, Mapping[str, np.ndarray]], column: JointColumn,
                    counts: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
     """A column's value per variant (shape (V,), or (B, V) with resample ``counts`` per cell):
-    the mean over its cells of sum(num) / sum(den); NaN where a cell has no value."""
-    per_cell = []
+    the mean over its cells of sum(num) / sum(den); NaN where a cell has no value. The units of
+    one suite/split (``suite/split#task``: a suite that declares ``mean_over``;
+    :func:`harness.tables.unit_labels`) are averaged first, each once, as the table's cells are."""
+    per_cell: dict[str, list[np.ndarray]] = {}
     for cell in column.cells:
         a = arrays[cell]
         num, den = a[f"num:{column.metric}"], a[f"den:{column.metric}"]
@@ -142,8 +146,9 @@ def _column_values(arrays: Mapping[str, Mapping[str, np.ndarray]], column: Joint
         else:
             s_num, s_den = counts[cell] @ num.T, counts[cell] @ den.T
         with np.errstate(invalid="ignore", divide="ignore"):
-            per_cell.append(np.where(s_den > 0, s_num / np.where(s_den > 0, s_den, 1.0), np.nan))
-    return np.mean(per_cell, axis=0)
+            value = np.where(s_den > 0, s_num / np.where(s_den > 0, s_den, 1.0), np.nan)
+        per_cell.setdefault(cell.split("#", 1)[0], []).append(value)
+    return np.mean([np.mean(units, axis=0) for units in per_cell.values()], axis=0)
 
 
 def association(df: pd.DataFrame, x: JointColumn, y: JointColumn, baseline: str,
@@ -158,9 +163,19 @@ def association(df: pd.DataFrame, x: JointColumn, y: JointColumn, baseline: str,
     out: dict[str, Any] = {"x": {"column": x.label, "metric": x.metric}, "y": {"column": y.label, "metric": y.metric},
                            "points": [], "n": 0, "rho": None, "interval": None, "resamples": 0,
                            "undefined_resamples": 0, "pairs": {}, "reason": None}
+    from harness.tables import unit_labels
+
+    shown = df[(df["suite"].astype(str) + "/" + df["split"].astype(str)).isin([*x.cells, *y.cells]).to_numpy()]
+    unit, _ = unit_labels(shown)  # a suite its benchmark averages over task types: each task type a unit
+    frame = _per_episode(shown, [x.metric, y.metric]).assign(_group=unit.to_numpy())
+    found = sorted(set(unit))
+
+    def units(column: JointColumn) -> JointColumn:
+        return JointColumn(column.label, tuple(u for c in column.cells for u in found
+                                               if u == c or u.startswith(c + "#")), column.metric)
+
+    x, y = units(x), units(y)
     cells = list(dict.fromkeys([*x.cells, *y.cells]))
-    frame = _per_episode(df[(df["suite"].astype(str) + "/" + df["split"].astype(str)).isin(cells).to_numpy()],
-                         [x.metric, y.metric])
     variants = _order(sorted(set(frame["_variant"])), baseline, declared_variants)
     # Cells no variant has a value in (e.g. no question of the metric's kind there) are left out
     # of the column, as the table does; a variant missing a used cell is not a point.

@@ -6,7 +6,7 @@ when the suite put it there, else the agent's last raw output in the ``transcrip
 backends (``openai``: any OpenAI-compatible server such as vLLM; ``hf``: in process), with
 the suite's rubric (``SuitePlugin.judge``: ``"module:attr"`` of ``factory(params) -> Rubric``).
 
-- The judge's identity (backend, model, the backend's own identity, sampling, the rubric's
+- The judge's identity (its name, backend, model, the backend's own identity, sampling, the rubric's
   identity and version) is hashed to ``judge_id``; each verdict is one row of the store's
   ``judgements`` table keyed by the answer's key and ``judge_id``, so one run carries any
   number of judges' scores and a second judge never touches the first one's rows.
@@ -163,12 +163,15 @@ def load_config(name: str, overrides: Sequence[str] = ()) -> JudgeConfig:
     except OmegaConfBaseException as exc:
         raise JudgeError(f"judge {name}: {str(exc).splitlines()[0]}") from None
     assert isinstance(merged, dict)
-    if not merged.get("name"):  # the judge's name (not in its identity): the model's unless set
+    if not merged.get("name"):  # the judge's name (part of its identity): the model's unless set
         merged["name"] = str(merged.get("model") or path.stem)
     allowed = {f for f in JudgeConfig.__dataclass_fields__}
     unknown = sorted(set(merged) - allowed)
     if unknown:
         raise JudgeError(f"judge {name}: unknown key judge.{unknown[0]} (keys: {', '.join(sorted(allowed))})")
+    missing = _backend_not_installed(merged.get("backend"), name)
+    if missing:  # the extra to install first, before asking for a model it could not load
+        raise JudgeError(missing)
     for key in ("backend", "model"):
         if not merged.get(key):
             raise JudgeError(f"judge {name}: judge.{key} is required (e.g. judge.{key}=...)")
@@ -179,6 +182,16 @@ def load_config(name: str, overrides: Sequence[str] = ()) -> JudgeConfig:
     except (TypeError, ValueError):
         raise JudgeError(f"judge {name}: judge.max_new_tokens must be a whole number") from None
     return JudgeConfig(**merged)
+
+
+def _backend_not_installed(backend: Any, name: str) -> str | None:
+    """One line naming the extra when the judge's model backend's packages are not installed."""
+    from harness.catalog import BACKENDS
+    from harness.extras import not_installed
+
+    if not backend or backend == LOCAL_BACKEND or str(backend) not in BACKENDS.names():
+        return None
+    return not_installed(BACKENDS.entry(str(backend)), f"judge {name} (backend {backend})")
 
 
 def split_judge_overrides(overrides: Sequence[str]) -> tuple[str | None, list[str], list[str]]:
@@ -197,6 +210,9 @@ def split_judge_overrides(overrides: Sequence[str]) -> tuple[str | None, list[st
 # --- identity ----------------------------------------------------------------------------
 def judge_identity(cfg: JudgeConfig, backend_identity: Mapping[str, Any], rubric: Any) -> dict[str, Any]:
     out = {
+        # The judge's name is part of its identity: verdicts stored under one name are never
+        # reused (or reported) under another, even when everything else is the same.
+        "name": cfg.name,
         "backend": cfg.backend, "model": cfg.model, "backend_identity": dict(backend_identity),
         "sampling": {"decoding": "greedy", "temperature": 0.0, "max_new_tokens": cfg.max_new_tokens},
         "rubric": dict(rubric.identity()), "rubric_version": str(rubric.version),
@@ -215,7 +231,7 @@ def _file_or_value(value: Any) -> Any:
 
 
 def judge_id_of(identity: Mapping[str, Any]) -> str:
-    """A short hash of a judge identity (the judge's name is not in it)."""
+    """A short hash of a judge identity (its name included: a renamed judge is another judge)."""
     text = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 

@@ -1,12 +1,17 @@
 """Which runs a table shows, from one store or several read as one.
 
-* **Supersession** (per store, as :func:`latest_frame`): for each
-  (variant, suite, split) the newest run's *family* is shown and older
-  families are named in a note. A family is a run identity without its trial
-  seed (``seed_offset``) and its declared repeat index (``repeat``): runs that
-  differ only in ``seed=`` or ``repeat=`` are **repeats** of one cell, all shown
-  (columns ``repeat``: the seed offset, ``repeat_index``: the repeat index), not
-  superseded; tables give their spread (harness.tables, harness.stats).
+* **Run selection** (per store, as :func:`latest_frame`; :data:`SELECTION_RULE`): of the
+  *families* of runs of one (variant, suite, split), a table shows the newest **complete**
+  one -- each of its runs holds every episode of its split and none stopped early
+  (``stopping=sequential``) -- and only where none is complete the newest family. A
+  partial or sequential run is never shown over a complete one without saying so: every
+  cell with several families gets a line (:func:`selection_lines`, printed in the table's
+  footnotes) naming the run shown, each run not shown (partial ``n/N``, sequential, older)
+  and the ``--run ID`` that shows it instead. A family is a run identity without its trial
+  seed (``seed_offset``) and its declared repeat index (``repeat``): runs that differ only
+  in ``seed=`` or ``repeat=`` are **repeats** of one cell, all shown (columns ``repeat``:
+  the seed offset, ``repeat_index``: the repeat index); tables give their spread
+  (harness.tables, harness.stats).
 * **Several stores**: a run (same identity, hence same run id) found in two
   stores counts once, its episodes de-duplicated by key (:func:`merge_stores`): a
   finished row over an error record; two finished rows whose results disagree are
@@ -21,8 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
@@ -54,33 +59,117 @@ def with_families(runs: "pd.DataFrame") -> "pd.DataFrame":
                        repeat_index=[t[2] for t in triples])
 
 
-def current_runs(runs: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
-    """The runs of each cell's newest family (all its repeats), and notes naming the others."""
+#: The rule :func:`current_runs` applies, as tables print it above the runs they name.
+SELECTION_RULE = ("of several runs of one variant on one suite/split, a table shows the newest that ran its whole "
+                  "split (not stopped early by stopping=sequential), else the newest; --run ID shows another")
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What run selection knows of one stored run: episodes stored, its split's size (None where
+    the run recorded none) and whether it ran under ``stopping=sequential``."""
+
+    episodes: int
+    total: int | None
+    sequential: bool
+
+    @property
+    def complete(self) -> bool:
+        """Every episode of its split, run to the end (a sequential run stops early by design).
+        A run that recorded no split size counts as complete (nothing says otherwise)."""
+        return not self.sequential and (self.total is None or self.episodes >= self.total)
+
+    def text(self) -> str:
+        size = f"{self.episodes}/{self.total} episodes" if self.total is not None else f"{self.episodes} episodes"
+        return f"sequential, stopped after {size}" if self.sequential else \
+            (size if self.complete else f"partial, {size}")
+
+
+def run_facts(store: "ResultStore", runs: "pd.DataFrame") -> dict[str, RunFacts]:
+    """:class:`RunFacts` of each run of ``runs`` (rows of ``store.runs()``)."""
+    from harness.caveats import _split_episodes
+    from harness.sequential import stopping_of
+
+    out = {}
+    for r in runs.itertuples():
+        episodes = store.run_counts(r.run_id)[0]
+        out[r.run_id] = RunFacts(episodes, _split_episodes(store.provenance(r.run_id)),
+                                 stopping_of(r.identity) is not None)
+    return out
+
+
+def current_runs(runs: "pd.DataFrame", facts: Mapping[str, RunFacts] | None = None,
+                 picks: Mapping[tuple[str, str, str], str] | None = None,
+                 ) -> tuple["pd.DataFrame", list[str], list[dict[str, Any]]]:
+    """The runs of each cell's chosen family (all its repeats): the newest complete family, else
+    the newest (:data:`SELECTION_RULE`; ``facts``: each run's :class:`RunFacts`, all complete
+    where not given; ``picks``: cell -> family chosen with ``--run``). Returns the runs, notes
+    naming the others, and one entry per cell with several families (:func:`selection_lines`)."""
     if runs.empty:
-        return runs, []
+        return runs, [], []
+    facts = facts or {}
+    picks = picks or {}
     runs = with_families(runs).sort_values("last_started_at", kind="stable")
-    newest = runs.groupby(_CELL, sort=False).tail(1)[[*_CELL, "family"]]
-    keep = runs.merge(newest, on=[*_CELL, "family"], how="inner")["run_id"]
-    kept = set(keep)
-    notes = [f"superseded run {r.run_id} ({r.variant} on {r.suite}/{r.split}) is not shown"
+    complete = {r.run_id: facts[r.run_id].complete if r.run_id in facts else True for r in runs.itertuples()}
+    kept: set[str] = set()
+    choices: list[dict[str, Any]] = []
+    for cell, group in runs.groupby(_CELL, sort=True):
+        families = list(dict.fromkeys(reversed(list(group["family"]))))  # newest first
+        whole = [f for f in families if all(complete[i] for i in group.loc[group["family"] == f, "run_id"])]
+        picked = picks.get(tuple(cell))
+        chosen = picked if picked in families else (whole[0] if whole else families[0])
+        kept.update(group.loc[group["family"] == chosen, "run_id"])
+        if len(families) > 1:
+            def described(family: str) -> list[dict[str, Any]]:
+                ids = list(group.loc[group["family"] == family, "run_id"])
+                return [{"run_id": i, "facts": facts.get(i)} for i in ids]
+
+            why = ("picked with --run" if picked in families else
+                   "the newest complete run" if whole and chosen != families[0] else
+                   "the newest run" + ("" if whole else "; no run of this cell is complete"))
+            choices.append({"variant": cell[0], "suite": cell[1], "split": cell[2], "why": why,
+                            "shown": described(chosen),
+                            "others": [{"newer": families.index(f) < families.index(chosen), "runs": described(f)}
+                                       for f in families if f != chosen]})
+    notes = [f"run {r.run_id} ({r.variant} on {r.suite}/{r.split}) is not shown (--run {r.run_id[:12]} shows it)"
              for r in runs.itertuples() if r.run_id not in kept]
-    return runs[runs["run_id"].isin(kept)], notes
+    return runs[runs["run_id"].isin(kept)], notes, choices
+
+
+def selection_lines(choices: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Footnote lines of the run selection: the rule, then per cell with several runs which
+    run is shown and why, and each run not shown with what it is and how to show it."""
+    if not choices:
+        return []
+
+    def what(entry: Mapping[str, Any]) -> str:
+        f = entry.get("facts")
+        return f"run {entry['run_id'][:12]}" + (f" ({f.text()})" if f is not None else "")
+
+    lines = [f"Runs: {SELECTION_RULE}."]
+    for c in choices:
+        shown = ", ".join(what(e) for e in c["shown"])
+        others = "; ".join(", ".join(what(e) for e in o["runs"]) + (", newer" if o["newer"] else ", older")
+                           + f": --run {o['runs'][0]['run_id'][:12]} shows it" for o in c["others"])
+        lines.append(f"{c['variant']} on {c['suite']}/{c['split']}: shows {shown} ({c['why']}); "
+                     f"not shown: {others}.")
+    return lines
 
 
 def latest_frame(store: "ResultStore") -> tuple["pd.DataFrame", list[str]]:
-    """Records of the newest run per (variant, suite, split) in ``store``, and notes on superseded runs.
+    """Records of the chosen run per (variant, suite, split) in ``store`` (:func:`current_runs`:
+    the newest complete one, else the newest), and notes naming the runs not shown.
 
     If a variant was rerun on a split with something that changes results
-    (a new checkpoint, prompt or protocol), the older run is left out of
+    (a new checkpoint, prompt or protocol), the other run is left out of
     tables and named in a note, rather than mixed in. Runs that differ only
-    in the trial seed (``seed=``) are repeats of the newest run, and kept
-    (:func:`current_runs`).
+    in the trial seed (``seed=``) are repeats of one another, and kept.
     """
     runs = store.runs()
     if runs.empty:
         return store.frame([]), []
-    latest, notes = current_runs(runs)
-    return store.frame(latest["run_id"].tolist()), notes
+    latest, _notes, choices = current_runs(runs, run_facts(store, runs))
+    return store.frame(latest["run_id"].tolist()), selection_lines(choices)
 
 
 @dataclass
@@ -91,6 +180,9 @@ class Selection:
     stores: list[str]
     #: Which judges' scores fill the judged metrics (:mod:`harness.judge_views`); None: not read.
     judges: Any = None
+    #: Footnote lines naming, per cell with several runs, the run shown and the others
+    #: (:func:`selection_lines`); every format prints them with the table.
+    run_lines: list[str] = field(default_factory=list)
 
 
 def _resolve_picks(runs: "pd.DataFrame", picks: Sequence[str]) -> dict[tuple[str, str, str], str]:
@@ -203,12 +295,16 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
         runs = pd.concat(all_runs, ignore_index=True)
         chosen = _resolve_picks(runs, picks)
         notes: list[str] = []
+        choices: list[dict[str, Any]] = []
         current: dict[tuple[str, str, str], dict[str, str]] = {}  # cell -> store -> family
+        by_path = dict(opened)
         for path, group in runs.groupby("store", sort=False):
-            kept, store_notes = current_runs(group.drop(columns=["family", "repeat", "repeat_index"]))
+            facts = run_facts(by_path[path], group)
+            kept, _not_shown, store_choices = current_runs(group.drop(columns=["family", "repeat", "repeat_index"]),
+                                                           facts, chosen)
             for r in kept.itertuples():
                 current.setdefault((r.variant, r.suite, r.split), {})[path] = r.family
-            notes += [n for n in store_notes if not any(pick in n for pick in picks)]
+            choices += store_choices
         families = {}
         for cell, by_store in current.items():
             if cell in chosen:
@@ -263,7 +359,9 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     from harness import caveats  # each record's split size and its run's settings (table footnotes)
 
     df = caveats.with_run_facts(df, shown)
-    return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened], view)
+    lines = list(dict.fromkeys(selection_lines([c for c in choices if (c["variant"], c["suite"], c["split"])
+                                                 in set(zip(df["variant"], df["suite"], df["split"]))])))
+    return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened], view, lines)
 
 
 def _judged(df: "pd.DataFrame", verdicts: list["pd.DataFrame"], judge: str | None) -> tuple["pd.DataFrame", Any]:

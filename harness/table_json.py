@@ -66,6 +66,9 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
             if metric.startswith(tables.DELTA) or ":" in metric:
                 continue
             body: dict[str, Any] = {"value": _num(table.at[row, (col, metric)])}
+            how = table.attrs.get("aggregates", {}).get(col, {}).get(metric)
+            if how:  # "mean over task_type" (the benchmark's figure) or "pooled" (harness.tables)
+                body["aggregate"] = how
             if scoring.is_path_length_weighted(metric):  # the unit of L* and T (tables.length_unit)
                 body["length_unit"] = tables.length_unit(table, col, metric)
             in_cell = mine[mine_group.isin(cells_of.get(col, [])).to_numpy()]
@@ -84,7 +87,8 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
                 if body["repeats"] is not None:
                     body["repeats"] = int(body["repeats"])
                 body["interval_kind"] = "two_stage_bootstrap95"
-            elif _binary(metric) and len(in_cell) and len(cells_of.get(col, [])) == 1:
+            elif _binary(metric) and len(in_cell) and len(cells_of.get(col, [])) == 1 and not (
+                    how or "").startswith("mean over"):  # (a Wilson interval is of a pooled proportion)
                 num = scoring.columns(scoring.known_metric(metric), scoring.value_rows(in_cell))[0]
                 known = [x for x in num if x == x]  # episodes with a value
                 body["interval"] = [_num(x) for x in wilson_interval(int(sum(known)), len(known))]
@@ -127,6 +131,8 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         **({"checkpoint_sweeps": table.attrs["checkpoint_sweeps"]} if "checkpoint_sweeps" in table.attrs else {}),
         "stores": list(selection.stores),
         "runs": runs,
+        # which of several runs of a cell the table shows, and how to show another (harness.results)
+        "run_selection": list(getattr(selection, "run_lines", [])),
     }
     judges = getattr(selection, "judges", None)
     if judges is not None and judges.judged_metrics:  # whose verdicts fill the judged metrics

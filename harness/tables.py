@@ -266,9 +266,11 @@ def transfer_table(
     stats: bool = False,
     layout: Mapping[str, Sequence[str]] | None = None,
     average: bool = True,
-    drop_undefined: bool = False,
+    drop_undefined: bool | str = False,
     labels: Mapping[str, str] | None = None,
     stats_in_notes: bool = False,
+    pooled: bool = False,
+    columns_of: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Variants x (column, metric) table with averages and deltas vs the baseline.
 
@@ -300,6 +302,23 @@ def transfer_table(
     of them has neither. ``labels`` renames rows for display (statistics are
     computed on the variant names); ``stats_in_notes`` prints each paired
     interval and p-value in a footnote instead of in its Δ cell.
+
+    **Headline cells.** A suite whose benchmark reports the mean over a breakdown
+    (``SuitePlugin.mean_over``, e.g. CFG-Bench's task types) has, in each of its
+    suite/split cells, that mean: each value of the breakdown counts once, whatever its
+    number of episodes (:func:`unit_labels`); the column header says so ("S (mean over
+    task_type)") and a footnote gives the pooled figures. ``pooled`` pools every episode
+    instead, and the header says "(pooled)".
+
+    **What an average is over** (a mean over task types, a column over several splits,
+    ``avg``): the units where the metric *counts* -- some record has a value, or awaits a
+    score (:func:`counted_units`) -- decided from ``columns_of`` (default ``df``: the
+    records of every variant of the suites and splits shown, so that choosing rows never
+    changes a row's average). A row without a value in one of them has no average (NaN):
+    no average is ever over a subset of its units. ``drop_undefined`` drops a column only
+    where the metric counts nowhere in it (never a column whose answers await a score);
+    ``drop_undefined="valueless"`` also drops one no row has a value in, for a caller that
+    names each such column itself (an experiment's "no value in the store" lines).
     """
     metrics = _check_metrics(metrics, df)
     if columns not in ("split", "suite"):
@@ -313,8 +332,14 @@ def transfer_table(
         wanted = {g for groups in layout.values() for g in groups}
         df = df[_split_labels(df).isin(wanted).to_numpy()]
     variants = ordered_variants(df, baseline, variants_order, require_baseline=baseline is not None)
+    # The columns and what an average is over come from the records before the rows are chosen:
+    # which rows are shown never changes a row's cells.
+    every_row = df if columns_of is None else columns_of
+    if layout is not None:
+        every_row = every_row[_split_labels(every_row).isin(wanted).to_numpy()]
     df = df[df["variant"].astype(str).isin(variants)]
-    split_groups = _sorted_groups(df)
+    split_groups = sorted(set(_sorted_groups(df)) | set(_sorted_groups(every_row)),
+                          key=lambda g: tuple(g.split("/", 1)))
     if layout is not None:
         pass
     elif columns == "split":
@@ -323,20 +348,43 @@ def transfer_table(
         layout = {}
         for g in split_groups:
             layout.setdefault(g.split("/", 1)[0], []).append(g)
-    cells = _summarize(df.assign(group=_split_labels(df)), ["variant", "group"], metrics)
+    basis = every_row
+    unit_of, mean_over = unit_labels(df, pooled)
+    basis_units, _ = unit_labels(basis, pooled)
+    units_of_group: dict[str, set[str]] = {}
+    for unit, group in zip(basis_units, _split_labels(basis)):
+        units_of_group.setdefault(group, set()).add(unit)
+    for unit, group in zip(unit_of, _split_labels(df)):  # (records the basis lacks: their own units)
+        units_of_group.setdefault(group, set()).add(unit)
+    counted = counted_units(basis, basis_units, metrics, fallback=df.assign(_unit=unit_of.to_numpy()))
+    cells = _summarize(df.assign(group=unit_of.to_numpy()), ["variant", "group"], metrics)
     cells = cells.set_index(["variant", "group"])
 
     values: dict[tuple[str, str], pd.Series] = {}
+    #: (column, metric) -> the weight of each unit in its value (empty: the metric counts nowhere in it)
+    unit_weights: dict[tuple[str, str], dict[str, float]] = {}
+    nan = pd.Series(np.nan, index=variants, dtype=float)
     for col, groups in layout.items():
         for metric in metrics:
-            per_split = pd.DataFrame({g: _cell_column(cells, variants, g, metric) for g in groups})
-            values[(col, metric)] = per_split.iloc[:, 0] if len(groups) == 1 else _row_average(per_split)
-    # The columns each metric's average is over: those some row defines (see _row_average).
+            per_split: dict[str, pd.Series] = {}
+            weights: dict[str, dict[str, float]] = {}
+            for g in groups:
+                units = [u for u in sorted(units_of_group.get(g, ())) if u in counted[metric]]
+                if not units:  # the metric counts nowhere on this split
+                    continue
+                per_unit = pd.DataFrame({u: _cell_column(cells, variants, u, metric) for u in units})
+                per_split[g] = per_unit.mean(axis=1, skipna=False)
+                weights[g] = {u: 1.0 / len(units) for u in units}
+            values[(col, metric)] = pd.DataFrame(per_split).mean(axis=1, skipna=False) if per_split else nan.copy()
+            unit_weights[(col, metric)] = {u: w / len(weights) for ws in weights.values() for u, w in ws.items()}
+    # The columns each metric's average is over: those where it counts (never fewer for one row).
     averaged: dict[str, list[str]] = {}
     for metric in metrics:
-        per_column = pd.DataFrame({c: values[(c, metric)] for c in layout})
-        averaged[metric] = [c for c in layout if per_column[c].notna().any()]
-        values[(AVG, metric)] = _row_average(per_column)
+        averaged[metric] = [c for c in layout if unit_weights[(c, metric)]]
+        per_column = pd.DataFrame({c: values[(c, metric)] for c in averaged[metric]})
+        values[(AVG, metric)] = per_column.mean(axis=1, skipna=False) if averaged[metric] else nan.copy()
+        unit_weights[(AVG, metric)] = {u: w / len(averaged[metric]) for c in averaged[metric]
+                                       for u, w in unit_weights[(c, metric)].items()}
 
     every_delta = per_column_delta or stats or columns == "suite" or not average
     shown_columns = [*layout, AVG] if average else list(layout)
@@ -344,18 +392,15 @@ def transfer_table(
     for col in shown_columns:
         # (a cost metric no agent counted stays: "–" there says "not counted", not "undefined")
         shown = [m for m in metrics
-                 if not (drop_undefined and m not in COST_METRICS and values[(col, m)].isna().all())]
+                 if not (drop_undefined and m not in COST_METRICS and (not unit_weights[(col, m)] or (
+                     drop_undefined == "valueless" and values[(col, m)].isna().all())))]
         for metric in shown:
             table_columns[(col, metric)] = values[(col, metric)]
         if baseline is not None and (every_delta or col == AVG):
             for metric in shown:
                 table_columns[(col, DELTA + metric)] = _delta(values[(col, metric)], baseline)
                 if stats and metric not in COST_METRICS:
-                    if col == AVG:
-                        weights = _cell_weights({c: layout[c] for c in averaged[metric]}, col)
-                    else:
-                        weights = _cell_weights(layout, col)
-                    paired = _paired_columns(df, variants, baseline, weights, metric)
+                    paired = _paired_columns(df, variants, baseline, unit_weights[(col, metric)], metric, unit_of)
                     if col == AVG:  # no average, no Δ: the same columns on both sides
                         undefined = values[(col, metric)].isna() | np.isnan(values[(col, metric)].get(baseline, np.nan))
                         for series in paired.values():
@@ -367,7 +412,7 @@ def transfer_table(
 
     repeats = has_repeats(df)
     if repeats:
-        table_columns = _with_repeat_columns(table_columns, df, variants, layout, averaged, values)
+        table_columns = _with_repeat_columns(table_columns, df, variants, unit_weights, values, unit_of)
     table = pd.DataFrame(table_columns, index=pd.Index(variants, name="variant"))
     table.columns = pd.MultiIndex.from_tuples(list(table_columns), names=["group", "metric"])
     column_of = {g: col for col, groups in layout.items() for g in groups}
@@ -400,25 +445,121 @@ def transfer_table(
             "units_differ": units_differ,
         }
     )
-    pooled = _pooled_notes(df)
-    if pooled:
-        table.attrs["extra_notes"] = [*table.attrs.get("extra_notes", []), *pooled]
+    aggregates, lines = _aggregate_notes(df, variants, layout, metrics, mean_over, pooled, units_of_group, counted)
+    table.attrs["aggregates"] = aggregates
+    if lines:
+        table.attrs["extra_notes"] = [*table.attrs.get("extra_notes", []), *lines]
     return relabel(table, labels) if labels else table
 
 
-def _pooled_notes(df: pd.DataFrame) -> list[str]:
-    """A line per suite that declares ``mean_over`` and has a cell pooling several of its values."""
-    out = []
-    for suite in sorted(str(s) for s in df["suite"].unique()):
+def unit_labels(df: pd.DataFrame, pooled: bool = False) -> tuple[pd.Series, dict[str, str]]:
+    """Per record, the unit a cell's value averages over (each unit counts once): its
+    ``suite/split``, or for a suite that declares ``mean_over`` (unless ``pooled``)
+    ``suite/split#value`` (e.g. ``cfg_bench/all#FAU``; a record without a value: ``#unknown``,
+    a unit of its own). Returns the labels and suite -> the field averaged over."""
+    labels = _split_labels(df).astype(object)
+    over: dict[str, str] = {}
+    if pooled or not len(df):
+        return labels, over
+    for suite in sorted(str(x) for x in df["suite"].unique()):
         field = declared_mean_over(suite)
-        mine = df[(df["suite"].astype(str) == suite).to_numpy()]
         if field is None:
             continue
-        values = mine[field] if field in mine.columns else declared_breakdown(mine, field)
-        if (values.groupby([mine["variant"].astype(str), _split_labels(mine)]).nunique() > 1).any():
-            out.append(f"{suite}: each cell pools its episodes; its benchmark's overall figures are the mean over "
-                       f"{field} (harness table --by {field}).")
+        mask = (df["suite"].astype(str) == suite).to_numpy()
+        mine = df[mask]
+        try:
+            values = mine[field] if field in mine.columns else declared_breakdown(mine, field)
+        except ValueError:  # no record carries the field: nothing to average over
+            continue
+        values = values.astype(object).where(values.notna(), UNKNOWN).astype(str)
+        labels[mask] = (labels[mask] + "#" + values).to_numpy()
+        over[suite] = field
+    return labels, over
+
+
+def counted_units(df: pd.DataFrame, unit_of: pd.Series, metrics: Sequence[str],
+                  fallback: pd.DataFrame | None = None) -> dict[str, set[str]]:
+    """metric -> the units (:func:`unit_labels`) where it counts: some record there has a value
+    of it, or awaits a score (unscored answers make a unit count: its value is pending, not
+    undefined). A cost metric counts where some record has it (``fallback``'s records, with a
+    ``_unit`` column, where ``df`` lacks the cost columns)."""
+    out: dict[str, set[str]] = {}
+    frame = df.assign(_unit=unit_of.to_numpy())
+    values = scoring.value_rows(frame) if len(frame) else []
+    position = pd.Series(range(len(frame)), index=frame.index)
+    groups = {u: position.loc[part.index].to_numpy() for u, part in frame.groupby("_unit", sort=True)}
+    for metric in metrics:
+        declared = scoring.known_metric(metric)
+        if metric in COST_METRICS or declared is None:
+            source = frame if metric in frame.columns else fallback
+            if source is None or metric not in source.columns:
+                out[metric] = set()
+                continue
+            numbers = pd.to_numeric(source[metric], errors="coerce")
+            out[metric] = set(source.loc[numbers.notna().to_numpy(), "_unit"].astype(str))
+            continue
+        counted = set()
+        for unit, idx in groups.items():
+            rows = [values[i] for i in idx]
+            if not math.isnan(scoring.aggregate(declared, rows)) or scoring.tally(declared, rows).unscored:
+                counted.add(str(unit))
+        out[metric] = counted
     return out
+
+
+def _aggregate_notes(df: pd.DataFrame, variants: list[str], layout: Mapping[str, Sequence[str]],
+                     metrics: Sequence[str], mean_over: Mapping[str, str], pooled: bool,
+                     units_of_group: Mapping[str, set[str]], counted: Mapping[str, set[str]],
+                     ) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """(column -> metric -> how its cells aggregate a suite's breakdown: "mean over FIELD" or "pooled";
+    footnote lines: per such suite, what its cells are and the other figure: the pooled values
+    beside a mean, or where the benchmark's own figure is)."""
+    aggregates: dict[str, str] = {}
+    lines: list[str] = []
+    for suite in sorted(str(x) for x in df["suite"].unique()):
+        field = mean_over.get(suite) if not pooled else declared_mean_over(suite)
+        if field is None:
+            continue
+        cols = [c for c, groups in layout.items() if any(g.split("/", 1)[0] == suite for g in groups)]
+        # (column, metric) whose value averages several units of the suite's (a mean that differs from pooling)
+        multi = {(c, m) for c in cols for m in metrics
+                 if any(len([u for u in units_of_group.get(g, ()) if u in counted.get(m, ())]) > 1
+                        for g in layout[c] if g.split("/", 1)[0] == suite)}
+        several = [c for c in cols if pooled or any((c, m) in multi for m in metrics)]
+        if pooled:
+            mine = df[(df["suite"].astype(str) == suite).to_numpy()]
+            try:
+                values = mine[field] if field in mine.columns else declared_breakdown(mine, field)
+            except ValueError:
+                continue
+            if not (values.groupby([mine["variant"].astype(str), _split_labels(mine)]).nunique() > 1).any():
+                continue
+            for c in several:
+                aggregates[c] = {m: "pooled" for m in metrics if m not in COST_METRICS}
+            lines.append(f"{suite}: each cell pools its episodes (--pooled); its benchmark's overall figures are the "
+                         f"mean over {field}, the table's cells without --pooled.")
+            continue
+        if not several:
+            continue
+        for c in several:
+            aggregates[c] = {m: f"mean over {field}" for m in metrics if (c, m) in multi}
+        mine = df[(df["suite"].astype(str) == suite).to_numpy()]
+        cells = _summarize(mine.assign(group=_split_labels(mine).to_numpy()), ["variant", "group"],
+                           [m for m in metrics if m not in COST_METRICS or m in mine.columns]).set_index(["variant", "group"])
+        figures = []
+        for c in several:
+            groups = [g for g in layout[c] if g.split("/", 1)[0] == suite]
+            for metric in metrics:
+                if (c, metric) not in multi or metric not in cells.columns:  # (one unit: the mean is the pooled value)
+                    continue
+                per = pd.DataFrame({g: _cell_column(cells, variants, g, metric) for g in groups}).mean(axis=1, skipna=False)
+                shown = [f"{v} {format_metric(x, metric)}" for v, x in per.items() if not math.isnan(x)]
+                if shown:
+                    figures.append(f"{c} {_metric_label(metric)}: " + ", ".join(shown))
+        lines.append(f"{suite}: each cell is the mean over its {field} values (each counts once, whatever its number "
+                     f"of episodes), as its benchmark reports its overall figures; pooled over episodes instead: "
+                     + ("; ".join(figures) if figures else "no value") + " (harness table --pooled prints pooled cells).")
+    return aggregates, lines
 
 
 #: Columns a record's repeat is told by: the run's trial seed offset and its declared repeat
@@ -450,12 +591,12 @@ def has_repeats(df: pd.DataFrame) -> bool:
 
 
 def _with_repeat_columns(table_columns: dict, df: pd.DataFrame, variants: list[str],
-                         layout: dict[str, list[str]], averaged: dict[str, list[str]],
-                         values: dict) -> dict:
+                         unit_weights: Mapping[tuple[str, str], Mapping[str, float]],
+                         values: dict, unit_of: pd.Series) -> dict:
     """``table_columns`` with, after each SR / GC value column, its spread over repeats:
     ``:sd`` (sd of the per-repeat values), ``:k`` (repeats), ``:lo`` / ``:hi`` (two-stage
     bootstrap 95 % interval over repeats and their episodes; harness.stats)."""
-    frame = df.assign(_group=_split_labels(df).to_numpy(), _repeat=repeat_labels(df).to_numpy(),
+    frame = df.assign(_group=unit_of.to_numpy(), _repeat=repeat_labels(df).to_numpy(),
                       _error=_error_mask(df), _variant=df["variant"].astype(str).to_numpy())
     episode_values = scoring.value_rows(frame)
     position = pd.Series(range(len(frame)), index=frame.index)
@@ -474,10 +615,7 @@ def _with_repeat_columns(table_columns: dict, df: pd.DataFrame, variants: list[s
             ts = pd.to_numeric(cell["gc_total"]).to_numpy(dtype=float)
             num, den = scoring.columns(declared, [episode_values[i] for i in position.loc[cell.index]])
             matrices[key] = value_matrix(success, s, ts, num, den)
-        if col == AVG:
-            weights = _cell_weights({c: layout[c] for c in averaged[metric]}, AVG)
-        else:
-            weights = _cell_weights(layout, col)
+        weights = unit_weights[(col, metric)]
         stats = {":sd": [], ":k": [], ":lo": [], ":hi": []}
         for variant in variants:
             reps = [set(r for v, g, r in matrices if v == variant and g == group) for group in weights]
@@ -578,11 +716,12 @@ def _cell_weights(layout: dict[str, list[str]], col: str) -> dict[str, float]:
     return {g: 1.0 / (len(layout) * len(gs)) for gs in layout.values() for g in gs}
 
 
-def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weights: dict[str, float],
-                    metric: str) -> dict[str, pd.Series]:
+def _paired_columns(df: pd.DataFrame, variants: list[str], baseline: str, weights: Mapping[str, float],
+                    metric: str, unit_of: pd.Series | None = None) -> dict[str, pd.Series]:
     """Each variant's paired Δ vs the baseline (key ``""``), its ``:lo``, ``:hi``
-    (for SR ``:p``) and ``:n``, the number of episode pairs it is computed on."""
-    labels = _split_labels(df)
+    (for SR ``:p``) and ``:n``, the number of episode pairs it is computed on; ``weights``:
+    each unit's (``unit_of``, default the suite/split) weight."""
+    labels = _split_labels(df) if unit_of is None else unit_of
     frame = df.assign(_group=labels.to_numpy(), _error=_error_mask(df), _repeat=repeat_labels(df).to_numpy())
     keys = _pair_keys(df)
     declared = scoring.known_metric(metric)
@@ -701,6 +840,10 @@ def breakdown_table(
     cell_caveats = caveats.of(df, rows, variant_of, settings_row_of=variant_of)
     cell_caveats["cells"] = caveats.cells(df, rows, variant_of, totals=False)  # a task type has no split total
     cell_caveats["cells"] += caveats.cells(df, pd.Series(ALL, index=df.index), variant_of)
+    for label, over in means.items():  # a mean row carries its records' coverage like any cell
+        part = rows.isin(over).to_numpy()
+        cell_caveats["cells"] += caveats.cells(df[part], pd.Series(label, index=df.index[part]), variant_of[part],
+                                               totals=False)
     table.attrs.update(
         {"caveats": cell_caveats, "kind": "breakdown", "baseline": baseline, "row_name": by, "marked": marked, "errors": errors,
          "units": units, "units_differ": units_differ, "means_over": {label: rows for label, rows in means.items()}}
@@ -708,8 +851,9 @@ def breakdown_table(
     if means:
         table.attrs["extra_notes"] = [
             f"{ALL}: pooled over every episode of the variant; "
-            + "; ".join(f"{label}: per column, the mean of the {by} rows above it that have a value (each counts "
-                        "once, whatever its number of episodes), as the suite's benchmark reports its overall figures"
+            + "; ".join(f"{label}: per column, the mean of the {by} rows above it where the metric counts (each "
+                        "counts once, whatever its number of episodes; one of them without a value leaves no mean), "
+                        "as the suite's benchmark reports its overall figures"
                         for label in means) + "."]
     return table
 
@@ -736,16 +880,22 @@ def _means_over(df: pd.DataFrame, by: str, rows: pd.Series, labels: Sequence[str
     appended to each of ``columns`` (whose values follow ``labels``). Returns label -> rows averaged."""
     suites = sorted(str(s) for s in df["suite"].unique() if declared_mean_over(str(s)) == by)
     out: dict[str, list[str]] = {}
+    counted: dict[str, dict[str, set[str]]] = {}
+    metrics = list(dict.fromkeys(m for _, m in columns))
     for suite in suites:
-        mine = set(rows[(df["suite"].astype(str) == suite).to_numpy()])
+        mask = (df["suite"].astype(str) == suite).to_numpy()
+        mine = set(rows[mask])
         over = [r for r in labels if r in mine and r.rpartition("/")[2] != UNKNOWN]
         if over:
             prefix = f"{suite}/" if df["suite"].nunique() > 1 else ""
             out[prefix + MEAN_OVER.format(by=by)] = over
-    for values in columns.values():
-        for over in out.values():
-            defined = [values[labels.index(r)] for r in over if not np.isnan(values[labels.index(r)])]
-            values.append(float(np.mean(defined)) if defined else np.nan)
+            # the rows each metric counts on (a value, or answers awaiting a score): never fewer for one column
+            counted[prefix + MEAN_OVER.format(by=by)] = counted_units(df[mask], rows[mask], metrics,
+                                                                      fallback=df[mask].assign(_unit=rows[mask].to_numpy()))
+    for (_, metric), values in columns.items():
+        for label, over in out.items():
+            mean_of = [values[labels.index(r)] for r in over if r in counted[label][metric]]
+            values.append(float(np.mean(mean_of)) if mean_of and not np.isnan(mean_of).any() else np.nan)
     return out
 
 
@@ -871,9 +1021,11 @@ def length_unit(table: pd.DataFrame, group: str, metric: str) -> str | None:
 
 
 def _column_label(table: pd.DataFrame, group: str, metric: str) -> str:
-    """A column's metric label, with the unit of a path-length-weighted value column."""
+    """A column's metric label, with the unit of a path-length-weighted value column and how a
+    value column aggregates its suite's breakdown ("(mean over task_type)", "(pooled)")."""
     unit = length_unit(table, group, metric)
-    return _metric_label(metric) + (f" [{unit}]" if unit else "")
+    how = table.attrs.get("aggregates", {}).get(group, {}).get(metric) if not _is_delta(metric) else None
+    return _metric_label(metric) + (f" [{unit}]" if unit else "") + (f" ({how})" if how else "")
 
 
 def _metric_label(metric: str) -> str:
@@ -974,6 +1126,7 @@ def _notes(table: pd.DataFrame) -> list[str]:
         )
     notes.extend(caveats.notes(table, AVG))
     notes.extend(table.attrs.get("judge_notes", []))  # harness.judge_views: whose verdicts, how many unread
+    notes.extend(table.attrs.get("run_notes", []))  # harness.results: which of several runs each cell shows
     return notes
 
 

@@ -133,3 +133,17 @@ def test_the_citation_check_catches_what_it_should():
     assert not _citations("tests/conftest.py", f"or place it at {up}/data/eb_alfred")
     assert _citations("tests/conftest.py", f"see {up}/reference/libero.md")
     assert _citations("harness/x.py", f"or place it at {up}/data/eb_alfred")
+
+
+def test_install_page_lists_every_extra_and_each_of_its_packages():
+    """docs/install.md's extras table: a row per extra of pyproject.toml, naming each package it installs."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2).lower() for m in re.finditer(r"^\| `([\w-]+)` \| ([^|]*) \|", page, re.M)}
+    assert not set(extras) - set(rows), f"docs/install.md's extras table lacks {sorted(set(extras) - set(rows))}"
+    for extra, requirements in extras.items():
+        for requirement in requirements:
+            name = re.split(r"[<>=!~\[ ]", requirement, maxsplit=1)[0].lower()
+            spelled = {name, name.replace("-", "_"), name.replace("_", "-")}
+            assert any(re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", rows[extra]) for s in spelled), \
+                f"docs/install.md: the `{extra}` row omits {name}"

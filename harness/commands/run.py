@@ -267,9 +267,33 @@ class _Missing(UsageError):
     and servers are checked too): a dry run lists every one, a run stops with them."""
 
     def __init__(self, items: list[str], spec: Any = None) -> None:
+        items = _one_per_package(items)
         super().__init__("; ".join(items))
         self.items = list(items)
         self.spec = spec
+
+
+def _one_per_package(items: list[str]) -> list[str]:
+    """Lines that name the same missing package the same way (a suite and its oracle both
+    needing mujoco) as one: "planner 'oracle' and suite 'eb_manipulation' need the package ..."."""
+    import re
+
+    merged: dict[str, list[str]] = {}
+    order: list[str] = []
+    for item in items:
+        m = re.match(r"^(.+?) needs (the package '[^']+'.*)$", item)
+        key = m.group(2) if m else item
+        if key not in merged:
+            order.append(key)
+            merged[key] = []
+        if m and m.group(1) not in merged[key]:
+            merged[key].append(m.group(1))
+    out = []
+    for key in order:
+        who = merged[key]
+        out.append(key if not who else f"{who[0]} needs {key}" if len(who) == 1 else
+                   f"{', '.join(who[:-1])} and {who[-1]} need {key}")
+    return out
 
 
 def _missing_message(missing: list[tuple[str, str]], jobs: int) -> str:

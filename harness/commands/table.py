@@ -46,6 +46,9 @@ def add_parser(sub: Any) -> None:
                         "taxonomy (harness/failures.py; takes no --metrics/--stats/--columns)")
     p.add_argument("--columns", choices=["split", "suite"], default=None,
                    help="one column group per suite/split (default) or per suite (the mean over its splits)")
+    p.add_argument("--pooled", action="store_true",
+                   help="a suite whose benchmark averages over a breakdown (cfg_bench: task types) shows that mean "
+                        "in its cells by default; --pooled pools every episode instead (labelled pooled)")
     p.add_argument("--stats", action="store_true",
                    help="paired statistics for every Δ: exact McNemar p-value (SR) and paired bootstrap "
                         "95%% intervals (ΔSR, ΔGC) over episodes both variants ran")
@@ -69,8 +72,10 @@ def main(args: argparse.Namespace) -> int:
 
     outdirs = list(dict.fromkeys(args.outdir))
     try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)
+        # --suite / --split choose the columns; --variant / --order choose rows afterwards (_table),
+        # so that which rows are shown never changes a row's average
         selection = results.load(outdirs, _patterns(args.run), args.prefer, judge=args.judge,
-                                 where=lambda df: _select(args, df))
+                                 where=lambda df: _select(args, df, variants=False))
     except (StoreError, results.SelectionError) as exc:
         raise UsageError(str(exc)) from None
     store = None
@@ -87,11 +92,12 @@ def main(args: argparse.Namespace) -> int:
             store.close()
 
 
-def _select(args: argparse.Namespace, df: Any) -> Any:
+def _select(args: argparse.Namespace, df: Any, variants: bool = True) -> Any:
     from harness import tables
 
     try:
-        return tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
+        return tables.select(df, _patterns(args.suite), _patterns(args.split),
+                             _patterns(args.variant) if variants else ())
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
 
@@ -117,7 +123,11 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
         raise UsageError("--paper needs --experiment NAME (the paper's numbers are declared there)")
     if args.experiment:
         return _experiment_table(args, _select(args, df), notes, selection)
+    every_row = df  # the records of every variant on the columns shown (what an average is over)
     df = _select(args, df)
+    shown = {f"{v} on {s}/{p}:" for v, s, p in zip(df["variant"], df["suite"], df["split"])}
+    lines = [line for line in selection.run_lines if any(line.startswith(x) for x in shown)]
+    selection.run_lines = selection.run_lines[:1] + lines if lines else []  # the rule, then the rows shown
     if args.format == "json" and args.by:
         raise UsageError("--format json prints the transfer table (not --by)")
     render = _renderer(args, selection)
@@ -134,7 +144,7 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                      "(--baseline NAME compares against NAME)", *notes]
     # Flags a view cannot honour are refused (exit 2), not silently ignored.
     given = [f for f, on in (("--metrics", args.metrics is not None), ("--stats", args.stats),
-                             ("--columns", args.columns is not None)) if on]
+                             ("--columns", args.columns is not None), ("--pooled", args.pooled)) if on]
     refused = given if args.by == "failure" else [f for f in given if f != "--metrics"] if args.by else []
     if refused:
         raise UsageError(f"--by {args.by} does not take {', '.join(refused)}"
@@ -163,7 +173,8 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
             several = df["suite"].nunique() > 1
             table = tables.transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns or "split",
                                           stats=args.stats, variants_order=order, labels=_labels(args),
-                                          average=args.average or not several, drop_undefined=True)
+                                          average=args.average or not several, drop_undefined=True,
+                                          pooled=args.pooled, columns_of=every_row)
             if several and not args.average:
                 notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
@@ -187,6 +198,8 @@ def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[A
         table.attrs["checkpoint_sweeps"] = [s.to_json() for s in sweeps]
     text = render(table)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.format == "csv":  # CSV has no footnotes: which runs it shows goes with the notes
+        notes = [*table.attrs.get("run_notes", []), *notes]
     if (sequential or sweeps) and args.format != "json":
         lines = (_sequential_lines(sequential) if sequential else []) + [x for s in sweeps for x in sweep.describe(s)]
         if args.format == "markdown":  # below the table, like its footnotes
@@ -246,6 +259,7 @@ def _renderer(args: argparse.Namespace, selection: Any) -> Any:
     def render(table: Any) -> str:
         if selection.judges is not None:
             table.attrs["judge_notes"] = selection.judges.notes()
+        table.attrs["run_notes"] = list(getattr(selection, "run_lines", []))  # which runs it shows (footnotes)
         return write(table)
 
     return render
@@ -256,7 +270,7 @@ def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selec
 
     given = [f for f, on in (("--by", args.by), ("--metrics", args.metrics), ("--columns", args.columns),
                              ("--stats", args.stats), ("--order", args.order), ("--baseline", args.baseline),
-                             ("--average", args.average)) if on]
+                             ("--average", args.average), ("--pooled", args.pooled)) if on]
     if given:
         raise UsageError(f"--experiment lays out its own table: it does not take {', '.join(given)} "
                          "(edit the experiment file, or print the store without --experiment)")

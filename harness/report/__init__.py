@@ -340,12 +340,51 @@ def table_html(table: Any, caption: str, cls: str = "") -> str:
 
     shown = tables._shown_columns(table)  # noqa: SLF001 - the Markdown renderer's own cell logic
     row_name = table.attrs.get("row_name", table.index.name or "")
-    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._metric_label(m))}</th>" for g, m in shown)  # noqa: SLF001
+    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._column_label(table, g, m))}</th>" for g, m in shown)  # noqa: SLF001
     body = []
     for row, cells in zip(table.index, tables._cell_strings(table, tables.MISSING, tables.DAGGER)):  # noqa: SLF001
         body.append(f"<tr><th>{_esc(row)}</th>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
     return (f'<table class="{cls}"><caption>{_esc(caption)}</caption><thead><tr><th>{_esc(row_name)}</th>{head}'
             f'</tr></thead><tbody>{"".join(body)}</tbody></table>' + folded_notes(tables._notes(table)))  # noqa: SLF001
+
+
+def headline_html(table: Any, experiment: Any, caption: str) -> str:
+    """An experiment's headline: one row per variant, one column per (column, metric) of the
+    table, each cell its value with its Δ vs the baseline beneath ("50.0° / +25.0‡", the same
+    strings and marks as the full table); columns grouped by role (diagnostic, transfer), so
+    that it fits one screen where the full table (a Δ column beside each value) does not."""
+    from harness import tables
+
+    roles = {c.label: c.role or "" for c in experiment.columns}
+    shown = [(g, m) for g, m in tables._shown_columns(table) if not tables._is_delta(m)]  # noqa: SLF001
+    shown.sort(key=lambda gm: {"diagnostic": 0, "transfer": 1}.get(roles.get(gm[0], ""), 2))
+    strings = tables._cell_strings(table, tables.MISSING, tables.DAGGER)  # noqa: SLF001
+    position = {c: i for i, c in enumerate(tables._shown_columns(table))}  # noqa: SLF001
+    groups: list[tuple[str, int]] = []
+    for g, _ in shown:
+        role = roles.get(g, "") or "other"
+        if groups and groups[-1][0] == role:
+            groups[-1] = (role, groups[-1][1] + 1)
+        else:
+            groups.append((role, 1))
+    top = "".join(f'<th colspan="{n}" class="role">{_esc(role)}</th>' for role, n in groups)
+    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._column_label(table, g, m))}</th>" for g, m in shown)  # noqa: SLF001
+    body = []
+    for row, cells in zip(table.index, strings):
+        tds = []
+        for g, m in shown:
+            value = cells[position[(g, m)]]
+            d = position.get((g, tables.DELTA + m))
+            delta = cells[d] if d is not None and cells[d] != tables.MISSING else ""
+            tds.append(f"<td>{_esc(value)}" + (f'<br><span class="delta">{_esc(delta)}</span>' if delta else "")
+                       + "</td>")
+        body.append(f"<tr><th>{_esc(row)}</th>{''.join(tds)}</tr>")
+    baseline = table.attrs.get("baseline")
+    note = (f"Each cell: the value, and beneath it its Δ vs {baseline} (points for a percentage, the score's own "
+            "unit otherwise); marks and intervals are explained under the full table." if baseline else "")
+    return (f'<table class="headline"><caption>{_esc(caption)}</caption><thead><tr><th rowspan="2">'
+            f'{_esc(table.attrs.get("row_name", "variant"))}</th>{top}</tr><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>' + (f'<p class="notes">{_esc(note)}</p>' if note else ""))
 
 
 def folded_notes(notes: Sequence[str], what: str = "Notes") -> str:
@@ -476,9 +515,14 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
 
         declared = experiments.load(experiment)  # before anything is written: a bad name writes nothing
         etable = declared.table(df, paper=paper, out=paths[0])
-        experiment_section = ('<section id="experiment"><h2>Experiment table</h2>'
-                              + table_html(etable, etable.attrs.get("title") or declared.name, "experiment")
-                              + "</section>")
+        etable.attrs["run_notes"] = list(selection.run_lines)
+        title = etable.attrs.get("title") or declared.name
+        # The headline first (each variant's figures with their Δ, diagnostic then transfer, one
+        # screen wide), the full table with its notes folded below it.
+        experiment_section = ('<section id="experiment"><h2>Experiment</h2>'
+                              + headline_html(etable, declared, title)
+                              + '<details class="full-table"><summary>Full table, paired intervals and notes'
+                              '</summary>' + table_html(etable, title, "experiment") + "</details></section>")
     elif paper:
         raise ValueError("--paper needs --experiment NAME (the paper's numbers are declared there)")
     dest_path = Path(dest) if dest is not None else store_dirs[paths[0]] / "report" / "index.html"
@@ -497,15 +541,18 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     transfer = declared_only(tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None,
                                                    stats=len(variants) > 1, average=not several, drop_undefined=True))
     transfer.attrs["judge_notes"] = selection.judges.notes() if selection.judges is not None else []
+    transfer.attrs["run_notes"] = list(selection.run_lines)  # which of several runs each cell shows (harness.results)
     if several:
         transfer.attrs["extra_notes"] = [*transfer.attrs.get("extra_notes", []),
                                          "No avg column: the columns span several suites."]
     shown = list(dict.fromkeys(tables._metric_label(m) for _, m in tables._shown_columns(transfer)  # noqa: SLF001
                                if not m.startswith(tables.DELTA)))
     delta = f", Δ vs {baseline}" if len(variants) > 1 else ""
-    sections.append('<section id="transfer"><h2>Transfer table</h2>'
-                    + table_html(transfer, f"{' / '.join(shown)} per suite/split (%){delta}", "transfer")
-                    + "</section>")
+    generic = table_html(transfer, f"{' / '.join(shown)} per suite/split (%){delta}", "transfer")
+    if experiment_section:  # the experiment's headline reads first; every suite/split folds below it
+        generic = ('<details class="full-table"><summary>Every suite/split, with paired statistics</summary>'
+                   + generic + "</details>")
+    sections.append('<section id="transfer"><h2>Transfer table</h2>' + generic + "</section>")
     if comparisons:  # each sequential comparison's anytime-valid interval against the pairs run
         from harness.report.sequential import sequential_section
 

@@ -78,13 +78,59 @@ def scatter_chart(result: Mapping[str, Any]) -> str:
         svg.append(f'<text x="{px(v):.1f}" y="{h - bottom + 14}" class="tick" text-anchor="{anchor}">{v:+.3g}</text>')
     for v in (y0, y1):
         svg.append(f'<text x="{left - 4}" y="{py(v) + 4:.1f}" class="tick" text-anchor="end">{v:+.3g}</text>')
-    for i, (label, x, y) in enumerate(pts):
+    places = place_labels([(px(x), py(y), label) for label, x, y in pts], w, h, top=34)
+    for i, ((label, x, y), (lx, ly, anchor)) in enumerate(zip(pts, places)):
         colour = _PALETTE[i % len(_PALETTE)]
         svg.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" fill="{colour}" data-variant="{_esc(label)}">'
                    f'<title>{_esc(label)}: Δ {x:+.3g}, {y:+.3g}</title></circle>'
-                   f'<text x="{px(x) + 7:.1f}" y="{py(y) - 6:.1f}" class="tick">{_esc(label)}</text>')
+                   f'<text x="{lx:.1f}" y="{ly:.1f}" class="tick point-label" text-anchor="{anchor}" '
+                   f'fill="{colour}">{_esc(label)}</text>')
     svg.append("</svg>")
     return "".join(svg)
+
+
+#: A point label's assumed extent (11 px text): width per character and line height, in px,
+#: generous for proportional fonts so that placed boxes that do not touch never overlap drawn.
+_CHAR_W, _LINE_H = 7.0, 13.0
+
+
+def _box(x: float, y: float, anchor: str, text: str) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of a label drawn at baseline (x, y) with ``anchor``."""
+    width = _CHAR_W * len(text)
+    left = x if anchor == "start" else x - width if anchor == "end" else x - width / 2
+    return left, y - _LINE_H + 3, left + width, y + 3
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(points: Sequence[tuple[float, float, str]], width: float, height: float,
+                 top: float = 0.0) -> list[tuple[float, float, str]]:
+    """A position (x, y, text-anchor) per point label such that no two labels overlap, nor a
+    label another point, and each stays inside the chart (below ``top``, the title): the first
+    free of eight places around its point, else the nearest free row below or above it."""
+    circles = [(x - 6, y - 6, x + 6, y + 6) for x, y, _ in points]
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for i, (x, y, text) in enumerate(points):
+        candidates = [(x + 8, y - 6, "start"), (x + 8, y + 13, "start"), (x - 8, y - 6, "end"),
+                      (x - 8, y + 13, "end"), (x, y - 10, "middle"), (x, y + 20, "middle"),
+                      (x + 8, y + 4, "start"), (x - 8, y + 4, "end")]
+        for step in range(1, 40):  # then rows further away, below and above
+            candidates += [(x + 8, y + 4 + step * _LINE_H, "start"), (x + 8, y + 4 - step * _LINE_H, "start"),
+                           (x - 8, y + 4 + step * _LINE_H, "end"), (x - 8, y + 4 - step * _LINE_H, "end")]
+        others = [c for j, c in enumerate(circles) if j != i]
+
+        def free(cand: tuple[float, float, str]) -> bool:
+            box = _box(cand[0], cand[1], cand[2], text)
+            inside = box[0] >= 0 and box[2] <= width and box[1] >= top and box[3] <= height
+            return inside and not any(_overlaps(box, o) for o in (*placed, *others))
+
+        choice = next((c for c in candidates if free(c)), candidates[0])
+        placed.append(_box(choice[0], choice[1], choice[2], text))
+        out.append(choice)
+    return out
 
 
 def _differences_html(df: Any, experiment: Any, baseline: str) -> str:

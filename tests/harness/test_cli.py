@@ -40,6 +40,28 @@ def test_override_of_unknown_key(capsys, tmp_path):
     assert_usage_error(code, err, "no_such_key")
 
 
+def test_a_mistyped_config_key_gets_a_did_you_mean(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", "spli=seen", f"out={tmp_path}")
+    assert_usage_error(code, err, "Did you mean split?")
+    code, _, err = run_cli(capsys, "run", "runner.pipelin=false", f"out={tmp_path}")
+    assert_usage_error(code, err, "Did you mean runner.pipeline?")
+    code, _, err = run_cli(capsys, "run", "no_such_key=3", f"out={tmp_path}")
+    assert_usage_error(code, err, "It is not a config key")
+    assert "Did you mean" not in err  # nothing close: no guess
+
+
+def test_version_prints_the_package_version(capsys):
+    import tomllib
+    from pathlib import Path
+
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    version = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]["version"]
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"harness {version}"
+
+
 def test_type_error_caught_at_load_time(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", "limit=abc", f"out={tmp_path}")
     assert_usage_error(code, err, "limit")

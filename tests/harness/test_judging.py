@@ -152,12 +152,22 @@ def test_run_with_judge_then_a_second_judge(tmp_path, server, capsys):
     assert "0 answer(s) to judge, 6 already judged" in capsys.readouterr().err
     assert len(log.read_text().splitlines()) == 12
 
+    # A judge's name is part of its identity: the same config renamed judges again under the new
+    # name (never "already judged" with the old name's verdicts), and the table finds it by name.
+    assert harness("judge", str(out), *judge_args(url, "judge-a", "judge.name=renamed")) == 0
+    assert "6 answer(s) to judge, 0 already judged" in capsys.readouterr().err
+    with ResultStore(out, readonly=True) as s:
+        names = set(s.judgements()["judge"])
+    assert {"judge-a", "renamed"} <= names
+    assert harness("table", str(out), "--judge", "renamed") == 0
+    capsys.readouterr()
+
     # A user's copy of a prompt (rubric param): another rubric identity, so another judge id.
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Judge it. Reply 'SCORE: N'.\nQ: {question}\nANSWER: {answer}", encoding="utf-8")
     assert harness("judge", str(out), *judge_args(url, "judge-a", f"judge.rubric.prompt_file={prompt}")) == 0
     with ResultStore(out, readonly=True) as s:
-        assert len(s.judges()) == 3
+        assert len(s.judges()) == 4
 
 
 def test_run_with_judge_judges_only_this_invocations_output(tmp_path, server, capsys):

@@ -50,6 +50,38 @@ def test_vlm_planner_without_torch(monkeypatch, capsys, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("backend", ["hf", "openai"])
+def test_vlm_planner_without_the_extra_names_it_before_asking_for_a_model(monkeypatch, capsys, tmp_path, backend):
+    _block(monkeypatch, "torch", "transformers", "openai")
+    code = main(["run", "planner=vlm", f"planner.params.backend={backend}", f"out={tmp_path / 'o'}"])
+    line = _one_line(capsys, code)
+    assert "pip install -e '.[models]'" in line and "model is required" not in line, line
+    assert f"(backend {backend})" in line
+
+
+def test_openai_judge_without_the_extra_names_it_before_asking_for_a_model(monkeypatch, capsys, tmp_path):
+    _block(monkeypatch, "openai")
+    line = _one_line(capsys, main(["judge", str(tmp_path), "judge=openai"]))
+    assert "'openai'" in line and "pip install -e '.[models]'" in line and "judge.model is required" not in line
+
+
+def test_a_package_two_plugins_need_is_named_once(monkeypatch, capsys, tmp_path):
+    pytest.importorskip("mujoco", reason="checks the import of the twin's modules as a core install fails it")
+    import envs.eb_manipulation  # noqa: F401 - as an earlier test in this process would have
+
+    for name in list(sys.modules):  # the twin's modules import mujoco: forget them, as a core install never had them
+        if name.startswith("envs.eb_manipulation."):
+            monkeypatch.delitem(sys.modules, name)
+            parent, _, child = name.rpartition(".")
+            if hasattr(sys.modules.get(parent), child):
+                monkeypatch.delattr(sys.modules[parent], child)
+    _block(monkeypatch, "mujoco", "robosuite")
+    line = _one_line(capsys, main(["run", "suite=eb_manipulation", "planner=oracle", "limit=1",
+                                   f"out={tmp_path / 'o'}"]))
+    assert line.count("'mujoco'") == 1, line
+    assert "planner 'oracle' and suite 'eb_manipulation' need the package 'mujoco'" in line
+
+
 def test_every_mapped_extra_exists_in_pyproject():
     import tomllib
     from pathlib import Path

@@ -182,7 +182,9 @@ def test_repeats_are_one_cell_and_a_new_identity_supersedes(tmp_path, capsys):
     write_store(out, [EpisodeRecord("base-v2", "base", "s1", "a", f"e{i}", i, success=True) for i in range(4)],
                 identity={"prompt": 2})
     selection = results.load([str(out)])
-    assert set(selection.frame["run_id"]) == {"base-v2"} and len(selection.notes) == 3
+    assert set(selection.frame["run_id"]) == {"base-v2"}
+    assert selection.run_lines[0].startswith("Runs: of several runs") and len(selection.run_lines) == 2
+    assert all(f"run base-r{i} (4 episodes)" in selection.run_lines[1] for i in range(3))
 
 
 def test_export_jsonl_and_parquet_message(tmp_path, capsys, branches):

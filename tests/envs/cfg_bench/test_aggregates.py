@@ -75,7 +75,7 @@ def test_the_mean_over_tasks_row_is_the_papers_average(store_frame):
     text = to_markdown(t)
     assert "| mean over task_type | 40.7 | 42.4 |" in text
     assert ("all: pooled over every episode of the variant; mean over task_type: per column, the mean of the "
-            "task_type rows above it that have a value") in text
+            "task_type rows above it where the metric counts") in text
 
 
 def test_open_ended_s_averages_only_the_tasks_it_applies_to():
@@ -95,12 +95,50 @@ def test_a_tier_breakdown_pools_and_has_no_mean_row():
     assert t.at["temporal_causal", ("fps4", "accuracy")] == pytest.approx((49 + 65) / (127 + 164))
 
 
-def test_the_transfer_table_says_its_cells_pool():
+def test_the_transfer_tables_headline_cell_is_the_papers_mean_over_tasks_and_pooled_is_labelled():
     df = records_frame(_records())
     t = transfer_table(df, baseline="fps4", metrics=("accuracy",))
-    assert t.at["fps4", ("cfg_bench/all", "accuracy")] == pytest.approx(161 / 398)
-    assert ("cfg_bench: each cell pools its episodes; its benchmark's overall figures are the mean over task_type "
-            "(harness table --by task_type).") in to_markdown(t)
+    for variant, avg in PAPER_AVG.items():
+        assert round(100 * t.at[variant, ("cfg_bench/all", "accuracy")], 2) == avg
+        assert round(100 * t.at[variant, ("avg", "accuracy")], 2) == avg
+    text = to_markdown(t)
+    assert "cfg_bench/all" in text.splitlines()[0] and "(mean over task_type)" in text.splitlines()[0]
+    assert ("cfg_bench: each cell is the mean over its task_type values (each counts once, whatever its number of "
+            "episodes), as its benchmark reports its overall figures; pooled over episodes instead: cfg_bench/all ") \
+        in text
+    assert "fps4 40.5" in text and "(harness table --pooled prints pooled cells)" in text
+    pooled = transfer_table(df, baseline="fps4", metrics=("accuracy",), pooled=True)
+    assert pooled.at["fps4", ("cfg_bench/all", "accuracy")] == pytest.approx(161 / 398)
+    text = to_markdown(pooled)
+    assert "(pooled)" in text.splitlines()[0] and "(mean over task_type)" not in text.splitlines()[0]
+    assert "cfg_bench: each cell pools its episodes (--pooled)" in text
+
+
+def test_the_plain_table_of_a_store_prints_the_mean_over_tasks_as_its_headline(tmp_path, capsys):
+    """``harness table`` on a store: the headline cell is the mean over task types, labelled, and
+    the pooled figure is beside it in the footnotes (and under --pooled)."""
+    from harness.cli import main
+
+    with ResultStore(tmp_path / "out") as store:
+        for variant in PAPER_ROWS:
+            store.begin_run(f"r-{variant}", RunSpec(suite="cfg_bench", split="all", agent="vlm", variant=variant),
+                            {}, {"split_episodes": sum(n for _, n in PAPER_ROWS[variant].values())})
+        store.add_many(_records())
+    assert main(["table", str(tmp_path / "out"), "--baseline", "fps4", "--metrics", "accuracy"]) == 0
+    out = capsys.readouterr().out
+    header, _rule, first, second = out.splitlines()[:4]
+    assert "cfg_bench/all" in header and "(mean over task_type)" in header
+    assert first.startswith("| fps4 | 40.7 |") and second.startswith("| fps8 | 42.4 |")
+    assert "pooled over episodes instead: cfg_bench/all" in out and "fps4 40.5, fps8 41.8" in out
+    assert main(["table", str(tmp_path / "out"), "--baseline", "fps4", "--metrics", "accuracy", "--pooled"]) == 0
+    out = capsys.readouterr().out
+    assert "(pooled)" in out.splitlines()[0] and out.splitlines()[2].startswith("| fps4 | 40.5 |")
+    import json
+
+    assert main(["table", str(tmp_path / "out"), "--baseline", "fps4", "--metrics", "accuracy", "--format", "json"]) == 0
+    cell = json.loads(capsys.readouterr().out)["rows"][0]["cells"]["cfg_bench/all"]["accuracy"]
+    assert round(100 * cell["value"], 2) == 40.71 and cell["aggregate"] == "mean over task_type"
+    assert cell["interval"] is None  # no Wilson interval of the pooled proportion beside the mean
 
 
 def test_beside_another_suite_the_mean_row_is_cfg_bench_s_own():

@@ -57,14 +57,16 @@ def test_each_column_shows_its_suites_metrics_and_notes_fold_under_their_table(t
     with opened_report(three_suites, tmp_path) as browser:
         headers = _headers(browser)
         shown: dict[str, set[str]] = {}
-        for column, metric in headers:
-            shown.setdefault(column.split("/", 1)[0], set()).add(metric.removeprefix("Δ"))
-        assert shown == {"cfg_bench": {"Acc"}, "eb_alfred": {"SR", "GC"}, "procobject": {"mIoU"}}, headers
+        for column, metric in headers:  # ("Acc (mean over task_type)": cfg_bench's cell is its mean over task types)
+            shown.setdefault(column.split("/", 1)[0], set()).add(metric.removeprefix("Δ").split(" (", 1)[0])
+        # the judged S and J stay, "–" until a judge scores their answers (never a column that vanishes)
+        assert shown == {"cfg_bench": {"Acc", "S"}, "eb_alfred": {"SR", "GC"}, "procobject": {"mIoU", "J"}}, headers
+        assert ("cfg_bench/all", "Acc (mean over task_type)") in headers, headers
         for suite, foreign in FOREIGN.items():
             assert not shown[suite] & foreign, (suite, headers)
         assert ("cfg_bench/fau", "Acc") in headers and ("cfg_bench/fau", "mIoU") not in headers
         assert browser.eval("document.querySelector('#transfer table.transfer caption').textContent").startswith(
-            "Acc / SR / GC / mIoU per suite/split (%), Δ vs base")
+            "Acc / S / SR / GC / mIoU / J per suite/split (%), Δ vs base")
         # Every table's notes: a closed <details> right under it, its list not drawn until opened.
         folds = browser.eval("""[...document.querySelectorAll('table')].filter(t => t.closest('section'))
             .map(t => { const d = t.nextElementSibling, c = d && (d.tagName === 'DETAILS' ? d.querySelector('ul, p') : d);
