@@ -31,9 +31,9 @@ two-sided, ``--runs`` simulated comparisons per setting (default 10,000).
    (two-proportion z-test, same spending: the STEP-type comparator, which ignores pairing), each
    capped for equal power.
 7. **Checkpoint sweep**: ``harness.sequential.race`` on ten simulated checkpoints.
-8. **The limit of looks every step pairs** (``--limit``: this section only; exact, no simulation): the fewest expected pairs
-   that any test stopping only to reject can reach at gap 30 (baseline 0.40, rho = 0) when
-   told the true gap, for the looks the harness takes: every ``--step`` pairs and at a cap (any
+8. **The limit of looks every step pairs** (``--limit``: this section only; exact, no
+   simulation): the fewest expected pairs that any test stopping only to reject can reach at
+   gap 30 (baseline 0.40, rho = 0) when told the true gap, for the looks the harness takes: every ``--step`` pairs and at a cap (any
    integer). It minimises ``E1[N] - lam P1(better) + mu P0(better)`` by backward induction over
    the discordant counts ``(b, c)`` at the looks (the Lagrangian form of the optimal-design
    problem, Jennison & Turnbull 2000, section 4.5; Eales & Jennison, Biometrika 1992), with
