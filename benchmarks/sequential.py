@@ -33,10 +33,11 @@ two-sided, ``--runs`` simulated comparisons per setting (default 10,000).
 7. **Checkpoint sweep**: ``harness.sequential.race`` on ten simulated checkpoints.
 8. **The limit of looks every step pairs** (``--limit``: this section only; exact, no
    simulation): the fewest expected pairs that any test stopping only to reject can reach at
-   gap 30 (baseline 0.40, rho = 0) when told the true gap, for the looks the harness takes: every ``--step`` pairs and at a cap (any
-   integer). It minimises ``E1[N] - lam P1(better) + mu P0(better)`` by backward induction over
-   the discordant counts ``(b, c)`` at the looks (the Lagrangian form of the optimal-design
-   problem, Jennison & Turnbull 2000, section 4.5; Eales & Jennison, Biometrika 1992), with
+   gap 30 (baseline 0.40, rho = 0) when told the true gap, for the looks the harness takes:
+   every ``--step`` pairs and at a cap (any integer). It minimises
+   ``E1[N] - lam P1(better) + mu P0(better)`` by backward induction over the discordant counts
+   ``(b, c)`` at the looks (the Lagrangian form of the optimal-design problem: Eales &
+   Jennison, Biometrika 1992), with
    ``mu`` set so that the error is ``alpha / 2`` one-sided at the null with the same discordance
    rate (a valid two-sided test must hold it there) and ``lam`` so that the power is the target.
    Beside it the fixed design held to that same exact error (the best one-look test, told the
@@ -667,7 +668,8 @@ def limit_case(alpha: float, step: int, gap_pts: int = 30, powers: tuple[float, 
         # the yardstick held to the same exact error: the best one-look test, told the gap
         n_one = next(n for n in range(max(1, n_fix - step), 10 * n_fix)
                      if _best_at_cap(n, n, (up, down), null, alpha / 2, power) is not None)
-        print(f"| {power} | {n_fix} | {cap} | {p1:.3f} | {e1:.1f} | **{e1 / n_fix:.3f}** | {n_one} | {e1 / n_one:.3f} |")
+        print(f"| {power} | {n_fix} | {cap} | {p1:.3f} | {e1:.1f} | **{e1 / n_fix:.3f}** | {n_one} | "
+              f"{e1 / n_one:.3f} |")
 
 
 def main(argv: list[str] | None = None) -> None:
