@@ -31,8 +31,19 @@ two-sided, ``--runs`` simulated comparisons per setting (default 10,000).
    (two-proportion z-test, same spending: the STEP-type comparator, which ignores pairing), each
    capped for equal power.
 7. **Checkpoint sweep**: ``harness.sequential.race`` on ten simulated checkpoints.
+8. **The limit of looks every step pairs** (``--limit``: this section only; exact, no
+   simulation): the fewest expected pairs that any test stopping only to reject can reach at
+   gap 30 (baseline 0.40, rho = 0) when told the true gap, for the looks the harness takes:
+   every ``--step`` pairs and at a cap (any integer). It minimises
+   ``E1[N] - lam P1(better) + mu P0(better)`` by backward induction over the discordant counts
+   ``(b, c)`` at the looks (the Lagrangian form of the optimal-design problem: Eales &
+   Jennison, Biometrika 1992), with
+   ``mu`` set so that the error is ``alpha / 2`` one-sided at the null with the same discordance
+   rate (a valid two-sided test must hold it there) and ``lam`` so that the power is the target.
+   Beside it the fixed design held to that same exact error (the best one-look test, told the
+   gap): McNemar's z-test, the yardstick of section 1, runs slightly above it in small samples.
 
-    nice python benchmarks/sequential.py [--runs 10000] [--alpha 0.05] [--seed 0] [--quick]
+    nice python benchmarks/sequential.py [--runs 10000] [--alpha 0.05] [--seed 0] [--quick] [--limit]
 """
 
 from __future__ import annotations
@@ -551,6 +562,116 @@ def sweep(rng: np.random.Generator, runs: int, alpha: float, episodes: int = 500
           f"{np.mean(reported - p[naive]):+.4f} (the maximum of ten noisy estimates) |")
 
 
+# --- 8. the limit of looks every step pairs ------------------------------------------------
+
+def _trinomial(cells: tuple[float, float], n: int) -> list[tuple[int, int, float]]:
+    """(i, j, P) for i pairs of the first discordant kind and j of the second among n pairs."""
+    q = 1.0 - cells[0] - cells[1]
+    return [(i, j, math.comb(n, i) * math.comb(n - i, j) * cells[0] ** i * cells[1] ** j * q ** (n - i - j))
+            for i in range(n + 1) for j in range(n + 1 - i)]
+
+
+def _reject_only(sizes: list[int], alt: tuple[float, float], null: tuple[float, float], lam: float,
+                 mu: float) -> tuple[float, float, float]:
+    """The test stopping only to reject that minimises E1[N] - lam P1 + mu P0 for looks after the
+    blocks ``sizes`` (backward induction on the counts (b, c) of the two discordant kinds; the
+    likelihood ratio of a path depends on (b, c) only): (E1[N], P1(reject), P0(reject))."""
+    total = sum(sizes)
+    b = np.arange(total + 1)
+    ratio = (null[0] / alt[0]) ** b[:, None] * (null[1] / alt[1]) ** b[None, :]  # P0 / P1 of a path
+    stop = -lam + mu * ratio  # rejecting, in units of the path's P1 probability
+    reject = [None] * (len(sizes) + 1)
+    reject[-1] = stop < 0
+    value = np.minimum(stop, 0.0)
+    for k in range(len(sizes) - 1, 0, -1):
+        n = sum(sizes[:k]) + 1
+        cont = np.full((n, n), float(sizes[k]))
+        for i, j, p in _trinomial(alt, sizes[k]):
+            cont += p * value[i:i + n, j:j + n]
+        reject[k] = stop[:n, :n] < cont
+        value = np.where(reject[k], stop[:n, :n], cont)
+    out = []
+    for cells_ in (alt, null):
+        mass, pairs, rejected = np.ones((1, 1)), float(sizes[0]), 0.0
+        for k in range(1, len(sizes) + 1):
+            n = sum(sizes[:k]) + 1
+            nxt = np.zeros((n, n))
+            m = mass.shape[0]
+            for i, j, p in _trinomial(cells_, sizes[k - 1]):
+                nxt[i:i + m, j:j + m] += p * mass
+            rejected += float(nxt[reject[k]].sum())
+            mass = np.where(reject[k], 0.0, nxt)
+            if k < len(sizes):
+                pairs += sizes[k] * float(mass.sum())
+        out.append((pairs, rejected))
+    return out[0][0], out[0][1], out[1][1]
+
+
+def _best_at_cap(cap: int, step: int, alt: tuple[float, float], null: tuple[float, float], level: float,
+                 power: float) -> tuple[float, float, float] | None:
+    """(E1[N], P1, P0) of the best reject-only test capped at ``cap`` with power >= ``power`` and
+    one-sided error <= ``level`` (nested bisection: lam on the power, mu on the error)."""
+    sizes = [step] * (cap // step) + ([cap % step] if cap % step else [])
+
+    def calibrated(lam: float) -> tuple[float, float, float]:
+        lo, hi = 0.0, 40.0  # log mu: the error falls as mu grows
+        for _ in range(24):
+            mid = 0.5 * (lo + hi)
+            if _reject_only(sizes, alt, null, lam, math.exp(mid))[2] > level:
+                lo = mid
+            else:
+                hi = mid
+        return _reject_only(sizes, alt, null, lam, math.exp(hi))
+
+    lo, hi = 0.0, 12.0  # log lam: the power grows with lam
+    best = calibrated(math.exp(hi))
+    if best[1] < power:
+        return None
+    for _ in range(14):
+        mid = 0.5 * (lo + hi)
+        got = calibrated(math.exp(mid))
+        if got[1] >= power:
+            hi, best = mid, got
+        else:
+            lo = mid
+    return best
+
+
+def limit_case(alpha: float, step: int, gap_pts: int = 30, powers: tuple[float, ...] = (0.8, 0.9),
+               integer_caps: bool = True) -> None:
+    pb = 0.40
+    pa = pb + gap_pts / 100
+    _p11, up, down, _p00 = cells(pa, pb, 0.0)
+    null = ((up + down) / 2, (up + down) / 2)
+    print(f"\n## The limit of looks every {step} pairs: the fewest expected pairs of any test that stops only "
+          f"to reject, told the true gap (baseline {pb}, gap {gap_pts} points, rho = 0, one-sided error "
+          f"{alpha / 2} at the null with the same discordance rate; exact)\n")
+    print("| target power | fixed n | best cap | power | E[pairs] | E[pairs] / fixed n | fixed n at the same error "
+          "(one look, told the gap) | E[pairs] / that n |")
+    print("|---|---|---|---|---|---|---|---|")
+    for power in powers:
+        n_fix = fixed_n(pa, pb, 0.0, power, alpha)[0]
+        found: dict[int, tuple[float, float, float]] = {}
+
+        def at(cap: int) -> float:
+            if cap not in found:
+                found[cap] = _best_at_cap(cap, step, (up, down), null, alpha / 2, power) or (math.inf, 0.0, 0.0)
+            return found[cap][0]
+        # the best multiple of the step (E[pairs] is unimodal in the cap here), then every cap around it
+        k = max(1, n_fix // step)
+        while at((k + 1) * step) < at(k * step):
+            k += 1
+        for cap in range(max(1, (k - 1) * step + 1), (k + 1) * step) if integer_caps else ():
+            at(cap)
+        cap = min(found, key=found.get)
+        e1, p1, _p0 = found[cap]
+        # the yardstick held to the same exact error: the best one-look test, told the gap
+        n_one = next(n for n in range(max(1, n_fix - step), 10 * n_fix)
+                     if _best_at_cap(n, n, (up, down), null, alpha / 2, power) is not None)
+        print(f"| {power} | {n_fix} | {cap} | {p1:.3f} | {e1:.1f} | **{e1 / n_fix:.3f}** | {n_one} | "
+              f"{e1 / n_one:.3f} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10_000)
@@ -558,7 +679,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--step", type=int, default=10, help="pairs between looks (stopping.round)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: few runs, few settings")
+    ap.add_argument("--limit", action="store_true",
+                    help="section 8 only (the limit of looks every step pairs; the default run leaves it out)")
     args = ap.parse_args(argv)
+    if args.limit:
+        t0 = time.monotonic()
+        limit_case(args.alpha, args.step)
+        print(f"\n{time.monotonic() - t0:.0f} s (alpha={args.alpha}, step={args.step})")
+        return
     runs = 300 if args.quick else args.runs
     rng = np.random.default_rng(args.seed)
     t0 = time.monotonic()
@@ -575,6 +703,8 @@ def main(argv: list[str] | None = None) -> None:
     family_case(rng, runs, args.alpha, args.step, spending)
     pairing_case(rng, runs, args.alpha, args.step, spending, (20,) if args.quick else (10, 20))
     sweep(rng, 100 if args.quick else runs, args.alpha)
+    if args.quick:
+        limit_case(args.alpha, args.step, powers=(0.8,), integer_caps=False)
     print(f"\n{time.monotonic() - t0:.0f} s (runs={runs}, alpha={args.alpha}, seed={args.seed}, step={args.step}"
           f"{', quick' if args.quick else ''})")
 

@@ -206,6 +206,42 @@ def test_the_benchmark_runs_its_quick_smoke_run(capsys):
     module.main(["--quick"])
     out = capsys.readouterr().out
     for heading in ("Pairs to a decision at equal power", "False decisions under the null", "Split order",
-                    "Flaky errors", "Five null variants", "Paired vs unpaired", "Checkpoint sweep"):
+                    "Flaky errors", "Five null variants", "Paired vs unpaired", "Checkpoint sweep",
+                    "The limit of looks every 10 pairs"):
         assert f"## {heading}" in out, heading
     assert f"spending {gs.DEFAULT_SPENDING}" in out
+
+
+def test_the_benchmarks_limit_is_the_optimal_reject_only_test():
+    """benchmarks/sequential.py's section 8 (the limit of looks every step pairs) minimises
+    E1[N] - lam P1 + mu P0 over the tests that stop only to reject: checked against an
+    independent computation over the enumerated paths of two looks, for several lam, mu."""
+    import importlib.util
+    import itertools
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sequential.py"
+    spec = importlib.util.spec_from_file_location("sequential_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    alt, null = (0.42, 0.12), (0.27, 0.27)
+
+    def pmf(cells, n):
+        return {(i, j): p for i, j, p in module._trinomial(cells, n)}
+    stopped_early = 0
+    for (n1, n2), lam, mu in itertools.product([(4, 3), (3, 6)], [100.0, 200.0, 400.0], [100.0, 300.0, 1000.0]):
+        first = {h: pmf(h, n1) for h in (alt, null)}
+        second = {h: pmf(h, n2) for h in (alt, null)}
+        best = fixed = 0.0  # in joint probabilities, state by state at look 1
+        for (b1, c1) in first[alt]:
+            p1, p0 = first[alt][(b1, c1)], first[null][(b1, c1)]
+            later = n2 * p1  # n2 more pairs, then reject where that lowers the cost
+            for (b2, c2) in second[alt]:
+                later += min(0.0, -lam * p1 * second[alt][(b2, c2)] + mu * p0 * second[null][(b2, c2)])
+            best += min(-lam * p1 + mu * p0, later)
+            fixed += later
+        e1, power, error = module._reject_only([n1, n2], alt, null, lam, mu)
+        assert n1 <= e1 <= n1 + n2 + 1e-9 and 0 <= error <= power <= 1
+        assert e1 - lam * power + mu * error == pytest.approx(n1 + best, abs=1e-12), (n1, n2, lam, mu)
+        stopped_early += e1 < n1 + n2 - 1e-3 and best < fixed - 1e-9
+    assert stopped_early >= 4  # the cases include tests that stop at the first look
