@@ -443,8 +443,10 @@ def family_text(c: Comparison) -> str:
     """"α = 0.05 over 3 comparisons (Holm)" or "α = 0.05 per comparison": what alpha covers."""
     if c.family == "none":
         return f"α = {c.family_alpha:g} per comparison"
+    if c.family_size == 1:
+        return f"α = {c.family_alpha:g} over 1 comparison"
     name = {"holm": "Holm", "bonferroni": "Bonferroni"}.get(c.family, c.family)
-    return f"α = {c.family_alpha:g} over {c.family_size} comparison{'s' if c.family_size != 1 else ''} ({name})"
+    return f"α = {c.family_alpha:g} over {c.family_size} comparisons ({name})"
 
 
 def _percent(p: float) -> str:
