@@ -72,9 +72,9 @@ def test_run_table_report_export(env, tmp_path):
     assert "sum" in by_type.stdout and "larger" in by_type.stdout and "Acc" in by_type.stdout
     judged = harness(env, "table", str(out), "--metrics", "accuracy,judge_score")
     assert judged.returncode == 0, judged.stderr
-    # Declared, so accepted; no judge has scored the run yet, so no episode has a value and the
-    # column is left out as any metric no row defines is.
-    assert "Acc" in judged.stdout and "Judge |" not in judged.stdout
+    # Declared, so accepted; no judge has scored the run yet: the column stays, with no value
+    # ("–", as in every other view of the store), and a note says why.
+    assert "Acc" in judged.stdout and "example_qa/test Judge |" in judged.stdout
     assert "judged metrics (Judge) have no values: no judge has scored these answers" in judged.stdout
     bad = harness(env, "table", str(out), "--metrics", "sr")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

@@ -82,7 +82,8 @@ def test_latest_frame_leaves_out_superseded_runs(tmp_path):
         store.add(rec("e1", run_id="new", success=True))
         df, notes = latest_frame(store)
     assert df["run_id"].tolist() == ["new"]
-    assert len(notes) == 1 and "old" in notes[0]
+    # the run-selection rule, then the cell's runs: the one shown, the one not shown and how to show it
+    assert len(notes) == 2 and notes[0].startswith("Runs:") and "--run old shows it" in notes[1]
 
 
 def test_readonly_missing_or_garbage_store_is_a_clear_error(tmp_path):

@@ -89,7 +89,7 @@ def test_each_column_shows_its_suites_metrics_and_notes_fold_under_their_table(t
         assert opened[:2] == [True, True] and opened[2] > 20 and "part of the split only" in opened[3], opened
         # Per task type: one table per suite, each with that suite's metrics.
         captions = browser.eval("[...document.querySelectorAll('table.breakdown caption')].map(c => c.textContent)")
-        assert captions == ["cfg_bench: Acc per task type (%)", "eb_alfred: SR / GC per task type (%)",
+        assert captions == ["cfg_bench: Acc / S per task type (%)", "eb_alfred: SR / GC per task type (%)",
                             "procobject: mIoU per task type (%)"], captions
         browser.eval("document.querySelector('#transfer details.notes').open = false; 0")
         shot = browser.screenshot(tmp_path / "reads_first.png")
