@@ -101,6 +101,8 @@ def run(groups: list[_Group], run_job: Callable[[Any], int]) -> int:
 
 
 def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
+    import numpy as np
+
     from harness.sequential import decide_family, paired_values
     from harness.sequential.stopping import Comparison, family_text
 
@@ -110,7 +112,6 @@ def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
     failed = 0
     n = 0
     metric, values_fn = _metric(group.baseline.spec.suite, stopping["metric"])
-    decided: set[str] = set()
     while open_ and n < group.cap:
         n = min(n + step, group.cap)
         for job in [group.baseline, *open_]:
@@ -129,11 +130,10 @@ def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
                 continue
             v = values[job.spec.variant]
             c = Comparison(job.spec.variant, group.baseline.spec.variant, job.spec.suite, job.spec.split, metric.name,
-                           d, len(v), int((v != v).sum()), group.cap, family=str(stopping.get("family") or "none"),
+                           d, len(v), int(np.isnan(v).sum()), group.cap, family=str(stopping.get("family") or "none"),
                            family_size=int(stopping.get("family_size") or 1), level=level,
                            family_alpha_=float(stopping["alpha"]))
             left_out = c.without_value
-            decided.add(job.spec.variant)
             print(f"sequential: {job.spec.variant} vs {group.baseline.spec.variant} on "
                   f"{job.spec.suite}/{job.spec.split} ({metric.name}): {d.outcome} after {c.paired} of "
                   f"{group.cap} paired episodes (decided at pair {d.at}, level {level:.4g}; {family_text(c)}"

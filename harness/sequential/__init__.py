@@ -35,7 +35,6 @@ from harness.sequential.stopping import (  # noqa: F401
     FAMILIES,
     IDENTITY_KEYS,
     ORDER_KEY,
-    TRANSIENT_ERRORS,
     Comparison,
     SequentialStopping,
     compare,

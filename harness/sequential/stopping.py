@@ -6,7 +6,7 @@ them, and the lines tables and the report print (the method: :mod:`harness.seque
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -25,9 +25,6 @@ ORDER_KEY = "episode_index"
 IDENTITY_KEYS = ("rule", "version", "alpha", "margin", "metric", "baseline")
 #: How the comparisons of one group (the variants against one baseline) share alpha.
 FAMILIES = ("holm", "bonferroni", "none")
-#: Error kinds a declared ``stopping.retries`` may run again (simulator and worker faults, inside
-#: the episode's own round, before the test reads it): the runner's ``max_retries`` kinds.
-TRANSIENT_ERRORS = ("env", "worker")
 
 
 @dataclass(frozen=True)
