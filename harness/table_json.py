@@ -125,7 +125,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         "rows": rows,
         "notes": tables._notes(table),
         **({"association": table.attrs["association"]} if "association" in table.attrs else {}),
-        # stopping=sequential: each comparison's anytime-valid decision (harness.sequential)
+        # stopping=sequential: each comparison's sequential decision (harness.sequential)
         **({"sequential": table.attrs["sequential"]} if "sequential" in table.attrs else {}),
         # +experiment=checkpoint_sweep: the race, the chosen checkpoint, its held-out value (harness.sequential.sweep)
         **({"checkpoint_sweeps": table.attrs["checkpoint_sweeps"]} if "checkpoint_sweeps" in table.attrs else {}),

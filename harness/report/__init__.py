@@ -553,7 +553,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         generic = ('<details class="full-table"><summary>Every suite/split, with paired statistics</summary>'
                    + generic + "</details>")
     sections.append('<section id="transfer"><h2>Transfer table</h2>' + generic + "</section>")
-    if comparisons:  # each sequential comparison's anytime-valid interval against the pairs run
+    if comparisons:  # each sequential comparison's interval against the pairs run
         from harness.report.sequential import sequential_section
 
         sections.append(sequential_section(comparisons))

@@ -1,6 +1,7 @@
 """``stopping=sequential`` on stored runs: its settings (:class:`SequentialStopping`), the
-paired values of a comparison from its records in split order, the test state recomputed from
-them, and the lines tables and the report print (the method: :mod:`harness.sequential.betting`).
+paired values of a comparison from its records in its seeded order, the test state recomputed from
+them, and the lines tables and the report print (the methods: :mod:`harness.sequential.design`,
+:mod:`harness.sequential.betting`).
 """
 
 from __future__ import annotations
