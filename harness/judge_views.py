@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 #: The answer key of a record and of a verdict.
 KEY = ("run_id", "suite", "split", "episode_id", "seed")
@@ -254,7 +254,10 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
 
 
 def _unanswered(df: Any) -> list[bool]:
-    """Per record: :func:`unanswered` (nothing to judge: it counts as the judged metrics' missing value)."""
+    """Per record: :func:`harness.judging.unanswered` (nothing to judge: it counts as the judged
+    metrics' missing value)."""
+    from harness.judging import unanswered
+
     from harness.scoring import suite_scoring
 
     none = [None] * len(df)
@@ -268,25 +271,6 @@ def _unanswered(df: Any) -> list[bool]:
             judged[str(suite)] = {m.value for m in suite_scoring(str(suite))[0] if m.judged}
         out.append(unanswered(kind, extra, values, judged[str(suite)]))
     return out
-
-
-def unanswered(error_kind: Any, extra: Any, values: Any, judged: Iterable[str]) -> bool:
-    """Whether an episode has no answer to judge: it errored, its answer (``extra["answer"]``) is
-    empty, or its env delivered None for one of the suite's ``judged`` values (the env's "no
-    answer": an absent, empty or unreadable answer field, as procobject and cfg_bench deliver
-    it). Such an answer counts as each judged metric's ``missing`` value (docs/judging.md);
-    :func:`harness.judging.answers_to_judge` never sends one the env marked to a judge."""
-    if isinstance(error_kind, str) and error_kind != "":
-        return True
-    answer = extra.get("answer") if isinstance(extra, dict) else None
-    if answer is not None and not str(answer).strip():
-        return True
-    return marked_unanswered(values, judged)
-
-
-def marked_unanswered(values: Any, judged: Iterable[str]) -> bool:
-    """Whether the env delivered None for one of the ``judged`` values (its "no answer")."""
-    return isinstance(values, dict) and any(name in values and values[name] is None for name in judged)
 
 
 def _number(v: Any) -> float | None:

@@ -245,6 +245,26 @@ class Answer:
     rubric: Any
 
 
+def unanswered(error_kind: Any, extra: Any, values: Any, judged: Iterable[str]) -> bool:
+    """Whether an episode has no answer to judge: it errored, its answer (``extra["answer"]``) is
+    empty, or its env delivered None for one of the suite's ``judged`` values (the env's "no
+    answer": an absent, empty or unreadable answer field, as procobject and cfg_bench deliver
+    it). Such an answer counts as each judged metric's ``missing`` value (docs/judging.md);
+    :func:`answers_to_judge` never sends one the env marked to a judge; tables (harness.judge_views)
+    count it as missing."""
+    if isinstance(error_kind, str) and error_kind != "":
+        return True
+    answer = extra.get("answer") if isinstance(extra, dict) else None
+    if answer is not None and not str(answer).strip():
+        return True
+    return marked_unanswered(values, judged)
+
+
+def marked_unanswered(values: Any, judged: Iterable[str]) -> bool:
+    """Whether the env delivered None for one of the ``judged`` values (its "no answer")."""
+    return isinstance(values, dict) and any(name in values and values[name] is None for name in judged)
+
+
 #: The note (after a count) on the answers with nothing to judge; ``harness judge`` prints it.
 NO_ANSWER_NOTE = ("answer(s) empty, absent or unreadable: nothing to judge (each counts as the judged metrics' "
                   "missing value, never filled by a judge)")
@@ -252,9 +272,8 @@ NO_ANSWER_NOTE = ("answer(s) empty, absent or unreadable: nothing to judge (each
 
 def answers_to_judge(store: Any, cfg: JudgeConfig) -> tuple[list[Answer], list[str]]:
     """Every stored answer a suite's rubric wants judged, and notes on what was skipped (first,
-    the answers with nothing to judge: :func:`harness.judge_views.unanswered`)."""
+    the answers with nothing to judge: :func:`unanswered`)."""
     from harness.catalog import SUITES
-    from harness.judge_views import marked_unanswered, unanswered
     from harness.metric_declaration import applies_to
     from harness.registry import UnknownPluginError, load_target
     from harness.scoring import episode_values, suite_scoring

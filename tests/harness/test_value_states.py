@@ -12,7 +12,7 @@ import math
 import pytest
 
 from harness.interfaces import AgentReply
-from harness.judge_views import unanswered
+from harness.judging import unanswered
 from harness.metric_declaration import Metric, not_delivered, value_problems
 from harness.runner import Runner
 from harness.scoring import aggregate, record_metrics, tally, value_rows
