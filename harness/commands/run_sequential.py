@@ -26,7 +26,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from harness.commands.common import UsageError
+from harness.sequential import GROUP_SEQUENTIAL, decide_family, paired_values
+from harness.sequential.order import OrderedSuite
+from harness.sequential.stopping import Comparison, family_text
 
 
 @dataclass
@@ -44,9 +49,6 @@ def plan(prepared: list[Any]) -> list[_Group]:
     baseline, several, or nothing to compare, or a job of the sweep is not sequential. Each job
     gets its group's settings (the family's size, the bounded design's maximum, the retries as
     its ``max_retries``) and the split in the group's seeded order."""
-    from harness.sequential import GROUP_SEQUENTIAL
-    from harness.sequential.order import OrderedSuite
-
     if not all(job.spec.stopping for job in prepared):
         plain = next(job for job in prepared if not job.spec.stopping)
         raise UsageError(f"stopping=sequential applies to every run of the sweep; job {plain.label} has none")
@@ -101,11 +103,6 @@ def run(groups: list[_Group], run_job: Callable[[Any], int]) -> int:
 
 
 def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
-    import numpy as np
-
-    from harness.sequential import decide_family, paired_values
-    from harness.sequential.stopping import Comparison, family_text
-
     stopping = group.stopping
     step = int(stopping["round"])
     open_ = list(group.others)

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from harness.sequential.betting import DEFAULT_RULE, GROUP_SEQUENTIAL, RULE_VERSION, RULES, Decision, decide
+from harness.sequential.design import DEFAULT_SPENDING, check_spending, decide_bounded
 from harness.sequential.order import identity as order_identity
 
 #: The record's ``extra`` key holding the episode's position in the comparison's order (the
@@ -87,8 +88,6 @@ class SequentialStopping:
         if self.spending is not None:
             if self.rule != GROUP_SEQUENTIAL:
                 raise ValueError(f"stopping.spending applies to rule {GROUP_SEQUENTIAL} only (rule: {self.rule})")
-            from harness.sequential.design import check_spending
-
             check_spending(self.spending)
         if self.version != RULE_VERSION:
             raise ValueError(f"stopping.version {self.version!r} is not this harness's rule version ({RULE_VERSION})")
@@ -111,8 +110,6 @@ def identity_entry(stopping: Mapping[str, Any]) -> dict[str, Any]:
     if "retries" in stopping:
         out["retries"] = stopping["retries"]
     if stopping.get("rule") == GROUP_SEQUENTIAL:
-        from harness.sequential.design import DEFAULT_SPENDING
-
         out["design"] = {"n_max": stopping.get("n_max"), "round": stopping.get("round"),
                          "spending": stopping.get("spending") or DEFAULT_SPENDING}
     return out
@@ -287,8 +284,6 @@ def decide_pairs(values: np.ndarray, metric: object, stopping: Mapping[str, Any]
     margin = float(margin) if margin is not None else None
     rule = str(stopping.get("rule", DEFAULT_RULE))
     if rule == GROUP_SEQUENTIAL:
-        from harness.sequential.design import DEFAULT_SPENDING, decide_bounded
-
         cap = stopping.get("n_max") or n_max
         if not cap:
             raise ValueError("the group_sequential rule needs its maximum number of pairs (n_max)")
