@@ -72,7 +72,7 @@ def sequential_section(comparisons: Sequence[Any]) -> str:
         metric = known_metric(c.metric)
         percent = metric is None or metric.percent
         parts.append(f'<p class="sequential">{_esc(describe(c, percent))}</p>' + interval_chart(c, percent))
-    parts.append('<p class="notes">Sequential intervals: a betting rule's holds at every number of pairs at once, '
+    parts.append("<p class=\"notes\">Sequential intervals: a betting rule's holds at every number of pairs at once, "
                  "the bounded design's repeated interval at every look it took, so the comparison could stop as "
                  "soon as it was decided. The transfer table's Δ interval and p are fixed-sample figures, not "
                  "valid under optional stopping.</p></section>")
