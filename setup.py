@@ -2,7 +2,7 @@
 of site-packages, one line that imports :mod:`envs.gym_plugin` at interpreter start-up so that
 ``gymnasium.make("embodied_transfer/...")`` works with no project import (Gymnasium 1.x has no
 plugin hook; see that module); and Hydra's config tree, ``configs/`` at the top of the checkout,
-as package data of ``harness`` (``harness/configs`` in the wheel: :data:`harness.config.CONFIG_DIR`
+as package data of ``harness`` (``harness/configs`` in the wheel: :data:`harness.run.config.CONFIG_DIR`
 finds it there; a checkout and an editable install read ``configs/`` in place). Everything else
 is declared in pyproject.toml."""
 

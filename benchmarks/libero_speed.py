@@ -103,8 +103,8 @@ def our_env(fast: bool, render: bool, n: int) -> tuple[float, dict]:
 
 
 def runner(workers: int, envs_per_worker: int, episodes: int, episode_steps: int) -> tuple[float, float, int]:
-    from harness.executors import SuiteEnvFactory
-    from harness.runner import Runner
+    from harness.run.executors import SuiteEnvFactory
+    from harness.run.runner import Runner
     from harness.types import RunSpec
 
     params = {"max_steps": episode_steps, "tasks": [0], "trials": episodes}

@@ -12,7 +12,7 @@ one process:
 and prints the wall time of each, their ratio and the loads counted. Each planner also answers
 one request (an EB-ALFRED first call, ``--max-new-tokens`` new tokens), so a shared model is
 shown to serve; the call costs the same in both and is reported apart. What stays per run in
-both: the checkpoint's identity hash (headers and samples, harness/checkpoint_identity.py) and the
+both: the checkpoint's identity hash (headers and samples, harness/util/checkpoint_identity.py) and the
 prompt's setup.
 
 The checkpoint is the weight-bound benchmark checkpoint (tests/planners/tiny_vlm.py

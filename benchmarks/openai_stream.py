@@ -131,7 +131,7 @@ def server_alone(port: int, concurrency: int, requests: int) -> float:
 
 def harness(port: int, concurrency: int, slots: int, episodes: int, pipeline: bool) -> tuple[float, int]:
     from envs.eb_alfred.suite import EBAlfredSuite
-    from harness.runner import Runner
+    from harness.run.runner import Runner
     from harness.types import RunSpec
     from planners.vlm.planner import VLMPlanner
 

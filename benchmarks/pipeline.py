@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
 from harness.interfaces import AgentRequest  # noqa: E402
-from harness.runner import Runner  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
 from harness.types import INFO_SUCCESS, EpisodeSpec, RunSpec  # noqa: E402
 
 TOKENS = (50, 2000)

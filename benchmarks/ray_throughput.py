@@ -82,8 +82,8 @@ def _advance_ms(executor, slots: int, actions: int, calls: int) -> float:
 
 def overhead(calls: int) -> float:
     """Print the per-step cost table; return the headline per-step overhead (ms)."""
-    from harness.executors import LocalExecutor
-    from harness.executors_ray import RayExecutor
+    from harness.run.executors import LocalExecutor
+    from harness.run.executors_ray import RayExecutor
 
     print(f"per-step cost of the executor around a zero-cost env (median of {calls} advance calls)")
     rows = []
@@ -116,7 +116,7 @@ def overhead(calls: int) -> float:
 def _agent(suite_name: str, render: bool):
     """The random planner (EB-ALFRED) or the zero policy (LIBERO), declared to read images when
     rendering is wanted, so every step renders the image observation."""
-    from harness.catalog import PLANNERS, POLICIES
+    from harness.registry.catalog import PLANNERS, POLICIES
 
     inner = POLICIES.build("zero") if suite_name == "libero" else PLANNERS.build("random")
 
@@ -137,8 +137,8 @@ def _agent(suite_name: str, render: bool):
 
 
 def throughput(suite_name: str, episodes: int, render: bool, max_steps: int) -> None:
-    from harness.executors import SuiteEnvFactory
-    from harness.runner import Runner
+    from harness.run.executors import SuiteEnvFactory
+    from harness.run.runner import Runner
     from harness.types import RunSpec
 
     if suite_name == "libero":

@@ -4,7 +4,7 @@
 
 Runs the random planner on generated EB-ALFRED episodes (rendering off, local
 executor, the real SQLite store in a temporary folder) through
-:class:`harness.runner.Runner` as ``harness run`` does (``keep_records=False``),
+:class:`harness.run.runner.Runner` as ``harness run`` does (``keep_records=False``),
 and samples this process's resident set size (``VmRSS``) every ``--every``
 finished episodes. Prints the RSS after the warm-up (the generator's episode
 cache holds 8,192 episodes, the allocator settles) and the growth from there to
@@ -41,9 +41,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from envs.eb_alfred.suite import EBAlfredSuite
-    from harness.catalog import PLANNERS
-    from harness.runner import Runner
-    from harness.store import ResultStore
+    from harness.registry.catalog import PLANNERS
+    from harness.run.runner import Runner
+    from harness.store.database import ResultStore
     from harness.types import RunSpec
 
     suite = EBAlfredSuite(render=False, generated_per_split=args.episodes)

@@ -15,7 +15,7 @@ Also timed: the bare loop storing its records through the store's writer,
 the floor for any loop that keeps its results.
 
 The pipelined runner (the default) is timed beside lockstep (``runner.pipeline=false``).
-A zero-cost agent's calls are made on the runner's own thread (harness.runner.INLINE_BELOW_S)
+A zero-cost agent's calls are made on the runner's own thread (harness.run.runner.INLINE_BELOW_S)
 and one episode in flight runs lockstep, so main-thread CPU still counts all the work.
 
 Measured (idle 2-core machine, 2026-12-01, wall, two runs of three trials, +-10% between
@@ -34,10 +34,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.allocator import keep_freed_heap  # noqa: E402
+from harness.run.allocator import keep_freed_heap  # noqa: E402
 from harness.interfaces import AgentRequest  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.store import ResultStore  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
+from harness.store.database import ResultStore  # noqa: E402
 from harness.types import INFO_ACTION_OK, INFO_SUCCESS, EpisodeRecord, RunSpec  # noqa: E402
 
 FLOOR_RUN = "bare-loop-floor"
@@ -180,7 +180,7 @@ def main() -> None:
     parser.add_argument("--render", choices=["off", "on", "both"], default="both",
                         help="off: logic-only env (worst case for overhead); on: the suite's default observations")
     args = parser.parse_args()
-    # The runner fixes glibc's heap settings for its process (harness.allocator); the bare
+    # The runner fixes glibc's heap settings for its process (harness.run.allocator); the bare
     # loop runs under the same ones, whichever trial comes first.
     keep_freed_heap()
     if args.render in ("off", "both"):

@@ -1,4 +1,4 @@
-"""Sequential paired comparisons (``harness.sequential``) on simulated paired outcomes, at stated power.
+"""Sequential paired comparisons (``harness.stats.sequential``) on simulated paired outcomes, at stated power.
 
 Every design looks every ``--step`` pairs (10: ``stopping.round``'s default), alpha = 0.05
 two-sided, ``--runs`` simulated comparisons per setting (default 10,000).
@@ -30,7 +30,7 @@ two-sided, ``--runs`` simulated comparisons per setting (default 10,000).
 6. **Pairing (rho = 0.5)**: the paired design against an unpaired group-sequential design
    (two-proportion z-test, same spending: the STEP-type comparator, which ignores pairing), each
    capped for equal power.
-7. **Checkpoint sweep**: ``harness.sequential.race`` on ten simulated checkpoints.
+7. **Checkpoint sweep**: ``harness.stats.sequential.race`` on ten simulated checkpoints.
 8. **The limit of looks every step pairs** (``--limit``: this section only; exact, no
    simulation): the fewest expected pairs that any test stopping only to reject can reach at
    gap 30 (baseline 0.40, rho = 0) when told the true gap, for the looks the harness takes:
@@ -59,8 +59,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.sequential import first_crossing, race, rescale  # noqa: E402
-from harness.sequential import design  # noqa: E402
+from harness.stats.sequential import first_crossing, race, rescale  # noqa: E402
+from harness.stats.sequential import design  # noqa: E402
 
 #: Simulated comparisons per chunk for per-pair simulations (bounds memory).
 CHUNK = 1000
@@ -533,7 +533,7 @@ SWEEP = (0.20, 0.30, 0.38, 0.44, 0.48, 0.51, 0.53, 0.54, 0.55, 0.58)
 
 
 def sweep(rng: np.random.Generator, runs: int, alpha: float, episodes: int = 500, step: int = 10) -> None:
-    """Ten checkpoints raced on ``episodes`` selection episodes (harness.sequential.race),
+    """Ten checkpoints raced on ``episodes`` selection episodes (harness.stats.sequential.race),
     against running every checkpoint on all of them and reporting the best of the ten (both
     on the same simulated outcomes)."""
     p = np.array(SWEEP)

@@ -95,7 +95,7 @@ class SuiteEnv(gymnasium.Env):
 def make_suite_env(suite: str, split: str | None = None, render_mode: str | None = None,
                    **suite_params: Any) -> SuiteEnv:
     """A suite's env for ``gymnasium.make``: ``reset()`` draws episodes of ``split``."""
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     if render_mode is not None and render_mode not in SuiteEnv.metadata["render_modes"]:
         raise ValueError(f"render_mode {render_mode!r} not in {SuiteEnv.metadata['render_modes']}")

@@ -1,5 +1,5 @@
 """What a video-QA question shows a model (cfg_bench, procobject prompt adapters), per the
-``visual`` prompt option, built on :mod:`harness.media` (frames sampled at a declared rate with a
+``visual`` prompt option, built on :mod:`harness.util.media` (frames sampled at a declared rate with a
 cap, by the suite's sampling rule, decoded with PyAV):
 
 - ``video``: the clip ``[start, end)`` as one video part (``{"type": "video", "video": Clip}``),
@@ -8,7 +8,7 @@ cap, by the suite's sampling rule, decoded with PyAV):
   rule ``times`` whatever the suite's rule, a rule that takes frames in pairs can't take one);
 - ``none``: nothing, and nothing decoded (the blind control).
 
-A file that cannot be decoded raises :class:`harness.media.VideoError` (one line): the runner
+A file that cannot be decoded raises :class:`harness.util.media.VideoError` (one line): the runner
 records that question as an error and the run goes on.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.media import RULES, VideoError, load_clip
+from harness.util.media import RULES, VideoError, load_clip
 
 VISUAL = ("video", "frame", "none")
 

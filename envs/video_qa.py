@@ -38,7 +38,7 @@ def data_root(suite: str, data_dir: str | None, env_var: str, error: type[Except
     """The data folder of ``suite``, or ``error`` (one line) saying how to give it."""
     root = data_dir or os.environ.get(env_var)
     if not root:  # what `harness fetch SUITE` laid out, when it completed
-        from harness.fetch import fetched_dir
+        from harness.registry.datasets import fetched_dir
 
         fetched = fetched_dir(suite)
         root = str(fetched) if fetched is not None else None
@@ -189,7 +189,7 @@ def one_run(out: str | Path, suite: str, run_id: str | None, error: type[Excepti
             split: str | None = None) -> tuple[Any, Any]:
     """``(records, runs)`` of the store at ``out``: the records of ``suite`` (and ``split``), of
     run ``run_id`` when given; ``error`` when they span several runs."""
-    from harness.store import ResultStore
+    from harness.store.database import ResultStore
 
     with ResultStore(out, readonly=True) as store:
         df = store.frame()
@@ -209,7 +209,7 @@ def export_main(argv: list[str] | None, prog: str, doc: str, target: str,
                 options: Sequence[str] = ()) -> int:
     """``prog OUT TARGET [--data-dir FOLDER] [--run RUN_ID] [OPTIONS]``: print what ``write``
     wrote; bad input (``errors``) is one line and exit 2."""
-    from harness.store import StoreError
+    from harness.store.database import StoreError
 
     ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     ap.add_argument("out")

@@ -1,7 +1,7 @@
 """The small typed interfaces the core works through.
 
 The core never imports a simulator: suites, planners and policies are found
-through :mod:`harness.registry` and only have to satisfy these protocols.
+through :mod:`harness.registry.loader` and only have to satisfy these protocols.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Suite(Protocol):
 
     # Optional: ``split_total(split) -> int``, how many episodes the whole split holds where the
     # suite's own parameters select part of it (LIBERO's ``tasks`` / ``trials``): tables mark a
-    # cell that ran fewer as partial, like ``limit`` (harness.runner.split_size, harness.caveats).
+    # cell that ran fewer as partial, like ``limit`` (harness.run.runner.split_size, harness.tables.caveats).
 
     def make_env(self) -> EpisodeEnv:
         """A fresh env able to run any episode of this suite (one per worker slot)."""
@@ -89,13 +89,13 @@ class Suite(Protocol):
     # action space; checked against the agent's ``action_kinds`` before a run (:func:`action_mismatch`).
     # Optional: ``success_at_stop = True`` where the goal may be met before the episode ends and
     # success is read when the agent stops (ALFRED's evaluation); otherwise ``info["success"]`` is
-    # True only on the step that ends the episode (harness.suite_invariants).
+    # True only on the step that ends the episode (harness.check.invariants).
 
 
 @dataclass(frozen=True)
 class FailureClass:
     """One failure class a suite declares (``SuitePlugin.failure_classes``), or one of the
-    core's generic classes (:data:`harness.failures.GENERIC_CLASSES`).
+    core's generic classes (:data:`harness.scoring.failures.GENERIC_CLASSES`).
 
     ``harness table --by failure`` and the report's failure chart show classes in ``order``
     (ascending; the generic classes use 0-99 and 800-999, a suite's own 100-799), each with
@@ -137,7 +137,7 @@ class FailureRules(Protocol):
     """How ``harness table --by failure`` reads one suite's failed episodes, named by
     ``SuitePlugin.failures`` (``"module:attr"`` of an instance, a class or a factory taking no
     argument). The core applies its generic rules first (success, error, empty plan, output
-    format: :mod:`harness.failures`); :meth:`classify` then names the suite's own class, or None
+    format: :mod:`harness.scoring.failures`); :meth:`classify` then names the suite's own class, or None
     to leave the episode to the generic ``out_of_steps`` / ``other`` / ``no_history``. Every class
     it returns is one the suite declares (``SuitePlugin.failure_classes``) or a generic one."""
 

@@ -1,6 +1,6 @@
 """A metric declaration (:class:`Metric`) and its checks: what a suite's plugin declares
 (:attr:`harness.plugins.SuitePlugin.metrics`). How cells aggregate the declared values, and
-the declarations of the suites in a store, are in :mod:`harness.scoring` (which re-exports
+the declarations of the suites in a store, are in :mod:`harness.scoring.policy` (which re-exports
 these names)."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def check_metrics(metrics: Iterable[Metric], owner: str = "suite") -> tuple[Metr
     seen: set[str] = set()
     for m in metrics:
         if not isinstance(m, Metric):
-            raise ValueError(f"{owner} declares {m!r}, not a harness.scoring.Metric")
+            raise ValueError(f"{owner} declares {m!r}, not a harness.scoring.policy.Metric")
         if m.name in seen:
             raise ValueError(f"{owner} declares metric {m.name!r} twice")
         seen.add(m.name)
@@ -116,7 +116,7 @@ def applies_to(metric: Metric, values: Mapping[str, Any]) -> bool:
     if metric.applies is None:
         return True
     flag = number_or_none(values.get(metric.applies))
-    return flag is not None and flag != 0  # None, NaN, 0 or not a number: does not apply (as harness.scoring)
+    return flag is not None and flag != 0  # None, NaN, 0 or not a number: does not apply (as harness.scoring.policy)
 
 
 def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any],

@@ -5,7 +5,7 @@ From that declaration come
 
 * validation (:func:`parse`): types, ranges, choices, URLs and paths; a bad value is a
   :class:`ParamError` whose ``str()`` is one line naming the key and what it accepts;
-* defaults: the dataclass's (the configs do not repeat them; :mod:`harness.config`
+* defaults: the dataclass's (the configs do not repeat them; :mod:`harness.run.config`
   registers a schema node per plugin in Hydra's ConfigStore, built by :func:`schema_node`);
 * documentation (:func:`describe`, ``harness list NAME``, docs/parameters.md);
 * the run identity (:func:`identity_of`): each field says whether it changes results
@@ -98,10 +98,10 @@ class Rule:
     #: paths to the same weights are one run. Needs ``results=True``; :func:`identity_of`
     #: leaves the value out.
     via_identity: bool = False
-    #: The value is a credential (:data:`harness.redact.SECRET_FORMS`): ``"value"`` a key, token or
+    #: The value is a credential (:data:`harness.util.redact.SECRET_FORMS`): ``"value"`` a key, token or
     #: password; ``"env"`` the name of the environment variable holding one; ``"url"`` a URL whose
     #: userinfo is one (every ``kind="url"`` / ``"ws_url"`` field is read so). :func:`parse`
-    #: registers it with :mod:`harness.redact` as it reads it: no text stored or printed after
+    #: registers it with :mod:`harness.util.redact` as it reads it: no text stored or printed after
     #: holds it, and no plugin has to remember to register its credentials itself.
     secret: str | None = None
 
@@ -120,9 +120,9 @@ def param(default: Any = MISSING, *, help: str, results: bool = True, ge: float 
     ``identity()`` hashes (see :attr:`Rule.via_identity`). ``secret``: the value is a credential
     (``"value"``), names the variable holding one (``"env"``) or is a URL that may carry one
     (``"url"``): see :attr:`Rule.secret`; a field named like a secret (``api_key``, ``token``,
-    ``password``: :func:`harness.redact.is_secret_key`) must say so.
+    ``password``: :func:`harness.util.redact.is_secret_key`) must say so.
     """
-    from harness.redact import SECRET_FORMS
+    from harness.util.redact import SECRET_FORMS
 
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
@@ -193,14 +193,14 @@ _FIELDS: dict[type, list[Field]] = {}
 
 
 def _named_like_a_secret(name: str) -> bool:
-    from harness.redact import is_secret_key
+    from harness.util.redact import is_secret_key
 
     return is_secret_key(name)
 
 
 def register_secrets(cls: type, values: Mapping[str, Any]) -> None:
-    """Register with :mod:`harness.redact` every value of ``values`` that ``cls`` declares secret."""
-    from harness.redact import register_declared
+    """Register with :mod:`harness.util.redact` every value of ``values`` that ``cls`` declares secret."""
+    from harness.util.redact import register_declared
 
     for f in fields_of(cls):
         if f.rule.secret is not None and f.name in values:

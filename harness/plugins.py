@@ -39,6 +39,10 @@ GROUPS = {
     "tracker": "embodied_transfer.trackers",
 }
 
+#: Entry-point group of the commands other packages add to ``harness`` (name = a module with
+#: ``add_parser(sub)`` and ``main(args)``, as :mod:`harness.cli`'s own).
+COMMAND_GROUP = "embodied_transfer.commands"
+
 #: This project's distribution name (its plugins come from its pyproject.toml in a checkout).
 DISTRIBUTION = "embodied-transfer"
 
@@ -55,9 +59,9 @@ class Plugin:
     #: The pyproject extra that installs what the target imports (None: the core install).
     extra: str | None = None
     #: Top-level modules of its extra that its code imports (lazily, when it is built): for
-    #: one-line "install the extra" errors (:mod:`harness.extras`); an agent's, and its chosen
+    #: one-line "install the extra" errors (:mod:`harness.registry.extras`); an agent's, and its chosen
     #: model backend's, are looked up by ``harness run`` and its ``--dry-run`` before anything
-    #: runs (:func:`harness.extras.not_installed`).
+    #: runs (:func:`harness.registry.extras.not_installed`).
     modules: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -85,11 +89,11 @@ class SuitePlugin(Plugin):
     #: table --by failure`` and the report show them; ``check_suite`` refuses any other.
     failure_classes: tuple[Any, ...] = ()
     #: The datasets ``harness fetch NAME`` can fetch for this suite
-    #: (:class:`harness.fetch.Dataset`; their names are global, so prefix them with the suite's).
+    #: (:class:`harness.registry.datasets.Dataset`; their names are global, so prefix them with the suite's).
     datasets: tuple[Any, ...] = ()
     #: Distributions whose versions can move its results (recorded in each run's provenance).
     packages: tuple[str, ...] = ()
-    #: How it is scored: the metrics it declares (:class:`harness.scoring.Metric`), in
+    #: How it is scored: the metrics it declares (:class:`harness.scoring.policy.Metric`), in
     #: table order; those marked ``default`` are shown when a table names none.
     metrics: tuple[Any, ...] = ()
     #: ``"module:attr"`` of ``values(record: Mapping) -> dict[str, float | None]``: the
@@ -162,7 +166,7 @@ class BackendPlugin(Plugin):
 @dataclass(frozen=True)
 class TrackerPlugin(Plugin):
     """An experiment tracker (``tracker=NAME``): receives a run's metrics as its episodes finish
-    and the invocation's table and report as artifacts (:class:`harness.trackers.Tracker`).
+    and the invocation's table and report as artifacts (:class:`harness.run.trackers.Tracker`).
     It changes no result: never part of a run identity."""
 
 
@@ -185,17 +189,8 @@ def discover() -> Found:
     installed packages'."""
     found = Found()
     own = own_entry_points()
-    from importlib import metadata
-
     for kind, group in GROUPS.items():
-        specs: list[tuple[str, str, str]] = []  # (distribution, entry name, value)
-        if own is not None:
-            specs += [(DISTRIBUTION, name, value) for name, value in own.get(group, {}).items()]
-        for ep in metadata.entry_points(group=group):
-            dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
-            if own is not None and _same_dist(dist):
-                continue
-            specs.append((dist, ep.name, ep.value))
+        specs = registered(group, own)
         first: dict[str, str] = {}  # entry name -> the distribution registering it
         for dist, name, _ in specs:
             first.setdefault(name, dist)
@@ -221,6 +216,23 @@ def discover() -> Found:
                     continue
                 found.plugins.append((kind, item))
     return found
+
+
+def registered(group: str, own: Mapping[str, Mapping[str, str]] | None = None) -> list[tuple[str, str, str]]:
+    """``(distribution, entry name, value)`` of each entry point of ``group``: this project's own
+    from ``own`` (:func:`own_entry_points`, read from its pyproject.toml in a checkout), then
+    every other installed distribution's."""
+    from importlib import metadata
+
+    specs: list[tuple[str, str, str]] = []
+    if own is not None:
+        specs += [(DISTRIBUTION, name, value) for name, value in own.get(group, {}).items()]
+    for ep in metadata.entry_points(group=group):
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+        if own is not None and _same_dist(dist):
+            continue
+        specs.append((dist, ep.name, ep.value))
+    return specs
 
 
 def _same_dist(name: str) -> bool:

@@ -1,7 +1,7 @@
 """Gymnasium spaces a suite's env declares, and how the conformance checker reads them.
 
 A suite's env declares ``observation_space`` and ``action_space`` as Gymnasium envs do;
-:func:`harness.testing.check_suite` checks every observation it sees (at ``reset`` and after
+:func:`harness.check.conformance.check_suite` checks every observation it sees (at ``reset`` and after
 every ``step``) against ``observation_space``, and every action the env judged valid against
 ``action_space`` (Gymnasium's ``check_env``, gymnasium/utils/env_checker.py ``check_env``:
 ``env.observation_space.contains(obs)`` after ``reset`` and ``step``).

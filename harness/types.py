@@ -153,7 +153,7 @@ class RunSpec:
     seed: int = 0
     #: Declared repeat index: 0, or K > 0 to run the same cell again with the same episodes and
     #: seeds (an agent that samples, temperature > 0). A separate run (its own run id), shown
-    #: as a repeat of the cell, not as a newer run superseding it (harness.results).
+    #: as a repeat of the cell, not as a newer run superseding it (harness.tables.selection).
     repeat: int = 0
     limit: int | None = None
     executor: str = "local"
@@ -169,17 +169,17 @@ class RunSpec:
     agent_timeout_s: float | None = None
     max_retries: int = 1
     #: Pipelined runner (default): the agent answers ready episodes while the envs step the
-    #: others; False: lockstep rounds (harness/runner.py). Neither changes results.
+    #: others; False: lockstep rounds (harness/run/runner.py). Neither changes results.
     pipeline: bool = True
     #: Pipelined runner: longest wait (s) for an agent call to fill to ``batch_size`` while
     #: envs are still stepping.
     batch_wait_s: float = 0.01
     #: Keep each agent call's full prompt in the transcripts table (raw outputs are always kept).
     record_prompts: bool = False
-    #: Keep each agent call's observation image(s) as files (harness/artifacts.py):
+    #: Keep each agent call's observation image(s) as files (harness/run/artifacts.py):
     #: True always, False never, None (default) within the store's frame budget.
     record_images: bool | None = None
-    #: ``stopping=sequential``: the comparison's settings (harness.sequential.SequentialStopping
+    #: ``stopping=sequential``: the comparison's settings (harness.stats.sequential.SequentialStopping
     #: as a dict); its rule, version, alpha, margin, metric and baseline enter the run identity.
     stopping: Mapping[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
@@ -203,7 +203,7 @@ class LazyEpisodes(Sequence[EpisodeSpec]):
                  episode_id: Callable[[int], str] | None = None) -> None:
         self.make, self.count, self.start = make, count, start
         #: Episode i's id without building it (optional): lets a resumed run skip finished
-        #: episodes by id before building anything (harness.runner.plan_episodes).
+        #: episodes by id before building anything (harness.run.runner.plan_episodes).
         self.episode_id = episode_id
 
     def episode_id_of(self, index: int) -> str:

@@ -28,12 +28,12 @@ AUTO_FLAG = ("auto", "true", "false")
 #: EmbodiedBench planner/remote_model.py: ``max_tokens=2048``.
 DEFAULT_MAX_NEW_TOKENS = 2048
 #: The ``openai`` backend keeps at most this many characters of a reply: far above any real
-#: answer (2,048 tokens decode to at most 131,072 characters, harness.prompting.max_output_chars).
+#: answer (2,048 tokens decode to at most 131,072 characters, harness.promptkit.prompting.max_output_chars).
 DEFAULT_MAX_REPLY_CHARS = 1_000_000
 
 
 def _known_backend(name: str) -> str:
-    from harness.catalog import BACKENDS
+    from harness.registry.catalog import BACKENDS
 
     if name not in BACKENDS.names():
         raise ValueError(f"must be one of {', '.join(BACKENDS.names())}")
@@ -90,7 +90,7 @@ class HFParams:
     """The ``hf`` backend (planners/vlm/backends.py): the model in this process.
 
     No ``max_reply_chars`` here: a reply generated in process is at most ``max_new_tokens``
-    tokens, so its length (at most 64 characters a token, harness.prompting) and the memory
+    tokens, so its length (at most 64 characters a token, harness.promptkit.prompting) and the memory
     it takes are bounded by decoding itself; nothing arrives that could be larger.
     """
 
@@ -191,7 +191,7 @@ class VLMParams(Composite):
     """
 
     def groups(self, values: Mapping[str, Any], suite: str | None) -> list[Group]:
-        from harness.catalog import BACKENDS
+        from harness.registry.catalog import BACKENDS
 
         backend_field = next(f for f in fields_of(VLMOwnParams) if f.name == "backend")
         backend = convert(backend_field, values.get("backend", backend_field.default))
@@ -204,7 +204,7 @@ class VLMParams(Composite):
         return out
 
     def all_groups(self) -> list[Group]:
-        from harness.catalog import BACKENDS, SUITES
+        from harness.registry.catalog import BACKENDS, SUITES
 
         out = [Group(OWN, VLMOwnParams)]
         out += [Group(backend_title(p.name), p.params) for p in BACKENDS.entries() if p.params is not None]
@@ -249,7 +249,7 @@ def _check_prompt_keys(values: Mapping[str, Any], mine: set[str], other_prompts:
 
 
 def _prompt_params(suite: str) -> Any:
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     return getattr(SUITES.entry(suite), "prompt_params", None)
 

@@ -7,7 +7,8 @@ the harness's environment is Python 3.11 with torch 2.13. So the policy runs in
 LeRobot's environment and the harness reaches it with ``policy=remote``. This
 module imports only lerobot, torch, numpy, msgpack, websockets and the
 harness-free modules ``policies.wire`` / ``policies.protocols`` /
-``policies.server`` / ``policies.checkpoint`` - not the harness itself:
+``policies.server``, and the harness's standard-library-only checkpoint hasher
+(``harness.util.checkpoint_identity``) - not the rest of the harness:
 
     # in LeRobot's environment (Python >= 3.12, pip install lerobot websockets msgpack), from this repo's root:
     python -m policies.lerobot_server --policy lerobot/smolvla_libero --port 8000   # any PreTrainedPolicy dir or hub id
@@ -120,7 +121,7 @@ class LeRobotService:
 
 
 def _digest(path: Path) -> str:
-    from policies.checkpoint import path_digest
+    from harness.util.checkpoint_identity import path_digest
 
     return path_digest(path)
 

@@ -89,7 +89,7 @@ import numpy as np
 
 from harness.interfaces import AgentReply, AgentRequest
 from harness.params import parse
-from harness.redact import redact_cut, redact_text
+from harness.util.redact import redact_cut, redact_text
 from harness.types import EpisodeSpec
 from policies.plugin import OPENVLA_PROTOCOLS, OpenVLAParams
 
@@ -346,7 +346,7 @@ class OpenVLAPolicy:
                            "answers 'error' and logs the traceback: a key its checkpoint lacks, or a bad request)")
 
     def _post(self, payload: Mapping[str, Any]) -> tuple[str, Any]:
-        from harness.wallclock import fetch
+        from harness.util.wallclock import fetch
 
         body = dumps(dict(payload)).encode()
         p = self.params
@@ -358,7 +358,7 @@ class OpenVLAPolicy:
                                          headers={"Content-Type": "application/json"})
             try:
                 # The whole exchange within timeout_s of wall clock (a dripping server included).
-                # Redacted as it enters (harness/redact.py): an error naming a credential, cut or not.
+                # Redacted as it enters (harness/util/redact.py): an error naming a credential, cut or not.
                 raw = redact_cut(fetch(req, p.timeout_s)[1].decode())
                 break
             except urllib.error.HTTPError as exc:

@@ -60,13 +60,13 @@ import numpy as np
 
 from harness.interfaces import AgentRequest
 from harness.params import parse
-from harness.redact import redact_cut, redact_exception, redact_text
+from harness.util.redact import redact_cut, redact_exception, redact_text
 from harness.types import EpisodeSpec
 from policies import protocols as P
 from policies import wire
 from policies.plugin import RemoteDeclaration, StarVLAParams
 
-#: Most characters of a policy server's error message kept (redacted first: harness/redact.py).
+#: Most characters of a policy server's error message kept (redacted first: harness/util/redact.py).
 MAX_SERVER_ERROR_CHARS = 2000
 
 #: Largest reply frame the client accepts (bytes): an action chunk batch is a few KB; the

@@ -444,7 +444,7 @@ class UsageError(Exception):
 
 
 def main(overrides: Sequence[str]) -> int:
-    """``harness serve-policy`` (called by :mod:`harness.cli`). Overrides:
+    """``harness serve-policy`` (called by :mod:`harness.cli.main`). Overrides:
     ``policy=NAME``, ``policy.params.KEY=VALUE`` (checked against the policy's
     declaration before it is built) and the server's own settings
     (:class:`policies.plugin.ServeParams`: ``host=``, ``port=`` (0: any free port, printed),
@@ -459,7 +459,7 @@ def main(overrides: Sequence[str]) -> int:
 def _serve(overrides: Sequence[str]) -> int:
     from omegaconf import OmegaConf
 
-    from harness.catalog import POLICIES
+    from harness.registry.catalog import POLICIES
     from harness.params import ParamError, fields_of, parse, unknown_key
     from policies.plugin import ServeParams
 

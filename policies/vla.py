@@ -66,7 +66,7 @@ from harness.interfaces import AgentRequest
 from harness.params import parse
 from harness.types import EpisodeSpec
 from policies import protocols as P
-from policies.checkpoint import path_digest
+from harness.util.checkpoint_identity import path_digest
 from policies.plugin import VLAParams
 
 FORMAT = "embodied-transfer-vla/1"

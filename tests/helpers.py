@@ -98,7 +98,7 @@ def require_example_plugin() -> None:
 def fallback_oracle(suite: str = "eb_alfred"):
     """The oracle's plans sent as fallback actions: every reply an output error ("no plan", raw
     output "prose") that still carries the oracle's actions."""
-    from harness.catalog import PLANNERS
+    from harness.registry.catalog import PLANNERS
     from harness.interfaces import AgentReply
 
     oracle = PLANNERS.build("oracle", suite=suite)

@@ -1,4 +1,4 @@
-"""Small videos whose frames encode their own index, written with PyAV (harness/video.py)."""
+"""Small videos whose frames encode their own index, written with PyAV (harness/run/video.py)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,6 @@ def frame_index(image: Any) -> int:
 
 def counting_video(path: Path, frames: int, fps: int, size: tuple[int, int] = (48, 32)) -> Path:
     """An H.264 MP4 of ``frames`` frames at ``fps``, frame i coding i."""
-    from harness.video import write_mp4
+    from harness.run.video import write_mp4
 
     return write_mp4(path, [index_frame(i, size) for i in range(frames)], fps)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.run import _experiment_jobs
-from harness.config import ConfigError, MissingPrerequisite, compose, expand_sweeps, to_run_spec
+from harness.cli.run import _experiment_jobs
+from harness.run.config import ConfigError, MissingPrerequisite, compose, expand_sweeps, to_run_spec
 from tests.helpers import require_example_plugin
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from harness.store import ResultStore
+from harness.store.database import ResultStore
 from tests.conftest import REPO_ROOT
 from tests.helpers import require_example_plugin
 
@@ -27,7 +27,7 @@ def installed() -> None:
 
 
 def test_the_entry_points_register_the_suite_and_its_oracle():
-    from harness.catalog import PLANNERS, SUITES
+    from harness.registry.catalog import PLANNERS, SUITES
 
     assert "example" in SUITES.names()
     assert "example" in PLANNERS.owners("oracle")
@@ -35,7 +35,7 @@ def test_the_entry_points_register_the_suite_and_its_oracle():
 
 
 def test_it_passes_check_suite_and_check_agent():
-    from harness.testing import AGENT_CHECKS, SUITE_CHECKS, check_agent, check_suite
+    from harness.check.conformance import AGENT_CHECKS, SUITE_CHECKS, check_agent, check_suite
 
     assert check_suite("example").passed == list(SUITE_CHECKS)
     assert check_agent("oracle", "example").passed == list(AGENT_CHECKS)
@@ -43,7 +43,7 @@ def test_it_passes_check_suite_and_check_agent():
 
 def test_harness_run_suite_example_planner_oracle(tmp_path):
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=example", "planner=oracle", f"out={out}",
+    run = subprocess.run([sys.executable, "-m", "harness.cli.main", "run", "suite=example", "planner=oracle", f"out={out}",
                           "progress=false"], cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -54,7 +54,7 @@ def test_harness_run_suite_example_planner_oracle(tmp_path):
 
 
 def test_identity_has_no_false_alarm_on_a_split_no_longer_than_the_episodes_checked():
-    from harness.testing import check_suite
+    from harness.check.conformance import check_suite
 
     # episodes_per_split (10, results=False) varied to 11: with 12 episodes checked the runs hold
     # 10 and 11 episodes; the 10 they share are equal.
@@ -63,7 +63,7 @@ def test_identity_has_no_false_alarm_on_a_split_no_longer_than_the_episodes_chec
 
 def test_a_check_script_without_a_main_guard_is_told_why(tmp_path):
     script = tmp_path / "check.py"
-    script.write_text("from harness.testing import check_suite\n"
+    script.write_text("from harness.check.conformance import check_suite\n"
                       "check_suite('example', episodes=1, checks=['schedule'])\n")
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get(

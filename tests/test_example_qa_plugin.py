@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import ResultStore
+from harness.store.database import ResultStore
 from tests.harness import judge_fixtures as fx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -43,12 +43,12 @@ def env(tmp_path_factory) -> dict[str, str]:
 
 
 def harness(env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO_ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
 def test_check_suite_passes(env):
-    code = ("from harness.testing import check_suite, SUITE_CHECKS; r = check_suite('example_qa');"
+    code = ("from harness.check.conformance import check_suite, SUITE_CHECKS; r = check_suite('example_qa');"
             "assert r.passed == list(SUITE_CHECKS), r; print('ok')")
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                          timeout=300)

@@ -15,7 +15,7 @@ import pytest
 
 
 def write_clip(path: Path, n: int = 8, fps: int = 4) -> Path:
-    from harness.video import write_mp4
+    from harness.run.video import write_mp4
 
     frames = [np.full((32, 48, 3), 8 * i, dtype=np.uint8) for i in range(n)]
     return write_mp4(path, frames, fps)
@@ -66,7 +66,7 @@ def cfg_data(tmp_path_factory) -> Path:
 def po_data(tmp_path_factory) -> Path:
     """A ProcObject-10K data folder (:data:`RECORDS`, two clips)."""
     pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
-    from harness.video import write_mp4
+    from harness.run.video import write_mp4
 
     root = tmp_path_factory.mktemp("procobject_data")
     (root / "data").mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from envs.episode_metrics import METRICS as EPISODE_METRICS
+from harness.scoring.record_fields import METRICS as EPISODE_METRICS
 from harness.params import param
 from envs.household.failures import FAILURE_CLASSES as ALFRED_FAILURE_CLASSES
 from harness.plugins import AgentPlugin, SuitePlugin
@@ -59,7 +59,7 @@ class AlfredPromptParams:
 
 
 SUITE = SuitePlugin(
-    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
+    metrics=EPISODE_METRICS, values="harness.scoring.record_fields:values",
     name="alfred", target="envs.alfred.suite:AlfredSuite", params=AlfredParams, default_split="seen",
     failures="envs.alfred.failures:RULES", failure_classes=ALFRED_FAILURE_CLASSES, packages=("ai2thor",),
     prompt="envs.alfred.prompt:make_adapter", prompt_params=AlfredPromptParams,

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from envs.alfred.language import NO_RECEPTACLE, TRIPLET_ACTIONS, Triplet, expand, expand_all
 from envs.alfred.plugin import DEFAULT_K, AlfredPromptParams
 from harness.interfaces import AgentReply, AgentRequest, Conversation, ModelFacts
-from harness.prompting import max_output_chars, serve
+from harness.promptkit.prompting import max_output_chars, serve
 from harness.types import EpisodeSpec
 from harness.promptkit.episode_cache import EpisodeCache
 

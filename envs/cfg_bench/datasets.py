@@ -10,7 +10,7 @@ A fetch whose result has no ``qa_pairs.json`` or ``caption.json`` is refused wit
 The suite plugin lists :data:`CFG_BENCH_DATASET` in its ``datasets``.
 """
 
-from harness.fetch import Dataset
+from harness.registry.datasets import Dataset
 
 CFG_BENCH_DATASET = Dataset(
     "cfg_bench", "CFG-Bench/CFG-Bench", required=("qa_pairs.json", "caption.json"),

@@ -13,7 +13,7 @@ from typing import Optional
 from envs.cfg_bench.datasets import CFG_BENCH_DATASET
 from harness.params import param
 from harness.plugins import AgentPlugin, SuitePlugin
-from harness.scoring import Metric
+from harness.scoring.policy import Metric
 
 #: The env var naming the data folder when ``suite.params.data_dir`` is not given.
 DATA_ENV = "CFG_BENCH_DATA_DIR"

@@ -22,7 +22,7 @@ from envs.cfg_bench import data as D
 from envs.cfg_bench.plugin import DATA_ENV, METRICS, CFGBenchParams
 from envs.cfg_bench.prompt import PROMPT_VERSION, open_answer
 from envs.cfg_bench.scoring import extract_choice, mc_correct
-from harness.media import sampling_identity
+from harness.util.media import sampling_identity
 from harness.params import parse
 from harness.types import EpisodeSpec
 
@@ -131,7 +131,7 @@ class CFGBenchEnv(video_qa.VideoQAEnv):
                                      not answer.readable, answer.problem or "answered", stored[:MAX_ANSWER_CHARS])
         # An empty answer or unusable model output: answered, but not validly; a JSON reply whose
         # answer field is absent or empty is no answer either (open_answer). No answer: None for
-        # each judged value (the env's "no answer", harness.judge_views.unanswered): counted as
+        # each judged value (the env's "no answer", harness.judging.views.unanswered): counted as
         # the metric's missing value (0), never sent to a judge.
         stored = open_answer(stored)
         return video_qa.Answered({} if stored else dict(NO_ANSWER), False, not stored,

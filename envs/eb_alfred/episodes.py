@@ -96,10 +96,10 @@ def parse_task_path(task: str) -> TaskPath:
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The data folder: the argument, else ``$EB_ALFRED_DATA_DIR``, else the folder
-    ``harness fetch eb_alfred`` filled (:func:`harness.fetch.fetched_dir`), else None."""
+    ``harness fetch eb_alfred`` filled (:func:`harness.registry.datasets.fetched_dir`), else None."""
     chosen = data_dir if data_dir not in (None, "") else os.environ.get(DATA_ENV_VAR) or None
     if not chosen:
-        from harness.fetch import fetched_dir
+        from harness.registry.datasets import fetched_dir
 
         return fetched_dir("eb_alfred")
     return Path(chosen).expanduser()

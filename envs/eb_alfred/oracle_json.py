@@ -20,7 +20,7 @@ from envs.eb_alfred.prompt import action_id_and_text
 from envs.eb_alfred.skills import BASIN_ALIASES
 from harness.interfaces import AgentReply, AgentRequest
 from harness.params import parse
-from harness.registry import load_target
+from harness.registry.loader import load_target
 from harness.types import EpisodeSpec
 
 ORACLE_JSON_VERSION = "1"

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from envs.eb_alfred.plugin import PARSERS
-from harness.prompting import CHARS_PER_TOKEN_BOUND, max_output_chars  # noqa: F401 (part of this module's API)
+from harness.promptkit.prompting import CHARS_PER_TOKEN_BOUND, max_output_chars  # noqa: F401 (part of this module's API)
 from harness.promptkit.family import reply_cleanup
 
 #: The modes (declared with the suite's prompt settings, envs/eb_alfred/plugin.py).

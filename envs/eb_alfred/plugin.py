@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from envs.episode_metrics import METRICS as EPISODE_METRICS
-from harness.fetch import Dataset, GitFile, GitFiles
+from harness.scoring.record_fields import METRICS as EPISODE_METRICS
+from harness.registry.datasets import Dataset, GitFile, GitFiles
 from harness.params import ParamError, param
 from envs.household.failures import FAILURE_CLASSES as ALFRED_FAILURE_CLASSES
 from harness.plugins import AgentPlugin, SuitePlugin
@@ -132,10 +132,10 @@ EB_ALFRED_DATASET = Dataset(
     )))
 
 SUITE = SuitePlugin(
-    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
+    metrics=EPISODE_METRICS, values="harness.scoring.record_fields:values",
     name="eb_alfred", target="envs.eb_alfred.suite:EBAlfredSuite", params=EBAlfredParams, default_split="seen",
     failures="envs.eb_alfred.failures:RULES", failure_classes=ALFRED_FAILURE_CLASSES,
-    # No hub commit is pinned: the first fetch locks one (harness/fetch.py); --revision pins another.
+    # No hub commit is pinned: the first fetch locks one (harness/registry/datasets.py); --revision pins another.
     datasets=(EB_ALFRED_DATASET,),
     packages=("ai2thor", "scipy"),  # scipy: the thor backend's KD-tree of reachable positions (find)
     prompt="envs.eb_alfred.prompt:make_adapter", prompt_params=EBAlfredPromptParams,

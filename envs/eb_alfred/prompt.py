@@ -34,7 +34,7 @@ from typing import Any, Mapping, Sequence
 from envs.eb_alfred.parse import PARSER_VERSION, parse_plan
 from envs.eb_alfred.plugin import DEFAULT_IMAGE_SIZE, DEFAULT_NUM_EXAMPLES, PROMPT_SOURCES, EBAlfredPromptParams
 from harness.interfaces import AgentReply, AgentRequest, Conversation, ModelFacts
-from harness.prompting import to_pil, transcript_form  # noqa: F401 (to_pil: part of this module's API)
+from harness.promptkit.prompting import to_pil, transcript_form  # noqa: F401 (to_pil: part of this module's API)
 from harness.promptkit.episode_cache import EpisodeCache
 
 #: Bump on any change of the texts or the layout below.

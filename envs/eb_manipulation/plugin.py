@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from envs.episode_metrics import METRICS as EPISODE_METRICS
-from harness.fetch import Dataset
+from harness.scoring.record_fields import METRICS as EPISODE_METRICS
+from harness.registry.datasets import Dataset
 from harness.params import NoParams, ParamError, param
 from harness.plugins import AgentPlugin, SuitePlugin
 
@@ -78,7 +78,7 @@ class EBManipulationPromptParams:
 
 
 SUITE = SuitePlugin(
-    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
+    metrics=EPISODE_METRICS, values="harness.scoring.record_fields:values",
     name="eb_manipulation", target="envs.eb_manipulation.suite:EBManipulationSuite", params=EBManipulationParams,
     default_split="base", extra="eb_manipulation", modules=("robosuite", "mujoco"), packages=("robosuite", "mujoco"),
     # The hub dataset EmbodiedBench's README names at b247936 (README.md:199-200: clone it, move its

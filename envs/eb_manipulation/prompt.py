@@ -51,7 +51,7 @@ from envs.eb_manipulation.grammar import ROTATION_BINS, ROTATION_RESOLUTION, VOX
 from envs.eb_manipulation.plugin import ON_BAD_OUTPUT, EBManipulationPromptParams
 from envs.eb_manipulation.prompt_embodiedbench import EmbodiedBenchManipulationPrompt, history_pairs, read_examples
 from harness.interfaces import AgentReply, AgentRequest, Conversation, ModelFacts
-from harness.prompting import to_pil, transcript_form
+from harness.promptkit.prompting import to_pil, transcript_form
 from harness.promptkit.episode_cache import EpisodeCache
 from harness.promptkit.family import reply_cleanup, resolve
 

@@ -9,7 +9,7 @@ history's generic steps. Object names compare by type: an instance suffix
 ``SinkBasin``), case is ignored.
 
 The classes these rules name (:data:`FAILURE_CLASSES`, which both suites' plugins declare;
-applied after the core's generic ones of :mod:`harness.failures`, in this order):
+applied after the core's generic ones of :mod:`harness.scoring.failures`, in this order):
 
 5. ``hallucinated_object`` - at least half of the invalid environment actions
    (and at least one) named an object absent from the scene. An object type is

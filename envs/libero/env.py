@@ -687,7 +687,7 @@ class LiberoEnv(SuiteEnv):
         if mode == "failures" and success:
             self._frames = []
             return None
-        from harness.video import write_mp4
+        from harness.run.video import write_mp4
 
         spec = self._spec
         name = f"{spec.suite}_{spec.episode_id.replace('/', '_')}_seed{spec.seed}.mp4"

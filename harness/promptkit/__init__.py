@@ -10,5 +10,5 @@
   own files).
 
 ``envs/`` imports these, never ``planners/``: a suite's prompt adapter needs no planner package.
-(:mod:`harness.prompting` holds the adapter-driving loop and the output-size rules.)
+(:mod:`harness.promptkit.prompting` holds the adapter-driving loop and the output-size rules.)
 """

@@ -2,9 +2,9 @@
 
 ``OUTDIR/report/index.html`` (or ``--dest``) holds what every reader needs at
 once: the transfer table with paired statistics (McNemar p, bootstrap 95 %
-intervals; :func:`harness.tables.transfer_table`), SR bar charts with Wilson
+intervals; :func:`harness.tables.build.transfer_table`), SR bar charts with Wilson
 95 % intervals, the per-task-type breakdown, the power line, the failure
-taxonomy (:mod:`harness.failures`), the cost of the agent calls (tokens and
+taxonomy (:mod:`harness.scoring.failures`), the cost of the agent calls (tokens and
 latency per variant), each run's provenance (checkpoint and adapter hashes,
 package versions, commit and dirty flag, resolved config), and one light
 summary line per episode for the episode browser (paged, 100 per page) and
@@ -204,7 +204,7 @@ def _text(value: Any) -> str:
 def _instructions_from_suites(store: Any, df: Any) -> dict[tuple[str, str, str], str]:
     """Instructions of episodes whose records carry none (stores written before
     ``extra["instruction"]``), from each run's suite where it can be built here."""
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     need = df[[not (e or {}).get("instruction") for e in df["extra"]]]
     out: dict[tuple[str, str, str], str] = {}
@@ -238,7 +238,7 @@ _CHAR_W = 6.6
 
 
 def sr_chart(cells: Any, variants: Sequence[str], groups: Sequence[str], title: str, metric: Any) -> str:
-    """Grouped bars: a binary declared ``metric`` (:class:`harness.scoring.Metric`) per
+    """Grouped bars: a binary declared ``metric`` (:class:`harness.scoring.policy.Metric`) per
     (group, variant) with Wilson 95 % interval whiskers.
 
     Legible at any number of groups: a group's label is its split (the title
@@ -336,7 +336,7 @@ def failure_chart(shares: Mapping[str, Mapping[str, float]], classes: Sequence[A
 # --- HTML tables -------------------------------------------------------------------
 def table_html(table: Any, caption: str, cls: str = "") -> str:
     """A harness table (transfer or breakdown) as HTML, same cells and footnotes as Markdown."""
-    from harness import tables
+    from harness.tables import build as tables
 
     shown = tables._shown_columns(table)  # noqa: SLF001 - the Markdown renderer's own cell logic
     row_name = table.attrs.get("row_name", table.index.name or "")
@@ -353,7 +353,7 @@ def headline_html(table: Any, experiment: Any, caption: str) -> str:
     table, each cell its value with its Δ vs the baseline beneath ("50.0° / +25.0‡", the same
     strings and marks as the full table); columns grouped by role (diagnostic, transfer), so
     that it fits one screen where the full table (a Δ column beside each value) does not."""
-    from harness import tables
+    from harness.tables import build as tables
 
     roles = {c.label: c.role or "" for c in experiment.columns}
     shown = [(g, m) for g, m in tables._shown_columns(table) if not tables._is_delta(m)]  # noqa: SLF001
@@ -400,7 +400,8 @@ def folded_notes(notes: Sequence[str], what: str = "Notes") -> str:
 def declared_only(table: Any) -> Any:
     """The table without a (column, metric) that no suite of the column declares, nor its Δ and
     statistics: a column of one suite shows that suite's metrics only (cost metrics stay)."""
-    from harness import scoring, tables
+    from harness.scoring import policy as scoring
+    from harness.tables import build as tables
 
     layout = table.attrs.get("layout") or {}
     suites_of = {col: {g.split("/", 1)[0] for g in groups} for col, groups in layout.items()}
@@ -421,7 +422,7 @@ def _keep_attrs(part: Any, table: Any) -> Any:
 
 
 def _failure_table_html(table: Any) -> str:
-    from harness.failures import column_classes
+    from harness.tables.failures import column_classes
 
     classes = column_classes(table)
     head = "".join(f'<th title="{_esc(c.label)}">{_esc(c.name)}</th>' for c in classes)
@@ -430,7 +431,7 @@ def _failure_table_html(table: Any) -> str:
         + "".join(f"<td>{row[c.name]:.1f}</td>" for c in classes) + "</tr>"
         for (v, g), row in table.iterrows())
     legend = "".join(f"<li><b>{_esc(c.name)}</b>: {_esc(c.label)}</li>" for c in classes)
-    return (f'<table id="failure-table"><caption>Failure classes, % of episodes (rules: harness/failures.py and '
+    return (f'<table id="failure-table"><caption>Failure classes, % of episodes (rules: harness/scoring/failures.py and '
             f'each suite\'s reader)</caption>'
             f'<thead><tr><th>variant</th><th>suite/split</th><th>n</th>{head}</tr></thead><tbody>{body}</tbody></table>'
             f'<details class="notes"><summary>What each class means ({len(classes)})</summary>'
@@ -443,24 +444,27 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
                  prefer: Sequence[str] = (), judge: str | None = None, experiment: str | None = None,
                  paper: bool = False) -> Path:
     """Write the report of the store in ``outdir`` (or of several stores read as one, as
-    ``harness table A B``: :func:`harness.results.load`); returns the HTML file's path
+    ``harness table A B``: :func:`harness.tables.selection.load`); returns the HTML file's path
     (default: under the first store's folder).
 
     ``baseline``: the variant Δ columns and the paired view compare against
     (default: ``base`` if present, else the first variant in run order). ``picks``:
     run ids (or prefixes) chosen where stores disagree. ``judge``: whose verdicts fill the
-    judged metrics (:mod:`harness.judge_views`, as ``harness table --judge``). ``experiment``:
-    an experiment's name (or file) whose table (:meth:`harness.experiments.Experiment.table`,
+    judged metrics (:mod:`harness.judging.views`, as ``harness table --judge``). ``experiment``:
+    an experiment's name (or file) whose table (:meth:`harness.tables.experiments.Experiment.table`,
     as ``harness table --experiment`` prints it; ``paper``: with the paper's rows) opens the
     report; for an experiment with diagnostic and transfer columns, also the charts of their Δ
     and the questions where the variants differ most (:mod:`harness.report.joint`). Raises
-    :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
+    :class:`harness.store.database.StoreError` / ``ValueError`` with one-line messages.
     """
     import pandas as pd
 
-    from harness import failures, results, tables
-    from harness.metrics import summarize
-    from harness.store import ResultStore
+    from harness.scoring import failures
+    from harness.tables import failures as failure_table
+    from harness.tables import selection as results
+    from harness.tables import build as tables
+    from harness.scoring.summaries import summarize
+    from harness.store.database import ResultStore
 
     paths = [str(outdir)] if isinstance(outdir, (str, Path)) else [str(p) for p in dict.fromkeys(outdir)]
     selection = results.load(paths, picks, prefer, judge=judge)  # SelectionError is a ValueError: one line
@@ -499,7 +503,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     classes = failures.classify_frame(df, tasks)
 
     variants_all = list(dict.fromkeys(df["variant"].astype(str)))
-    from harness.sequential import stored_comparisons  # stopping=sequential runs among the shown ones
+    from harness.stats.sequential import stored_comparisons  # stopping=sequential runs among the shown ones
 
     comparisons = stored_comparisons(df, selection.runs) if len(selection.runs) else []
     if baseline is None and len({c.baseline for c in comparisons}) == 1:
@@ -511,7 +515,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     variants = tables.ordered_variants(df, baseline, None)
     experiment_section = ""
     if experiment is not None:  # the experiment's own table first, as `harness table --experiment` prints it
-        from harness import experiments
+        from harness.tables import experiments
 
         declared = experiments.load(experiment)  # before anything is written: a bad name writes nothing
         etable = declared.table(df, paper=paper, out=paths[0])
@@ -541,7 +545,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     transfer = declared_only(tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None,
                                                    stats=len(variants) > 1, average=not several, drop_undefined=True))
     transfer.attrs["judge_notes"] = selection.judges.notes() if selection.judges is not None else []
-    transfer.attrs["run_notes"] = list(selection.run_lines)  # which of several runs each cell shows (harness.results)
+    transfer.attrs["run_notes"] = list(selection.run_lines)  # which of several runs each cell shows (harness.tables.selection)
     if several:
         transfer.attrs["extra_notes"] = [*transfer.attrs.get("extra_notes", []),
                                          "No avg column: the columns span several suites."]
@@ -557,7 +561,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         from harness.report.sequential import sequential_section
 
         sections.append(sequential_section(comparisons))
-    from harness.sequential.sweep_results import stored_sweeps  # +experiment=checkpoint_sweep runs among the shown ones
+    from harness.tables.sweeps import stored_sweeps  # +experiment=checkpoint_sweep runs among the shown ones
 
     sweeps = stored_sweeps(df, selection.runs) if len(selection.runs) else []
     if sweeps:  # each checkpoint sweep's metric against training step, the chosen one held out
@@ -577,7 +581,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         groups = sorted({f"{suite}/{s}" for s in df.loc[df["suite"] == suite, "split"]})
         # The suite's headline binary metric (its first default one), titled by the words before
         # a colon in its description (else its label).
-        from harness.scoring import suite_scoring
+        from harness.scoring.policy import suite_scoring
 
         binary = [m for m in suite_scoring(suite)[0] if m.binary and m.default]
         if binary:
@@ -590,7 +594,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     # The rate is the suite's headline binary metric (its chart's), over the episodes it scores.
     import numpy as np
 
-    from harness.scoring import columns, suite_scoring, value_rows
+    from harness.scoring.policy import columns, suite_scoring, value_rows
 
     power_items = []
     for suite in sorted(set(df["suite"])):
@@ -631,8 +635,8 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         sections.append('<section id="task-types"><h2>Per task type</h2>' + "".join(breakdowns) + "</section>")
 
     # Failure taxonomy.
-    ftable = failures.failure_table(df, classes)
-    present = failures.column_classes(ftable)  # the table's classes, order and colours
+    ftable = failure_table.failure_table(df, classes)
+    present = failure_table.column_classes(ftable)  # the table's classes, order and colours
     shares = {f"{v} · {g}": {c.name: float(row[c.name]) for c in present} for (v, g), row in ftable.iterrows()}
     sections.append('<section id="failures"><h2>Failure taxonomy</h2>'
                     + failure_chart(shares, present, "Failure classes per variant and suite/split (%)")
@@ -780,7 +784,7 @@ def _json_for_html(payload: Any) -> str:
 
 
 def _write_atomic(path: Path, text: str, sync: bool = True) -> None:
-    from harness.redact import redact_text
+    from harness.util.redact import redact_text
 
     text = redact_text(text)  # the known secrets of this process too, whatever the store holds
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=path.parent)

@@ -1,7 +1,7 @@
 """The report's "Diagnostics and transfer" section (``harness report OUT --experiment NAME``).
 
-Below the experiment's table (:meth:`harness.experiments.Experiment.table`, with the
-association of diagnostic Δ and transfer Δ in its notes, :mod:`harness.joint`; the report
+Below the experiment's table (:meth:`harness.tables.experiments.Experiment.table`, with the
+association of diagnostic Δ and transfer Δ in its notes, :mod:`harness.tables.joint`; the report
 opens with it), one scatter chart per
 diagnostic (column, metric) and transfer (column, metric): each variant a point at
 (diagnostic Δ, transfer Δ) vs the baseline; and, per diagnostic (column, metric) and
@@ -25,13 +25,13 @@ def _esc(text: Any) -> str:
 
 def _shown(value: float, metric: str) -> float:
     """A Δ as the table prints it: points for a rate, the score's own unit otherwise."""
-    from harness import scoring
+    from harness.scoring import policy as scoring
 
     return 100 * value if scoring.is_percent(metric) else value
 
 
 def _axis_label(column: str, metric: str) -> str:
-    from harness import scoring
+    from harness.scoring import policy as scoring
 
     unit = " (points)" if scoring.is_percent(metric) else ""
     return f"Δ {column} {scoring.label_of(metric) or metric}{unit}"
@@ -55,7 +55,7 @@ def scatter_chart(result: Mapping[str, Any]) -> str:
     rho = (f"ρ = {result['rho']:+.2f}" + (f" [{result['interval'][0]:+.2f}, {result['interval'][1]:+.2f}]"
                                           if result.get("interval") else "")
            if result["rho"] is not None else "ρ not computed")
-    from harness import scoring
+    from harness.scoring import policy as scoring
 
     name = lambda side: f"{result[side]['column']} {scoring.label_of(result[side]['metric']) or result[side]['metric']}"  # noqa: E731
     title = f"{name('x')} vs {name('y')}"
@@ -134,7 +134,9 @@ def place_labels(points: Sequence[tuple[float, float, str]], width: float, heigh
 
 
 def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
-    from harness import joint, scoring, tables
+    from harness.tables import joint
+    from harness.scoring import policy as scoring
+    from harness.tables import build as tables
 
     labels = experiment.labels
     available = [m for m in tables.declared_columns(df)]

@@ -1,7 +1,7 @@
 """The report's section on sequential comparisons (``stopping=sequential``): each comparison's
 sequential interval on the paired difference against the pairs run (after every pair for a
 betting rule's confidence sequence, at every look for the bounded design's repeated interval),
-with where it stopped (:mod:`harness.sequential`)."""
+with where it stopped (:mod:`harness.stats.sequential`)."""
 
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ def sequential_section(comparisons: Sequence[Any]) -> str:
     """The section: a line and a chart per comparison ('' when there is none)."""
     if not comparisons:
         return ""
-    from harness.scoring import known_metric
-    from harness.sequential import describe
+    from harness.scoring.policy import known_metric
+    from harness.stats.sequential import describe
 
     parts = ['<section id="sequential"><h2>Sequential comparisons</h2>']
     for c in comparisons:

@@ -1,7 +1,7 @@
 """The report's section on checkpoint sweeps (``+experiment=checkpoint_sweep``): the metric
 against training step, each checkpoint's selection estimate with its anytime-valid interval
 (those dropped from the race marked), and the chosen checkpoint's held-out value with its
-interval (:mod:`harness.sequential.sweep`)."""
+interval (:mod:`harness.run.sweep`)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def sweep_section(sweeps: Sequence[Any]) -> str:
     """The section: each sweep's lines (as ``harness table`` prints them) and its curve."""
     if not sweeps:
         return ""
-    from harness.sequential.sweep_results import describe
+    from harness.tables.sweeps import describe
 
     parts = ['<section id="checkpoint-sweep"><h2>Checkpoint sweeps</h2>']
     for s in sweeps:

@@ -25,7 +25,7 @@ does for its local and most remote models (harness/promptkit/family.py).
 
 Messages use the processor's convention: ``{"type": "image", "image": PIL}``
 parts; the ``openai`` backend sends them as base64 PNG data URLs. A clip
-(``{"type": "video", "video": harness.media.Clip}``) goes as each backend's
+(``{"type": "video", "video": harness.util.media.Clip}``) goes as each backend's
 ``video_form`` says (planners/vlm/video.py).
 
 Their settings are declared in planners/plugin.py (``HFParams``, ``OpenAIParams``; plugins
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from planners.plugin import DEFAULT_MAX_NEW_TOKENS, DEFAULT_MAX_REPLY_CHARS, HFParams, OpenAIParams
-from harness.checkpoint_identity import checkpoint_identity
+from harness.util.checkpoint_identity import checkpoint_identity
 from planners.vlm.reply_body import read_reply
 
 log = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ class LoadedModels:
     """The checkpoints this process holds, most recently used last, at most ``keep`` of them.
 
     ``harness run`` builds one planner per run; an experiment's runs of one checkpoint (each
-    variant's suites and splits, in that order: harness/experiments.py) find it loaded. A
+    variant's suites and splits, in that order: harness/tables/experiments.py) find it loaded. A
     different checkpoint first drops the least recently used one (``keep`` 1: one model's
     memory at a time; ``keep`` 0: nothing kept, every backend loads its own, the loading of
     before). ``loads`` counts the checkpoints actually loaded.
@@ -358,11 +358,11 @@ def _version(package: str) -> str:
 
 def _stop_when_abandoned() -> Any:
     """A stopping criterion that ends ``generate`` at the next token once the runner has
-    abandoned this call after a timeout (``harness.runner.call_cancelled``): the abandoned
+    abandoned this call after a timeout (``harness.run.runner.call_cancelled``): the abandoned
     thread leaves torch instead of generating on while the run goes on."""
     from transformers import StoppingCriteria, StoppingCriteriaList
 
-    from harness.runner import call_cancelled
+    from harness.run.runner import call_cancelled
 
     class _Abandoned(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
@@ -520,7 +520,7 @@ class OpenAIBackend:
                 with client.models.with_streaming_response.list() as response:
                     entries = read_listing(response.iter_bytes())
         except ListingTooLarge as exc:
-            from harness.redact import redact_text
+            from harness.util.redact import redact_text
 
             log.warning("model server %s: its model listing (GET /models) has %s; not read: the run identity "
                         "names no served weights (served_model: null)", redact_text(self.base_url), exc)
@@ -538,7 +538,7 @@ class OpenAIBackend:
                 out[key] = value
         if entry.get("owned_by") == "sglang":
             out.update(self._sglang_model_info())
-        from harness.redact import redact
+        from harness.util.redact import redact
 
         return redact(out)
 
@@ -601,7 +601,7 @@ class OpenAIBackend:
             if time.monotonic() >= at:
                 raise CallTimedOut(f"no complete reply within request_timeout_s={self.request_timeout_s:g} s "
                                    f"of wall clock ({type(exc).__name__})") from None
-            from harness.redact import redact_exception
+            from harness.util.redact import redact_exception
 
             raise redact_exception(exc)  # a 401 body naming the key: redacted before anyone reads or cuts it
         return Generation(reply.text, reply.prompt_tokens, reply.completion_tokens,

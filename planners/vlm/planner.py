@@ -11,7 +11,7 @@ the planner names no suite.
 Each ``act`` call asks the adapter for every waiting episode's conversation,
 sends them all to the backend at once (one batched ``generate`` in process, or
 concurrent requests to a server) and hands each text back to the adapter for
-the episode's :class:`AgentReply` (:func:`harness.prompting.serve`).
+the episode's :class:`AgentReply` (:func:`harness.promptkit.prompting.serve`).
 
 Settings: :class:`planners.plugin.VLMParams`, a composite of the planner's own
 fields, the chosen backend's and the suite's prompt settings; ``self.params``
@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from harness.interfaces import AgentReply, AgentRequest, Conversation, ModelFacts
 from harness.params import parse
-from harness.prompting import max_output_chars, serve
+from harness.promptkit.prompting import max_output_chars, serve
 from harness.types import EpisodeSpec
 from planners.plugin import VLM
 from harness.promptkit.family import family_defaults
@@ -47,8 +47,8 @@ class VLMPlanner:
     Params = VLM.params
 
     def __init__(self, suite: str | None = None, **values: Any) -> None:
-        from harness.catalog import BACKENDS, SUITES
-        from harness.registry import load_target
+        from harness.registry.catalog import BACKENDS, SUITES
+        from harness.registry.loader import load_target
 
         if not suite:
             raise ValueError("the vlm planner speaks a suite's prompt: build it with suite=<suite name>")

@@ -8,7 +8,7 @@ client for the body as a stream of chunks instead (``with_streaming_response`` a
 timeouts unchanged) and gives the chunks to :func:`read_reply`, which stops reading once it
 holds more than ``max_chars`` characters of the message or :func:`body_limit` bytes.
 
-The text is redacted before it is cut (:func:`harness.redact.redact_cut`): a key the server
+The text is redacted before it is cut (:func:`harness.util.redact.redact_cut`): a key the server
 repeats across the ``max_chars`` boundary is replaced whole, and a key whose end never arrived
 (the body cut in transit) has its first characters redacted, so no prefix of a credential is
 kept in any form.
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from harness.redact import redact_cut
+from harness.util.redact import redact_cut
 
 #: Room for everything in a body besides the message text (id, model, usage, role, ...).
 OVERHEAD_BYTES = 64 * 1024

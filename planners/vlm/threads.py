@@ -9,7 +9,7 @@ on cores that other processes hold. The count here is taken from the cores
 this process may actually use (its CPU affinity and, in a container, its
 cgroup CPU quota), less one core per env worker process, and never below one.
 A ``num_threads`` parameter overrides it; the count in force is recorded in
-each run's provenance (``harness/provenance.py``). The thread count changes
+each run's provenance (``harness/run/provenance.py``). The thread count changes
 speed, not what is computed, so it is not part of the run identity.
 """
 

@@ -1,11 +1,11 @@
-"""How the model backends send a clip (``{"type": "video", "video": Clip}``, harness/media.py).
+"""How the model backends send a clip (``{"type": "video", "video": Clip}``, harness/util/media.py).
 
 ``hf`` (``video_form``):
 
 * ``video`` (default): the clip goes to the checkpoint's own video processor as one video
   (``processor(videos=[frames], video_metadata=[...], do_sample_frames=False)``): the
   processor does not sample again, and the metadata says where the frames come from
-  (:meth:`harness.media.Clip.metadata`): Qwen3-VL writes each temporal patch's timestamp
+  (:meth:`harness.util.media.Clip.metadata`): Qwen3-VL writes each temporal patch's timestamp
   from the frame numbers and the source's rate (transformers
   models/qwen3_vl/processing_qwen3_vl.py ``_calculate_timestamps``: index / fps), the numbers
   counted from the clip's first frame, so the times are seconds from the clip's start, and
@@ -101,7 +101,7 @@ _METADATA_CLASS: Any = None
 
 
 def clip_metadata(clip: Any) -> Any:
-    """transformers' ``VideoMetadata`` of ``clip`` (:meth:`harness.media.Clip.metadata`) whose
+    """transformers' ``VideoMetadata`` of ``clip`` (:meth:`harness.util.media.Clip.metadata`) whose
     ``sampled_fps`` is the clip's rate exactly (the base class derives it from frame counts,
     which rounding can move off the rate: Qwen2.5-VL's temporal position ids truncate it)."""
     global _METADATA_CLASS

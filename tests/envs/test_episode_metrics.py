@@ -1,15 +1,15 @@
-"""The built-in suites' declared metrics (envs/episode_metrics.py), aggregated generically by
-harness.scoring, give exactly (bit for bit) what harness.metrics' formulas give."""
+"""The built-in suites' declared metrics (harness/scoring/record_fields.py), aggregated generically by
+harness.scoring.policy, give exactly (bit for bit) what harness.scoring.summaries' formulas give."""
 
 import math
 import random
 
 import pytest
 
-from envs.episode_metrics import METRICS, values
-from harness.metrics import records_frame, summarize_group
-from harness.catalog import SUITES
-from harness.scoring import aggregate
+from harness.scoring.record_fields import METRICS, values
+from harness.scoring.summaries import records_frame, summarize_group
+from harness.registry.catalog import SUITES
+from harness.scoring.policy import aggregate
 from harness.types import EpisodeRecord
 
 
@@ -42,12 +42,12 @@ def test_declared_metrics_equal_the_formulas_bit_for_bit(seed):
 def test_every_built_in_suite_declares_them():
     for name in ("eb_alfred", "alfred", "libero", "eb_manipulation"):
         entry = SUITES.entry(name)
-        assert entry.metrics == METRICS and entry.values == "envs.episode_metrics:values"
+        assert entry.metrics == METRICS and entry.values == "harness.scoring.record_fields:values"
         assert [m.name for m in entry.metrics if m.default] == ["sr", "gc"]
 
 
 def test_summary_columns_follow_the_declarations():
-    from envs.episode_metrics import SUMMARY_COLUMNS
-    from harness.metrics import summary_columns
+    from harness.scoring.record_fields import SUMMARY_COLUMNS
+    from harness.scoring.summaries import summary_columns
 
     assert tuple(summary_columns(METRICS)) == SUMMARY_COLUMNS

@@ -80,7 +80,7 @@ def test_make_takes_split_suite_params_and_render_mode(data_dir):
 
 def test_runner_path_unchanged_episode_in_options():
     """The harness passes the episode; the gym default draw never overrides it."""
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     suite = SUITES.build("eb_alfred")
     spec = suite.episodes("seen")[7]
@@ -92,7 +92,7 @@ def test_runner_path_unchanged_episode_in_options():
 
 
 def test_register_is_idempotent_and_every_suite_has_an_id():
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     register_envs()
     register_envs()

@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from harness.catalog import PLANNERS, POLICIES
+from harness.registry.catalog import PLANNERS, POLICIES
 from harness.params import ParamError
 
 #: (registry, name, suite) of the reference agents; the extra's module to skip without it.

@@ -9,7 +9,7 @@ import pytest
 av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 
 from envs.video_frames import VideoError, visual_parts  # noqa: E402
-from harness.video import write_mp4  # noqa: E402
+from harness.run.video import write_mp4  # noqa: E402
 
 
 @pytest.fixture(scope="module")

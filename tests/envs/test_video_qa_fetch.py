@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("huggingface_hub", reason="harness fetch needs the fetch extra: pip install -e '.[fetch]'")
 
-import harness.fetch as fetch_mod  # noqa: E402
+import harness.registry.datasets as fetch_mod  # noqa: E402
 from envs.cfg_bench.data import load_captions, load_questions  # noqa: E402
 from envs.cfg_bench.datasets import CFG_BENCH_DATASET  # noqa: E402
 from envs.procobject.data import load_items  # noqa: E402
 from envs.procobject.datasets import PROCOBJECT_DATASET  # noqa: E402
-from harness.cli import main  # noqa: E402
+from harness.cli.main import main  # noqa: E402
 from tests.harness.fetch.hub_mirror import HubMirror, MirrorRepo  # noqa: E402
 
 

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
 
-from harness.cli import main  # noqa: E402
-from harness.store import ResultStore  # noqa: E402
+from harness.cli.main import main  # noqa: E402
+from harness.store.database import ResultStore  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.interfaces import AgentReply
-from harness.judging import Verdict
+from harness.judging.stage import Verdict
 from harness.params import param, parse
 from harness.plugins import AgentPlugin, SuitePlugin
-from harness.scoring import Metric
+from harness.scoring.policy import Metric
 from harness.types import (
     INFO_ACTION_OK, INFO_ANSWER, INFO_EXPERT_LENGTH, INFO_FEEDBACK, INFO_GC_SATISFIED, INFO_GC_TOTAL,
     INFO_INVALID_ACTIONS, INFO_SUCCESS, INFO_TASK_TYPE, INFO_TERMINATION, INFO_VALUES, EpisodeSpec,
@@ -233,8 +233,8 @@ CRASHER = AgentPlugin(name="crasher", suite=STORED_SUITE_NAME, target="tests.har
 def registered_only_here():
     """The test suite and agent registered for the duration only (registries, Hydra's store,
     the scoring cache and any side-by-side judge columns restored after)."""
-    from harness import scoring
-    from harness.catalog import PLANNERS, SUITES
+    from harness.scoring import policy as scoring
+    from harness.registry.catalog import PLANNERS, SUITES
 
     saved = {reg: (reg.names(), dict(reg._entries))[1] for reg in (SUITES, PLANNERS)}  # filled first
     try:
@@ -258,7 +258,7 @@ def registered_only_here():
 
 
 def register() -> None:
-    from harness.catalog import PLANNERS, SUITES
+    from harness.registry.catalog import PLANNERS, SUITES
 
     if SUITE_NAME not in SUITES:
         SUITES.add(SUITE)
@@ -272,7 +272,7 @@ def register() -> None:
 def cli(*args: str) -> int:
     """The real ``harness`` CLI in this process, with the test suites and agents registered."""
     register()
-    from harness.cli import main
+    from harness.cli.main import main
 
     return main(list(args))
 
@@ -341,7 +341,7 @@ def main(argv: list[str]) -> int:
         while True:
             time.sleep(3600)
     register()
-    from harness.cli import main as harness_main
+    from harness.cli.main import main as harness_main
 
     return harness_main(argv[1:], process=True)  # the whole process, as the `harness` script
 

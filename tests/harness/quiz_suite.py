@@ -160,8 +160,8 @@ ORACLE = AgentPlugin(name="oracle", suite="quiz", target="tests.harness.quiz_sui
 def registered(*plugins: Any) -> Iterator[None]:
     """``plugins`` (default: the quiz suite and its oracle) in the registries while the block
     runs, as an installed package's entry points would put them."""
-    from harness import failures
-    from harness.catalog import PLANNERS, SUITES
+    from harness.scoring import failures
+    from harness.registry.catalog import PLANNERS, SUITES
 
     plugins = plugins or (SUITE, ORACLE)
     added = []

@@ -4,9 +4,9 @@ Usage: ``python -m tests.harness.spin_cli K [cancellable] harness-args...``
 
 Stands in for the in-process model (the hf backend's ``generate``) that an
 ``agent_timeout_s`` abandons: its thread is still inside torch when the run
-ends. With ``cancellable`` the loop checks ``harness.runner.call_cancelled()``
+ends. With ``cancellable`` the loop checks ``harness.run.runner.call_cancelled()``
 as the hf backend's stopping criterion does; without it, it never stops. Runs
-the real :func:`harness.cli.main` as the ``harness`` process does (``argv=None``).
+the real :func:`harness.cli.main.main` as the ``harness`` process does (``argv=None``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 def install(k: int, cancellable: bool) -> None:
     import torch
 
-    from harness.runner import call_cancelled
+    from harness.run.runner import call_cancelled
     from planners.random_planner import RandomPlanner
 
     act = RandomPlanner.act
@@ -38,7 +38,7 @@ if __name__ == "__main__":
     cancellable = bool(rest) and rest[0] == "cancellable"
     args = rest[1:] if cancellable else rest
     install(int(k), cancellable)
-    from harness.cli import main
+    from harness.cli.main import main
 
     sys.argv = ["harness", *args]
     sys.exit(main())

@@ -11,8 +11,8 @@ import importlib.util
 
 import pytest
 
-from harness.catalog import PLANNERS, POLICIES, SUITES
-from harness.cli import main
+from harness.registry.catalog import PLANNERS, POLICIES, SUITES
+from harness.cli.main import main
 from harness.interfaces import ACTION_KINDS, action_mismatch
 from tests.harness.test_bad_input import _cli
 
@@ -49,7 +49,7 @@ def test_every_builtin_agent_declares_what_it_produces(branches):
     """Each agent declares the action kinds it produces. An agent whose extra is missing cannot be
     loaded: that is asserted to be the reason (an installed extra must load) and recorded as a
     skipped branch (tests/conftest.py), so CI reruns this test with every extra."""
-    from harness.registry import MissingDependencyError
+    from harness.registry.loader import MissingDependencyError
     from tests.conftest import extra_installed
 
     checked = []

@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
-from harness.catalog import PLANNERS
+from harness.registry.catalog import PLANNERS
 from harness.interfaces import AgentContractError, AgentReply, InvalidOutput
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import INFO_ARTIFACTS, RunSpec
 
 
@@ -170,7 +170,7 @@ def test_a_hung_agent_call_becomes_timeout_records_and_the_run_goes_on(suite, ex
     """Today's bug: a hanging agent hung the whole run forever. The hung call is released only
     after the run, so a record that says ``agent_timeout_s`` proves the runner abandoned it (no
     wall-clock bound is asserted: load cannot fail this test)."""
-    from harness.executors import SuiteEnvFactory
+    from harness.run.executors import SuiteEnvFactory
 
     hang_on = suite.episodes("seen")[0].episode_id
     agent = Hanging(hang_on)
@@ -223,7 +223,7 @@ def test_agent_contract_error_from_the_env_is_an_agent_record_not_a_retry(suite)
 
 
 def test_unpicklable_actions_under_the_process_executor_are_agent_errors(suite):
-    from harness.executors import SuiteEnvFactory
+    from harness.run.executors import SuiteEnvFactory
 
     factory = SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 20})
     summary = Runner(spec(limit=1, batch_size=1, executor="process", max_retries=2), suite,

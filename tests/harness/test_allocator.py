@@ -1,4 +1,4 @@
-"""harness.allocator: freed heap memory stays in the process (glibc), in the
+"""harness.run.allocator: freed heap memory stays in the process (glibc), in the
 runner's process and in every env worker; a user's own glibc settings win.
 
 Each check runs in a fresh process: the settings are process-wide and one-way.
@@ -68,13 +68,13 @@ def _kept_after(code: str, **env: str) -> str:
 
 def test_default_glibc_returns_freed_memory_and_keep_freed_heap_keeps_it():
     assert _kept_after("") == "False"
-    assert _kept_after("from harness.allocator import keep_freed_heap; print(keep_freed_heap())") == "True\nTrue"
+    assert _kept_after("from harness.run.allocator import keep_freed_heap; print(keep_freed_heap())") == "True\nTrue"
 
 
 def test_a_runner_keeps_freed_memory_in_its_process():
     assert _kept_after("""
         from envs.eb_alfred.suite import EBAlfredSuite
-        from harness.runner import Runner
+        from harness.run.runner import Runner
         from harness.types import RunSpec
         from envs.eb_alfred.agents import OraclePlanner
         suite, agent = EBAlfredSuite(render=False, generated_per_split=1), OraclePlanner()
@@ -86,14 +86,14 @@ def test_a_runner_keeps_freed_memory_in_its_process():
 def test_ray_env_actors_keep_freed_memory():
     # The actor class as a Ray worker process runs it (Ray itself is not needed for this).
     assert _kept_after("""
-        from harness.executors_ray import EnvActor
+        from harness.run.executors_ray import EnvActor
         from tests.harness.test_allocator import ProbeEnv
         EnvActor(ProbeEnv)
     """) == "True"
 
 
 def test_process_workers_keep_freed_memory():
-    from harness.executors import ProcessExecutor
+    from harness.run.executors import ProcessExecutor
     from harness.types import EpisodeSpec
 
     executor = ProcessExecutor(ProbeEnv, workers=1)
@@ -107,6 +107,6 @@ def test_process_workers_keep_freed_memory():
 
 
 def test_a_users_glibc_setting_wins():
-    out = _kept_after("from harness.allocator import keep_freed_heap; print(keep_freed_heap())",
+    out = _kept_after("from harness.run.allocator import keep_freed_heap; print(keep_freed_heap())",
                       MALLOC_TRIM_THRESHOLD_="131072")
     assert out == "False\nFalse"

@@ -1,4 +1,4 @@
-"""Frames the agent saw (harness/artifacts.py) and the cost
+"""Frames the agent saw (harness/run/artifacts.py) and the cost
 fields of each agent call, through a real run of eb_alfred."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from harness.artifacts import FrameStore, observation_images
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.artifacts import FrameStore, observation_images
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import RunSpec
 
 
@@ -64,7 +64,7 @@ class SeeingOracle:
     name = "seeing_oracle"
 
     def __init__(self):
-        from harness.catalog import PLANNERS
+        from harness.registry.catalog import PLANNERS
 
         self.inner = PLANNERS.build("oracle", suite="eb_alfred")
 
@@ -129,7 +129,7 @@ def test_a_store_without_the_meta_column_reads_and_migrates(tmp_path):
 def test_record_images_reaches_the_run_spec_from_the_command_line(tmp_path, value, expected):
     import json
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     out = tmp_path / "o"
     args = ["run", "planner=oracle", "split=seen", "limit=1", f"out={out}", "progress=false"]

@@ -1,4 +1,4 @@
-"""Caveats carried into every table (harness/caveats.py), from stores written by real runs:
+"""Caveats carried into every table (harness/tables/caveats.py), from stores written by real runs:
 
 * a run whose every reply is prose (a loopback OpenAI-compatible server) says so in its end
   line, and every table format flags its cells (§, the share of episodes with output errors);
@@ -22,9 +22,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import caveats
-from harness.cli import main
-from harness.store import ResultStore
+from harness.tables import caveats
+from harness.cli.main import main
+from harness.store.database import ResultStore
 from tests.helpers import serve_chat_reply
 
 PROSE = "I would look around the kitchen first, then think about where the apple might be."
@@ -244,7 +244,7 @@ def test_failure_colours_are_fixed_per_class_across_reports(tmp_path):
     """Two reports showing different sets of classes (a quiz suite's own class and an
     EB-ALFRED store's): each class shown by both has one colour, whatever its position."""
     from harness.report import build_report
-    from harness.runner import Runner
+    from harness.run.runner import Runner
     from harness.types import RunSpec
     from tests.harness.quiz_suite import AlwaysA, QuizSuite, registered
 
@@ -263,7 +263,7 @@ def test_failure_colours_are_fixed_per_class_across_reports(tmp_path):
     assert "success" in shared and list(one).index("success") == 0
     assert {c: one[c] for c in shared} == {c: two[c] for c in shared}
     assert set(two) - set(one)  # the second report shows classes the first does not
-    from harness import failures
+    from harness.scoring import failures
     from tests.harness import quiz_suite
 
     # each the colour its declaration fixes (not a palette colour by position)
@@ -289,7 +289,7 @@ def test_fallback_actions_are_counted_and_a_cell_of_fallbacks_is_flagged(tmp_pat
     """Every reply an output error whose fallback actions (here the oracle's) run: the episodes
     may even succeed, but the cell is flagged and its footnote counts the fallback episodes."""
     from envs.eb_alfred.suite import EBAlfredSuite
-    from harness.runner import Runner
+    from harness.run.runner import Runner
     from harness.types import RunSpec
 
     from tests.helpers import fallback_oracle

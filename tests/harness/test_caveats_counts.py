@@ -1,4 +1,4 @@
-"""The agent-failure counts of a table cell (harness/caveats.py ``cells``), on records written
+"""The agent-failure counts of a table cell (harness/tables/caveats.py ``cells``), on records written
 by hand so each count is known:
 
 * "mostly unusable" (§) means **more than half** of the cell's agent replies were unusable
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness import caveats
+from harness.tables import caveats
 
 
 def cell(episodes: list[tuple[int, int]]) -> dict:

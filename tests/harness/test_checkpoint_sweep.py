@@ -1,4 +1,4 @@
-"""Checkpoint sweeps (``+experiment=checkpoint_sweep``, harness/sequential/sweep.py): the seeded
+"""Checkpoint sweeps (``+experiment=checkpoint_sweep``, harness/run/sweep.py): the seeded
 selection / held-out partition, the race replayed from records, and an end-to-end sweep of
 five scripted stand-in checkpoints with known success rates on EB-ALFRED's generated ``seen``
 split (embedded engine): the best is chosen and reported on held-out episodes, the table and
@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 from envs.eb_alfred.agents import OraclePlanner
-from harness import sequential as sq
-from harness.cli import main
+from harness.stats import sequential as sq
+from harness.cli.main import main
 from harness.params import param
 from harness.plugins import AgentPlugin
-from harness.sequential import sweep as sw
-from harness.sequential import sweep_results
+from harness.run import sweep as sw
+from harness.tables import sweeps as sweep_results
 
 
 # --- a stand-in checkpoint: the oracle's plan with a known probability ------------------------
@@ -65,7 +65,7 @@ COIN = AgentPlugin(name="coin", suite="eb_alfred", target=f"{__name__}:CoinPlann
 
 @contextlib.contextmanager
 def coin_registered() -> Iterator[None]:
-    from harness.catalog import PLANNERS
+    from harness.registry.catalog import PLANNERS
 
     PLANNERS.add(COIN)
     try:
@@ -204,7 +204,7 @@ def test_checkpoints_from_a_glob_are_ordered_by_training_step(tmp_path):
 
 
 def test_replay_on_records_makes_the_race_of_harness_sequential_race():
-    """The race replayed round by round equals :func:`harness.sequential.race` on the same data."""
+    """The race replayed round by round equals :func:`harness.stats.sequential.race` on the same data."""
     rng = np.random.default_rng(3)
     rates = np.array([0.2, 0.5, 0.8, 0.75, 0.4])
     for _ in range(20):
@@ -283,14 +283,14 @@ def test_served_checkpoints_each_get_their_server_only_while_they_run(eb_alfred,
 
 
 def sw_answers(port: int) -> bool:
-    from harness import servers
+    from harness.run import servers
 
     return servers._answers("127.0.0.1", port, timeout=0.5)  # noqa: SLF001
 
 
 def test_a_killed_sweep_resumes_where_it_stood(eb_alfred, ckpts, capsys, tmp_path, monkeypatch):
     """Killed in its second round and rerun, a sweep stores exactly what an uninterrupted one does."""
-    from harness.commands import run as run_command
+    from harness.cli import run as run_command
 
     real = run_command._run_job  # noqa: SLF001
     calls = []

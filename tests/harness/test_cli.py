@@ -1,7 +1,7 @@
 """CLI behaviour: bad input exits 2 with one line and no traceback."""
 
 
-from harness.cli import main
+from harness.cli.main import main
 
 
 def run_cli(capsys, *argv):
@@ -121,7 +121,7 @@ def test_list_name_shows_a_suites_failure_classes(capsys):
     assert code == 0
     line = next(l for l in out.splitlines() if "failure classes" in l)
     assert "success" in line and "error" in line and "other" in line
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     own = SUITES.entry("eb_alfred").failure_classes
     assert own and all(f"{c.name} (its own: {c.label})" in line for c in own)

@@ -1,4 +1,4 @@
-"""The conformance checkers (harness.testing) pass on every built-in suite and agent, and
+"""The conformance checkers (harness.check.conformance) pass on every built-in suite and agent, and
 each one catches the deliberate bug it exists for.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import pytest
 
 from harness.params import param, parse
-from harness.runner import Runner
-from harness.store import ResultStore
-from harness.testing import AGENT_CHECKS, SUITE_CHECKS, ConformanceError, check_agent, check_suite
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
+from harness.check.conformance import AGENT_CHECKS, SUITE_CHECKS, ConformanceError, check_agent, check_suite
 from harness.types import RunSpec
 from tests.conftest import REPO_ROOT
 
@@ -41,7 +41,7 @@ def _example():
         sys.path.insert(0, path)
     import example_suite.plugin as plugin
     import example_suite.suite as suite_module
-    from harness.catalog import PLANNERS, SUITES
+    from harness.registry.catalog import PLANNERS, SUITES
 
     for suite, oracle in ((plugin.SUITE, plugin.ORACLE), (plugin.QA_SUITE, plugin.QA_ORACLE)):
         if suite.name not in SUITES:
@@ -144,7 +144,7 @@ def test_reset_check_catches_a_runner_that_resets_twice(monkeypatch):
 
 def test_reset_check_catches_a_retry_without_agent_reset(monkeypatch):
     """A retried attempt (an env fault) must reset the agent again."""
-    import harness.runner as runner_module
+    import harness.run.runner as runner_module
 
     original, seen = Runner._agent_reset, set()
 
@@ -264,7 +264,7 @@ def test_identity_check_catches_a_result_changing_field_left_out_of_the_identity
 def test_identity_check_catches_a_results_field_missing_from_the_identity(monkeypatch):
     """The mutation: the suite hashes no declared parameter (identity_of sees none)."""
     LeakySuite = _leaky_suite()
-    import harness.runner as runner_module
+    import harness.run.runner as runner_module
 
     monkeypatch.setattr(runner_module, "identity_of", lambda params: {})
     with pytest.raises(ConformanceError, match=r"identity: suite parameter size 21 -> 22 is declared results=True "

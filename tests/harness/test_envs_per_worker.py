@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalog import PLANNERS
-from harness.executors import ProcessExecutor, SuiteEnvFactory
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.registry.catalog import PLANNERS
+from harness.run.executors import ProcessExecutor, SuiteEnvFactory
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import RunSpec
 from tests.harness.test_runner import CountingAgent, FaultyEnvFactory, first_ids
 

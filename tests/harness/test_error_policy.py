@@ -1,4 +1,4 @@
-"""One error policy for every metric (harness.scoring, docs/metrics.md): an episode that errored
+"""One error policy for every metric (harness.scoring.policy, docs/metrics.md): an episode that errored
 or gave no answer counts against a declared metric, and every reader shows the same value and n.
 
 A real run of the stored-values QA suite of tests/harness/judge_fixtures.py with the ``crasher``

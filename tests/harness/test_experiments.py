@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import experiments
-from harness.cli import main
-from harness.store import ResultStore
+from harness.tables import experiments
+from harness.cli.main import main
+from harness.store.database import ResultStore
 from tests.helpers import require_extras
 
 MINI = """\

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.run import _Progress, failures_text
-from harness.store import ResultStore
+from harness.cli.run import _Progress, failures_text
+from harness.store.database import ResultStore
 from harness.types import EpisodeRecord
 from tests.helpers import serve_chat_reply
 
@@ -31,7 +31,7 @@ def test_a_run_whose_every_reply_is_prose_says_so_in_its_end_line(tmp_path):
     httpd = serve_prose()
     try:
         res = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "run", "suite=eb_alfred", "suite.params.render=false",
+            [sys.executable, "-m", "harness.cli.main", "run", "suite=eb_alfred", "suite.params.render=false",
              "suite.params.generated_per_split=40", "split=seen", "limit=2", "planner=vlm",
              "planner.params.backend=openai", "planner.params.model=m", "planner.params.max_retries=0",
              f"planner.params.base_url=http://127.0.0.1:{httpd.server_port}/v1", "out=o"],
@@ -84,7 +84,7 @@ def test_the_runner_records_fallback_plans(tmp_path):
     """An agent reply with an output error *and* actions runs those actions as a fallback: the
     record counts it in ``planner_output_errors`` and in ``extra["fallback_plans"]``."""
     from envs.eb_alfred.suite import EBAlfredSuite
-    from harness.runner import Runner
+    from harness.run.runner import Runner
     from harness.types import RunSpec
 
     from tests.helpers import fallback_oracle

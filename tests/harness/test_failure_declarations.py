@@ -13,11 +13,11 @@ import re
 import pandas as pd
 import pytest
 
-from harness import failures
-from harness.cli import main
+from harness.scoring import failures
+from harness.cli.main import main
 from harness.interfaces import FailureClass
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import RunSpec
 from tests.harness import quiz_suite
 from tests.harness.quiz_suite import AlwaysA, QuizOracle, QuizRules, QuizSuite, registered
@@ -143,7 +143,7 @@ def test_the_core_names_no_alfred_class():
 def test_alfred_family_records_keep_their_task_facts(tmp_path):
     """EB-ALFRED's records still carry the task's pddl_params in extra["task"] (now read by its
     own reader), so its stored records are unchanged."""
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     out = str(tmp_path / "eb")
     assert main(["run", "planner=random", "split=seen", "limit=2", f"out={out}", "progress=false"]) == 0
@@ -156,7 +156,7 @@ def test_alfred_family_records_keep_their_task_facts(tmp_path):
 
 
 def test_check_suite_passes_the_question_suite_and_refuses_an_undeclared_class():
-    from harness.testing import SUITE_CHECKS, ConformanceError, check_suite
+    from harness.check.conformance import SUITE_CHECKS, ConformanceError, check_suite
 
     # Registered in this process only: the process executor's workers would not find it.
     checks = [c for c in SUITE_CHECKS if c != "schedule"]

@@ -3,8 +3,8 @@ rule engine reads no action language itself."""
 
 from __future__ import annotations
 
-from harness.catalog import SUITES
-from harness.failures import classify, rules_for
+from harness.registry.catalog import SUITES
+from harness.scoring.failures import classify, rules_for
 from harness.interfaces import FailureRules
 
 HEAT = {"object_target": "Apple", "parent_target": "CounterTop", "mrecep_target": "", "toggle_target": "",

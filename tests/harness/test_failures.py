@@ -1,12 +1,12 @@
-"""Failure taxonomy (harness/failures.py, with each suite's reader: envs/<suite>/failures.py)
+"""Failure taxonomy (harness/scoring/failures.py, with each suite's reader: envs/<suite>/failures.py)
 on hand-built EB-ALFRED histories, and ``harness table --by failure`` on real runs
 (oracle: all success)."""
 
 from __future__ import annotations
 
 
-from harness import failures
-from harness.failures import classify
+from harness.scoring import failures
+from harness.scoring.failures import classify
 
 OK = "Last action executed successfully."
 ABSENT = "Last action is invalid. Cannot find {0}. This object may not exist in this scene. Try to explore other instances instead."
@@ -120,7 +120,7 @@ def test_obj_type():
 
 
 def test_table_by_failure_oracle_and_random(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     out = str(tmp_path / "o")
     assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=12", f"out={out}", "progress=false"]) == 0
@@ -163,7 +163,7 @@ def test_table_by_failure_on_the_alfred_suite(tmp_path, capsys):
 
     import pandas as pd
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     out = str(tmp_path / "a")
     assert main(["run", "-m", "suite=alfred", "planner=oracle,random", "split=seen", "limit=12", f"out={out}",
@@ -184,8 +184,8 @@ def test_taxonomy_on_a_store_mixing_errors_and_failures(tmp_path, capsys):
 
     import pandas as pd
 
-    from harness.cli import main
-    from harness.store import ResultStore
+    from harness.cli.main import main
+    from harness.store.database import ResultStore
 
     out = str(tmp_path / "mix")
     assert main(["run", "planner=random", "split=seen", "limit=3", f"out={out}", "progress=false"]) == 0

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import ResultStore, inspect_store, StoreError
+from harness.store.database import ResultStore, inspect_store, StoreError
 from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 from tests.helpers import wait_at_gate
 
@@ -30,7 +30,7 @@ FAST = ["suite.params.render=false", "suite.params.generated_per_split=40", "pro
 def harness(*args: str, cwd: Path, timeout: float = 120, shell_prefix: str | None = None,
             env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
-    cmd = [sys.executable, "-m", "harness.cli", *args]
+    cmd = [sys.executable, "-m", "harness.cli.main", *args]
     if shell_prefix:
         quoted = " ".join(f"'{a}'" for a in cmd)
         return subprocess.run(["bash", "-c", f"{shell_prefix}; exec {quoted}"], cwd=cwd, env=env,
@@ -156,7 +156,7 @@ def _immutable(path: Path, on: bool) -> bool:
 def _write_store(path: Path, n: int, kill: bool) -> None:
     code = (
         "import os, sys\n"
-        "from harness.store import ResultStore\n"
+        "from harness.store.database import ResultStore\n"
         "from harness.types import EpisodeRecord, RunSpec\n"
         f"s = ResultStore({str(path)!r})\n"
         "s.begin_run('r1', RunSpec(suite='s', split='a', agent='x', variant='base'), {}, {})\n"
@@ -226,14 +226,14 @@ def test_schema_1_store_is_migrated_and_readable(tmp_path):
     ("+suite.params.rendr=false", "did you mean 'render'"),
 ])
 def test_bad_values_are_refused(tmp_path, override, needle):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["run", "split=seen", "limit=1", *FAST, f"out={tmp_path}/o", override]) == 2
     assert not (tmp_path / "o").exists()
 
 
 def test_bad_values_messages(capsys, tmp_path):
-    from harness.cli import main
+    from harness.cli.main import main
 
     main(["run", "split=seen", "limit=1", *FAST, f"out={tmp_path}/o", "+planner.params.max_plan_lenght=3"])
     err = capsys.readouterr().err
@@ -306,7 +306,7 @@ def test_signals_end_the_run_with_one_message_and_the_store_intact(tmp_path, sig
 
 
 def test_worker_death_names_its_cause():
-    from harness.executors import ProcessExecutor, SuiteEnvFactory
+    from harness.run.executors import ProcessExecutor, SuiteEnvFactory
 
     ex = ProcessExecutor(SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 2}), workers=1)
     try:

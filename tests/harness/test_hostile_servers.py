@@ -345,7 +345,7 @@ def test_a_dripping_model_server_gives_timeout_records_under_harness_run(tmp_pat
 # --- other clients: the wall-clock HTTP exchange, the policy clients ----------------------
 @pytest.mark.parametrize("mode", ["drip_head", "drip_body", "hang"])
 def test_fetch_ends_the_whole_exchange_by_its_wall_clock_limit(mode):
-    from harness.wallclock import WallClockTimeout, fetch
+    from harness.util.wallclock import WallClockTimeout, fetch
 
     with hostile_server(mode) as url:
         start = time.monotonic()
@@ -355,7 +355,7 @@ def test_fetch_ends_the_whole_exchange_by_its_wall_clock_limit(mode):
 
 
 def test_fetch_returns_a_whole_reply():
-    from harness.wallclock import fetch
+    from harness.util.wallclock import fetch
 
     with echoing_judge({}) as where:
         status, body = fetch(f"http://{where}/models", 5)

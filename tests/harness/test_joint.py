@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.testing import scripted_replies
+from harness.cli.main import main
+from harness.check.conformance import scripted_replies
 
 av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 
@@ -61,7 +61,7 @@ CFG_SPLITS = ("physical_interaction", "temporal_causal", "intentional")
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> dict[str, Path]:
-    from harness.video import write_mp4
+    from harness.run.video import write_mp4
 
     cfg = tmp_path_factory.mktemp("cfg")
     (cfg / "qa_pairs.json").write_text(json.dumps(CFG_ITEMS))
@@ -189,7 +189,7 @@ def test_joint_table_prints_both_sides_and_their_association(store, capsys):
     text, _ = _table(capsys, str(store), "--experiment", EXPERIMENT)
     lines = text.splitlines()
     header = _cells(lines[0])
-    # temporal_causal holds two task types (TR, CR): its cell is their mean, labelled (harness.tables)
+    # temporal_causal holds two task types (TR, CR): its cell is their mean, labelled (harness.tables.build)
     assert header == ["variant", "CFG Physical Acc", "CFG Physical ΔAcc", "CFG Temporal-Causal Acc (mean over task_type)",
                       "CFG Temporal-Causal ΔAcc", "ProcObject mIoU", "ProcObject ΔmIoU", "EB-ALFRED Avg SR",
                       "EB-ALFRED Avg ΔSR", "EB-Manipulation Avg SR", "EB-Manipulation Avg ΔSR"]
@@ -205,7 +205,7 @@ def test_joint_table_prints_both_sides_and_their_association(store, capsys):
                                         ("EB-Manipulation Avg", "sr", lambda v: f"{100 * v:.1f}")):
             value = want[(variant, column)][metric]
             name = {"accuracy": "Acc", "miou": "mIoU", "sr": "SR"}[metric]
-            partial = column.startswith("EB-")  # limit=2 / limit=1 of the split (the ° mark, harness/caveats.py)
+            partial = column.startswith("EB-")  # limit=2 / limit=1 of the split (the ° mark, harness/tables/caveats.py)
             head = f"{column} {name}" + (" (mean over task_type)" if column == "CFG Temporal-Causal" else "")
             assert row[head] == text_of(value) + ("°" if partial else ""), (variant, column)
             delta = row[f"{column} Δ{name}"]
@@ -241,7 +241,8 @@ def test_interval_is_a_bootstrap_over_episodes(store):
     cell, the same draw for every variant, ρ of the column values, percentiles of the defined."""
     import pandas as pd
 
-    from harness import experiments, results
+    from harness.tables import experiments
+    from harness.tables import selection as results
 
     sel = results.load([str(store)])
     exp = experiments.load(EXPERIMENT)
@@ -443,7 +444,7 @@ def test_judged_columns_after_harness_judge(data, tmp_path, capsys):
 
 def test_spearman_matches_scipy_with_ties():
     stats = pytest.importorskip("scipy.stats")
-    from harness.joint import spearman
+    from harness.tables.joint import spearman
 
     rng = np.random.default_rng(1)
     for n in (3, 4, 7):
@@ -462,7 +463,7 @@ def test_spearman_matches_scipy_with_ties():
 def test_bad_column_keys_are_one_line(column, key, value, message, tmp_path, capsys):
     from omegaconf import OmegaConf
 
-    from harness import experiments
+    from harness.tables import experiments
 
     node = OmegaConf.to_container(OmegaConf.load(experiments.path_of(EXPERIMENT)))
     node["experiment"]["table"]["columns"][column][key] = value

@@ -15,7 +15,7 @@ import statistics
 
 import pytest
 
-from harness.judging import krippendorff_alpha_interval, spearman_rho
+from harness.judging.stage import krippendorff_alpha_interval, spearman_rho
 from tests.harness import judge_fixtures as fx
 
 pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
@@ -135,7 +135,7 @@ def test_each_judge_splits_only_the_values_several_judges_gave():
     plain name; the value two judges gave is split per judge."""
     import pandas as pd
 
-    from harness import judge_views
+    from harness.judging import views as judge_views
 
     key = {"run_id": "r", "suite": "s", "split": "t", "episode_id": "e0", "seed": 0}
     df = pd.DataFrame([{**key, "values": {"correct": 1}}])

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.judging import agreement, judge_id_of, krippendorff_alpha_interval, spearman_rho
-from harness.store import ResultStore
+from harness.judging.stage import agreement, judge_id_of, krippendorff_alpha_interval, spearman_rho
+from harness.store.database import ResultStore
 from tests.harness import judge_fixtures as fx
 from tests.helpers import committed_rows
 
@@ -49,7 +49,7 @@ def server(tmp_path):
 
 def harness(*args: str) -> int:
     fx.register()
-    from harness.cli import main
+    from harness.cli.main import main
 
     return main(list(args))
 
@@ -269,7 +269,7 @@ def _count(out: Path) -> int:
 
 
 def test_judgements_are_checksummed_and_repaired(tmp_path, server, capsys):
-    from harness.store import DAMAGED, SOUND, inspect_store, repair_store
+    from harness.store.database import DAMAGED, SOUND, inspect_store, repair_store
 
     url, _ = server
     out = tmp_path / "out"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.judging import Verdict
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.judging.stage import Verdict
+from harness.store.database import ResultStore
 from tests.harness import judge_fixtures as fx
 from tests.helpers import chat_completion, send_json
 

@@ -1,4 +1,4 @@
-"""Video clips (harness/media.py): the frames a declared sampling picks, read from videos whose
+"""Video clips (harness/util/media.py): the frames a declared sampling picks, read from videos whose
 frames code their own index."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("av", reason="reading videos needs PyAV (the `video` / `models` extra)")
 
-from harness.media import Clip, VideoError, load_clip, sample_times, sampling_identity  # noqa: E402
+from harness.util.media import Clip, VideoError, load_clip, sample_times, sampling_identity  # noqa: E402
 from tests.media_helpers import counting_video, frame_index  # noqa: E402
 
 
@@ -154,7 +154,7 @@ def qwen_reference(total_frames: int, video_fps: float, fps: float, max_frames: 
 @pytest.mark.parametrize("total_frames,video_fps", [
     (55, 30.0), (789, 30.0), (658, 25.0), (3234, 30.0), (2695, 25.0), (1297, 29.97), (100, 25.0), (30, 10.0)])
 def test_the_qwen_rule_is_qwen_vl_utils(total_frames: int, video_fps: float) -> None:
-    from harness.media import qwen_frame_indices
+    from harness.util.media import qwen_frame_indices
 
     assert qwen_frame_indices(total_frames, video_fps, 4.0) == qwen_reference(total_frames, video_fps, 4.0)
     assert qwen_frame_indices(total_frames, video_fps, 4.0, 64) == qwen_reference(total_frames, video_fps, 4.0, 64)
@@ -164,7 +164,7 @@ def test_the_qwen_rule_is_qwen_vl_utils(total_frames: int, video_fps: float) -> 
 def test_the_qwen_rule_keeps_4_fps_for_every_clip_length_in_the_release(seconds: float) -> None:
     """CFG-Bench's clips last 1.83 to 107.8 s (26.3 s on average); at 30 fps and the default cap
     (768) the rule takes about 4 frames a second for each (a pair at most short of it)."""
-    from harness.media import qwen_frame_indices
+    from harness.util.media import qwen_frame_indices
 
     total = round(seconds * 30)
     picked = qwen_frame_indices(total, 30.0, 4.0)

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.metrics import RECORD_COLUMNS, by_split, by_task_type, records_frame, summarize, wilson_interval
-from harness.scoring import aggregate
+from harness.scoring.summaries import RECORD_COLUMNS, by_split, by_task_type, records_frame, summarize, wilson_interval
+from harness.scoring.policy import aggregate
 from harness.types import EpisodeRecord
-from envs.episode_metrics import METRICS, SUMMARY_COLUMNS, values as record_values
+from harness.scoring.record_fields import METRICS, SUMMARY_COLUMNS, values as record_values
 
 _DECLARED = {m.name: m for m in METRICS}
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from harness.cli import main
-from harness.extras import MODULE_EXTRAS, missing_extra_message
+from harness.cli.main import main
+from harness.registry.extras import MODULE_EXTRAS, missing_extra_message
 
 
 def _block(monkeypatch, *modules):

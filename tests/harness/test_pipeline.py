@@ -17,11 +17,11 @@ from typing import Any, Sequence
 import numpy as np
 import pytest
 
-from harness.catalog import PLANNERS, SUITES
-from harness.executors import SuiteEnvFactory
+from harness.registry.catalog import PLANNERS, SUITES
+from harness.run.executors import SuiteEnvFactory
 from harness.interfaces import AgentReply, AgentRequest
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import EpisodeSpec, RunSpec
 
 #: Record fields that may differ with scheduling.
@@ -102,7 +102,7 @@ EB_ALFRED = {"render": False, "generated_per_split": 12}
 def test_eb_alfred_records_equal_pipelined_and_lockstep(tmp_path, agent, jitter):
     """oracle_json: model-style outputs (transcripts, invalid-output paths); random: a
     seeded per-episode RNG, many short calls; without the jitter its calls are cheap
-    enough to be made on the runner's own thread (harness.runner.INLINE_BELOW_S)."""
+    enough to be made on the runner's own thread (harness.run.runner.INLINE_BELOW_S)."""
     make = (lambda: Jittery(PLANNERS.build(agent, suite="eb_alfred"))) if jitter else \
         (lambda: PLANNERS.build(agent, suite="eb_alfred"))
     records = _compare(tmp_path, "eb_alfred", EB_ALFRED, make, split="seen", limit=8, batch_size=3)

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from harness.testing import ConformanceError, check_suite
+from harness.check.conformance import ConformanceError, check_suite
 from harness.types import (
     INFO_EXPERT_LENGTH, INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS, INFO_PRIVILEGED, INFO_SUCCESS,
     INFO_VALUES,
@@ -140,8 +140,8 @@ def _with_a_ratio(S, monkeypatch, toward):
 
     import example_suite.plugin as plugin
 
-    from harness import scoring
-    from harness.catalog import SUITES
+    from harness.scoring import policy as scoring
+    from harness.registry.catalog import SUITES
 
     name, value, weight = ON_COURSE
     ratio = scoring.Metric(name, "On course", value, aggregation="ratio", weight=weight)
@@ -268,7 +268,7 @@ def test_a_record_check_is_not_blamed_on_invalid_actions(monkeypatch):
 
 
 def test_each_error_record_of_a_check_run_names_its_rule():
-    from harness.testing import _error_rule
+    from harness.check.conformance import _error_rule
 
     declared = {"error_kind": "env", "error_message": "suite quiz: metric 'acc' value 2 is outside its declared "
                                                       "range [0, 1]"}

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from harness.commands.run import _Progress
+from harness.cli.run import _Progress
 from harness.interfaces import AgentReply
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import RunSpec
 
 #: Output tokens each reply reports.
@@ -27,7 +27,7 @@ class SlowModel:
     reply a text carrying its token counts (as the model backends give them)."""
 
     def __init__(self, delay_s: float):
-        from harness.catalog import PLANNERS
+        from harness.registry.catalog import PLANNERS
 
         self.inner = PLANNERS.build("oracle", suite="eb_alfred")
         self.name, self.privileged = "slow_model", True

@@ -1,6 +1,6 @@
 """What a suite declares is enforced where records are made: the runner turns an episode whose
 record breaks its suite's metric declarations or the record's invariants into an error record
-naming the suite and the rule (harness.record_checks), so no table shows such a value."""
+naming the suite and the rule (harness.run.record_checks), so no table shows such a value."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 
 
 from harness.metric_declaration import Metric, value_problems
-from harness.runner import Runner
-from harness.scoring import aggregate, value_rows
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.scoring.policy import aggregate, value_rows
+from harness.store.database import ResultStore
 from harness.types import INFO_GC_SATISFIED, INFO_VALUES, RunSpec
 from tests.harness.test_conformance import _example
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from envs.episode_metrics import METRICS, values
-from harness.scoring import record_metrics, record_values
+from harness.scoring.record_fields import METRICS, values
+from harness.scoring.policy import record_metrics, record_values
 from tests.conftest import REPO_ROOT
 
 

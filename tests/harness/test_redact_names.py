@@ -1,4 +1,4 @@
-"""Which names are secrets (harness/redact.py): a key whose last part is a secret word has
+"""Which names are secrets (harness/util/redact.py): a key whose last part is a secret word has
 its value redacted, but ``*_env`` names (``api_key_env``) hold the *name* of an environment variable,
 not a secret, and are kept -- in configs, in overrides, and among the environment variables
 whose values are redacted from every text."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import redact as r
+from harness.util import redact as r
 
 KEY = "sk-test-0123456789abcdef"
 

@@ -1,7 +1,7 @@
 import pytest
 
-from harness.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-from harness.registry import Registry, UnknownPluginError
+from harness.registry.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
+from harness.registry.loader import Registry, UnknownPluginError
 
 
 def test_unknown_name_suggests_close_match():
@@ -16,7 +16,7 @@ def test_lazy_targets_import_only_when_loaded():
     reg.register("missing", "no_such_module_xyz:thing")
     assert reg.names() == ["json_dumps", "missing"]  # listing imports nothing
     assert reg.load("json_dumps")({"a": 1}) == '{"a": 1}'
-    from harness.registry import MissingDependencyError
+    from harness.registry.loader import MissingDependencyError
 
     with pytest.raises(MissingDependencyError, match="needs the package 'no_such_module_xyz'"):
         reg.load("missing")
@@ -41,7 +41,7 @@ def test_every_builtin_target_resolves(registry, branches):
     fails with one line naming the extra to install, never with another error. Which branch ran
     is asserted (an installed extra must import) and a target left unimported is a skipped branch
     (tests/conftest.py), so CI reruns this test with every extra."""
-    from harness.registry import MissingDependencyError, load_target
+    from harness.registry.loader import MissingDependencyError, load_target
     from tests.conftest import extra_installed
 
     ran = 0
@@ -67,7 +67,7 @@ def test_config_groups_match_registry_keys():
     and every YAML preset in configs/<group>/ names a registered plugin."""
     from hydra.core.config_store import ConfigStore
 
-    from harness.config import CONFIG_DIR, group_choices, register_schemas
+    from harness.run.config import CONFIG_DIR, group_choices, register_schemas
 
     register_schemas()
     repo = ConfigStore.instance().repo
@@ -92,7 +92,7 @@ def test_an_entry_point_name_two_packages_register_is_refused_naming_both(monkey
         def __init__(self, name, value, dist):
             self.name, self.value, self.dist = name, value, Dist(dist)
 
-    points = [EP("twin", "harness.catalog:SUITES", "pkg-one"), EP("twin", "harness.catalog:SUITES", "pkg-two")]
+    points = [EP("twin", "harness.registry.catalog:SUITES", "pkg-one"), EP("twin", "harness.registry.catalog:SUITES", "pkg-two")]
     monkeypatch.setattr(metadata, "entry_points", lambda group: points if group == plugins.GROUPS["suite"] else [])
     found = plugins.discover()
     message = found.refused[("suite", "twin")]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalog import PLANNERS
+from harness.registry.catalog import PLANNERS
 from harness.interfaces import AgentReply
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def spec(**kw) -> RunSpec:
 
 
 def harness(*args: str, cwd: Path, timeout: float = 120, env_extra: dict | None = None,
-            module: str = "harness.cli") -> subprocess.CompletedProcess:
+            module: str = "harness.cli.main") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -130,7 +130,7 @@ def test_url_credentials_reach_neither_store_nor_report_nor_logs(tmp_path):
 
 def test_secret_named_keys_are_redacted_before_storing(tmp_path):
     """``+policy.params.api_key=...`` / tokens / passwords in the spec, identity and provenance."""
-    from harness.redact import redact_override
+    from harness.util.redact import redact_override
 
     spec_ = RunSpec(suite="s", split="a", agent="remote", variant="v",
                     agent_params={"api_key": "sk-LIVE1", "api_key_env": "OPENAI_API_KEY", "max_new_tokens": 7,
@@ -253,7 +253,7 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
     """The hf backend's stopping criterion: a generate call abandoned by the runner's timeout
     returns at its next token instead of generating max_new_tokens."""
     pytest.importorskip("peft")
-    from harness.runner import AgentTimeout, _call_with_timeout, wait_for_abandoned
+    from harness.run.runner import AgentTimeout, _call_with_timeout, wait_for_abandoned
     from planners.vlm.backends import HFBackend
     from tests.planners.tiny_vlm import build_base
 
@@ -279,7 +279,7 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
 def test_command_line_agent_params_win_over_the_variants_own(monkeypatch):
     """Repro: ``variant=base planner.params.backend=openai planner.params.model=m`` ran the hf backend
     on $BASE_MODEL: the variant's params were merged last and silently replaced what was given."""
-    from harness.config import ConfigError, compose, to_run_spec
+    from harness.run.config import ConfigError, compose, to_run_spec
 
     monkeypatch.setenv("BASE_MODEL", "/ckpt/base")
     spec_ = to_run_spec(compose(["variant=base", "planner.params.backend=openai", "planner.params.model=served",
@@ -294,8 +294,8 @@ def test_command_line_agent_params_win_over_the_variants_own(monkeypatch):
 def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
     """``served_checkpoint`` given once in a sweep of variants would be hashed into every
     variant's identity: refused; each variant reads its own $<VARIANT>_SERVED_CHECKPOINT."""
-    from harness.cli import main
-    from harness.config import compose, to_run_spec
+    from harness.cli.main import main
+    from harness.run.config import compose, to_run_spec
 
     monkeypatch.setenv("BASE_MODEL", "/ckpt/base")
     monkeypatch.setenv("FAVOR_SFT_SERVED_CHECKPOINT", "/ckpt/favor")
@@ -312,7 +312,7 @@ def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
 # --- variant=base without $BASE_MODEL -----------------------------------------------------------------
 def test_variant_without_its_checkpoint_names_the_variable(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_MODEL", "_ADAPTER"))}
-    res = subprocess.run([sys.executable, "-m", "harness.cli", "run", "variant=favor_sft", "split=seen", "limit=1",
+    res = subprocess.run([sys.executable, "-m", "harness.cli.main", "run", "variant=favor_sft", "split=seen", "limit=1",
                           *FAST, "out=o"], cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
                          capture_output=True, text=True, timeout=120)
     one_line_error(res, "set $FAVOR_SFT_MODEL to its folder (or Hub id), or $BASE_MODEL with $FAVOR_SFT_ADAPTER",
@@ -342,7 +342,7 @@ def _kill_workers_once(state):
 def test_a_killed_worker_is_recorded_as_such_and_the_episode_retried_from_reset(suite, retries):
     """Repro: the pending step went to a respawned worker whose env was never reset; the record
     said ``call reset() before step()`` and the real cause was lost."""
-    from harness.executors import SuiteEnvFactory
+    from harness.run.executors import SuiteEnvFactory
 
     state = {"calls": 0}
     agent = Wrapped(PLANNERS.build("oracle", suite="eb_alfred"), _kill_workers_once(state))
@@ -418,7 +418,7 @@ def test_a_sound_store_checks_clean(tmp_path):
 def test_a_full_disk_leaves_no_empty_store(tmp_path):
     """Repro: on a full disk a 0-byte results.sqlite was left behind."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = " ".join(f"'{a}'" for a in [sys.executable, "-m", "harness.cli", "run", "planner=random", "split=seen",
+    cmd = " ".join(f"'{a}'" for a in [sys.executable, "-m", "harness.cli.main", "run", "planner=random", "split=seen",
                                       "limit=5", *FAST, "out=y"])
     res = subprocess.run(["bash", "-c", f"ulimit -f 0; exec {cmd}"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=120)
@@ -535,7 +535,7 @@ def test_progress_lines_without_a_terminal_at_a_bounded_rate():
     batch at most every min_gap, each with done/total, SR so far and ETA."""
     import io
 
-    from harness.commands.run import _Progress
+    from harness.cli.run import _Progress
 
     out = io.StringIO()
     bar = _Progress("base · eb_alfred/seen", enabled=True, batch=2, interval_s=0.3, min_gap_s=0.0, stream=out)
@@ -578,7 +578,7 @@ def test_a_fully_resumed_run_prints_the_stored_result(tmp_path):
 def test_big_runs_keep_counters_not_records_and_resume_skips_by_id_without_building(tmp_path, monkeypatch):
     """Repro: RunSummary kept every record (~4 KB each); a resumed generated split rebuilt every
     episode before the first one ran."""
-    import harness.runner as runner_mod
+    import harness.run.runner as runner_mod
     from envs.eb_alfred import generator
     from envs.eb_alfred.suite import EBAlfredSuite
 

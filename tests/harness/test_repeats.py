@@ -11,10 +11,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness import results, tables
-from harness.cli import main
-from harness.stats import PairedCell, paired_delta, repeat_interval, value_matrix
-from harness.store import ResultStore
+from harness.tables import selection as results
+from harness.tables import build as tables
+from harness.cli.main import main
+from harness.stats.paired import PairedCell, paired_delta, repeat_interval, value_matrix
+from harness.store.database import ResultStore
 from harness.types import EpisodeRecord
 from tests.harness.test_table_selection import write_store
 
@@ -159,7 +160,7 @@ def test_multinomial_episode_stage_has_the_law_of_index_draws():
     """The episode stage draws multinomial counts over distinct rows: the resampled sum of
     successes (3 of 10 solved) has mean n p = 3 and variance n p (1 - p) = 2.1, as index draws.
     Mutation caught: the counts applied to the distinct rows in another order."""
-    from harness.stats import _multinomial_sums
+    from harness.stats.paired import _multinomial_sums
 
     ok = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0], bool)
     m = value_matrix(ok, ok * 2, np.full(10, 9))  # two distinct rows, 3 and 7 times

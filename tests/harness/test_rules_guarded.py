@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from harness.record_checks import problems_of, record_problems
-from harness.scoring import MISSING, UNSCORED, VALUE, Metric, classify, columns
+from harness.run.record_checks import problems_of, record_problems
+from harness.scoring.policy import MISSING, UNSCORED, VALUE, Metric, classify, columns
 from harness.spaces import Record, outside
-from harness.suite_invariants import EpisodeWatch
+from harness.check.invariants import EpisodeWatch
 from harness.types import INFO_INVALID_ACTIONS, EpisodeRecord
 
 
-# --- harness.scoring.classify: an episode without a value counts as Metric.missing ------------
+# --- harness.scoring.policy.classify: an episode without a value counts as Metric.missing ------------
 
 def test_an_episode_without_a_value_counts_as_the_declared_missing_value():
     """Mutations caught: ``classify`` counting a missing value as 0 whatever ``missing`` says, or
@@ -50,7 +50,7 @@ def test_an_episode_without_a_value_counts_as_the_declared_missing_value():
     assert num == [1.0, 0.25, 0.25] and den == [1.0, 1.0, 1.0]
 
 
-# --- harness.record_checks: expert_length must be a number >= 0 --------------------------------
+# --- harness.run.record_checks: expert_length must be a number >= 0 --------------------------------
 
 def _record(**kw) -> EpisodeRecord:
     return EpisodeRecord("r", "v", "eb_alfred", "seen", "seen/0", 0, **kw)
@@ -70,7 +70,7 @@ def test_an_unknown_or_non_negative_expert_length_is_accepted(length):
     assert record_problems(_record(expert_length=length, success=True, steps=3)) == []
 
 
-# --- harness.suite_invariants: invalid_actions rises by at most one per step -------------------
+# --- harness.check.invariants: invalid_actions rises by at most one per step -------------------
 
 class _Env:
     observation_space = action_space = None

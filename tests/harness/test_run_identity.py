@@ -13,9 +13,9 @@ from typing import Any, Mapping
 
 import pytest
 
-import harness.runner as runner_module
+import harness.run.runner as runner_module
 from harness.interfaces import Agent, Suite
-from harness.runner import run_id_of, run_identity
+from harness.run.runner import run_id_of, run_identity
 from harness.types import SCHEMA_VERSION, EpisodeSpec, RunSpec
 
 

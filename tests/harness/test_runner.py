@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.catalog import PLANNERS
+from harness.registry.catalog import PLANNERS
 from harness.interfaces import AgentRequest
-from harness.runner import Runner, run_id_of, run_identity
-from harness.store import ResultStore
+from harness.run.runner import Runner, run_id_of, run_identity
+from harness.store.database import ResultStore
 from harness.types import RunSpec
 
 SPLIT = "seen"
@@ -246,7 +246,7 @@ def test_drive_stops_between_steps_once_the_deadline_passed(suite):
     """The local executor's per-episode deadline, at the unit level: ``drive`` runs a
     plan open-loop and stops after the step during which the deadline passed.
     Mutation caught: ``drive`` not checking the deadline."""
-    from harness.executors import drive
+    from harness.run.executors import drive
 
     episode = suite.episodes(SPLIT)[0]
     plan_len = episode.metadata["expert_length"]
@@ -284,12 +284,12 @@ class FakeClock:
 
 @pytest.fixture
 def fake_clock(monkeypatch) -> FakeClock:
-    import harness.executors
-    import harness.runner
+    import harness.run.executors
+    import harness.run.runner
 
     clock = FakeClock()
-    monkeypatch.setattr(harness.runner, "time", clock)
-    monkeypatch.setattr(harness.executors, "time", clock)
+    monkeypatch.setattr(harness.run.runner, "time", clock)
+    monkeypatch.setattr(harness.run.executors, "time", clock)
     return clock
 
 
@@ -370,7 +370,7 @@ def test_run_seed_offsets_every_episode_seed(suite, tmp_path):
 
 
 def test_process_and_local_executors_agree(suite):
-    from harness.executors import SuiteEnvFactory
+    from harness.run.executors import SuiteEnvFactory
 
     local = Runner(spec(limit=6), suite, PLANNERS.build("random"), None).run()
     factory = SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 40})

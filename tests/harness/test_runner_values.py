@@ -1,4 +1,4 @@
-"""Per-episode values as a record keeps them (harness/runner.py): names to JSON numbers or
+"""Per-episode values as a record keeps them (harness/run/runner.py): names to JSON numbers or
 None. A value that is NaN or infinite (Python's or numpy's) is stored as None -- no value --
 never as ``NaN``/``Infinity`` (not JSON: other readers of the store would fail on it) nor as a
 number a cell would average; booleans become 0/1; what is not a number becomes None.
@@ -15,8 +15,8 @@ import sqlite3
 
 import numpy as np
 
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import INFO_VALUES, RunSpec
 from tests.harness import judge_fixtures as fx
 

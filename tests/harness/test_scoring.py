@@ -1,11 +1,12 @@
-"""Metric declarations (harness.scoring): broken ones fail at once, cells aggregate generically."""
+"""Metric declarations (harness.scoring.policy): broken ones fail at once, cells aggregate generically."""
 
 import math
 
 import pytest
 
 from harness.plugins import SuitePlugin
-from harness.scoring import EpisodeValues, Metric, Tally, aggregate, check_metrics, classify, columns, tally
+from harness.metric_declaration import check_metrics
+from harness.scoring.policy import EpisodeValues, Metric, Tally, aggregate, classify, columns, tally
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -29,7 +30,7 @@ def test_duplicate_names_fail_in_the_suite_declaration():
     m = Metric("acc", "Acc", "correct", binary=True)
     with pytest.raises(ValueError, match="declares metric 'acc' twice"):
         SuitePlugin(name="qa", target="x:y", metrics=(m, m))
-    with pytest.raises(ValueError, match="not a harness.scoring.Metric"):
+    with pytest.raises(ValueError, match="not a harness.scoring.policy.Metric"):
         check_metrics(["acc"])
     assert SuitePlugin(name="qa", target="x:y", metrics=[m]).metrics == (m,)
 
@@ -100,7 +101,7 @@ def test_one_value_name_of_two_suites_never_pools():
 def test_judge_agreement_is_per_suite():
     import pandas as pd
 
-    from harness.judging import agreement
+    from harness.judging.stage import agreement
 
     rows = []
     for suite, scale in (("cfg_bench", 2.0), ("procobject", 1.0)):

@@ -8,8 +8,8 @@ import math
 
 import pandas as pd
 
-from harness import scoring
-from envs import episode_metrics
+from harness.scoring import policy as scoring
+from harness.scoring import record_fields as episode_metrics
 
 
 def test_stored_values_win_over_derived_ones():

@@ -6,7 +6,7 @@ what ``harness report`` / ``harness export`` write, whatever the server does wit
 * a model server that repeats the key across the ``max_reply_chars`` cut of a reply
   (planners/vlm/reply_body.py), in a body read whole and in one cut while it arrives;
 * a run killed with SIGKILL while a long reply naming the key waits in the spool
-  (harness/spool.py): the spool file holds the redacted text, and the next ``harness`` command
+  (harness/util/spool.py): the spool file holds the redacted text, and the next ``harness`` command
   removes the folder the dead process left;
 * a policy server that echoes ``policy.params.api_key`` (declared ``secret="value"`` in
   policies/plugin.py): neither on stderr nor in a record.
@@ -107,7 +107,7 @@ def straddling_judge(pad_from: int) -> Iterator[str]:
 
 def test_a_key_across_the_judge_reason_cut_leaves_no_prefix(tmp_path):
     pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
-    from harness.judging import _MAX_REASON_CHARS
+    from harness.judging.stage import _MAX_REASON_CHARS
 
     questions = 70
     env = _env(tmp_path, MY_JUDGE_KEY=KEY)
@@ -183,7 +183,7 @@ def test_a_key_across_the_reply_cut_leaves_no_prefix(tmp_path, tail):
     env = _env(tmp_path, MY_MODEL_KEY=KEY)
     with straddling_model(lambda n: "a" * (limit - 20 - n) + KEY + "b" * tail) as url:
         run = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "run", "planner=vlm", "planner.params.backend=openai",
+            [sys.executable, "-m", "harness.cli.main", "run", "planner=vlm", "planner.params.backend=openai",
              "planner.params.model=m", f"planner.params.base_url={url}", "planner.params.api_key_env=MY_MODEL_KEY",
              f"planner.params.max_reply_chars={limit}", "planner.params.max_retries=0", "split=seen", "limit=2",
              *FAST, "out=o"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -202,8 +202,8 @@ def test_a_key_across_the_reply_cut_leaves_no_prefix(tmp_path, tail):
 # --- the spool of a run killed with SIGKILL -----------------------------------------------
 _KILLED_RUN = """
 import json, os, sys, threading
-from harness.cli import main
-from harness.testing import scripted_replies
+from harness.cli.main import main
+from harness.check.conformance import scripted_replies
 
 key = os.environ["MY_API_KEY"]
 plan = json.dumps({"visual_state_description": "v" * 6000 + key + "w" * 100, "reasoning_and_reflection": "r",
@@ -247,7 +247,7 @@ def test_a_sigkilled_run_leaves_no_key_in_its_spool_and_the_next_start_removes_i
     # Another harness process's live spool folder is kept; the dead one's goes at the next start.
     live = spool_root / f"harness-spool-{os.getpid()}-live"
     live.mkdir()
-    res = subprocess.run([sys.executable, "-m", "harness.cli", "list"], cwd=tmp_path, env=env,
+    res = subprocess.run([sys.executable, "-m", "harness.cli.main", "list"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert [p.name for p in spool_root.glob("harness-spool-*")] == [live.name]
@@ -285,7 +285,7 @@ def test_a_policy_server_echoing_the_api_key_reaches_neither_stderr_nor_a_record
     env = _env(tmp_path)
     with echoing_policy_server() as port:
         run = subprocess.run(
-            [sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial", "policy=remote",
+            [sys.executable, "-m", "harness.cli.main", "run", "suite=libero", "split=libero_spatial", "policy=remote",
              f"policy.params.url=ws://127.0.0.1:{port}", f"policy.params.api_key={KEY}",
              "policy.params.connect_retries=2", "policy.params.backoff_s=0.05", "policy.params.checkpoint_id=c",
              "suite.params.tasks=[0]", "suite.params.trials=1", "suite.params.max_steps=10", "out=o",
@@ -304,8 +304,8 @@ def test_a_policy_server_echoing_the_api_key_reaches_neither_stderr_nor_a_record
 def test_a_key_cut_in_transit_leaves_no_prefix_in_the_error_naming_the_body():
     """A body that ends before it is a chat completion is an error naming its first 120 bytes;
     the key starts at byte 100 of it, so the cut keeps 20 of its characters unless the end of a
-    cut text is redacted as a key's prefix (harness.redact.redact_cut)."""
-    from harness.redact import register_secret
+    cut text is redacted as a key's prefix (harness.util.redact.redact_cut)."""
+    from harness.util.redact import register_secret
     from planners.vlm.reply_body import read_reply
 
     register_secret(KEY)
@@ -317,7 +317,7 @@ def test_a_key_cut_in_transit_leaves_no_prefix_in_the_error_naming_the_body():
 
 @pytest.mark.parametrize("limit", range(90, 100))
 def test_redact_cut_redacts_first_and_never_splits_the_marker(limit):
-    from harness.redact import REDACTED, redact_cut, register_secret
+    from harness.util.redact import REDACTED, redact_cut, register_secret
 
     register_secret(KEY)
     text = "x" * 94 + KEY + "y" * 50

@@ -67,7 +67,7 @@ def test_an_echoed_key_is_in_no_file_the_harness_wrote(tmp_path, echoing_server,
 
 
 def test_known_values_are_redacted_in_text(monkeypatch):
-    from harness.redact import redact_text, register_secret
+    from harness.util.redact import redact_text, register_secret
 
     monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
     monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to be told from a word

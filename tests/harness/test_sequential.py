@@ -1,4 +1,4 @@
-"""The betting confidence sequence (harness/sequential/): its guarantee, the properties the
+"""The betting confidence sequence (harness/stats/sequential/): its guarantee, the properties the
 paper proves or shows, and agreement with the authors' own implementation (reference values it
 computed, tests/data/confseq_reference.json)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import sequential as sq
+from harness.stats import sequential as sq
 
 
 @pytest.mark.parametrize("rule", sq.BETTING_RULES)

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from harness.sequential import design as gs
-from harness.sequential import decide_bounded
+from harness.stats.sequential import design as gs
+from harness.stats.sequential import decide_bounded
 
 SE3 = lambda rate, n: rate + 3 * math.sqrt(rate * (1 - rate) / n)  # noqa: E731 (Monte-Carlo bound)
 

@@ -1,5 +1,5 @@
 """Rules of the sequential comparison that a mutation once left unnoticed, through the public
-``harness.sequential.compare`` and ``decide`` only (each rule was broken by hand and its test
+``harness.stats.sequential.compare`` and ``decide`` only (each rule was broken by hand and its test
 watched fail): a lower-is-better metric's differences are turned before the test and turned back
 after it, and an equivalence decision needs the whole interval inside the margin."""
 
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.scoring import Metric
-from harness.sequential import ORDER_KEY, compare, decide
+from harness.scoring.policy import Metric
+from harness.stats.sequential import ORDER_KEY, compare, decide
 
 STOPPING = {"alpha": 0.05}
 

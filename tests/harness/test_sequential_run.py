@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-from harness import sequential as sq
-from harness.cli import main
-from harness.scoring import suite_scoring
+from harness.stats import sequential as sq
+from harness.cli.main import main
+from harness.scoring.policy import suite_scoring
 
 SWEEP = ["run", "-m", "planner=oracle,random", "split=seen", "stopping=sequential", "stopping.baseline=random",
          "suite.params.render=false", "progress=false"]
@@ -150,10 +150,10 @@ def test_paired_values_follow_the_error_policy_and_split_order():
 
 
 def test_a_pair_without_a_value_is_left_out_and_counted():
-    """The error policy (harness.scoring.classify): a score with no value of its own counts as
+    """The error policy (harness.scoring.policy.classify): a score with no value of its own counts as
     the metric's missing value (the bottom of its range), an unscored one (NaN) is left out with
     its pair, and the pair is counted."""
-    from harness.scoring import Metric
+    from harness.scoring.policy import Metric
 
     score = Metric("score", "Score", "score", range=(0.0, 10.0), unit="score")
     variant = [_row(0, True, values={"score": 7.0}), _row(1, True, values={"score": None}),

@@ -1,4 +1,4 @@
-"""What makes a ``stopping=sequential`` decision trustworthy (harness/sequential/,
+"""What makes a ``stopping=sequential`` decision trustworthy (harness/stats/sequential/,
 harness/commands/run_sequential.py), end to end on EB-ALFRED's embedded engine and on the
 decision functions: a stored record is final (an errored episode is never run again), the pairs
 follow a seeded order of the episode ids (never the split's), the group's comparisons share
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from envs.eb_alfred.agents import OraclePlanner
-from harness import sequential as sq
-from harness import servers
+from harness.stats import sequential as sq
+from harness.run import servers
 from harness.plugins import AgentPlugin
-from harness.scoring import Metric
-from harness.sequential.order import episode_ids, ranked
+from harness.scoring.policy import Metric
+from harness.stats.sequential.order import episode_ids, ranked
 from tests.harness.test_sequential_run import eb_alfred, run_cli  # noqa: F401 (a fixture)
 from tests.harness.test_servers import LISTEN, _port
 
@@ -63,7 +63,7 @@ FLAKY = AgentPlugin(name="flaky", suite="eb_alfred", target=f"{__name__}:FlakyPl
 
 @contextlib.contextmanager
 def flaky_registered() -> Iterator[None]:
-    from harness.catalog import PLANNERS
+    from harness.registry.catalog import PLANNERS
 
     PLANNERS.add(FLAKY)
     FlakyPlanner.attempts.clear()
@@ -132,7 +132,7 @@ def test_declared_retries_are_the_runners_and_enter_the_identity(eb_alfred, caps
 # --- the pairs' order -----------------------------------------------------------------------
 
 def test_pairs_follow_a_seeded_order_of_the_episode_ids(eb_alfred, capsys, tmp_path):
-    from harness.catalog import SUITES
+    from harness.registry.catalog import SUITES
 
     suite = SUITES.build("eb_alfred", render=False)
     ids = episode_ids(suite.episodes("seen"))
@@ -295,7 +295,7 @@ def test_a_killed_bounded_comparison_resumes_to_the_same_decision(eb_alfred, cap
     """The bounded design's state is the stored records and its identity: killed in its third
     round and rerun with the same command, a comparison stores exactly what an uninterrupted one
     does and the table prints the same decision."""
-    from harness.commands import run as run_command
+    from harness.cli import run as run_command
     from tests.harness.test_checkpoint_sweep import coin_registered
 
     for name, p in (("high", 0.8), ("low", 0.35)):

@@ -1,4 +1,4 @@
-"""harness/servers.py: an experiment's per-variant policy servers (fast: real processes, plain sockets)."""
+"""harness/run/servers.py: an experiment's per-variant policy servers (fast: real processes, plain sockets)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from harness import experiments, servers
+from harness.tables import experiments
+from harness.run import servers
 from tests.helpers import process_group_alive
 
 LISTEN = (f"{sys.executable} -c \"import socket, sys, time; s = socket.socket(); "
@@ -27,7 +28,7 @@ def _answers(port: int) -> bool:
 
 
 def test_placeholders_fill_overrides_with_the_checkpoints_digest(tmp_path):
-    from policies.checkpoint import path_digest
+    from harness.util.checkpoint_identity import path_digest
 
     ckpt = tmp_path / "my ckpt"
     ckpt.mkdir()
@@ -111,7 +112,7 @@ def test_the_experiment_file_declares_a_served_route_per_variant(monkeypatch, tm
 HOLDER = """
 import sys, time
 from pathlib import Path
-from harness import servers
+from harness.run import servers
 port, root = int(sys.argv[1]), Path(sys.argv[2])
 variant = {"a": servers.VariantServe(url=f"ws://127.0.0.1:{port}", checkpoint=str(root / "a"))}
 life = servers.Lifecycle(servers.ServeSettings(sys.argv[3], ready_timeout_s=30, stop_timeout_s=3), variant)
@@ -181,3 +182,14 @@ def test_a_rerun_names_the_stale_server_it_recorded(tmp_path):
     finally:
         os.killpg(old.pid, signal.SIGKILL)
         old.wait()
+
+
+def test_served_checkpoint_digest_is_the_one_run_ids_were_made_with(tmp_path):
+    """A served checkpoint's id keeps the digest earlier runs stored (computed by the hasher the
+    policies package had before the core took it over), so their runs still resume."""
+    ckpt = tmp_path / "ck"
+    (ckpt / "sub").mkdir(parents=True)
+    (ckpt / "config.json").write_text('{"hidden_size": 8}')
+    (ckpt / "sub" / "w.bin").write_bytes(bytes(range(256)) * 10)
+    assert servers.checkpoint_digest(str(ckpt)) == "4719c77a0a190cab"
+    assert servers.checkpoint_digest(str(ckpt / "config.json")) == "1bac400e15ed4b4b"

@@ -30,7 +30,7 @@ def test_a_signal_to_the_process_group_is_one_line(tmp_path, sig):
     from tests.helpers import require_example_plugin
 
     require_example_plugin()
-    args = [sys.executable, "-m", "harness.cli", "run", "suite=example", "planner=random", "limit=20000",
+    args = [sys.executable, "-m", "harness.cli.main", "run", "suite=example", "planner=random", "limit=20000",
             "suite.params.episodes_per_split=20000", "progress=false",
             "executor=process", "executor.num_workers=2", "out=t"]
     proc = subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, text=True,
@@ -58,8 +58,8 @@ def test_a_pipe_closed_under_a_feeder_by_the_interrupt_is_no_traceback(monkeypat
     worker's pipe just before its feeder thread waits on it (``OSError: handle is closed``)."""
     import threading
 
-    from harness import executors
-    from harness.executors import ProcessExecutor, SuiteEnvFactory
+    from harness.run import executors
+    from harness.run.executors import ProcessExecutor, SuiteEnvFactory
 
     ex = ProcessExecutor(SuiteEnvFactory("eb_alfred", {"render": False, "generated_per_split": 2}), workers=1)
     in_wait, closed = threading.Event(), threading.Event()

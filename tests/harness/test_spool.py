@@ -1,4 +1,4 @@
-"""A live episode holds at most SPOOL_CHARS characters per agent call (harness/spool.py): a
+"""A live episode holds at most SPOOL_CHARS characters per agent call (harness/util/spool.py): a
 long reply waits on disk until the episode's record and transcript are committed, and is
 stored exactly as it came."""
 
@@ -8,10 +8,10 @@ import gc
 import json
 import os
 
-from harness.cli import main
-from harness.spool import SPOOL_CHARS, Spooled, spool, unspool
-from harness.store import ResultStore
-from harness.testing import scripted_replies
+from harness.cli.main import main
+from harness.util.spool import SPOOL_CHARS, Spooled, spool, unspool
+from harness.store.database import ResultStore
+from harness.check.conformance import scripted_replies
 
 
 def test_a_long_text_round_trips_through_the_disk_and_its_file_goes():

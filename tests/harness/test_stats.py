@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import tables
-from harness.metrics import records_frame
-from harness.stats import PairedCell, mcnemar_exact, paired_delta
+from harness.tables import build as tables
+from harness.scoring.summaries import records_frame
+from harness.stats.paired import PairedCell, mcnemar_exact, paired_delta
 from harness.types import EpisodeRecord
 
 
@@ -91,7 +91,7 @@ def test_no_pairs_gives_nan():
 def test_pairs_of_a_score_count_only_episodes_both_sides_scored():
     # A judged score exists for some questions only (cfg_bench's S: the open-ended ones): four
     # episodes, the variant scored on 0, 1, 3, the baseline on 0, 1, 2; pairs with both: 2.
-    from harness.scoring import Metric
+    from harness.scoring.policy import Metric
 
     score = Metric("s", "S", "s", range=(0.0, 10.0), unit="score")
     z = np.zeros(4, dtype=bool)
@@ -202,7 +202,7 @@ def test_stats_delta_is_paired_on_the_shared_episodes_and_inside_its_interval():
 def test_blocked_bootstrap_equals_the_plain_gather_bit_for_bit():
     """The bootstrap sums resamples block by block (bounded memory); its draws and
     results must be those of one plain ``rng.integers(0, n, size=(B, n))`` gather."""
-    from harness import stats
+    from harness.stats import paired as stats
 
     rng = np.random.default_rng(3)
     n, resamples = 137, 1234  # not a multiple of the block size

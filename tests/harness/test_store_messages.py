@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.store import STORE_FILENAME, ResultStore, StoreError, _db_error, _holder
+from harness.cli.main import main
+from harness.store.database import STORE_FILENAME, ResultStore, StoreError, _db_error, _holder
 
 FAST = ["suite.params.render=false", "suite.params.generated_per_split=4", "progress=false"]
 
@@ -84,7 +84,7 @@ def test_a_relative_data_dir_is_stored_absolute(tmp_path, monkeypatch, data_dir)
     """``harness judge`` (or ``harness report``) from another folder rebuilds the suite from the
     stored parameters: a data folder stored as given ("data") would not be found there.
     Mutation caught: the relative path stored as given."""
-    from harness.config import compose, to_run_spec
+    from harness.run.config import compose, to_run_spec
 
     work = tmp_path / "work"
     work.mkdir()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import SOUND, ResultStore, inspect_store, repair_store
+from harness.store.database import SOUND, ResultStore, inspect_store, repair_store
 from tests.harness import judge_fixtures as fx
 
 N = 6  # the suite's questions: episodes, transcripts and verdicts
@@ -32,7 +32,7 @@ def _registered_only_here():
 
 @pytest.fixture
 def store(tmp_path) -> Path:
-    from harness.cli import main
+    from harness.cli.main import main
 
     fx.register()
     out = tmp_path / "out"

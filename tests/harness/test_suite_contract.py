@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from harness.catalog import PLANNERS, POLICIES, SUITES
+from harness.registry.catalog import PLANNERS, POLICIES, SUITES
 from harness.interfaces import AgentContractError, AgentRequest, EpisodeEnv, Suite
 from harness.types import (
     INFO_ACTION_OK,
@@ -46,7 +46,7 @@ _SHARED_ENVS: dict = {}
 
 def test_every_registered_suite_has_a_contract_entry():
     """Every suite this project registers (pyproject.toml; other installed packages' suites,
-    such as the example plugin, answer to harness.testing.check_suite instead)."""
+    such as the example plugin, answer to harness.check.conformance.check_suite instead)."""
     from harness.plugins import own_entry_points
 
     builtin = set(own_entry_points()["embodied_transfer.suites"])

@@ -9,11 +9,11 @@ import math
 
 import pytest
 
-from harness import scoring
-from harness.cli import main
-from harness.metrics import records_frame
-from harness.store import ResultStore
-from harness.tables import breakdown_table, to_markdown, transfer_table
+from harness.scoring import policy as scoring
+from harness.cli.main import main
+from harness.scoring.summaries import records_frame
+from harness.store.database import ResultStore
+from harness.tables.build import breakdown_table, to_markdown, transfer_table
 from harness.types import EpisodeRecord, RunSpec
 
 
@@ -107,8 +107,8 @@ def test_a_row_that_did_not_run_a_column_has_no_avg_in_any_view(tmp_path, capsys
 
 
 def test_the_association_reads_the_same_cells_as_the_table():
-    """harness.joint's diagnostic values are the table's cells: the mean over task types, not pooled."""
-    from harness.joint import JointColumn, association
+    """harness.tables.joint's diagnostic values are the table's cells: the mean over task types, not pooled."""
+    from harness.tables.joint import JointColumn, association
 
     recs = []
     for v, (fau, tr, sr) in {"a": (1, 1, 0), "b": (2, 1, 1), "c": (0, 4, 2)}.items():

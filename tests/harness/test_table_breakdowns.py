@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.metrics import records_frame
+from harness.scoring.summaries import records_frame
 from harness.plugins import SuitePlugin
-from harness.tables import breakdown_table
+from harness.tables.build import breakdown_table
 from harness.types import EpisodeRecord
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import results
-from harness.cli import main
-from harness.store import ResultStore
+from harness.tables import selection as results
+from harness.cli.main import main
+from harness.store.database import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 
 
@@ -81,7 +81,7 @@ def test_a_newer_partial_run_is_not_preferred_and_without_a_complete_run_the_new
 def test_a_setting_the_config_left_unset_is_the_value_run_never_its_placeholder():
     """A checkpoint sweep's config leaves planner.params.model unset ('???'); the settings line
     names the model each run used (its spec), or nothing -- never '???'."""
-    from harness.caveats import run_settings
+    from harness.tables.caveats import run_settings
 
     provenance = {"config": {"planner": {"params": {"model": "???", "max_new_tokens": 64}}}}
     ran = run_settings({"agent": "vlm", "agent_params": {"model": "/ckpt/step-100"}}, {}, provenance)

@@ -10,11 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import results, tables
-from harness.cli import main
-from harness.metrics import records_frame
-from harness.store import ResultStore
-from harness.table_json import to_json
+from harness.tables import selection as results
+from harness.tables import build as tables
+from harness.cli.main import main
+from harness.scoring.summaries import records_frame
+from harness.store.database import ResultStore
+from harness.tables.json_table import to_json
 from harness.types import EpisodeRecord, RunSpec
 from tests import golden
 from tests.harness.test_tables import golden_records

@@ -19,9 +19,9 @@ import pytest
 
 from tests import golden
 
-from harness import tables
-from harness.metrics import records_frame
-from harness.tables import (
+from harness.tables import build as tables
+from harness.scoring.summaries import records_frame
+from harness.tables.build import (
     breakdown_table,
     format_value,
     latex_escape,
@@ -221,7 +221,7 @@ def test_breakdown_golden(df: pd.DataFrame, name: str, render) -> None:
 def test_table_by_refuses_flags_it_cannot_honour(tmp_path, capsys):
     """--by task_type honours --metrics and refuses --stats/--columns;
     --by failure refuses all three (exit 2, one line), rather than ignoring them."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     out = str(tmp_path / "o")
     assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=4", f"out={out}", "progress=false"]) == 0
@@ -260,7 +260,7 @@ def test_cost_metrics_from_the_transcripts(tmp_path):
 
 
 def test_table_metrics_seconds_and_tokens_on_the_command_line(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     out = str(tmp_path / "o")
     assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=3", f"out={out}", "progress=false"]) == 0
@@ -338,8 +338,8 @@ def test_plw_without_a_stated_unit_names_none(df: pd.DataFrame) -> None:
 def test_plw_cells_of_the_json_name_their_unit() -> None:
     import json
 
-    from harness.results import Selection
-    from harness.table_json import to_json
+    from harness.tables.selection import Selection
+    from harness.tables.json_table import to_json
 
     frame = plw_frame()
     doc = json.loads(to_json(transfer_table(frame, metrics=("sr", "plw_sr")),

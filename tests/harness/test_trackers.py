@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 
 
 @pytest.fixture(autouse=True)
@@ -227,7 +227,7 @@ def test_a_tracker_that_never_answers_is_left_behind(tmp_path, capsys, monkeypat
     import time
 
     _need("mlflow")
-    from harness import trackers
+    from harness.run import trackers
 
     monkeypatch.setattr(trackers, "TRACKER_CALL_TIMEOUT_S", 1.0)
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "300")  # the server holds each request this long
@@ -268,7 +268,7 @@ def test_an_unreachable_tracker_is_known_before_mlflow_loads(tmp_path):
 
     _need("mlflow")
     out = tmp_path / "o"
-    code = ("import sys; from harness.cli import main; "
+    code = ("import sys; from harness.cli.main import main; "
             f"rc = main(['run', *{RUN!r}, 'planner=oracle', 'tracker=mlflow', "
             f"'tracker.tracking_uri=http://127.0.0.1:9', 'out={out}']); "
             "print('RC', rc, 'MLFLOW', 'mlflow.tracking' in sys.modules)")

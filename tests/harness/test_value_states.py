@@ -1,7 +1,7 @@
 """One meaning per state of a per-episode value, from the env to the cell (docs/tables.md, "What
 a value can be"): a number is a *value*; None from the env is *missing* (counted as the metric's
 ``missing`` value); NaN, an infinity or text where a declared metric reads a value is *not
-delivered* (an env error record naming the suite and the metric, harness.record_checks); a ratio
+delivered* (an env error record naming the suite and the metric, harness.run.record_checks); a ratio
 keeps ``lo * weight <= value <= hi * weight`` per episode; the built-in metrics declare the
 ranges their values really take."""
 
@@ -12,11 +12,11 @@ import math
 import pytest
 
 from harness.interfaces import AgentReply
-from harness.judging import unanswered
+from harness.judging.stage import unanswered
 from harness.metric_declaration import Metric, not_delivered, value_problems
-from harness.runner import Runner
-from harness.scoring import aggregate, record_metrics, tally, value_rows
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.scoring.policy import aggregate, record_metrics, tally, value_rows
+from harness.store.database import ResultStore
 from harness.types import INFO_VALUES, RunSpec
 from tests.harness.test_conformance import _example
 
@@ -129,7 +129,7 @@ def test_more_invalid_actions_than_steps_is_a_value_not_an_error(tmp_path):
 
 def test_a_unit_no_record_states_is_never_printed_as_nan():
     """pandas gives a missing unit as NaN: tables name it 'unstated' (or no unit), never 'nan'."""
-    from harness.tables import breakdown_table, to_markdown
+    from harness.tables.build import breakdown_table, to_markdown
     from tests.harness.test_tables import plw_frame
 
     df = plw_frame()

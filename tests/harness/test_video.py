@@ -1,4 +1,4 @@
-"""harness/video.py: H.264 yuv420p MP4 that browsers play.
+"""harness/run/video.py: H.264 yuv420p MP4 that browsers play.
 
 The codec facts are checked by decoding the file with PyAV's own FFmpeg; the
 browser test (tests/harness/report/test_report.py) checks that Chromium plays it.
@@ -11,7 +11,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 
-from harness.video import probe, write_mp4  # noqa: E402
+from harness.run.video import probe, write_mp4  # noqa: E402
 
 
 def frames(n=30, h=64, w=96):

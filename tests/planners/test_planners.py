@@ -9,7 +9,7 @@ import pytest
 from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import Agent, AgentRequest
 from harness.params import identity_of
-from harness.runner import Runner
+from harness.run.runner import Runner
 from harness.types import INFO_ACTION_OK, INFO_SUCCESS, EpisodeRecord, RunSpec
 from envs.eb_alfred.agents import OraclePlanner
 from planners.random_planner import RandomPlanner

@@ -1,4 +1,4 @@
-"""The ``vlm`` planner passes the agent conformance checks (harness.testing.check_agent)
+"""The ``vlm`` planner passes the agent conformance checks (harness.check.conformance.check_agent)
 with a tiny random-weight checkpoint loaded through the real ``hf`` backend: one reset per
 attempt, determinism, records equal lockstep / pipelined / process executor, and (on
 EB-Manipulation, where the tiny model's garbage answers become the suite's seeded random
@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from harness.testing import check_agent
+from harness.check.conformance import check_agent
 
 CHECKS = ["contract", "reset", "determinism", "schedule", "draws"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalog import SUITES
+from harness.registry.catalog import SUITES
 from harness.params import ParamError, parse
-from harness.runner import run_id_of, run_identity
+from harness.run.runner import run_id_of, run_identity
 from harness.types import RunSpec
 from planners.plugin import VLM
 from tests.conftest import REPO_ROOT

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harness.params import fields_of
-from harness.testing import AGENT_CHECKS, check_agent
+from harness.check.conformance import AGENT_CHECKS, check_agent
 from tests.helpers import chat_completion, send_json
 
 pytest.importorskip("openai", reason="the openai backend needs the `models` extra")

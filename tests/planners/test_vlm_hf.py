@@ -13,10 +13,10 @@ from tests.helpers import eb_alfred_requests
 from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import Agent, AgentReply
 from harness.params import identity_of
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import RunSpec
-from harness.checkpoint_identity import checkpoint_identity
+from harness.util.checkpoint_identity import checkpoint_identity
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
 
@@ -123,7 +123,10 @@ def test_runner_records_output_errors_and_transcripts(tiny_ckpts: dict[str, Path
         assert r.invalid_actions == 10 and r.termination == "max_invalid"
 
 
-def test_checkpoint_identity_is_cheap_and_exact(tmp_path: Path) -> None:
+def test_checkpoint_identity_is_cheap_and_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.util.checkpoint_identity as hasher
+
+    monkeypatch.setattr(hasher, "FULL_HASH_BYTES", 1 << 20)  # the 4 MiB weights below are sampled
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "config.json").write_text('{"hidden_size": 8}')

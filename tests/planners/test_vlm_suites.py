@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import Runner
-from harness.store import ResultStore
+from harness.run.runner import Runner
+from harness.store.database import ResultStore
 from harness.types import RunSpec
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")

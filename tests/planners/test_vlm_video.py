@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("torch", reason="the tiny VLM checkpoints need the `models` extra")
 pytest.importorskip("av", reason="reading videos needs PyAV (the `video` / `models` extra)")
 
-from harness.media import Clip, load_clip  # noqa: E402
-from harness.prompting import transcript_form  # noqa: E402
+from harness.util.media import Clip, load_clip  # noqa: E402
+from harness.promptkit.prompting import transcript_form  # noqa: E402
 from tests.helpers import chat_completion, send_json  # noqa: E402
 from tests.media_helpers import counting_video, frame_index  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The policies pass the agent conformance checks (harness.testing.check_agent) on the real
+"""The policies pass the agent conformance checks (harness.check.conformance.check_agent) on the real
 LIBERO simulator: one reset per attempt, determinism, records equal lockstep / pipelined /
 process executor. ``zero`` is checked in tests/harness/test_conformance.py; here the
 in-process ``vla`` (a tiny random-weight checkpoint), ``replay`` (a demonstration file) and
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.testing import check_agent
+from harness.check.conformance import check_agent
 
 LIBERO = {"tasks": [0], "trials": 2, "max_steps": 10}
 CHECKS = ["contract", "reset", "determinism", "schedule"]

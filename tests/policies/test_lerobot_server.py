@@ -109,7 +109,7 @@ def test_in_process_lerobot_policy_inside_lerobots_environment(lerobot_python, t
                    capture_output=True, timeout=600)
     script = f"""
 import numpy as np
-from harness.catalog import POLICIES
+from harness.registry.catalog import POLICIES
 from harness.interfaces import AgentRequest
 from harness.types import EpisodeSpec
 p = POLICIES.build("lerobot", policy={str(ckpt)!r})

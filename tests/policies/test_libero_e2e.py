@@ -35,7 +35,7 @@ def tiny_vla(tmp_path_factory) -> Path:
 
 def _harness_run(args: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    return subprocess.run([sys.executable, "-m", "harness.cli", "run", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", "run", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -97,9 +97,9 @@ def test_remote_starvla_against_serve_policy_vla_on_libero(tiny_vla, tmp_path):
 @pytest.mark.slow
 @pytest.mark.ci
 def test_server_that_stays_down_gives_agent_error_records(tmp_path):
-    from harness.catalog import SUITES
-    from harness.runner import Runner
-    from harness.store import ResultStore
+    from harness.registry.catalog import SUITES
+    from harness.run.runner import Runner
+    from harness.store.database import ResultStore
     from harness.types import RunSpec
     from policies.remote import RemotePolicy
     from policies.server import PolicyServer, PolicyService

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalog import POLICIES
+from harness.registry.catalog import POLICIES
 from harness.params import ParamError, identity_of, parse
 from policies import plugin
 from policies import protocols as P

@@ -174,7 +174,7 @@ def test_server_batches_requests_from_several_connections(scripted):
 
 def test_any_registered_policy_is_served(scripted):
     """serve-policy builds policies from the registry: the zero policy, over both protocols."""
-    from harness.catalog import POLICIES
+    from harness.registry.catalog import POLICIES
 
     agent = POLICIES.build("zero")
     srv = PolicyServer(PolicyService(agent, stats=P.ActionStats(STATS, "test")), port=0).start_background()

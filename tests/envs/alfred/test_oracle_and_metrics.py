@@ -11,8 +11,8 @@ import pytest
 from envs.alfred.agents import AlfredOraclePlanner
 from envs.alfred.suite import AlfredSuite
 from harness.interfaces import AgentRequest
-from harness.metrics import records_frame, summarize, summarize_group
-from harness.runner import Runner
+from harness.scoring.summaries import records_frame, summarize, summarize_group
+from harness.run.runner import Runner
 from harness.types import EpisodeRecord, EpisodeSpec, RunSpec
 
 
@@ -141,7 +141,7 @@ def test_cli_planner_oracle_runs_the_alfred_oracle(tmp_path: Path) -> None:
     """`harness run suite=alfred split=unseen planner=oracle` (the suite's own oracle)."""
     import sqlite3
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     out = tmp_path / "out"
     rc = main(["run", "suite=alfred", "split=unseen", "planner=oracle", "limit=6",

@@ -12,7 +12,7 @@ from tests.golden import check_golden
 from envs.alfred.language import Triplet, expand_all
 from envs.alfred.suite import AlfredSuite
 from harness.interfaces import Agent
-from harness.runner import Runner
+from harness.run.runner import Runner
 from harness.types import RunSpec
 from envs.alfred.prompt import (
     AlfredTripletPlanner, Example, PromptOptions, Retriever, TripletPromptBuilder, format_triplets, most_similar,
@@ -158,7 +158,7 @@ def _keychain_episode(data_dir: Path):
 def _run_one(suite, ep, agent):
     spec = RunSpec(suite="alfred", split="eb_valid_seen", agent=agent.name, variant="v")
     runner = Runner(spec, suite, agent, None)
-    from harness import runner as runner_mod
+    from harness.run import runner as runner_mod
 
     orig = runner_mod.select_episodes
     runner_mod.select_episodes = lambda s, sp: [ep]

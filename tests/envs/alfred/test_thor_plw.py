@@ -14,7 +14,7 @@ import pytest
 
 from envs.alfred.agents import AlfredOraclePlanner
 from envs.alfred.suite import AlfredSuite
-from harness.metrics import records_frame, summarize_group
+from harness.scoring.summaries import records_frame, summarize_group
 from harness.types import EpisodeRecord
 from tests.envs.alfred.alfred_source import EvalTaskMetrics, checkout_or_skip
 from tests.envs.alfred.test_thor_walk import run_thor, thor_suite, trajectories

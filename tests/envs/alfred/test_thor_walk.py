@@ -27,7 +27,7 @@ from envs.thor.engine import vetted_cells
 from envs.thor.navigation import GridPose, goal_pose, grid_of, looks, pose_of, turns_and_moves, walk
 from envs.thor.restore import restore_calls
 from harness.interfaces import AgentRequest
-from harness.runner import Runner
+from harness.run.runner import Runner
 from harness.types import EpisodeRecord, EpisodeSpec, RunSpec
 from tests.envs.alfred.alfred_source import alfred_imports, alfred_method, checkout_or_skip
 from tests.envs.alfred.walking_fake import WalkingFake, expert_cells, layout_grid

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.metrics import records_frame
-from harness.store import ResultStore
-from harness.tables import ALL, breakdown_table, to_markdown, transfer_table
+from harness.scoring.summaries import records_frame
+from harness.store.database import ResultStore
+from harness.tables.build import ALL, breakdown_table, to_markdown, transfer_table
 from harness.types import EpisodeRecord, RunSpec
 
 TIER = {"FAU": "physical_interaction", "CIA": "physical_interaction", "TR": "temporal_causal", "CR": "temporal_causal",
@@ -117,7 +117,7 @@ def test_the_transfer_tables_headline_cell_is_the_papers_mean_over_tasks_and_poo
 def test_the_plain_table_of_a_store_prints_the_mean_over_tasks_as_its_headline(tmp_path, capsys):
     """``harness table`` on a store: the headline cell is the mean over task types, labelled, and
     the pooled figure is beside it in the footnotes (and under --pooled)."""
-    from harness.cli import main
+    from harness.cli.main import main
 
     with ResultStore(tmp_path / "out") as store:
         for variant in PAPER_ROWS:

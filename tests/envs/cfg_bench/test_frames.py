@@ -1,6 +1,6 @@
 """The frames a CFG-Bench question shows at the suite's defaults: 4 fps for every clip length in the
 release (1.83 to 107.8 s, 26.3 s on average), picked as the originals' helper picks them
-(qwen_vl_utils, harness/media.py), and the rule, its version and the decoder in the run identity."""
+(qwen_vl_utils, harness/util/media.py), and the rule, its version and the decoder in the run identity."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from envs.cfg_bench.adapter import make_adapter
 from envs.cfg_bench.plugin import CFGBenchPromptParams
 from envs.cfg_bench.suite import CFGBenchSuite
 from harness.interfaces import AgentRequest
-from harness.media import qwen_frame_indices
-from harness.runner import run_identity, run_id_of
+from harness.util.media import qwen_frame_indices
+from harness.run.runner import run_identity, run_id_of
 from harness.types import RunSpec
 from tests.media_helpers import counting_video, frame_index
 

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from envs.cfg_bench.prompt import open_answer
-from harness.cli import main
-from harness.store import ResultStore
-from harness.testing import scripted_replies
+from harness.cli.main import main
+from harness.store.database import ResultStore
+from harness.check.conformance import scripted_replies
 
 
 @pytest.mark.parametrize("reply, answer", [

@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
-from harness.cli import main
-from harness.store import ResultStore
-from harness.testing import SUITE_CHECKS, check_suite, scripted_replies
+from harness.cli.main import main
+from harness.store.database import ResultStore
+from harness.check.conformance import SUITE_CHECKS, check_suite, scripted_replies
 
 
 def run(args, capsys=None):
@@ -204,7 +204,7 @@ def test_probe_refuses_an_empty_answer_scored_as_right(cfg_data, monkeypatch):
     """The planted bug: a multiple-choice question takes an empty answer as a valid, right one."""
     from envs import video_qa
     from envs.cfg_bench.suite import CFGBenchEnv
-    from harness.testing import ConformanceError
+    from harness.check.conformance import ConformanceError
 
     original = CFGBenchEnv.answer
 

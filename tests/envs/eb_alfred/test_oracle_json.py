@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envs.eb_alfred.suite import EBAlfredSuite
-from harness.runner import Runner
+from harness.run.runner import Runner
 from harness.types import RunSpec
 from envs.eb_alfred.oracle_json import OracleJSONPlanner, plan_to_output
 from envs.eb_alfred.parse import parse_plan

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from envs.eb_alfred.protocol import MAX_STEPS
 from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import AgentRequest
-from harness.runner import Runner
+from harness.run.runner import Runner
 from harness.types import RunSpec
 from envs.eb_alfred.parse import parse_plan
 

@@ -1,4 +1,4 @@
-"""Oracle and random agents through harness.runner.Runner (a CI slice: one episode per family)."""
+"""Oracle and random agents through harness.run.runner.Runner (a CI slice: one episode per family)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from envs.eb_manipulation import episodes as E
 from envs.eb_manipulation.agents import OracleAgent, RandomAgent, random_action
 from envs.eb_manipulation.suite import EBManipulationSuite
-from harness.catalog import PLANNERS
+from harness.registry.catalog import PLANNERS
 from harness.interfaces import Agent, AgentRequest
-from harness.runner import Runner
+from harness.run.runner import Runner
 from harness.types import RunSpec
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import ResultStore
+from harness.store.database import ResultStore
 from tests.conftest import REPO_ROOT
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
@@ -28,7 +28,7 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(model: Path, out: Path, *extra: str) -> None:
-    cmd = [sys.executable, "-m", "harness.cli", "run", "suite=eb_manipulation", "planner=vlm", "split=base",
+    cmd = [sys.executable, "-m", "harness.cli.main", "run", "suite=eb_manipulation", "planner=vlm", "split=base",
            "limit=1", f"planner.params.model={model}", "planner.params.max_new_tokens=6",
            "planner.params.manipulation_shots=0", "planner.params.image_size=64", "suite.params.image_size=64",
            "record_prompts=true", f"out={out}", "progress=false", *extra]
@@ -68,7 +68,7 @@ def test_settings_the_suite_ignores_stay_out_of_its_run_identity(tiny_base: Path
     """``parser`` (and the other EB-ALFRED / ALFRED prompt settings) do not
     change an EB-Manipulation run's identity; what the suite uses does."""
     from envs.eb_manipulation.suite import EBManipulationSuite
-    from harness.runner import run_id_of, run_identity
+    from harness.run.runner import run_id_of, run_identity
     from harness.types import RunSpec
     from planners.vlm.planner import VLMPlanner
 

@@ -16,7 +16,7 @@ from tests.envs.libero.conftest import require_libero
 require_libero()
 
 from envs.libero.suite import LiberoSuite  # noqa: E402
-from harness.runner import Runner  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
 from harness.types import RunSpec  # noqa: E402
 
 STEPS, NAP = 12, 0.25

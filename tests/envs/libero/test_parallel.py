@@ -10,8 +10,8 @@ from tests.envs.libero.conftest import require_libero
 require_libero()
 
 from envs.libero.suite import LiberoSuite  # noqa: E402
-from harness.executors import SuiteEnvFactory  # noqa: E402
-from harness.runner import Runner  # noqa: E402
+from harness.run.executors import SuiteEnvFactory  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
 from harness.types import RunSpec  # noqa: E402
 
 pytestmark = pytest.mark.slow

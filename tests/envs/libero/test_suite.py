@@ -140,7 +140,7 @@ def _req(spec):
 
 
 def test_zero_policy(suite):
-    from harness.catalog import POLICIES
+    from harness.registry.catalog import POLICIES
 
     zero = POLICIES.build("zero", chunk=3)
     assert zero.reads_images is False
@@ -151,7 +151,7 @@ def test_zero_policy(suite):
 
 
 def test_replay_policy_npz(tmp_path, suite):
-    from harness.catalog import POLICIES
+    from harness.registry.catalog import POLICIES
 
     spec = suite.episodes("libero_goal")[3]
     task = spec.metadata["task_name"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from envs.procobject.plugin import SUITE
-from harness.metrics import records_frame
-from harness.tables import ALL, breakdown_table
+from harness.scoring.summaries import records_frame
+from harness.tables.build import ALL, breakdown_table
 from harness.types import EpisodeRecord
 
 

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.store import ResultStore
-from harness.testing import scripted_replies
+from harness.cli.main import main
+from harness.store.database import ResultStore
+from harness.check.conformance import scripted_replies
 
 GOOD = '{"answer": "boiled water", "evidence": [[0.5, 3.0]]}'
 VERDICT = ('{"contextual_integration": 4, "detail_orientation": 4, "contextual_understanding": 4, '

@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.store.database import ResultStore
 from tests.video_qa_data import RECORDS
 
 EXTRA = [
@@ -29,7 +29,7 @@ EXTRA = [
 @pytest.fixture()
 def data(tmp_path):
     pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
-    from harness.video import write_mp4
+    from harness.run.video import write_mp4
 
     root = tmp_path / "po"
     (root / "data").mkdir(parents=True)
@@ -63,7 +63,7 @@ def test_the_oracle_and_the_reference_past_the_clip_are_treated_alike(data, tmp_
 
 
 def test_a_model_giving_only_the_in_clip_span_grounds_perfectly(data, tmp_path):
-    from harness.testing import scripted_replies
+    from harness.check.conformance import scripted_replies
 
     def reply(text, schema, call):
         return '{"answer": "twice", "evidence": [[2.0, 5.0]]}'

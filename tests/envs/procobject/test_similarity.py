@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("bert_score")
 
-from harness.cli import main  # noqa: E402
-from harness.store import ResultStore  # noqa: E402
+from harness.cli.main import main  # noqa: E402
+from harness.store.database import ResultStore  # noqa: E402
 from tests.envs.procobject.conftest import RECORDS  # noqa: E402
 
 WORDS = ("the a kettle must have boiled lid was left open not yet it is still sticky dough water "
@@ -46,7 +46,7 @@ ANSWERS = {"1": "The kettle must have boiled water before pouring.", "2": "The l
 @pytest.fixture(scope="module")
 def answered(po_data, tmp_path_factory) -> Path:
     """A store of a scripted run: answers 1 and 2 readable (2 equals its reference), 3 unreadable."""
-    from harness.testing import scripted_replies
+    from harness.check.conformance import scripted_replies
 
     def reply(text, schema, call):
         for qid, rec in ((r["id"], r) for r in RECORDS):

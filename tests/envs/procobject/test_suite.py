@@ -10,9 +10,9 @@ import shutil
 import pytest
 
 from envs.procobject.grounding import ground
-from harness.cli import main
-from harness.store import ResultStore
-from harness.testing import SUITE_CHECKS, check_suite, scripted_replies
+from harness.cli.main import main
+from harness.store.database import ResultStore
+from harness.check.conformance import SUITE_CHECKS, check_suite, scripted_replies
 
 
 def test_check_suite_passes(po_data):

@@ -20,7 +20,7 @@ from envs.thor.restore import initialize_action, restore, restore_calls
 from envs.thor.session import SimulatorCrash, ThorSession
 from envs.thor.state import StateMarks, world_from_metadata
 from harness.interfaces import AgentRequest
-from harness.runner import Runner
+from harness.run.runner import Runner
 from harness.types import RunSpec
 
 KEYCHAIN = "pick_two_obj_and_place-KeyChain-None-Sofa-202/trial_T20190908_102840_789300"
@@ -136,7 +136,7 @@ def test_runner_records_a_simulator_that_keeps_crashing_as_an_env_error(data_dir
         def act(self, requests):
             return [["GotoLocation Sofa"] for _ in requests]
 
-    from harness import runner as runner_mod
+    from harness.run import runner as runner_mod
     orig = runner_mod.select_episodes
     runner_mod.select_episodes = lambda s, sp: [ep]
     try:

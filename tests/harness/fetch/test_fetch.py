@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("huggingface_hub", reason="harness fetch needs the fetch extra: pip install -e '.[fetch]'")
 
-from harness.cli import main  # noqa: E402
-from harness.fetch import DATASETS, GITHUB_RAW_ENV, LOCK_FILE, lock_files  # noqa: E402
+from harness.cli.main import main  # noqa: E402
+from harness.registry.datasets import DATASETS, GITHUB_RAW_ENV, LOCK_FILE, lock_files  # noqa: E402
 from tests.harness.fetch.git_raw_server import GitRawServer  # noqa: E402
 from tests.harness.fetch.hub_mirror import HubMirror, MirrorRepo  # noqa: E402
 from tests.harness.fetch.real_listings import build_tree, eb_alfred_listing, eb_manipulation_listing  # noqa: E402
@@ -339,7 +339,7 @@ def test_a_listing_naming_paths_outside_the_folder_is_refused_and_nothing_outsid
 
 
 def test_verify_never_touches_a_path_outside_the_folder(tmp_path):
-    from harness.fetch import FetchError, verify
+    from harness.registry.datasets import FetchError, verify
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip install -e '.[ray]'")
 
-from harness.store import ResultStore  # noqa: E402
+from harness.store.database import ResultStore  # noqa: E402
 
 # serial: Ray clusters of their own (and ports picked free, then bound by another process)
 pytestmark = pytest.mark.serial
@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 def _cli(out: Path, address: str, **env: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *ARGS, f"executor.address={address}", f"out={out}"],
+    return subprocess.run([sys.executable, "-m", "harness.cli.main", *ARGS, f"executor.address={address}", f"out={out}"],
                           cwd=REPO, env={**base, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True,
                           timeout=300)
 

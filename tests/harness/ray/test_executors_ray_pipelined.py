@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip install -e '.[ray]'")
 
-from harness.catalog import PLANNERS  # noqa: E402
-from harness.executors import SuiteEnvFactory, Transition  # noqa: E402
-from harness.executors_ray import RayExecutor  # noqa: E402
+from harness.registry.catalog import PLANNERS  # noqa: E402
+from harness.run.executors import SuiteEnvFactory, Transition  # noqa: E402
+from harness.run.executors_ray import RayExecutor  # noqa: E402
 from harness.interfaces import AgentRequest  # noqa: E402
 
 SUITE_PARAMS = {"render": False, "generated_per_split": 40}

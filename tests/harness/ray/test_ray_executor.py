@@ -18,10 +18,10 @@ from tests.helpers import committed_rows, wait_at_gate
 
 ray = pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip install -e '.[ray]'")
 
-from harness.catalog import PLANNERS  # noqa: E402
-from harness.executors import SuiteEnvFactory  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.store import ResultStore  # noqa: E402
+from harness.registry.catalog import PLANNERS  # noqa: E402
+from harness.run.executors import SuiteEnvFactory  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
+from harness.store.database import ResultStore  # noqa: E402
 from harness.types import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
@@ -154,14 +154,14 @@ def test_driver_killed_then_rerun_resumes(cluster, tmp_path):
     at_kill = committed_rows(db)
     assert k - batch + 1 <= at_kill <= k
 
-    proc = _spawn("harness.cli", "run", *args, f"out={out}", env=env)
+    proc = _spawn("harness.cli.main", "run", *args, f"out={out}", env=env)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
     assert f"{n - at_kill} episodes run, {at_kill} resumed" in err
 
     clean = tmp_path / "clean"
     local_args = [a for a in args if not a.startswith("executor")]
-    proc = _spawn("harness.cli", "run", *local_args, f"out={clean}", env=env)
+    proc = _spawn("harness.cli.main", "run", *local_args, f"out={clean}", env=env)
     assert proc.communicate(timeout=600)[0] is not None and proc.returncode == 0
     with ResultStore(out, readonly=True) as a, ResultStore(clean, readonly=True) as b:
         assert comparable(a.records()) == comparable(b.records())
@@ -203,7 +203,7 @@ def test_hung_step_past_the_deadline_kills_the_actor_and_is_a_timeout_record(clu
 def test_agent_on_a_ray_actor_gives_the_same_records(cluster, suite, agent):
     """The planner on its own actor (as a model on a GPU actor would be), envs on
     env actors: same run id and records as everything local."""
-    from harness.executors_ray import RayAgent
+    from harness.run.executors_ray import RayAgent
 
     remote = RayAgent(agent, suite="eb_alfred", num_cpus=0)  # planner=oracle: the suite's own
     try:
@@ -220,10 +220,10 @@ def test_agent_on_a_ray_actor_has_the_wrapped_agents_params(cluster, suite):
     """The run identity hashes ``agent.params``: a RayAgent carries the wrapped agent's
     parsed parameters, so its run id is the local one. Mutation guarded: a RayAgent
     without ``params`` hashes none and gets another run id."""
-    from harness.catalog import POLICIES
-    from harness.executors_ray import RayAgent
+    from harness.registry.catalog import POLICIES
+    from harness.run.executors_ray import RayAgent
     from harness.params import identity_of
-    from harness.runner import run_id_of, run_identity
+    from harness.run.runner import run_id_of, run_identity
 
     values = {"action": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], "chunk": 3}
     remote = RayAgent("zero", values, kind="policy", num_cpus=0)
@@ -247,7 +247,7 @@ def test_agent_on_a_ray_actor_takes_its_declared_concurrent_calls(cluster, suite
     from concurrent.futures import ThreadPoolExecutor
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from harness.executors_ray import RayAgent
+    from harness.run.executors_ray import RayAgent
     from tests.helpers import chat_completion, eb_alfred_requests, send_json
 
     lock, inflight = threading.Lock(), [0, 0]  # now, most

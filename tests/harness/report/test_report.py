@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.report import episodes_for_power
 from tests.harness.report.cdp import Browser, find_chromium
 
@@ -312,7 +312,7 @@ class TalkingOracle:
     reads_images = True
 
     def __init__(self, piece: int | None = None):
-        from harness.catalog import PLANNERS
+        from harness.registry.catalog import PLANNERS
 
         self.inner = PLANNERS.build("oracle", suite="eb_alfred")
         self.name, self.privileged = "talking_oracle", True
@@ -361,8 +361,8 @@ class TalkingOracle:
 @pytest.fixture(scope="module")
 def talker_dir(tmp_path_factory) -> Path:
     from envs.eb_alfred.suite import EBAlfredSuite
-    from harness.runner import Runner
-    from harness.store import ResultStore
+    from harness.run.runner import Runner
+    from harness.store.database import ResultStore
     from harness.types import RunSpec
 
     out = tmp_path_factory.mktemp("talk") / "t"
@@ -431,12 +431,12 @@ EB_ALFRED_SUBSETS = ("base", "common_sense", "complex_instruction", "spatial", "
 
 
 def _write_videos(store: Path) -> dict[str, str]:
-    """An H.264 video through harness.video and, for contrast, OpenCV's mp4v (MPEG-4 Part 2)."""
+    """An H.264 video through harness.run.video and, for contrast, OpenCV's mp4v (MPEG-4 Part 2)."""
     try:
         import av  # noqa: F401 - the libero extra's encoder
     except ImportError:
         return {}
-    from harness.video import write_mp4
+    from harness.run.video import write_mp4
 
     frames = []
     for i in range(40):
@@ -474,7 +474,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir, branc
     """The SR chart's x labels do not overlap with EB-ALFRED's six
     subsets (bounding boxes measured in Chromium). The report's
     <video> of an H.264 file plays (readyState, duration); an mp4v file does not."""
-    from harness.store import ResultStore
+    from harness.store.database import ResultStore
     from harness.types import EpisodeRecord, RunSpec
 
     _browser_or_skip()  # before the work, not after it
@@ -561,7 +561,7 @@ def test_libero_video_plays_from_a_store_made_with_a_relative_out(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial",
+    run = subprocess.run([sys.executable, "-m", "harness.cli.main", "run", "suite=libero", "split=libero_spatial",
                           "policy=zero", "limit=1", "suite.params.max_steps=5", "suite.params.video=all",
                           "out=vid", "progress=false"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -572,7 +572,7 @@ def test_libero_video_plays_from_a_store_made_with_a_relative_out(tmp_path):
     # The executed actions, per step (LIBERO's 7-D end-effector delta and gripper), rounded.
     assert len(extra["actions"]) == 5 and all(len(a) == 7 for a in extra["actions"]), extra.get("actions")
     assert (work / "vid" / video).is_file()
-    report = subprocess.run([sys.executable, "-m", "harness.cli", "report", "vid"], cwd=work, env=env,
+    report = subprocess.run([sys.executable, "-m", "harness.cli.main", "report", "vid"], cwd=work, env=env,
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     with _chromium(tmp_path) as browser:
@@ -609,7 +609,7 @@ def _big_store(out: Path, n: int) -> None:
     """n episodes of eb_alfred-shaped records (two variants, real instructions and
     action strings), each with a 10-step history and two agent calls whose chat
     prompts are ~2 KB: the size of page first measured, scaled to n."""
-    from harness.store import ResultStore
+    from harness.store.database import ResultStore
     from harness.types import EpisodeRecord, RunSpec
 
     rng = np.random.default_rng(0)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.store import ResultStore
+from harness.cli.main import main
+from harness.store.database import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 from tests.harness.report.test_report import opened_report
 
