@@ -178,7 +178,7 @@ def package_version() -> str:
         import tomllib
         from pathlib import Path
 
-        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
         return tomllib.loads(pyproject.read_text())["project"]["version"]
 
 

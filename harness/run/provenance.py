@@ -27,7 +27,7 @@ def tracked_packages() -> tuple[str, ...]:
     return tuple(names)
 
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def package_versions(names: tuple[str, ...] | None = None) -> dict[str, str]:

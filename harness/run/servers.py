@@ -332,7 +332,7 @@ class Lifecycle:
 
 def _harness_path() -> str:
     """``PYTHONPATH`` for the watchdog: where this ``harness`` package is imported from, first."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     rest = os.environ.get("PYTHONPATH")
     return root + (os.pathsep + rest if rest else "")
 

@@ -42,7 +42,7 @@ SHOW_ENV = "HARNESS_THIRD_PARTY_WARNINGS"
 #: Lines kept in memory before a log path is known (the oldest are dropped past this).
 BUFFER_LINES = 10_000
 
-_ROOTS = tuple(str(Path(__file__).resolve().parent.parent / p) + os.sep for p in OURS[:-1])
+_ROOTS = tuple(str(Path(__file__).resolve().parents[2] / p) + os.sep for p in OURS[:-1])
 
 
 class _Sink:
