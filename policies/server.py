@@ -444,7 +444,7 @@ class UsageError(Exception):
 
 
 def main(overrides: Sequence[str]) -> int:
-    """``harness serve-policy`` (called by :mod:`harness.cli.main`). Overrides:
+    """``harness serve-policy`` (called by :mod:`harness.cli.entry`). Overrides:
     ``policy=NAME``, ``policy.params.KEY=VALUE`` (checked against the policy's
     declaration before it is built) and the server's own settings
     (:class:`policies.plugin.ServeParams`: ``host=``, ``port=`` (0: any free port, printed),

@@ -63,7 +63,7 @@ def test_readme_figures_are_backed_by_benchmarks():
 
 
 def test_harness_list_describes_envs_per_worker(capsys):
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     assert main(["list"]) == 0
     out = capsys.readouterr().out

@@ -1,5 +1,5 @@
-"""The ``harness`` command: the entry point (:mod:`.main`) and one module per command."""
+"""The ``harness`` command: the entry point (:mod:`.entry`) and one module per command."""
 
-from harness.cli.main import main
+from harness.cli.entry import main
 
 __all__ = ["main"]

@@ -446,7 +446,7 @@ def _log_outputs(prepared: list[_Job], trackers: dict[Any, Any], experiment: str
     import io
     from pathlib import Path
 
-    from harness.cli.main import main as cli
+    from harness.cli.entry import main as cli
     from harness.run.trackers import call, channel
 
     done: set[tuple[Any, str]] = set()

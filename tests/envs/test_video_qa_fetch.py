@@ -17,7 +17,7 @@ from envs.cfg_bench.data import load_captions, load_questions  # noqa: E402
 from envs.cfg_bench.datasets import CFG_BENCH_DATASET  # noqa: E402
 from envs.procobject.data import load_items  # noqa: E402
 from envs.procobject.datasets import PROCOBJECT_DATASET  # noqa: E402
-from harness.cli.main import main  # noqa: E402
+from harness.cli.entry import main  # noqa: E402
 from tests.harness.fetch.hub_mirror import HubMirror, MirrorRepo  # noqa: E402
 
 

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
 
-from harness.cli.main import main  # noqa: E402
+from harness.cli.entry import main  # noqa: E402
 from harness.store.database import ResultStore  # noqa: E402
 
 

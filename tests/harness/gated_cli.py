@@ -2,7 +2,7 @@
 
 Usage: ``python -m tests.harness.gated_cli GATE_DIR K harness-args...``
 
-Runs the real :func:`harness.cli.main.main` with the real random planner, except
+Runs the real :func:`harness.cli.entry.main` with the real random planner, except
 that ``RandomPlanner.act``, asked for any batch that contains an episode whose
 index in the split is ``K`` or more, touches ``GATE_DIR/blocked`` and then
 waits until the process is killed. So episodes ``K, K+1, ...`` can never
@@ -46,7 +46,7 @@ def install_gate(gate_dir: Path, k: int) -> None:
 def main(argv: list[str]) -> int:
     gate_dir, k, *args = argv
     install_gate(Path(gate_dir), int(k))
-    from harness.cli.main import main as harness_main
+    from harness.cli.entry import main as harness_main
 
     return harness_main(args)  # never returns once the gate is reached
 

@@ -272,7 +272,7 @@ def register() -> None:
 def cli(*args: str) -> int:
     """The real ``harness`` CLI in this process, with the test suites and agents registered."""
     register()
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     return main(list(args))
 
@@ -341,7 +341,7 @@ def main(argv: list[str]) -> int:
         while True:
             time.sleep(3600)
     register()
-    from harness.cli.main import main as harness_main
+    from harness.cli.entry import main as harness_main
 
     return harness_main(argv[1:], process=True)  # the whole process, as the `harness` script
 

@@ -6,7 +6,7 @@ Stands in for the in-process model (the hf backend's ``generate``) that an
 ``agent_timeout_s`` abandons: its thread is still inside torch when the run
 ends. With ``cancellable`` the loop checks ``harness.run.runner.call_cancelled()``
 as the hf backend's stopping criterion does; without it, it never stops. Runs
-the real :func:`harness.cli.main.main` as the ``harness`` process does (``argv=None``).
+the real :func:`harness.cli.entry.main` as the ``harness`` process does (``argv=None``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ if __name__ == "__main__":
     cancellable = bool(rest) and rest[0] == "cancellable"
     args = rest[1:] if cancellable else rest
     install(int(k), cancellable)
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     sys.argv = ["harness", *args]
     sys.exit(main())

@@ -12,7 +12,7 @@ import importlib.util
 import pytest
 
 from harness.registry.catalog import PLANNERS, POLICIES, SUITES
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.interfaces import ACTION_KINDS, action_mismatch
 from tests.harness.test_bad_input import _cli
 

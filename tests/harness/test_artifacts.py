@@ -129,7 +129,7 @@ def test_a_store_without_the_meta_column_reads_and_migrates(tmp_path):
 def test_record_images_reaches_the_run_spec_from_the_command_line(tmp_path, value, expected):
     import json
 
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     out = tmp_path / "o"
     args = ["run", "planner=oracle", "split=seen", "limit=1", f"out={out}", "progress=false"]

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from harness.tables import caveats
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import ResultStore
 from tests.helpers import serve_chat_reply
 

@@ -20,7 +20,7 @@ import pytest
 
 from envs.eb_alfred.agents import OraclePlanner
 from harness.stats import sequential as sq
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.params import param
 from harness.plugins import AgentPlugin
 from harness.run import sweep as sw

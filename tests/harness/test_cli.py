@@ -1,7 +1,7 @@
 """CLI behaviour: bad input exits 2 with one line and no traceback."""
 
 
-from harness.cli.main import main
+from harness.cli.entry import main
 
 
 def run_cli(capsys, *argv):

@@ -33,7 +33,7 @@ def harness(tmp_path: Path, *args: str, block: bool | tuple[str, ...] = False, *
     extras = ("eb_manipulation",) if block is True else block or ()
     modules = sorted({m for extra in extras for m in EXTRA_MODULES[extra]})
     code = (f"import sys; sys.modules.update(dict.fromkeys({modules!r})); "
-            "from harness.cli.main import main; sys.exit(main(sys.argv[1:]))")
+            "from harness.cli.entry import main; sys.exit(main(sys.argv[1:]))")
     return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=base,
                           capture_output=True, text=True, timeout=300)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.tables import experiments
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import ResultStore
 from tests.helpers import require_extras
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from harness.scoring import failures
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.interfaces import FailureClass
 from harness.run.runner import Runner
 from harness.store.database import ResultStore

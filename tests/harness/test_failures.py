@@ -120,7 +120,7 @@ def test_obj_type():
 
 
 def test_table_by_failure_oracle_and_random(tmp_path, capsys):
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     out = str(tmp_path / "o")
     assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=12", f"out={out}", "progress=false"]) == 0
@@ -163,7 +163,7 @@ def test_table_by_failure_on_the_alfred_suite(tmp_path, capsys):
 
     import pandas as pd
 
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     out = str(tmp_path / "a")
     assert main(["run", "-m", "suite=alfred", "planner=oracle,random", "split=seen", "limit=12", f"out={out}",
@@ -184,7 +184,7 @@ def test_taxonomy_on_a_store_mixing_errors_and_failures(tmp_path, capsys):
 
     import pandas as pd
 
-    from harness.cli.main import main
+    from harness.cli.entry import main
     from harness.store.database import ResultStore
 
     out = str(tmp_path / "mix")

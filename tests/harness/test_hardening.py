@@ -30,7 +30,7 @@ FAST = ["suite.params.render=false", "suite.params.generated_per_split=40", "pro
 def harness(*args: str, cwd: Path, timeout: float = 120, shell_prefix: str | None = None,
             env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
-    cmd = [sys.executable, "-m", "harness.cli.main", *args]
+    cmd = [sys.executable, "-m", "harness.cli.entry", *args]
     if shell_prefix:
         quoted = " ".join(f"'{a}'" for a in cmd)
         return subprocess.run(["bash", "-c", f"{shell_prefix}; exec {quoted}"], cwd=cwd, env=env,
@@ -226,14 +226,14 @@ def test_schema_1_store_is_migrated_and_readable(tmp_path):
     ("+suite.params.rendr=false", "did you mean 'render'"),
 ])
 def test_bad_values_are_refused(tmp_path, override, needle):
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     assert main(["run", "split=seen", "limit=1", *FAST, f"out={tmp_path}/o", override]) == 2
     assert not (tmp_path / "o").exists()
 
 
 def test_bad_values_messages(capsys, tmp_path):
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     main(["run", "split=seen", "limit=1", *FAST, f"out={tmp_path}/o", "+planner.params.max_plan_lenght=3"])
     err = capsys.readouterr().err

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.check.conformance import scripted_replies
 
 av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")

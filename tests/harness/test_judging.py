@@ -49,7 +49,7 @@ def server(tmp_path):
 
 def harness(*args: str) -> int:
     fx.register()
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     return main(list(args))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.judging.stage import Verdict
 from harness.store.database import ResultStore
 from tests.harness import judge_fixtures as fx

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.registry.extras import MODULE_EXTRAS, missing_extra_message
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import STORE_FILENAME
 from tests.harness.test_table_selection import two_suites, write_store
 
@@ -92,7 +92,7 @@ def test_a_full_disk_leaves_nothing_partial(store, tmp_path):
     out = tmp_path / "e.jsonl"
     out.write_text("old\n")
     code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000)); "
-            "from harness.cli.main import main; sys.exit(main(sys.argv[1:]))")
+            "from harness.cli.entry import main; sys.exit(main(sys.argv[1:]))")
     proc = subprocess.run([sys.executable, "-c", code, "export", str(store), "-o", str(out), "--force"],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2, proc.stderr

@@ -34,7 +34,7 @@ def spawn(*cmd: str) -> subprocess.Popen:
 
 
 def harness(*args: str) -> subprocess.Popen:
-    return spawn("harness.cli.main", *args)
+    return spawn("harness.cli.entry", *args)
 
 
 def table(outdir: Path) -> str:

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from harness.registry.catalog import SUITES
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import ResultStore
 from harness.check.conformance import ScriptedBackend, conversation_text, scripted_replies
 

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from harness.stats import sequential as sq
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.scoring.policy import suite_scoring
 
 SWEEP = ["run", "-m", "planner=oracle,random", "split=seen", "stopping=sequential", "stopping.baseline=random",

@@ -1,6 +1,6 @@
 """Stop signals repeated or mixed (a second Ctrl-C while a call hangs, SIGINT then SIGTERM, SIGHUP
 then SIGINT) end ``harness run`` within the documented bound -- 2 s after the stop line
-(``harness.cli.main.STOPPED_CALL_GRACE_S``) -- with one line, status 128 + the first signal's number,
+(``harness.cli.entry.STOPPED_CALL_GRACE_S``) -- with one line, status 128 + the first signal's number,
 and no traceback (docs/reliability.md). The model server is a loopback socket that holds every
 chat request without answering, so the run's call hangs for its whole ``request_timeout_s``
 (300 s) unless the stop ends it."""
@@ -26,7 +26,7 @@ from tests.harness.test_reliability import FAST
 pytest.importorskip("openai", reason="the openai backend needs the `models` extra")
 
 REPO = Path(__file__).resolve().parents[2]
-#: The documented bound past the stop line (harness.cli.main.STOPPED_CALL_GRACE_S), plus room for a
+#: The documented bound past the stop line (harness.cli.entry.STOPPED_CALL_GRACE_S), plus room for a
 #: loaded machine to deliver the signal and reap the process.
 BOUND_S = 2.0 + 3.0
 
@@ -59,7 +59,7 @@ def holding_server() -> Iterator[tuple[str, list]]:
 
 
 def _hung_run(tmp_path: Path, url: str) -> subprocess.Popen:
-    args = [sys.executable, "-m", "harness.cli.main", "run", "planner=vlm", "planner.params.backend=openai",
+    args = [sys.executable, "-m", "harness.cli.entry", "run", "planner=vlm", "planner.params.backend=openai",
             "planner.params.model=m", f"planner.params.base_url={url}", "planner.params.max_retries=0",
             "planner.params.request_timeout_s=300", "split=seen", "limit=1", *FAST, "out=o"]
     return subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, text=True,

@@ -8,7 +8,7 @@ import gc
 import json
 import os
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.util.spool import SPOOL_CHARS, Spooled, spool, unspool
 from harness.store.database import ResultStore
 from harness.check.conformance import scripted_replies

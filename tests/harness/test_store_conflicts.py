@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.types import EpisodeRecord
 from tests.harness.test_table_selection import write_store
 

@@ -8,7 +8,7 @@ the original's data (the same table; a rerun resumes all 40 episodes and writes 
 row), on any other copy they refuse in one line (exit 2) and write nothing. ``repair`` of a
 damaged copy gives a store that checks sound and holds no key twice; it refuses a file that
 is not a harness store. Real SQLite files, the real EB-ALFRED suite and the real CLI
-(in-process: ``harness.cli.main.main``; a few cases also as real processes, for the traceback).
+(in-process: ``harness.cli.entry.main``; a few cases also as real processes, for the traceback).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli
+from harness.cli import entry as cli
 from harness.store.database import ResultStore, inspect_store
 from harness.types import RunSpec
 
@@ -36,7 +36,7 @@ N = 40
 
 def harness(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "harness.cli.entry", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -83,7 +83,7 @@ def source(tmp_path_factory) -> tuple[Path, str]:
     assert cli.main([*RUN, f"out={root / 'o'}"]) == 0
     with ResultStore(root / "o", readonly=True):
         pass
-    status = subprocess.run([sys.executable, "-m", "harness.cli.main", "table", str(root / "o")], capture_output=True,
+    status = subprocess.run([sys.executable, "-m", "harness.cli.entry", "table", str(root / "o")], capture_output=True,
                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
     assert status.returncode == 0, status.stderr
     return root / "o", status.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import STORE_FILENAME, ResultStore, StoreError, _db_error, _holder
 
 FAST = ["suite.params.render=false", "suite.params.generated_per_split=4", "progress=false"]

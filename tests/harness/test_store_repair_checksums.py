@@ -32,7 +32,7 @@ def _registered_only_here():
 
 @pytest.fixture
 def store(tmp_path) -> Path:
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     fx.register()
     out = tmp_path / "out"

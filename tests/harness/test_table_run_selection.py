@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.tables import selection as results
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 

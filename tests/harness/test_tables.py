@@ -221,7 +221,7 @@ def test_breakdown_golden(df: pd.DataFrame, name: str, render) -> None:
 def test_table_by_refuses_flags_it_cannot_honour(tmp_path, capsys):
     """--by task_type honours --metrics and refuses --stats/--columns;
     --by failure refuses all three (exit 2, one line), rather than ignoring them."""
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     out = str(tmp_path / "o")
     assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=4", f"out={out}", "progress=false"]) == 0
@@ -260,7 +260,7 @@ def test_cost_metrics_from_the_transcripts(tmp_path):
 
 
 def test_table_metrics_seconds_and_tokens_on_the_command_line(tmp_path, capsys):
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     out = str(tmp_path / "o")
     assert main(["run", "-m", "planner=oracle,random", "split=seen", "limit=3", f"out={out}", "progress=false"]) == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 
 
 @pytest.fixture(autouse=True)
@@ -268,7 +268,7 @@ def test_an_unreachable_tracker_is_known_before_mlflow_loads(tmp_path):
 
     _need("mlflow")
     out = tmp_path / "o"
-    code = ("import sys; from harness.cli.main import main; "
+    code = ("import sys; from harness.cli.entry import main; "
             f"rc = main(['run', *{RUN!r}, 'planner=oracle', 'tracker=mlflow', "
             f"'tracker.tracking_uri=http://127.0.0.1:9', 'out={out}']); "
             "print('RC', rc, 'MLFLOW', 'mlflow.tracking' in sys.modules)")

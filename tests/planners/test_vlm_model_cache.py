@@ -80,7 +80,7 @@ def test_keep_zero_is_the_loading_of_before(tiny_ckpts: dict[str, Path], monkeyp
 def test_an_experiment_of_many_runs_loads_each_checkpoint_once(tiny_ckpts: dict[str, Path], tmp_path: Path,
                                                                data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``harness run -m`` over 2 variants x 3 splits in one process: 6 runs, 2 loads (one per checkpoint)."""
-    from harness.cli.main import main
+    from harness.cli.entry import main
     from harness.store.database import ResultStore
 
     monkeypatch.setattr(backends, "LOADED", LoadedModels(keep=1))

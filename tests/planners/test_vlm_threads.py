@@ -65,7 +65,7 @@ def test_hf_backend_sets_threads_and_the_cli_records_them(
     provenance. Mutations guarded: the count not applied, the workers not passed by the CLI, the
     override ignored, provenance not recording it."""
     torch = restore_torch_threads
-    from harness.cli.main import main
+    from harness.cli.entry import main
     from planners.vlm.planner import VLMPlanner
 
     monkeypatch.setattr(threads, "available_cores", lambda: 3)

@@ -116,7 +116,7 @@ def test_normalized_output_unnormalises_like_a_starvla_client(policy, ckpt):
 
 
 def test_an_untrained_head_is_refused_unless_allowed(ckpt, tmp_path, capsys):
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     with pytest.raises(ValueError, match="never trained.*marks it untrained") as info:
         VLAPolicy(checkpoint=str(ckpt))

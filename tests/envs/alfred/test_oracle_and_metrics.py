@@ -141,7 +141,7 @@ def test_cli_planner_oracle_runs_the_alfred_oracle(tmp_path: Path) -> None:
     """`harness run suite=alfred split=unseen planner=oracle` (the suite's own oracle)."""
     import sqlite3
 
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     out = tmp_path / "out"
     rc = main(["run", "suite=alfred", "split=unseen", "planner=oracle", "limit=6",

@@ -117,7 +117,7 @@ def test_the_transfer_tables_headline_cell_is_the_papers_mean_over_tasks_and_poo
 def test_the_plain_table_of_a_store_prints_the_mean_over_tasks_as_its_headline(tmp_path, capsys):
     """``harness table`` on a store: the headline cell is the mean over task types, labelled, and
     the pooled figure is beside it in the footnotes (and under --pooled)."""
-    from harness.cli.main import main
+    from harness.cli.entry import main
 
     with ResultStore(tmp_path / "out") as store:
         for variant in PAPER_ROWS:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from envs.cfg_bench.export import main as export_main
-from harness.cli.main import main
+from harness.cli.entry import main
 from tests.envs.loopback_judge import serve
 
 

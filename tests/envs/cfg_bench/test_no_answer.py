@@ -9,7 +9,7 @@ import json
 import pytest
 
 from envs.cfg_bench.prompt import open_answer
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import ResultStore
 from harness.check.conformance import scripted_replies
 

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.store.database import ResultStore
 from tests.video_qa_data import RECORDS
 

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("bert_score")
 
-from harness.cli.main import main  # noqa: E402
+from harness.cli.entry import main  # noqa: E402
 from harness.store.database import ResultStore  # noqa: E402
 from tests.envs.procobject.conftest import RECORDS  # noqa: E402
 

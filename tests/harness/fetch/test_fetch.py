@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("huggingface_hub", reason="harness fetch needs the fetch extra: pip install -e '.[fetch]'")
 
-from harness.cli.main import main  # noqa: E402
+from harness.cli.entry import main  # noqa: E402
 from harness.registry.datasets import DATASETS, GITHUB_RAW_ENV, LOCK_FILE, lock_files  # noqa: E402
 from tests.harness.fetch.git_raw_server import GitRawServer  # noqa: E402
 from tests.harness.fetch.hub_mirror import HubMirror, MirrorRepo  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from harness.cli.entry import main
 from harness.report.joint import _box, _overlaps, place_labels
 from tests.harness.report.test_report import _browser_or_skip, _chromium, _open
 from tests.harness.test_joint import EXPERIMENT, _judge_reply, data, store  # noqa: F401 - the store's fixtures
