@@ -108,7 +108,7 @@ def runner(trials: int, steps: int, batch_size: int = 1) -> float:
     from envs.libero.suite import LiberoSuite
     from harness.registry.catalog import POLICIES
     from harness.run.runner import Runner
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import RunSpec
 
     env_module._RNG_TABLES.clear()  # no head start from an earlier repeat

@@ -43,7 +43,7 @@ def main() -> int:
     from envs.eb_alfred.suite import EBAlfredSuite
     from harness.registry.catalog import PLANNERS
     from harness.run.runner import Runner
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import RunSpec
 
     suite = EBAlfredSuite(render=False, generated_per_split=args.episodes)

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.run.allocator import keep_freed_heap  # noqa: E402
 from harness.interfaces import AgentRequest  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
-from harness.store.database import ResultStore  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
 from harness.types import INFO_ACTION_OK, INFO_SUCCESS, EpisodeRecord, RunSpec  # noqa: E402
 
 FLOOR_RUN = "bare-loop-floor"

@@ -1,10 +1,10 @@
-"""Cost of the open-time check of the result store (``harness.store.database.inspect_db``).
+"""Cost of the open-time check of the result store (``harness.store.integrity.inspect_db``).
 
 Every open by ``harness run`` / ``table`` / ``report`` runs the same check as ``harness
 store check``: SQLite's full ``integrity_check``, then every row of every table read by a
 table scan, decoded, and its CRC-32 recomputed. This builds a store of ``--episodes``
 episodes (each with ``--calls`` transcript rows of ~300 characters, as a VLM planner's
-run keeps) through :class:`harness.store.database.ResultStore` and times each part of the check
+run keeps) through :class:`harness.store.ResultStore` and times each part of the check
 and a whole read-only open.
 
     python benchmarks/store_check.py --episodes 100000 --calls 3
@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.store.database import ResultStore, Verdict, _check_rows, inspect_db
+from harness.store import ResultStore, Verdict, inspect_db
+from harness.store.integrity import _check_rows
 from harness.types import EpisodeRecord, RunSpec
 
 

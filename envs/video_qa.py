@@ -189,7 +189,7 @@ def one_run(out: str | Path, suite: str, run_id: str | None, error: type[Excepti
             split: str | None = None) -> tuple[Any, Any]:
     """``(records, runs)`` of the store at ``out``: the records of ``suite`` (and ``split``), of
     run ``run_id`` when given; ``error`` when they span several runs."""
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     with ResultStore(out, readonly=True) as store:
         df = store.frame()
@@ -209,7 +209,7 @@ def export_main(argv: list[str] | None, prog: str, doc: str, target: str,
                 options: Sequence[str] = ()) -> int:
     """``prog OUT TARGET [--data-dir FOLDER] [--run RUN_ID] [OPTIONS]``: print what ``write``
     wrote; bad input (``errors``) is one line and exit 2."""
-    from harness.store.database import StoreError
+    from harness.store import StoreError
 
     ap = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     ap.add_argument("out")

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.conftest import REPO_ROOT
 from tests.helpers import require_example_plugin
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

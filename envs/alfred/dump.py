@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     store = ResultStore(Path(argv[0]), readonly=True)
     print(json.dumps(action_sequences(store.records(), argv[1:] or TEST_SPLITS), indent=1))

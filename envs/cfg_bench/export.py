@@ -6,7 +6,7 @@ summarises them instead of judging again.
 ``python -m envs.cfg_bench.export OUT RESULTS.json [--data-dir FOLDER] [--run RUN_ID] [--model NAME]
 [--judge NAME]``
 
-Verdicts (the store's judgements, read through :class:`harness.store.database.ResultStore`): those of the
+Verdicts (the store's judgements, read through :class:`harness.store.ResultStore`): those of the
 one judge that judged the run's answers, or of ``--judge NAME`` (a judge's name or id) where
 several did. A readable verdict becomes ``{"correctness", "detailedness", "gate", "premise"}``:
 C and D as integers, so their ``is_judged`` holds (judge_deepseek_r1.py:195-201), and the gate
@@ -35,7 +35,7 @@ _KEY = ("run_id", "suite", "split", "episode_id", "seed")
 def stored_verdicts(out: str | Path, df: Any, judge: str | None = None) -> dict[str, JudgeVerdict]:
     """Episode id -> the verdict of the run's judge (module doc); :class:`DataError` when several
     judges judged the run and none is named, or the named one judged none of its answers."""
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     with ResultStore(out, readonly=True) as store:
         rows = store.judgements()
@@ -76,7 +76,7 @@ def _premise(raw: Any) -> str:
 
 
 def _names(out: str | Path, judge_ids: list[str]) -> list[str]:
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     with ResultStore(out, readonly=True) as store:
         rows = store.judgements()

@@ -364,7 +364,7 @@ class _Checker:
         """One run into a fresh store: (records by key without timing, transcripts, summary)."""
         from harness.run.executors import SuiteEnvFactory
         from harness.run.runner import Runner
-        from harness.store.database import ResultStore
+        from harness.store import ResultStore
 
         suite = suite if suite is not None else self.suite.obj
         values = dict(suite_values if suite_values is not None else self.suite.values)

@@ -27,7 +27,7 @@ def first_lines(exc: BaseException, limit: int = 40) -> str:
 
 def _store_files(inputs: Sequence[str]) -> list[Path]:
     """The files of the stores a command reads (the SQLite file, its journal, lock and WAL files)."""
-    from harness.store.database import STORE_FILENAME
+    from harness.store import STORE_FILENAME
 
     out = []
     for given in inputs:

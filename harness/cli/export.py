@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     from harness.tables import selection as results
     from harness.tables import build as tables
     from harness.cli.table import _patterns
-    from harness.store.database import StoreError
+    from harness.store import StoreError
 
     if args.format == "parquet" and args.output == "-":
         raise UsageError("--format parquet writes a file: give -o FILE.parquet")

@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from harness.report import build_report
-    from harness.store.database import StoreError
+    from harness.store import StoreError
 
     if args.dest is not None:
         from pathlib import Path

@@ -663,7 +663,7 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     from harness.registry.catalog import EXECUTORS, PLANNERS, POLICIES
     from harness.run.executors import SuiteEnvFactory
     from harness.run.runner import Runner
-    from harness.store.database import ResultStore, StoreError
+    from harness.store import ResultStore, StoreError
 
     cfg, spec, suite = job.cfg, job.spec, job.suite
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
@@ -765,7 +765,7 @@ def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
 
 
 def _record_failures(record: Any) -> dict[str, int]:
-    """One record's contribution to :meth:`harness.store.database.ResultStore.run_failures`."""
+    """One record's contribution to :meth:`harness.store.ResultStore.run_failures`."""
     extra = record.extra if isinstance(getattr(record, "extra", None), dict) else {}
     kind = getattr(record, "error_kind", None)
     output_errors = int(getattr(record, "planner_output_errors", 0) or 0)

@@ -152,7 +152,7 @@ def _run_id(job: Any) -> str:
 def _stored(out: Any, jobs: list[Any]) -> dict[str, list[dict]]:
     """The stored records of the jobs' runs (jobs, or their run ids), by run id (read-only: the
     runs are closed)."""
-    from harness.store.database import ResultStore, StoreError
+    from harness.store import ResultStore, StoreError
 
     ids = [job if isinstance(job, str) else _run_id(job) for job in jobs]
     try:

@@ -18,12 +18,12 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """``check``: one line and the verdict's exit status (0 sound, 1 damaged, 3 unknown schema
-    version, 4 not a harness store; harness.store.database.EXIT_STATUS). ``repair``: every sound row
+    version, 4 not a harness store; harness.store.EXIT_STATUS). ``repair``: every sound row
     into a new store (the damaged one is left as it is); a file that is not a harness store or
     of an unknown schema is refused with that verdict's status."""
     from pathlib import Path
 
-    from harness.store.database import RepairRefused, StoreError, inspect_store, repair_store
+    from harness.store import RepairRefused, StoreError, inspect_store, repair_store
 
     try:
         if args.action == "check":

@@ -68,7 +68,7 @@ def _metric_names(text: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     from harness.tables import selection as results
-    from harness.store.database import ResultStore, StoreError
+    from harness.store import ResultStore, StoreError
 
     outdirs = list(dict.fromkeys(args.outdir))
     try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)

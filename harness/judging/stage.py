@@ -425,7 +425,7 @@ def judge_store(out: str | Path, name: str, overrides: Sequence[str] = (), *,
     """``harness judge OUT judge=NAME judge.K=V ...``: judge every unjudged answer in ``out``.
     ``counts``: filled as verdicts are committed (what a stop signal leaves saved); ``writer``:
     the command judging (``harness run`` with ``judge=``), named to another writer of ``out``."""
-    from harness.store.database import STORE_FILENAME, ResultStore, StoreError
+    from harness.store import STORE_FILENAME, ResultStore, StoreError
 
     cfg = load_config(name, overrides)
     path = Path(out)

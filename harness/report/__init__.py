@@ -455,7 +455,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     as ``harness table --experiment`` prints it; ``paper``: with the paper's rows) opens the
     report; for an experiment with diagnostic and transfer columns, also the charts of their Δ
     and the questions where the variants differ most (:mod:`harness.report.joint`). Raises
-    :class:`harness.store.database.StoreError` / ``ValueError`` with one-line messages.
+    :class:`harness.store.StoreError` / ``ValueError`` with one-line messages.
     """
     import pandas as pd
 
@@ -464,7 +464,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     from harness.tables import selection as results
     from harness.tables import build as tables
     from harness.scoring.summaries import summarize
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     paths = [str(outdir)] if isinstance(outdir, (str, Path)) else [str(p) for p in dict.fromkeys(outdir)]
     selection = results.load(paths, picks, prefer, judge=judge)  # SelectionError is a ValueError: one line

@@ -33,7 +33,7 @@ from harness.util.redact import redact
 from harness.stats.sequential import identity_entry as sequential_identity
 from harness.stats.sequential import ORDER_KEY as SEQUENTIAL_ORDER_KEY
 from harness.util.spool import spool
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import (
     INFO_ARTIFACTS,
     INFO_EXPERT_LENGTH,

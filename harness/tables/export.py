@@ -18,7 +18,7 @@ def all_runs(paths: Sequence[str], prefer: Sequence[str] = ()) -> pd.DataFrame:
     """Every stored run's records (superseded runs too), each episode once; stores that
     disagree on an episode are refused unless ``prefer`` chooses (harness.tables.selection.merge_stores)."""
     from harness.tables.selection import EPISODE_KEY, SelectionError, merge_stores, with_families
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     frames = []
     for path in dict.fromkeys(paths):

@@ -34,7 +34,7 @@ from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
 _CELL = ["variant", "suite", "split"]
 
@@ -277,7 +277,7 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     applied before the judges are read, so their counts and agreement are of those records only."""
     import pandas as pd
 
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     opened = []
     try:

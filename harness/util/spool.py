@@ -6,7 +6,7 @@ when the episode ends; until then the runner holds it. A model that answers up t
 much per call (4 bytes a character for text outside the Basic Multilingual Plane): 8 episodes of
 10 such calls, 320 MB. So a text longer than :data:`SPOOL_CHARS` characters is written to a
 temporary file as it arrives (:class:`Spooled`) and read back one at a time by the store when
-the record is committed (harness/store.py): what a live episode holds per call is at most
+the record is committed (harness/store/database.py): what a live episode holds per call is at most
 :data:`SPOOL_CHARS` characters, whatever the model answers. The file goes when the text is
 stored or dropped (its object is collected), and the folder at exit.
 

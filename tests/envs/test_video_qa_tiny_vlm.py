@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")
 
 from harness.cli.entry import main  # noqa: E402
-from harness.store.database import ResultStore  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from harness.registry.catalog import PLANNERS
 from harness.interfaces import AgentContractError, AgentReply, InvalidOutput
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import INFO_ARTIFACTS, RunSpec
 
 

@@ -12,7 +12,7 @@ from PIL import Image
 
 from harness.run.artifacts import FrameStore, observation_images
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 
 

@@ -15,7 +15,7 @@ from tests.planners.conftest import tiny_ckpts  # noqa: E402,F401 - the session 
 def test_hf_backend_counts_prompt_and_output_tokens(tiny_ckpts: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
     from envs.eb_alfred.suite import EBAlfredSuite
     from harness.run.runner import Runner
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import RunSpec
     from planners.vlm.backends import Generation
     from planners.vlm.planner import VLMPlanner

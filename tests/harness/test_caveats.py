@@ -24,7 +24,7 @@ import pytest
 
 from harness.tables import caveats
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.helpers import serve_chat_reply
 
 PROSE = "I would look around the kitchen first, then think about where the apple might be."

@@ -15,7 +15,7 @@ import pytest
 
 from harness.params import param, parse
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.check.conformance import AGENT_CHECKS, SUITE_CHECKS, ConformanceError, check_agent, check_suite
 from harness.types import RunSpec
 from tests.conftest import REPO_ROOT

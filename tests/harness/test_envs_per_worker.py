@@ -11,7 +11,7 @@ import pytest
 from harness.registry.catalog import PLANNERS
 from harness.run.executors import ProcessExecutor, SuiteEnvFactory
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 from tests.harness.test_runner import CountingAgent, FaultyEnvFactory, first_ids
 

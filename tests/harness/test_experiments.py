@@ -11,7 +11,7 @@ import pytest
 
 from harness.tables import experiments
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.helpers import require_extras
 
 MINI = """\

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.run import _Progress, failures_text
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import EpisodeRecord
 from tests.helpers import serve_chat_reply
 

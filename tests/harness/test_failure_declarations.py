@@ -17,7 +17,7 @@ from harness.scoring import failures
 from harness.cli.entry import main
 from harness.interfaces import FailureClass
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 from tests.harness import quiz_suite
 from tests.harness.quiz_suite import AlwaysA, QuizOracle, QuizRules, QuizSuite, registered

@@ -185,7 +185,7 @@ def test_taxonomy_on_a_store_mixing_errors_and_failures(tmp_path, capsys):
     import pandas as pd
 
     from harness.cli.entry import main
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     out = str(tmp_path / "mix")
     assert main(["run", "planner=random", "split=seen", "limit=3", f"out={out}", "progress=false"]) == 0

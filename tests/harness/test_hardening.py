@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.database import ResultStore, inspect_store, StoreError
+from harness.store import ResultStore, inspect_store, StoreError
 from harness.types import SCHEMA_VERSION, EpisodeRecord, RunSpec
 from tests.helpers import wait_at_gate
 
@@ -156,7 +156,7 @@ def _immutable(path: Path, on: bool) -> bool:
 def _write_store(path: Path, n: int, kill: bool) -> None:
     code = (
         "import os, sys\n"
-        "from harness.store.database import ResultStore\n"
+        "from harness.store import ResultStore\n"
         "from harness.types import EpisodeRecord, RunSpec\n"
         f"s = ResultStore({str(path)!r})\n"
         "s.begin_run('r1', RunSpec(suite='s', split='a', agent='x', variant='base'), {}, {})\n"

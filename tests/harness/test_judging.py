@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.judging.stage import agreement, judge_id_of, krippendorff_alpha_interval, spearman_rho
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
 from tests.helpers import committed_rows
 
@@ -269,7 +269,7 @@ def _count(out: Path) -> int:
 
 
 def test_judgements_are_checksummed_and_repaired(tmp_path, server, capsys):
-    from harness.store.database import DAMAGED, SOUND, inspect_store, repair_store
+    from harness.store import DAMAGED, SOUND, inspect_store, repair_store
 
     url, _ = server
     out = tmp_path / "out"

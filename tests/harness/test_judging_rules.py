@@ -24,7 +24,7 @@ import pytest
 
 from harness.cli.entry import main
 from harness.judging.stage import Verdict
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
 from tests.helpers import chat_completion, send_json
 

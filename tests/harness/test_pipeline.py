@@ -21,7 +21,7 @@ from harness.registry.catalog import PLANNERS, SUITES
 from harness.run.executors import SuiteEnvFactory
 from harness.interfaces import AgentReply, AgentRequest
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import EpisodeSpec, RunSpec
 
 #: Record fields that may differ with scheduling.

@@ -15,7 +15,7 @@ import pytest
 from harness.cli.run import _Progress
 from harness.interfaces import AgentReply
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 
 #: Output tokens each reply reports.

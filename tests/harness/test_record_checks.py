@@ -10,7 +10,7 @@ import math
 from harness.metric_declaration import Metric, value_problems
 from harness.run.runner import Runner
 from harness.scoring.policy import aggregate, value_rows
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import INFO_GC_SATISFIED, INFO_VALUES, RunSpec
 from tests.harness.test_conformance import _example
 

@@ -17,7 +17,7 @@ import pytest
 from harness.registry.catalog import PLANNERS
 from harness.interfaces import AgentReply
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from harness.tables import selection as results
 from harness.tables import build as tables
 from harness.cli.entry import main
 from harness.stats.paired import PairedCell, paired_delta, repeat_interval, value_matrix
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import EpisodeRecord
 from tests.harness.test_table_selection import write_store
 

@@ -13,7 +13,7 @@ import pytest
 from harness.registry.catalog import PLANNERS
 from harness.interfaces import AgentRequest
 from harness.run.runner import Runner, run_id_of, run_identity
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 
 SPLIT = "seen"

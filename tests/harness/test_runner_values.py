@@ -16,7 +16,7 @@ import sqlite3
 import numpy as np
 
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import INFO_VALUES, RunSpec
 from tests.harness import judge_fixtures as fx
 

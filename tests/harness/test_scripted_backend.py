@@ -11,7 +11,7 @@ import pytest
 
 from harness.registry.catalog import SUITES
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.check.conformance import ScriptedBackend, conversation_text, scripted_replies
 
 

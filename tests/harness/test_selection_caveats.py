@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from harness.scoring.failures import classify
 from harness.run.runner import Runner, split_size
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import (
     INFO_GC_SATISFIED, INFO_GC_TOTAL, INFO_INVALID_ACTIONS, INFO_SUCCESS, INFO_TERMINATION,
     TERMINATION_EPISODE_TIMEOUT, EpisodeSpec, RunSpec,

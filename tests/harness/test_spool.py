@@ -10,7 +10,7 @@ import os
 
 from harness.cli.entry import main
 from harness.util.spool import SPOOL_CHARS, Spooled, spool, unspool
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.check.conformance import scripted_replies
 
 

@@ -4,7 +4,7 @@ import time
 import pytest
 
 from harness.tables.selection import latest_frame
-from harness.store.database import ResultStore, StoreError
+from harness.store import ResultStore, StoreError
 from harness.types import EpisodeRecord, RunSpec
 
 SPEC = RunSpec(suite="s", split="a", agent="oracle", variant="v")
@@ -206,7 +206,7 @@ def test_a_schema_2_store_is_read_and_migrated_to_path_length(tmp_path):
     """Schema 3 added ``path_length``: a schema-2 store (checksummed rows, no such column) reads
     as None, and opened for writing gets the column with every row re-sealed, so it stays sound.
     Mutation caught: a migration that adds the column without re-sealing the checksums."""
-    from harness.store.database import _crc_sql, _register_crc, inspect_store
+    from harness.store.integrity import _crc_sql, _register_crc, inspect_store
     from harness.types import SCHEMA_VERSION
 
     with ResultStore(tmp_path) as store:
@@ -235,7 +235,7 @@ def test_a_schema_3_store_is_read_and_migrated_to_values(tmp_path):
     """Schema 4 added ``values`` (per-episode metric values): a schema-3 store reads them as {}
     and is re-sealed when migrated; a new record's values round-trip as JSON numbers or None.
     Mutation caught: a migration that adds the column without re-sealing the checksums."""
-    from harness.store.database import _crc_sql, _register_crc, inspect_store
+    from harness.store.integrity import _crc_sql, _register_crc, inspect_store
     from harness.types import SCHEMA_VERSION
 
     with ResultStore(tmp_path) as store:

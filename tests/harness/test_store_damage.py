@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import entry as cli
-from harness.store.database import ResultStore, inspect_store
+from harness.store import ResultStore, inspect_store
 from harness.types import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]

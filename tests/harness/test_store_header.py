@@ -10,7 +10,7 @@ import json
 import pytest
 
 from harness.cli.entry import main
-from harness.store.database import STORE_FILENAME
+from harness.store import STORE_FILENAME
 from tests.harness.test_table_selection import two_suites, write_store
 
 

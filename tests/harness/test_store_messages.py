@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli.entry import main
-from harness.store.database import STORE_FILENAME, ResultStore, StoreError, _db_error, _holder
+from harness.store import STORE_FILENAME, ResultStore, StoreError
+from harness.store.errors import _db_error
+from harness.store.locking import _holder
 
 FAST = ["suite.params.render=false", "suite.params.generated_per_split=4", "progress=false"]
 

@@ -16,7 +16,8 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.store.database import ResultStore, _storable
+from harness.store import ResultStore
+from harness.store.schema import _storable
 from harness.types import EpisodeRecord, RunSpec
 
 #: Any code point, lone surrogates included (what a JSON "\ud800" escape decodes to).

@@ -1,4 +1,4 @@
-"""``repair`` (harness/store.py ``repair_store``) drops exactly the rows whose checksum fails,
+"""``repair`` (harness/store/repair.py ``repair_store``) drops exactly the rows whose checksum fails,
 in every checksummed table, and keeps every other row as it was: a changed value that SQLite
 itself cannot see (a whole, well-formed row rewritten with its old checksum) is caught by the
 checksum and the row is left out, counted in the report. A row without a checksum (written by
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.database import SOUND, ResultStore, inspect_store, repair_store
+from harness.store import SOUND, ResultStore, inspect_store, repair_store
 from tests.harness import judge_fixtures as fx
 
 N = 6  # the suite's questions: episodes, transcripts and verdicts

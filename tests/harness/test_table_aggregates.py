@@ -12,7 +12,7 @@ import pytest
 from harness.scoring import policy as scoring
 from harness.cli.entry import main
 from harness.scoring.summaries import records_frame
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.tables.build import breakdown_table, to_markdown, transfer_table
 from harness.types import EpisodeRecord, RunSpec
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.tables import selection as results
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 
 

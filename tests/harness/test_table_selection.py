@@ -14,7 +14,7 @@ from harness.tables import selection as results
 from harness.tables import build as tables
 from harness.cli.entry import main
 from harness.scoring.summaries import records_frame
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.tables.json_table import to_json
 from harness.types import EpisodeRecord, RunSpec
 from tests import golden

@@ -16,7 +16,7 @@ from harness.judging.stage import unanswered
 from harness.metric_declaration import Metric, not_delivered, value_problems
 from harness.run.runner import Runner
 from harness.scoring.policy import aggregate, record_metrics, tally, value_rows
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import INFO_VALUES, RunSpec
 from tests.harness.test_conformance import _example
 

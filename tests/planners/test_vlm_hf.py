@@ -14,7 +14,7 @@ from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import Agent, AgentReply
 from harness.params import identity_of
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 from harness.util.checkpoint_identity import checkpoint_identity
 

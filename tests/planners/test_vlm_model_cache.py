@@ -81,7 +81,7 @@ def test_an_experiment_of_many_runs_loads_each_checkpoint_once(tiny_ckpts: dict[
                                                                data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``harness run -m`` over 2 variants x 3 splits in one process: 6 runs, 2 loads (one per checkpoint)."""
     from harness.cli.entry import main
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
 
     monkeypatch.setattr(backends, "LOADED", LoadedModels(keep=1))
     monkeypatch.setenv("CFG_SFT_ADAPTER", str(tiny_ckpts["cfg"]))

@@ -20,7 +20,7 @@ from tests.helpers import eb_alfred_requests
 from envs.eb_alfred.suite import EBAlfredSuite
 from harness.interfaces import AgentReply
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 
 pytest.importorskip("openai", reason="the openai backend needs the `models` extra")

@@ -20,7 +20,7 @@ pytest.importorskip("openai", reason="the openai backend needs the `models` extr
 
 from envs.eb_alfred.suite import EBAlfredSuite  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
-from harness.store.database import ResultStore  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
 from harness.types import RunSpec  # noqa: E402
 from planners.vlm.backends import OpenAIBackend  # noqa: E402
 from planners.vlm.planner import VLMPlanner  # noqa: E402

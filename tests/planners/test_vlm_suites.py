@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.run.runner import Runner
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import RunSpec
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")

@@ -99,7 +99,7 @@ def test_remote_starvla_against_serve_policy_vla_on_libero(tiny_vla, tmp_path):
 def test_server_that_stays_down_gives_agent_error_records(tmp_path):
     from harness.registry.catalog import SUITES
     from harness.run.runner import Runner
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import RunSpec
     from policies.remote import RemotePolicy
     from policies.server import PolicyServer, PolicyService

@@ -122,7 +122,7 @@ def test_generated_splits_use_alfred_floor_plans() -> None:
 def test_test_split_run_gives_an_action_sequence_dump(tmp_path: Path, data_dir: Path, capsys) -> None:
     from envs.alfred.dump import main as dump_main
     from harness.run.runner import Runner
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import RunSpec
 
     class TwoSteps:

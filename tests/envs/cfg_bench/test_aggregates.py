@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from harness.scoring.summaries import records_frame
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.tables.build import ALL, breakdown_table, to_markdown, transfer_table
 from harness.types import EpisodeRecord, RunSpec
 

@@ -10,7 +10,7 @@ import pytest
 
 from envs.cfg_bench.prompt import open_answer
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.check.conformance import scripted_replies
 
 

@@ -11,7 +11,7 @@ from envs.cfg_bench.data import load_questions
 from envs.cfg_bench.prompt import build_prompt
 from envs.cfg_bench.scoring import extract_choice
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 
 OPTS = ["lifts the lid", "pours the water", "stirs the pot"]
 

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.check.conformance import SUITE_CHECKS, check_suite, scripted_replies
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.conftest import REPO_ROOT
 
 pytest.importorskip("torch", reason="the hf backend needs the `models` extra")

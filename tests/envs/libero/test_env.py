@@ -19,7 +19,7 @@ from envs.libero.suite import LiberoSuite  # noqa: E402
 from harness.registry.catalog import POLICIES  # noqa: E402
 from harness.interfaces import AgentContractError  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
-from harness.store.database import ResultStore  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
 from harness.types import RunSpec  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.check.conformance import scripted_replies
 
 GOOD = '{"answer": "boiled water", "evidence": [[0.5, 3.0]]}'

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from tests.video_qa_data import RECORDS
 
 EXTRA = [

@@ -14,7 +14,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("bert_score")
 
 from harness.cli.entry import main  # noqa: E402
-from harness.store.database import ResultStore  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
 from tests.envs.procobject.conftest import RECORDS  # noqa: E402
 
 WORDS = ("the a kettle must have boiled lid was left open not yet it is still sticky dough water "

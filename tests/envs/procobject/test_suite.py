@@ -11,7 +11,7 @@ import pytest
 
 from envs.procobject.grounding import ground
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.check.conformance import SUITE_CHECKS, check_suite, scripted_replies
 
 

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip install -e '.[ray]'")
 
-from harness.store.database import ResultStore  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
 
 # serial: Ray clusters of their own (and ports picked free, then bound by another process)
 pytestmark = pytest.mark.serial

@@ -21,7 +21,7 @@ ray = pytest.importorskip("ray", reason="executor=ray needs the ray extra: pip i
 from harness.registry.catalog import PLANNERS  # noqa: E402
 from harness.run.executors import SuiteEnvFactory  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
-from harness.store.database import ResultStore  # noqa: E402
+from harness.store import ResultStore  # noqa: E402
 from harness.types import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]

@@ -362,7 +362,7 @@ class TalkingOracle:
 def talker_dir(tmp_path_factory) -> Path:
     from envs.eb_alfred.suite import EBAlfredSuite
     from harness.run.runner import Runner
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import RunSpec
 
     out = tmp_path_factory.mktemp("talk") / "t"
@@ -474,7 +474,7 @@ def test_charts_legible_at_six_subsets_and_videos_play(tmp_path, data_dir, branc
     """The SR chart's x labels do not overlap with EB-ALFRED's six
     subsets (bounding boxes measured in Chromium). The report's
     <video> of an H.264 file plays (readyState, duration); an mp4v file does not."""
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import EpisodeRecord, RunSpec
 
     _browser_or_skip()  # before the work, not after it
@@ -609,7 +609,7 @@ def _big_store(out: Path, n: int) -> None:
     """n episodes of eb_alfred-shaped records (two variants, real instructions and
     action strings), each with a 10-step history and two agent calls whose chat
     prompts are ~2 KB: the size of page first measured, scaled to n."""
-    from harness.store.database import ResultStore
+    from harness.store import ResultStore
     from harness.types import EpisodeRecord, RunSpec
 
     rng = np.random.default_rng(0)

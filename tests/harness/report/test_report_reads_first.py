@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.entry import main
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.types import EpisodeRecord, RunSpec
 from tests.harness.report.test_report import opened_report
 
