@@ -43,6 +43,7 @@ def open_readonly(path: Path) -> tuple[sqlite3.Connection, str | None, int | Non
         raise StoreError(odd)
     if not path.is_file():
         raise StoreError(f"no result store at {path} (run `harness run ...` with this output directory first)")
+    db = None
     try:
         db = sqlite3.connect(_ro_uri(path), uri=True)
         db.execute("BEGIN")  # one snapshot from the check to close()
@@ -53,7 +54,8 @@ def open_readonly(path: Path) -> tuple[sqlite3.Connection, str | None, int | Non
         # copy of the file and its WAL instead: same rows, nothing left behind.
         if "unable to open" not in str(exc) and "readonly" not in str(exc):
             raise StoreError(_db_error("read", path, exc)) from None
-        db.close()
+        if db is not None:  # connect itself may be what failed
+            db.close()
         return _open_copy(path)
     except sqlite3.DatabaseError as exc:
         raise StoreError(_db_error("read", path, exc)) from None
