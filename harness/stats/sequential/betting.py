@@ -222,7 +222,7 @@ class Decision:
     #: The pair counts of the looks ``path_lo``/``path_hi`` belong to (empty: one per pair).
     looks: list[int] = field(default_factory=list)
     #: ``anytime_valid`` (a confidence sequence) or ``repeated_confidence_interval`` (valid with
-    #: the group-sequential design's looks, harness/sequential/design.py).
+    #: the group-sequential design's looks, harness/stats/sequential/design.py).
     interval_kind: str = "anytime_valid"
 
 
