@@ -222,27 +222,18 @@ def known_metric(name: str) -> Metric | None:
     """The declaration of a metric of that name: the first installed suite's (by name) that
     declares one, else the fallback scoring's; ``NAME@TAG``: ``NAME``'s as scored by the judge
     ``TAG`` (:func:`per_judge`); None where none is declared. The same name gives the same
-    answer whatever was read before (a pure function of the installed declarations)."""
-    return _known(_installed_declarations(), name)
-
-
-def _installed_declarations() -> tuple[tuple[Metric, ...], ...]:
+    answer whatever was read before (it is looked up in the installed declarations each time)."""
     try:
         entries = SUITES.entries()
     except Exception:  # noqa: BLE001 - a broken plugin elsewhere must not hide a store's tables
         entries = []
-    return tuple(_hashable(tuple(e.metrics)) for e in entries if e.metrics)
-
-
-@functools.lru_cache(maxsize=256)
-def _known(installed: tuple[tuple[Metric, ...], ...], name: str) -> Metric | None:
-    for metrics in (*installed, tuple(record_fields.METRICS)):
+    for metrics in (*(e.metrics for e in entries), record_fields.METRICS):
         found = next((m for m in metrics if m.name == name), None)
         if found is not None:
             return found
     base, at, tag = name.rpartition("@")
     if at and base and tag:
-        found = _known(installed, base)
+        found = known_metric(base)
         return per_judge(found, tag) if found is not None else None
     return None
 
@@ -300,16 +291,6 @@ def _load(target: str) -> Any:
     module, _, attr = target.partition(":")
     obj = importlib.import_module(module)
     return getattr(obj, attr) if attr else obj
-
-
-def _hashable(metrics: tuple[Metric, ...]) -> tuple[Metric, ...]:
-    """``metrics`` as a memo key; a declaration that cannot be hashed (a list where a tuple
-    belongs) is checked by the suite's own checks, and here gives a key no memo keeps."""
-    try:
-        hash(metrics)
-    except TypeError:
-        return ()
-    return metrics
 
 
 def suite_scoring(suite: str) -> tuple[tuple[Metric, ...], ValuesFn | None]:
