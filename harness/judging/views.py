@@ -31,6 +31,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from harness.judging import stage
+from harness.scoring.policy import Scoring, suite_scoring
+
 #: The answer key of a record and of a verdict.
 KEY = ("run_id", "suite", "split", "episode_id", "seed")
 #: ``--judge`` words that are not judge names.
@@ -68,6 +71,12 @@ class JudgeView:
     def tags(self) -> list[str]:
         """Suffixes of the per-judge metrics in ``each`` mode (else empty)."""
         return [j.tag for j in self.chosen] if self.mode == "each" else []
+
+    @property
+    def scoring(self) -> Scoring:
+        """How tables of this view declare its suites' metrics: each judged metric that several
+        chosen judges scored once per judge in ``each`` mode, else once."""
+        return Scoring(judge_columns=tuple(self.tags), judged_by_several=frozenset(self.shared_values))
 
     def notes(self) -> list[str]:
         """Footnote lines: which judge the judged metrics come from, unreadable and failed
@@ -181,8 +190,6 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
     ``verdicts``: the stores' ``judgements`` rows; ``judged_labels``: labels of the judged
     metrics the shown suites declare (for the footnotes). Raises :class:`JudgeSelectionError`.
     """
-    from harness.judging.stage import agreement
-
     keys = set(map(tuple, df[list(KEY)].astype({"seed": int}).itertuples(index=False, name=None))) if len(df) else set()
     if verdicts is not None and len(verdicts):
         verdicts = verdicts[[tuple(r) in keys for r in verdicts[list(KEY)].astype({"seed": int}).itertuples(
@@ -214,7 +221,7 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
         view.counts[j.tag] = {s: int((mine["status"] == s).sum()) for s in ("ok", "unreadable", "error")}
     # agreement between the chosen judges (or every judge, one being shown): judge identity -> judge
     pool = rows[rows["_judge"].isin({j.key for j in (chosen if len(chosen) > 1 else judges)})]
-    view.agreement = agreement(pool.assign(judge_id=pool["_judge"]))
+    view.agreement = stage.agreement(pool.assign(judge_id=pool["_judge"]))
     ok = rows[(rows["status"] == "ok") & rows["_judge"].isin({j.key for j in chosen})]
     givers: dict[str, set[str]] = {}
     for r in ok.to_dict("records"):
@@ -256,10 +263,6 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
 def _unanswered(df: Any) -> list[bool]:
     """Per record: :func:`harness.judging.stage.unanswered` (nothing to judge: it counts as the judged
     metrics' missing value)."""
-    from harness.judging.stage import unanswered
-
-    from harness.scoring.policy import suite_scoring
-
     none = [None] * len(df)
     judged: dict[str, set[str]] = {}
     out = []
@@ -269,7 +272,7 @@ def _unanswered(df: Any) -> list[bool]:
                                           df["values"] if "values" in df else none):
         if str(suite) not in judged:
             judged[str(suite)] = {m.value for m in suite_scoring(str(suite))[0] if m.judged}
-        out.append(unanswered(kind, extra, values, judged[str(suite)]))
+        out.append(stage.unanswered(kind, extra, values, judged[str(suite)]))
     return out
 
 

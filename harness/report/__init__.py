@@ -410,7 +410,7 @@ def declared_only(table: Any) -> Any:
     for group, metric in table.columns:
         base = metric.split(":", 1)[0]
         base = base[len(tables.DELTA):] if base.startswith(tables.DELTA) else base
-        declared = {m.name for m in scoring.declared(sorted(suites_of.get(group, every))).values()}
+        declared = {m.name for m in scoring.of_frame(table).declared(sorted(suites_of.get(group, every))).values()}
         keep.append(base in tables.COST_METRICS or base in declared)
     return _keep_attrs(table.loc[:, keep], table)
 

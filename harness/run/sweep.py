@@ -28,7 +28,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from harness.run import servers
+from harness.scoring.policy import columns, episode_values
 from harness.stats.sequential.betting import BETTING_RULES, DEFAULT_RULE, RULE_VERSION, first_crossing, rescale
+from harness.stats.sequential.racing import eliminate
+from harness.stats.sequential.stopping import ORDER_KEY
 from harness.stats.sequential.order import ORDER_RULE, ORDER_VERSION, episode_ids, ranked
 
 #: ``stopping.baseline`` of a sweep's selection runs: every checkpoint is raced against every
@@ -193,7 +197,7 @@ class _Served:
 @dataclass(frozen=True)
 class CheckpointSweep:
     """A sweep experiment: one selection run per checkpoint (``harness run +experiment=...``
-    composes and checks them like any experiment's runs; harness/commands/run_sweep.py races
+    composes and checks them like any experiment's runs; harness/cli/run_sweep.py races
     them and runs the chosen one on the held-out part)."""
 
     name: str
@@ -204,8 +208,6 @@ class CheckpointSweep:
     def serve(self) -> Any:
         """The servers' settings (harness.run.servers.ServeSettings: the harness starts each
         checkpoint's server while it runs, one at a time), or None."""
-        from harness.run import servers
-
         node = self.settings.serve
         if not node:
             return None
@@ -218,8 +220,6 @@ class CheckpointSweep:
     def variants(self) -> tuple[Any, ...]:
         """Each checkpoint as a served variant (its selection run and its held-out run), for
         :class:`harness.run.servers.Lifecycle`; () without ``serve``."""
-        from harness.run import servers
-
         if not self.settings.serve:
             return ()
         url = self.settings.serve["url"]
@@ -232,8 +232,6 @@ class CheckpointSweep:
                          "prints its runs and how the race chose")
 
     def jobs(self, overrides: Sequence[str] = ()) -> list[list[str]]:
-        from harness.run import servers
-
         s = self.settings
         out = []
         for path, name in zip(s.checkpoints, s.names):
@@ -305,9 +303,6 @@ def ordered_values(rows: Sequence[Mapping[str, Any]], metric: Any, values_fn: An
     """One run's per-episode values of ``metric`` in its part's order (the records'
     ``extra.episode_index``), the longest prefix without a gap; NaN where an episode does not
     count (harness.scoring.policy.columns: the one error policy)."""
-    from harness.scoring.policy import columns, episode_values
-    from harness.stats.sequential.stopping import ORDER_KEY
-
     nums, _den = columns(metric, [episode_values(r, values_fn) for r in rows])
     by_index: dict[int, float] = {}
     for r, x in zip(rows, nums):
@@ -367,51 +362,43 @@ def _crossing(a: np.ndarray, b: np.ndarray, level: float, width: float, sign: fl
 
 def replay(values: Mapping[str, np.ndarray], names: Sequence[str], *, alpha: float, step: int, upto: int,
            width: float = 1.0, higher_is_better: bool = True, rule: str = DEFAULT_RULE) -> RaceState:
-    """The race over rounds of ``step`` selection episodes up to ``upto``, as
-    :func:`harness.stats.sequential.race` runs it: after each round, every pair of surviving
-    checkpoints is tested at ``alpha / (K - 1)`` on their paired values so far, and a
-    checkpoint is dropped once a surviving one is decided better. ``values``: each
-    checkpoint's per-episode values in selection order (those it ran)."""
+    """The race over rounds of ``step`` selection episodes up to ``upto``, by the rule of
+    :func:`harness.stats.sequential.race` (:func:`harness.stats.sequential.racing.eliminate`):
+    after each round, every pair of surviving checkpoints is tested at ``alpha / (K - 1)`` on
+    their paired values so far, and a checkpoint is dropped once a surviving one is decided
+    better; the race ends when one is left. ``values``: each checkpoint's per-episode values
+    in selection order (those it ran)."""
     names = list(names)
-    level = alpha / max(1, len(names) - 1)
+    k = len(names)
+    level = alpha / max(1, k - 1)
     sign = 1.0 if higher_is_better else -1.0
-    cache: dict[tuple[str, str], tuple[int, int]] = {}
+    # first[0, i, j]: the episode at which j was decided better than i (0: never); each pair is
+    # tested as (the name first in text order, the other)
+    first = np.zeros((1, k, k), dtype=int)
+    for i in range(k):
+        for j in range(i + 1, k):
+            a, b = (i, j) if names[i] < names[j] else (j, i)
+            when, side = _crossing(values[names[a]], values[names[b]], level, width, sign, rule)
+            if when and side > 0:
+                first[0, a, b] = when  # b better than a
+            elif when:
+                first[0, b, a] = when
 
-    def beats(j: str, i: str) -> int:
-        """The episode at which j was decided better than i (0: not so far)."""
-        key = (i, j) if i < j else (j, i)
-        if key not in cache:
-            cache[key] = _crossing(values[key[0]], values[key[1]], level, width, sign, rule)
-        when, side = cache[key]
-        return when if when and side == (1 if key[1] == j else -1) else 0
+    def scores(ends: np.ndarray) -> np.ndarray:
+        return np.array([[_mean(values[n], int(ends[0]), sign) for n in names]])
 
-    state = RaceState(names, alpha, 0)
-    end = 0
-    while end < upto and len(state.alive) > 1:
-        end = min(end + step, upto)
-        alive = state.alive
-        beaten = {}
-        for i in alive:
-            found = [(t, j) for j in alive if j != i and 0 < (t := beats(j, i)) <= end]
-            if found:
-                t, j = min(found)
-                beaten[i] = Drop(end, j, t)
-        if len(beaten) == len(alive):  # every survivor beaten at once (a cycle): keep the best mean
-            best = _best(values, alive, end, sign)
-            beaten.pop(best)
-        state.dropped.update(beaten)
-        state.n = end
-    state.n = end
-    alive = state.alive
-    state.chosen = _best(values, alive, state.n, sign) if alive and state.n else None
+    out = eliminate(first, scores, step=step, upto=upto, to_the_end=False,
+                    order=np.argsort(np.argsort(names, kind="stable"), kind="stable"))
+    state = RaceState(names, alpha, int(out.ended[0]))
+    drops = sorted((int(out.used[0, i]), i) for i in range(k) if out.dropped[0, i])  # by round, then step
+    for after, i in drops:
+        state.dropped[names[i]] = Drop(after, names[int(out.by[0, i])], int(out.decided_at[0, i]))
+    state.chosen = names[int(out.chosen[0])] if state.alive and state.n else None
     return state
 
 
-def _best(values: Mapping[str, np.ndarray], names: Sequence[str], n: int, sign: float) -> str:
-    def mean(name: str) -> float:
-        x = values[name][:n]
-        x = x[~np.isnan(x)]
-        return sign * float(x.mean()) if len(x) else -math.inf
-
-    scores = [mean(n_) for n_ in names]
-    return names[int(np.argmax(scores))]  # the first (earliest step) among equal means
+def _mean(x: np.ndarray, n: int, sign: float) -> float:
+    """A checkpoint's signed mean over its first ``n`` values (-inf where it has none)."""
+    x = x[:n]
+    x = x[~np.isnan(x)]
+    return sign * float(x.mean()) if len(x) else -math.inf

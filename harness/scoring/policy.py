@@ -31,11 +31,17 @@ trackers read these declarations. Cells over no usable episode are NaN, never 0.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from harness.metric_declaration import Metric, number_or_none
+from harness.registry.catalog import SUITES
 from harness.scoring import record_fields
 
 
@@ -61,31 +67,37 @@ NOT_APPLICABLE, VALUE, MISSING, UNSCORED = "not_applicable", "value", "missing",
 _ABSENT = object()
 
 
-_OWN: dict[tuple[str, str, int], Metric | None] = {}
-
-
 def own_declaration(suite: str, metric: Metric) -> Metric | None:
     """``suite``'s own declaration of the metric named like ``metric`` (a per-judge copy
     ``NAME@TAG`` by its base name, copied for the same judge), or None where the suite declares
     no such metric: two suites may give one name to different metrics (their ``applies``, range,
     missing value); each episode counts by its own suite's."""
     declared = suite_scoring(suite)[0]
-    key = (suite, metric.name, id(declared))  # a suite registered anew (tests) is looked up anew
-    if key not in _OWN:
-        base, _, tag = metric.name.partition("@")
-        found = next((m for m in declared if m.name == base), None)
-        _OWN[key] = per_judge(found, tag) if found is not None and tag else found
-    return _OWN[key]
+    try:
+        return _own(declared, metric.name)
+    except TypeError:  # an unhashable declaration (a list where a tuple belongs): not memoised
+        return _own.__wrapped__(declared, metric.name)
 
 
-def classify(metric: Metric, values: Mapping[str, Any]) -> tuple[float, float, str]:
+@functools.lru_cache(maxsize=1024)
+def _own(declared: tuple[Metric, ...], name: str) -> Metric | None:
+    """:func:`own_declaration` from the suite's declarations themselves (memoised by their
+    value: a suite registered anew, as tests do, is answered from its new declarations)."""
+    base, _, tag = name.partition("@")
+    found = next((m for m in declared if m.name == base), None)
+    return per_judge(found, tag) if found is not None and tag else found
+
+
+def classify(metric: Metric, values: Mapping[str, Any],
+             own: Callable[[str, Metric], Metric | None] = own_declaration) -> tuple[float, float, str]:
     """One episode's (numerator, denominator, kind) for ``metric`` (the module doc's policy);
     NaN and NaN where the episode does not count in the value. An episode that knows its suite
-    (:class:`EpisodeValues`) counts by that suite's declaration, and not at all where its suite
-    declares no metric of that name."""
+    (:class:`EpisodeValues`) counts by that suite's declaration (``own``:
+    :func:`own_declaration`, or a cell's memo of it), and not at all where its suite declares
+    no metric of that name."""
     suite = getattr(values, "suite", None)
     if suite is not None:
-        own = own_declaration(str(suite), metric)
+        own = own(str(suite), metric)
         if own is None:
             return math.nan, math.nan, NOT_APPLICABLE
         metric = own
@@ -116,8 +128,9 @@ def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[f
     counts as the metric's ``missing`` value (:func:`classify`)."""
     num: list[float] = []
     den: list[float] = []
+    own = _cell_declarations()
     for v in values:
-        x, w, _ = classify(metric, v)
+        x, w, _ = classify(metric, v, own)
         num.append(x)
         den.append(w)
     return num, den
@@ -146,9 +159,24 @@ class Tally:
         return self.valued == self.n
 
 
+def _cell_declarations() -> Callable[[str, Metric], Metric | None]:
+    """:func:`own_declaration` looked up once per suite over one cell's episodes (a memo that
+    lives for one call only, so a suite registered anew between calls is read anew)."""
+    memo: dict[tuple[str, str], Metric | None] = {}
+
+    def own(suite: str, metric: Metric) -> Metric | None:
+        key = (suite, metric.name)
+        if key not in memo:
+            memo[key] = own_declaration(suite, metric)
+        return memo[key]
+
+    return own
+
+
 def tally(metric: Metric, values: Sequence[Mapping[str, Any]]) -> Tally:
     """The cell's :class:`Tally` of ``metric`` over per-episode ``values``."""
-    kinds = [classify(metric, v)[2] for v in values]
+    own = _cell_declarations()
+    kinds = [classify(metric, v, own)[2] for v in values]
     return Tally(n=sum(k != NOT_APPLICABLE for k in kinds), valued=kinds.count(VALUE),
                  missing=kinds.count(MISSING), unscored=kinds.count(UNSCORED),
                  missing_counts=metric.missing is not None)
@@ -156,8 +184,6 @@ def tally(metric: Metric, values: Sequence[Mapping[str, Any]]) -> Tally:
 
 def aggregate(metric: Metric, values: Sequence[Mapping[str, Any]]) -> float:
     """The cell value of ``metric`` over per-episode ``values``; NaN when undefined."""
-    import numpy as np
-
     num, den = (np.asarray(c, dtype=float) for c in columns(metric, values))
     use = ~np.isnan(num)
     total = np.sum(den[use])  # numpy's pairwise sums: the same floats as the formulas' arrays
@@ -187,20 +213,29 @@ def format_value(metric: Metric, x: float, digits: int = 1) -> str:
 
 # --- Declarations of the suites in a store --------------------------------------------
 
-_SCORING_CACHE: dict[str, tuple[tuple[Metric, ...], ValuesFn | None]] = {}
-#: Every declaration met so far, by name (labels and formats of table columns).
-_KNOWN: dict[str, Metric] = {}
 #: The per-episode value a ratio metric is weighted by when it is path-length weighted
 #: (the record field ``expert_length``, L*): tables name the unit of L* and T beside it.
 PATH_LENGTH_WEIGHT = "expert_length"
 
 
 def known_metric(name: str) -> Metric | None:
-    """The declaration of a metric met so far (else the fallback scoring's), or None."""
-    if name not in _KNOWN:
-        for m in record_fields.METRICS:
-            _KNOWN.setdefault(m.name, m)
-    return _KNOWN.get(name)
+    """The declaration of a metric of that name: the first installed suite's (by name) that
+    declares one, else the fallback scoring's; ``NAME@TAG``: ``NAME``'s as scored by the judge
+    ``TAG`` (:func:`per_judge`); None where none is declared. The same name gives the same
+    answer whatever was read before (it is looked up in the installed declarations each time)."""
+    try:
+        entries = SUITES.entries()
+    except Exception:  # noqa: BLE001 - a broken plugin elsewhere must not hide a store's tables
+        entries = []
+    for metrics in (*(e.metrics for e in entries), record_fields.METRICS):
+        found = next((m for m in metrics if m.name == name), None)
+        if found is not None:
+            return found
+    base, at, tag = name.rpartition("@")
+    if at and base and tag:
+        found = known_metric(base)
+        return per_judge(found, tag) if found is not None else None
+    return None
 
 
 def record_metrics(*names: str) -> tuple[Metric, ...]:
@@ -251,74 +286,89 @@ def is_percent(name: str) -> bool:
     return m is None or m.percent
 
 
+@functools.lru_cache(maxsize=256)
 def _load(target: str) -> Any:
-    import importlib
-
     module, _, attr = target.partition(":")
     obj = importlib.import_module(module)
     return getattr(obj, attr) if attr else obj
 
 
 def suite_scoring(suite: str) -> tuple[tuple[Metric, ...], ValuesFn | None]:
-    """A suite's declared metrics and its values function (cached per process)."""
-    if suite not in _SCORING_CACHE:
-        metrics: tuple[Metric, ...] = ()
-        derive: ValuesFn | None = None
-        try:
-            from harness.registry.catalog import SUITES
-
-            entry = SUITES.entry(suite) if suite in SUITES.names() else None
-        except Exception:  # noqa: BLE001 - a broken plugin elsewhere must not hide a store's tables
-            entry = None
-        if entry is not None and entry.metrics:
-            metrics = tuple(entry.metrics)
-            derive = _load(entry.values) if entry.values else None
-        else:  # a suite not installed here, or one written before metrics were declared
-            metrics, derive = tuple(record_fields.METRICS), record_fields.values
-        _SCORING_CACHE[suite] = (metrics, derive)
-        for m in metrics:
-            _KNOWN.setdefault(m.name, m)
-    return _SCORING_CACHE[suite]
+    """A suite's declared metrics and its values function, read from the suite's installed
+    plugin each call (its values function is imported once per target)."""
+    try:
+        entry = SUITES.entry(suite) if suite in SUITES.names() else None
+    except Exception:  # noqa: BLE001 - a broken plugin elsewhere must not hide a store's tables
+        entry = None
+    if entry is not None and entry.metrics:
+        return tuple(entry.metrics), (_load(entry.values) if entry.values else None)
+    # a suite not installed here, or one written before metrics were declared
+    return tuple(record_fields.METRICS), record_fields.values
 
 
-def declared(suites: Iterable[str]) -> dict[str, Metric]:
-    """The metrics the given suites declare, by name, in declaration order (first suite first).
+@dataclass(frozen=True)
+class Scoring:
+    """How one view of the records shows the suites' declared metrics: plain (:data:`PLAIN`),
+    or with judges side by side (``--judge all``; :attr:`harness.judging.views.JudgeView.scoring`),
+    each judged metric whose value two or more of them gave (``judged_by_several``) shown once
+    per judge tag (``judge_columns``). A view is built where the records are selected
+    (:func:`harness.tables.selection.load`) and travels with its frame (:func:`on_frame`,
+    :func:`of_frame`), so what a table declares depends on its own records only."""
 
-    No suite at all: the fallback scoring's metrics (an empty table keeps its columns). While
-    judges are shown side by side (:func:`set_judge_columns`), each judged metric that several
-    of them scored is replaced by one metric per judge (:func:`per_judge`)."""
-    out: dict[str, Metric] = {}
-    names = sorted({str(s) for s in suites})
-    for suite in names or [""]:
-        metrics = suite_scoring(suite)[0] if suite else tuple(record_fields.METRICS)
-        for m in metrics:
-            split = m.judged and m.value in _JUDGED_BY_SEVERAL
-            for shown in ([per_judge(m, t) for t in _JUDGE_COLUMNS] if split else [m]):
-                out.setdefault(shown.name, shown)
-    return out
+    judge_columns: tuple[str, ...] = ()
+    judged_by_several: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        tags = tuple(self.judge_columns)
+        object.__setattr__(self, "judge_columns", tags)
+        object.__setattr__(self, "judged_by_several", frozenset(self.judged_by_several) if tags else frozenset())
+
+    def shown(self, metric: Metric) -> list[Metric]:
+        """``metric`` as this view shows it: once per judge (:func:`per_judge`) where several
+        judges scored its value, else itself."""
+        if metric.judged and metric.value in self.judged_by_several:
+            return [per_judge(metric, t) for t in self.judge_columns]
+        return [metric]
+
+    def declared(self, suites: Iterable[str]) -> dict[str, Metric]:
+        """The metrics the given suites declare, by name, in declaration order (first suite first).
+
+        No suite at all: the fallback scoring's metrics (an empty table keeps its columns). Each
+        judged metric that several judges scored is replaced by one metric per judge (:meth:`shown`)."""
+        out: dict[str, Metric] = {}
+        names = sorted({str(s) for s in suites})
+        for suite in names or [""]:
+            metrics = suite_scoring(suite)[0] if suite else tuple(record_fields.METRICS)
+            for m in metrics:
+                for shown in self.shown(m):
+                    out.setdefault(shown.name, shown)
+        return out
 
 
-#: Judges whose scores tables show side by side (``--judge all``; :mod:`harness.judging.views`),
-#: and the judged values two or more of them gave (only those are split per judge).
-_JUDGE_COLUMNS: tuple[str, ...] = ()
-_JUDGED_BY_SEVERAL: frozenset[str] = frozenset()
+#: Each judged metric once (one judge, the mean of several, or none): every view but ``--judge all``'s.
+PLAIN = Scoring()
+#: The key of a records frame's ``attrs`` (and of a table's built from it) holding its :class:`Scoring`.
+FRAME_ATTR = "scoring"
 
 
-def set_judge_columns(tags: Sequence[str], values: Iterable[str] = ()) -> None:
-    """Show each judged metric whose value is in ``values`` once per judge tag (empty: every
-    judged metric once, from the chosen judges)."""
-    global _JUDGE_COLUMNS, _JUDGED_BY_SEVERAL
-    _JUDGE_COLUMNS, _JUDGED_BY_SEVERAL = tuple(tags), frozenset(values) if tags else frozenset()
+def of_frame(frame: Any) -> Scoring:
+    """The :class:`Scoring` a records frame (or a table built from one) was selected with;
+    :data:`PLAIN` for a frame built without a view."""
+    found = getattr(frame, "attrs", {}).get(FRAME_ATTR)
+    return found if isinstance(found, Scoring) else PLAIN
+
+
+def on_frame(frame: Any, scoring: Scoring) -> Any:
+    """``frame`` carrying ``scoring`` in its ``attrs`` (pandas keeps them through selections,
+    assignments, sorts and groupings of the frame)."""
+    frame.attrs[FRAME_ATTR] = scoring
+    return frame
 
 
 def per_judge(metric: Metric, tag: str) -> Metric:
     """``metric`` as scored by the judge ``tag``: name ``NAME@TAG``, label ``LABEL [TAG]``, value ``VALUE@TAG``."""
-    import dataclasses
-
-    m = dataclasses.replace(metric, name=f"{metric.name}@{tag}", label=f"{metric.label} [{tag}]",
-                            value=f"{metric.value}@{tag}", description=f"{metric.description} (judge {tag})")
-    _KNOWN[m.name] = m
-    return m
+    return dataclasses.replace(metric, name=f"{metric.name}@{tag}", label=f"{metric.label} [{tag}]",
+                               value=f"{metric.value}@{tag}", description=f"{metric.description} (judge {tag})")
 
 
 def value_rows(df: Any) -> list[EpisodeValues]:
@@ -326,4 +376,5 @@ def value_rows(df: Any) -> list[EpisodeValues]:
     if not len(df):
         return []
     rows = df.to_dict("records")
-    return [episode_values(r, suite_scoring(str(r.get("suite")))[1]) for r in rows]
+    derive = {suite: suite_scoring(suite)[1] for suite in {str(r.get("suite")) for r in rows}}
+    return [episode_values(r, derive[str(r.get("suite"))]) for r in rows]

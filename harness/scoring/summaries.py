@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from harness.scoring.policy import aggregate, columns, of_frame, value_rows
 from harness.types import EpisodeRecord
 
 if TYPE_CHECKING:
@@ -142,10 +143,8 @@ def summarize_group(df: pd.DataFrame, metrics: Sequence["Metric"] | None = None,
                     values: Sequence[dict] | None = None) -> dict[str, float]:
     """Every summary column for one group of records: the counts, each declared metric
     (:mod:`harness.scoring.policy`; by default those of the group's suites), and mean_steps."""
-    from harness.scoring.policy import aggregate, columns, declared, value_rows
-
     if metrics is None:
-        metrics = list(declared(df["suite"].unique()).values())
+        metrics = list(of_frame(df).declared(df["suite"].unique()).values())
     if values is None:
         values = value_rows(df)
     errors = _is_error(df)
@@ -171,14 +170,12 @@ def summarize(df: pd.DataFrame, by: Sequence[str], metrics: Sequence["Metric"] |
     Groups are sorted; a missing key (e.g. task_type None) forms its own group.
     Rates are fractions in [0, 1]; undefined cells are NaN.
     """
-    from harness.scoring.policy import declared, value_rows
-
     by = list(by)
     missing = [c for c in by if c not in df.columns]
     if missing:
         raise ValueError(f"cannot group by {missing}: not record columns")
     if metrics is None:
-        metrics = list(declared(df["suite"].unique() if "suite" in df.columns else ()).values())
+        metrics = list(of_frame(df).declared(df["suite"].unique() if "suite" in df.columns else ()).values())
     rows = []
     if len(df):
         all_values = value_rows(df)

@@ -123,13 +123,13 @@ def _summarize(df: pd.DataFrame, by: list[str], metrics: Sequence[str]) -> pd.Da
 def declared_columns(df: pd.DataFrame) -> list[str]:
     """The metric columns a table of ``df`` can show: those its suites declare, then cost."""
     suites = df["suite"].unique() if "suite" in df.columns else ()
-    return metric_columns(scoring.declared(suites).values()) + list(COST_METRICS)
+    return metric_columns(scoring.of_frame(df).declared(suites).values()) + list(COST_METRICS)
 
 
 def default_metrics(df: pd.DataFrame) -> list[str]:
     """The metrics a table shows when none are named: the declared defaults of ``df``'s suites."""
     suites = df["suite"].unique() if "suite" in df.columns else ()
-    return [m.name for m in scoring.declared(suites).values() if m.default]
+    return [m.name for m in scoring.of_frame(df).declared(suites).values() if m.default]
 
 
 def _check_metrics(metrics: Sequence[str] | None, df: pd.DataFrame) -> list[str]:
@@ -430,7 +430,7 @@ def transfer_table(
     cell_caveats = caveats.of(df, df["variant"].astype(str), group_labels, {AVG: list(layout)} if average else {})
     table.attrs.update(
         {
-            "caveats": cell_caveats,
+            "caveats": cell_caveats, scoring.FRAME_ATTR: scoring.of_frame(df),  # the view's (report.declared_only)
             "kind": "transfer",
             "baseline": baseline,
             "row_name": "variant",

@@ -40,8 +40,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from harness import params
+from harness.registry.catalog import SUITES
+from harness.run.config import CONFIG_DIR
+from harness.scoring import policy as scoring
+from harness.stats.sequential import stopping_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,8 +73,6 @@ _FULL_RUN = "full run"
 
 
 def _stopping_of(identity: Any) -> Any:
-    from harness.stats.sequential import stopping_of
-
     return stopping_of(identity)
 
 
@@ -85,9 +90,6 @@ def _flat(node: Any, prefix: str) -> dict[str, Any]:
 def _suite_defaults(suite: str) -> dict[str, Any]:
     """The suite's declared parameter defaults (its plugin's declaration); {} where unknown."""
     try:
-        from harness import params
-        from harness.registry.catalog import SUITES
-
         declaration = SUITES.entry(str(suite)).params
         return {f.name: f.default for f in params.fields_of(declaration) if not f.required}
     except Exception:  # noqa: BLE001 - a suite not installed here: no defaults to compare with
@@ -221,13 +223,11 @@ def coverage(part: "pd.DataFrame") -> list[dict[str, Any]]:
     own (:func:`harness.scoring.policy.tally`): ``metric``, ``label``, ``n`` (episodes it applies to),
     ``valued``, ``missing`` (no value: counted as ``missing_value``, or left out where that is
     None), ``unscored`` (awaiting a score: left out)."""
-    from harness.scoring import policy as scoring
-
     if not len(part) or "suite" not in part:
         return []
     values = scoring.value_rows(part)
     out = []
-    for m in scoring.declared(part["suite"].unique()).values():
+    for m in scoring.of_frame(part).declared(part["suite"].unique()).values():
         t = scoring.tally(m, values)
         if t.n and not t.complete:
             out.append({"metric": m.name, "label": m.label, "n": t.n, "valued": t.valued, "missing": t.missing,
@@ -347,10 +347,6 @@ def declared_agents(experiment: Any) -> dict[str, str]:
     """Variant name -> the agent its declared overrides compose (``planner=X`` / ``policy=X``,
     or the agent a ``variant=NAME`` config selects with ``override /planner: X``); variants
     whose agent cannot be told from the files are left out."""
-    import re
-
-    from harness.run.config import CONFIG_DIR
-
     out: dict[str, str] = {}
     for variant in getattr(experiment, "variants", ()):
         agent = None

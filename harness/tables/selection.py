@@ -29,12 +29,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from harness.judging import views as judge_views
+from harness.scoring import policy as scoring
+from harness.stats.sequential import stopping_of
+from harness.store import ResultStore
+from harness.tables import caveats
 from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from harness.store import ResultStore
 
 _CELL = ["variant", "suite", "split"]
 
@@ -87,13 +90,10 @@ class RunFacts:
 
 def run_facts(store: "ResultStore", runs: "pd.DataFrame") -> dict[str, RunFacts]:
     """:class:`RunFacts` of each run of ``runs`` (rows of ``store.runs()``)."""
-    from harness.tables.caveats import _split_episodes
-    from harness.stats.sequential import stopping_of
-
     out = {}
     for r in runs.itertuples():
         episodes = store.run_counts(r.run_id)[0]
-        out[r.run_id] = RunFacts(episodes, _split_episodes(store.provenance(r.run_id)),
+        out[r.run_id] = RunFacts(episodes, caveats._split_episodes(store.provenance(r.run_id)),
                                  stopping_of(r.identity) is not None)
     return out
 
@@ -277,8 +277,6 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     applied before the judges are read, so their counts and agreement are of those records only."""
     import pandas as pd
 
-    from harness.store import ResultStore
-
     opened = []
     try:
         for path in paths:
@@ -356,9 +354,10 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     if where is not None and len(df):
         df = where(df)
     df, view = _judged(df, verdicts, judge)
-    from harness.tables import caveats  # each record's split size and its run's settings (table footnotes)
-
-    df = caveats.with_run_facts(df, shown)
+    # each record's split size and its run's settings (table footnotes)
+    # The view's scoring (judges side by side or not) travels with its records: what their
+    # tables declare depends on them alone, never on a table read before in the process.
+    df = scoring.on_frame(caveats.with_run_facts(df, shown), view.scoring)
     lines = list(dict.fromkeys(selection_lines([c for c in choices if (c["variant"], c["suite"], c["split"])
                                                  in set(zip(df["variant"], df["suite"], df["split"]))])))
     return Selection(df, shown, sorted(set(notes)), [p for p, _ in opened], view, lines)
@@ -369,20 +368,15 @@ def _judged(df: "pd.DataFrame", verdicts: list["pd.DataFrame"], judge: str | Non
     verdict in two stores counts once."""
     import pandas as pd
 
-    from harness.judging import views as judge_views
-    from harness.scoring import policy as scoring
-
     frame = pd.concat(verdicts, ignore_index=True) if verdicts else None
     if frame is not None:
         rank = frame["status"].map({"ok": 0, "unreadable": 1}).fillna(2)
         frame = (frame.assign(_rank=rank).sort_values("_rank", kind="stable")
                  .drop_duplicates([*judge_views.KEY, "judge_id"], keep="first").drop(columns="_rank"))
     suites = df["suite"].unique() if len(df) else ()
-    scoring.set_judge_columns(())
-    labels = [m.label for m in scoring.declared(suites).values() if m.judged]
+    labels = [m.label for m in scoring.PLAIN.declared(suites).values() if m.judged]
     try:
         df, view = judge_views.apply(df, frame, judge, labels)
     except judge_views.JudgeSelectionError as exc:
         raise SelectionError(str(exc)) from None
-    scoring.set_judge_columns(view.tags, view.shared_values)
     return df, view

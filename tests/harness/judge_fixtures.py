@@ -231,9 +231,8 @@ CRASHER = AgentPlugin(name="crasher", suite=STORED_SUITE_NAME, target="tests.har
 
 @contextlib.contextmanager
 def registered_only_here():
-    """The test suite and agent registered for the duration only (registries, Hydra's store,
-    the scoring cache and any side-by-side judge columns restored after)."""
-    from harness.scoring import policy as scoring
+    """The test suite and agent registered for the duration only (registries and Hydra's store
+    restored after; the scoring memo is keyed by the declarations, so it needs no restoring)."""
     from harness.registry.catalog import PLANNERS, SUITES
 
     saved = {reg: (reg.names(), dict(reg._entries))[1] for reg in (SUITES, PLANNERS)}  # filled first
@@ -242,9 +241,6 @@ def registered_only_here():
     finally:
         for reg, entries in saved.items():
             reg._entries = entries
-        scoring.set_judge_columns(())
-        scoring._SCORING_CACHE.pop(SUITE_NAME, None)
-        scoring._SCORING_CACHE.pop(STORED_SUITE_NAME, None)
         try:
             from hydra.core.config_store import ConfigStore
 

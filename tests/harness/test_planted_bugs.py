@@ -147,7 +147,6 @@ def _with_a_ratio(S, monkeypatch, toward):
     ratio = scoring.Metric(name, "On course", value, aggregation="ratio", weight=weight)
     monkeypatch.setitem(SUITES._entries, ("example", None),  # noqa: SLF001
                         dataclasses.replace(plugin.SUITE, metrics=(*plugin.METRICS, ratio)))
-    monkeypatch.setattr(scoring, "_SCORING_CACHE", {})
     _info(S, monkeypatch, lambda env, i: i[INFO_VALUES].update({value: toward(env), weight: env.steps}))
 
 

@@ -225,3 +225,28 @@ def test_race_matches_its_definition_round_by_round():
         x = (rng.random((6, 200)) < p[:, None]).astype(float)
         used, chosen = sq.race(x[None], 0.05, step=10)
         assert (used[0].tolist(), int(chosen[0])) == _race_by_hand(x, 0.05, 10)
+
+
+def test_the_race_rule_drops_by_round_breaks_a_cycle_and_ends_where_asked():
+    """:func:`harness.stats.sequential.eliminate` (the rule both the simulated race and the
+    sweep's replay use) on decisions given by hand, in rounds of 5: 0 beats 1 at episode 3 and
+    3 at 4 (as 2 does), 2 beats 0 at 9 (and 1, out by then, 2 at 9: no cycle)."""
+    first = np.zeros((1, 4, 4), dtype=int)
+    first[0, 1, 0] = 3   # 0 better than 1
+    first[0, 0, 2] = 9  # 2 better than 0
+    first[0, 2, 1] = 9  # 1 better than 2 (1 is out by then: no cycle)
+    first[0, 3, 0] = first[0, 3, 2] = 4
+    score = np.array([[0.6, 0.1, 0.5, 0.2]])
+    out = sq.eliminate(first, lambda ends: score, step=5, upto=20)
+    assert out.used.tolist() == [[10, 5, 20, 5]] and out.dropped.tolist() == [[True, True, False, True]]
+    assert out.by.tolist() == [[2, 0, -1, 0]] and out.decided_at.tolist() == [[9, 3, 0, 4]]  # ties: lowest index
+    assert out.ended.tolist() == [20] and out.chosen.tolist() == [2]
+    alone = sq.eliminate(first, lambda ends: score, step=5, upto=20, to_the_end=False)
+    assert alone.used.tolist() == [[10, 5, 10, 5]] and alone.ended.tolist() == [10]  # a lone survivor stops
+    later = sq.eliminate(first, lambda ends: score, step=5, upto=20, order=np.array([3, 0, 1, 2]))
+    assert later.by[0, 3] == 2  # the tie at episode 4 goes to the lower order
+
+    first[0, 2, 1] = 0
+    first[0, 2, 0] = 7   # 0 and 2 beat each other in round 2: a cycle, the best score stays
+    out = sq.eliminate(first, lambda ends: score, step=5, upto=20)
+    assert out.dropped.tolist() == [[False, True, True, True]] and out.used[0, 2] == 10 and out.chosen.tolist() == [0]

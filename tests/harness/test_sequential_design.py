@@ -1,4 +1,4 @@
-"""The bounded group-sequential design (harness/sequential/design.py): its boundaries against
+"""The bounded group-sequential design (harness/stats/sequential/design.py): its boundaries against
 published constants, error spending at the looks actually taken, its error rate under the null
 in small samples, the repeated confidence interval's coverage, input checks and determinism."""
 

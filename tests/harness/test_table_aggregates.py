@@ -7,22 +7,11 @@ from __future__ import annotations
 
 import math
 
-import pytest
-
-from harness.scoring import policy as scoring
 from harness.cli.entry import main
 from harness.scoring.summaries import records_frame
 from harness.store import ResultStore
 from harness.tables.build import breakdown_table, to_markdown, transfer_table
 from harness.types import EpisodeRecord, RunSpec
-
-
-@pytest.fixture(autouse=True)
-def _no_judge_columns():
-    """One judge's plain columns (a table read earlier in this process may have set others)."""
-    scoring.set_judge_columns(())
-    yield
-    scoring.set_judge_columns(())
 
 
 def _rec(variant: str, split: str, task: str, i: int, score: float | None) -> EpisodeRecord:

@@ -1,7 +1,8 @@
 """Anytime-valid sequential comparisons (docs/sequential.md).
 
-:mod:`harness.stats.sequential.betting`: the betting confidence sequences, the decisions and the
-race of several variants (numpy only); :mod:`harness.stats.sequential.stopping`: ``stopping=sequential``
+:mod:`harness.stats.sequential.betting`: the betting confidence sequences and the decisions
+(numpy only); :mod:`harness.stats.sequential.racing`: the race of several variants (successive
+elimination, checkpoint selection); :mod:`harness.stats.sequential.stopping`: ``stopping=sequential``
 on stored runs (settings, paired values in the comparison's seeded order, alpha shared by a
 group's comparisons, the lines tables print); :mod:`harness.stats.sequential.design`: the bounded
 (group-sequential) design; :mod:`harness.stats.sequential.order`: the seeded order of the pairs.
@@ -23,9 +24,9 @@ from harness.stats.sequential.betting import (  # noqa: F401 (the package's name
     first_crossing,
     log_capital,
     plugin_bets,
-    race,
     rescale,
 )
+from harness.stats.sequential.racing import Elimination, eliminate, race  # noqa: F401
 from harness.stats.sequential.design import (  # noqa: F401
     DEFAULT_SPENDING,
     check_spending,

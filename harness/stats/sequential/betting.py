@@ -34,8 +34,8 @@ Decisions (:func:`decide`): *better* once the running intersection of the confid
 sequence lies above 0 (0 rejected, every value still accepted above it), *worse* once below
 0, *equivalent* (with a margin ``delta > 0``) once it lies inside ``[-delta, delta]``. The
 sequence is valid at every sample size at once, so looking after every pair, stopping at a
-decision and resuming after a crash keep the stated error rate ``alpha``. :func:`race` drops
-variants of a sweep once another is decided better (checkpoint selection). The core names no
+decision and resuming after a crash keep the stated error rate ``alpha``. The race of several
+variants (checkpoint selection) is :mod:`harness.stats.sequential.racing`. The core names no
 suite: callers pass per-episode values.
 """
 
@@ -222,7 +222,7 @@ class Decision:
     #: The pair counts of the looks ``path_lo``/``path_hi`` belong to (empty: one per pair).
     looks: list[int] = field(default_factory=list)
     #: ``anytime_valid`` (a confidence sequence) or ``repeated_confidence_interval`` (valid with
-    #: the group-sequential design's looks, harness/sequential/design.py).
+    #: the group-sequential design's looks, harness/stats/sequential/design.py).
     interval_kind: str = "anytime_valid"
 
 
@@ -263,45 +263,3 @@ def decide(diffs: Sequence[float], alpha: float, *, width: float = 1.0, margin: 
         last -= 1
     return Decision(n, outcome, at, float(lo[last]), float(hi[last]), float(d.mean()), alpha, margin, rule,
                     path_lo=[float(v) for v in lo], path_hi=[float(v) for v in hi])
-
-
-# --- Racing several variants (checkpoint selection) -------------------------------------
-
-def race(outcomes: np.ndarray, alpha: float, *, step: int = 10, width: float = 1.0,
-         rule: str = DEFAULT_RULE) -> tuple[np.ndarray, np.ndarray]:
-    """Successive elimination of ``K`` variants on the same episodes, in rounds of ``step``.
-
-    ``outcomes``: shape (runs, K, N), each variant's per-episode value in ``[0, width]`` in
-    episode order (for many simulated races at once; a single race is ``outcomes[None]``).
-    After each round every pair of surviving variants is tested on their paired differences
-    so far (:func:`first_crossing` of the two-sided test at ``alpha / (K - 1)``), and a variant
-    is dropped once a surviving one is decided better than it. The best variant is dropped
-    only if one of its ``K - 1`` tests decides wrongly, so with probability at least
-    ``1 - alpha`` it survives (anytime validity makes the data-dependent stopping safe).
-    Returns, per race, the episodes each variant ran (its elimination round's end, or N) and
-    the chosen variant (the survivor with the highest mean over the episodes it ran).
-    """
-    x = np.asarray(outcomes, dtype=float)
-    runs, k, n = x.shape
-    level = alpha / max(1, k - 1)
-    # first[r, i, j]: the episode at which "j better than i" was first decided (0: never)
-    first = np.zeros((runs, k, k), dtype=int)
-    for i in range(k):
-        for j in range(i + 1, k):
-            when, side = first_crossing(rescale(x[:, j] - x[:, i], width), level, rule=rule)
-            first[:, i, j] = np.where(side > 0, when, 0)  # j better than i
-            first[:, j, i] = np.where(side < 0, when, 0)  # i better than j
-    alive = np.ones((runs, k), dtype=bool)
-    used = np.full((runs, k), n, dtype=int)
-    for end in range(step, n + step, step):
-        end = min(end, n)
-        decided = (first > 0) & (first <= end)  # [r, i, j]: j shown better than i by this round
-        beaten = (decided & alive[:, None, :]).any(axis=2) & alive
-        used[beaten] = end
-        alive &= ~beaten
-        if end >= n:
-            break
-    means = np.cumsum(x, axis=2)
-    per_arm = means[np.arange(runs)[:, None], np.arange(k)[None, :], used - 1] / used
-    chosen = np.where(alive, per_arm, -np.inf).argmax(axis=1)
-    return used, chosen
