@@ -11,7 +11,8 @@ import pytest
 
 from harness.cli.main import main
 from harness.store.database import ResultStore
-from harness.check.conformance import SUITE_CHECKS, check_suite, scripted_replies
+from harness.check.conformance import SUITE_CHECKS, check_suite
+from harness.check.scripted import scripted_replies
 
 
 def run(args, capsys=None):
