@@ -12,8 +12,8 @@ from harness.check.conformance import (
     Report,
     check_agent,
     check_suite,
-    scripted_replies,
 )
+from harness.check.scripted import scripted_replies
 
 __all__ = ["AGENT_CHECKS", "SUITE_CHECKS", "ConformanceError", "Report", "check_agent", "check_suite",
            "scripted_replies"]

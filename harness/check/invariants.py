@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from harness.interfaces import InvalidOutput
 from harness.spaces import action_outside, declared, outside
 from harness.types import (
     INFO_ACTION_OK,
@@ -64,8 +65,6 @@ class EpisodeWatch:
         return self._observation(obs) or self._facts(info)
 
     def step(self, action: Any, obs: Any, terminated: bool, truncated: bool, info: Mapping[str, Any]) -> str | None:
-        from harness.interfaces import InvalidOutput
-
         self.steps += 1
         where = self._where()
         problem = self._observation(obs) or self._facts(info)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from harness.cli.entry import main
-from harness.check.conformance import scripted_replies
+from harness.check.scripted import scripted_replies
 
 av = pytest.importorskip("av", reason="PyAV: the `video` extra (also in `models` and `libero`)")
 

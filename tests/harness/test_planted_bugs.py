@@ -267,15 +267,15 @@ def test_a_record_check_is_not_blamed_on_invalid_actions(monkeypatch):
 
 
 def test_each_error_record_of_a_check_run_names_its_rule():
-    from harness.check.conformance import _error_rule
+    from harness.check.checker import error_rule
 
     declared = {"error_kind": "env", "error_message": "suite quiz: metric 'acc' value 2 is outside its declared "
                                                       "range [0, 1]"}
     raised = {"error_kind": "env", "error_message": "Traceback (most recent call last):\n  ...\nRuntimeError: boom"}
     refused = {"error_kind": "agent", "error_message": "bad action: AgentContractError: no such action"}
-    assert _error_rule("quiz", declared) == ("ended in an env error record: what the suite declares is broken: "
-                                             "suite quiz: metric 'acc' value 2 is outside its declared range [0, 1]")
-    assert _error_rule("quiz", raised) == ("ended in an env error: the env raised (an invalid or unusable action is "
-                                           "counted, not raised): RuntimeError: boom")
-    assert "the env refused an action with an error" in _error_rule("quiz", refused)
-    assert "what the suite declares" not in _error_rule("other", declared)  # another suite's line: not ours
+    assert error_rule("quiz", declared) == ("ended in an env error record: what the suite declares is broken: "
+                                            "suite quiz: metric 'acc' value 2 is outside its declared range [0, 1]")
+    assert error_rule("quiz", raised) == ("ended in an env error: the env raised (an invalid or unusable action is "
+                                          "counted, not raised): RuntimeError: boom")
+    assert "the env refused an action with an error" in error_rule("quiz", refused)
+    assert "what the suite declares" not in error_rule("other", declared)  # another suite's line: not ours

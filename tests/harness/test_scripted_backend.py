@@ -1,4 +1,4 @@
-"""harness.check.conformance's scripted model backend: the test chooses the replies, so every built-in
+"""harness.check.scripted's scripted model backend: the test chooses the replies, so every built-in
 suite's prompt adapter runs through ``planner=vlm`` (messages, parser, records) in a fast test,
 without a model."""
 
@@ -12,7 +12,7 @@ import pytest
 from harness.registry.catalog import SUITES
 from harness.cli.entry import main
 from harness.store import ResultStore
-from harness.check.conformance import ScriptedBackend, conversation_text, scripted_replies
+from harness.check.scripted import ScriptedBackend, conversation_text, scripted_replies
 
 
 def _plan(*actions):

@@ -203,7 +203,7 @@ def test_a_key_across_the_reply_cut_leaves_no_prefix(tmp_path, tail):
 _KILLED_RUN = """
 import json, os, sys, threading
 from harness.cli.entry import main
-from harness.check.conformance import scripted_replies
+from harness.check.scripted import scripted_replies
 
 key = os.environ["MY_API_KEY"]
 plan = json.dumps({"visual_state_description": "v" * 6000 + key + "w" * 100, "reasoning_and_reflection": "r",

@@ -11,7 +11,7 @@ import os
 from harness.cli.entry import main
 from harness.util.spool import SPOOL_CHARS, Spooled, spool, unspool
 from harness.store import ResultStore
-from harness.check.conformance import scripted_replies
+from harness.check.scripted import scripted_replies
 
 
 def test_a_long_text_round_trips_through_the_disk_and_its_file_goes():

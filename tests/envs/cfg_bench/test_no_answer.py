@@ -11,7 +11,7 @@ import pytest
 from envs.cfg_bench.prompt import open_answer
 from harness.cli.entry import main
 from harness.store import ResultStore
-from harness.check.conformance import scripted_replies
+from harness.check.scripted import scripted_replies
 
 
 @pytest.mark.parametrize("reply, answer", [

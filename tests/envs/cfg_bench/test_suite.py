@@ -11,7 +11,8 @@ import pytest
 
 from harness.cli.entry import main
 from harness.store import ResultStore
-from harness.check.conformance import SUITE_CHECKS, check_suite, scripted_replies
+from harness.check.conformance import SUITE_CHECKS, check_suite
+from harness.check.scripted import scripted_replies
 
 
 def run(args, capsys=None):

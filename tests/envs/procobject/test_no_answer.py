@@ -11,7 +11,7 @@ import pytest
 
 from harness.cli.entry import main
 from harness.store import ResultStore
-from harness.check.conformance import scripted_replies
+from harness.check.scripted import scripted_replies
 
 GOOD = '{"answer": "boiled water", "evidence": [[0.5, 3.0]]}'
 VERDICT = ('{"contextual_integration": 4, "detail_orientation": 4, "contextual_understanding": 4, '

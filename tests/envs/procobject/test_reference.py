@@ -63,7 +63,7 @@ def test_the_oracle_and_the_reference_past_the_clip_are_treated_alike(data, tmp_
 
 
 def test_a_model_giving_only_the_in_clip_span_grounds_perfectly(data, tmp_path):
-    from harness.check.conformance import scripted_replies
+    from harness.check.scripted import scripted_replies
 
     def reply(text, schema, call):
         return '{"answer": "twice", "evidence": [[2.0, 5.0]]}'

@@ -46,7 +46,7 @@ ANSWERS = {"1": "The kettle must have boiled water before pouring.", "2": "The l
 @pytest.fixture(scope="module")
 def answered(po_data, tmp_path_factory) -> Path:
     """A store of a scripted run: answers 1 and 2 readable (2 equals its reference), 3 unreadable."""
-    from harness.check.conformance import scripted_replies
+    from harness.check.scripted import scripted_replies
 
     def reply(text, schema, call):
         for qid, rec in ((r["id"], r) for r in RECORDS):

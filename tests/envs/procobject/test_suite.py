@@ -12,7 +12,8 @@ import pytest
 from envs.procobject.grounding import ground
 from harness.cli.entry import main
 from harness.store import ResultStore
-from harness.check.conformance import SUITE_CHECKS, check_suite, scripted_replies
+from harness.check.conformance import SUITE_CHECKS, check_suite
+from harness.check.scripted import scripted_replies
 
 
 def test_check_suite_passes(po_data):
