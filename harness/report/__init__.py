@@ -37,6 +37,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.report.page import render_page
+from harness.tables.build import breakdown_table, ordered_variants, transfer_table
+from harness.tables.columns import COST_METRICS, DAGGER, DELTA, MISSING, is_delta
+from harness.tables.render import cell_strings, column_label, footnotes, metric_label, shown_columns
 
 #: Statistical power of the power line (conventional 80 %).
 POWER = 0.80
@@ -336,16 +339,14 @@ def failure_chart(shares: Mapping[str, Mapping[str, float]], classes: Sequence[A
 # --- HTML tables -------------------------------------------------------------------
 def table_html(table: Any, caption: str, cls: str = "") -> str:
     """A harness table (transfer or breakdown) as HTML, same cells and footnotes as Markdown."""
-    from harness.tables import build as tables
-
-    shown = tables._shown_columns(table)  # noqa: SLF001 - the Markdown renderer's own cell logic
+    shown = shown_columns(table)  # the Markdown renderer's own cells
     row_name = table.attrs.get("row_name", table.index.name or "")
-    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._column_label(table, g, m))}</th>" for g, m in shown)  # noqa: SLF001
+    head = "".join(f"<th>{_esc(g)}<br>{_esc(column_label(table, g, m))}</th>" for g, m in shown)
     body = []
-    for row, cells in zip(table.index, tables._cell_strings(table, tables.MISSING, tables.DAGGER)):  # noqa: SLF001
+    for row, cells in zip(table.index, cell_strings(table, MISSING, DAGGER)):
         body.append(f"<tr><th>{_esc(row)}</th>" + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
     return (f'<table class="{cls}"><caption>{_esc(caption)}</caption><thead><tr><th>{_esc(row_name)}</th>{head}'
-            f'</tr></thead><tbody>{"".join(body)}</tbody></table>' + folded_notes(tables._notes(table)))  # noqa: SLF001
+            f'</tr></thead><tbody>{"".join(body)}</tbody></table>' + folded_notes(footnotes(table)))
 
 
 def headline_html(table: Any, experiment: Any, caption: str) -> str:
@@ -353,13 +354,12 @@ def headline_html(table: Any, experiment: Any, caption: str) -> str:
     table, each cell its value with its Δ vs the baseline beneath ("50.0° / +25.0‡", the same
     strings and marks as the full table); columns grouped by role (diagnostic, transfer), so
     that it fits one screen where the full table (a Δ column beside each value) does not."""
-    from harness.tables import build as tables
 
     roles = {c.label: c.role or "" for c in experiment.columns}
-    shown = [(g, m) for g, m in tables._shown_columns(table) if not tables._is_delta(m)]  # noqa: SLF001
+    shown = [(g, m) for g, m in shown_columns(table) if not is_delta(m)]
     shown.sort(key=lambda gm: {"diagnostic": 0, "transfer": 1}.get(roles.get(gm[0], ""), 2))
-    strings = tables._cell_strings(table, tables.MISSING, tables.DAGGER)  # noqa: SLF001
-    position = {c: i for i, c in enumerate(tables._shown_columns(table))}  # noqa: SLF001
+    strings = cell_strings(table, MISSING, DAGGER)
+    position = {c: i for i, c in enumerate(shown_columns(table))}
     groups: list[tuple[str, int]] = []
     for g, _ in shown:
         role = roles.get(g, "") or "other"
@@ -368,14 +368,14 @@ def headline_html(table: Any, experiment: Any, caption: str) -> str:
         else:
             groups.append((role, 1))
     top = "".join(f'<th colspan="{n}" class="role">{_esc(role)}</th>' for role, n in groups)
-    head = "".join(f"<th>{_esc(g)}<br>{_esc(tables._column_label(table, g, m))}</th>" for g, m in shown)  # noqa: SLF001
+    head = "".join(f"<th>{_esc(g)}<br>{_esc(column_label(table, g, m))}</th>" for g, m in shown)
     body = []
     for row, cells in zip(table.index, strings):
         tds = []
         for g, m in shown:
             value = cells[position[(g, m)]]
-            d = position.get((g, tables.DELTA + m))
-            delta = cells[d] if d is not None and cells[d] != tables.MISSING else ""
+            d = position.get((g, DELTA + m))
+            delta = cells[d] if d is not None and cells[d] != MISSING else ""
             tds.append(f"<td>{_esc(value)}" + (f'<br><span class="delta">{_esc(delta)}</span>' if delta else "")
                        + "</td>")
         body.append(f"<tr><th>{_esc(row)}</th>{''.join(tds)}</tr>")
@@ -401,7 +401,6 @@ def declared_only(table: Any) -> Any:
     """The table without a (column, metric) that no suite of the column declares, nor its Δ and
     statistics: a column of one suite shows that suite's metrics only (cost metrics stay)."""
     from harness.scoring import policy as scoring
-    from harness.tables import build as tables
 
     layout = table.attrs.get("layout") or {}
     suites_of = {col: {g.split("/", 1)[0] for g in groups} for col, groups in layout.items()}
@@ -409,9 +408,9 @@ def declared_only(table: Any) -> Any:
     keep = []
     for group, metric in table.columns:
         base = metric.split(":", 1)[0]
-        base = base[len(tables.DELTA):] if base.startswith(tables.DELTA) else base
+        base = base[len(DELTA):] if base.startswith(DELTA) else base
         declared = {m.name for m in scoring.declared(sorted(suites_of.get(group, every))).values()}
-        keep.append(base in tables.COST_METRICS or base in declared)
+        keep.append(base in COST_METRICS or base in declared)
     return _keep_attrs(table.loc[:, keep], table)
 
 
@@ -462,7 +461,6 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     from harness.scoring import failures
     from harness.tables import failures as failure_table
     from harness.tables import selection as results
-    from harness.tables import build as tables
     from harness.scoring.summaries import summarize
     from harness.store.database import ResultStore
 
@@ -512,7 +510,7 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         baseline = "base" if "base" in variants_all else variants_all[0]
     if baseline not in variants_all:
         raise ValueError(f"baseline {baseline!r} is not a variant of this store (variants: {', '.join(variants_all)})")
-    variants = tables.ordered_variants(df, baseline, None)
+    variants = ordered_variants(df, baseline, None)
     experiment_section = ""
     if experiment is not None:  # the experiment's own table first, as `harness table --experiment` prints it
         from harness.tables import experiments
@@ -542,15 +540,15 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
     # As `harness table OUT` prints it: each column the metrics its suite declares and defines
     # (no SR on a question-answering suite's cells), an avg column only within one suite.
     several = df["suite"].nunique() > 1
-    transfer = declared_only(tables.transfer_table(df, baseline=baseline if len(variants) > 1 else None,
+    transfer = declared_only(transfer_table(df, baseline=baseline if len(variants) > 1 else None,
                                                    stats=len(variants) > 1, average=not several, drop_undefined=True))
     transfer.attrs["judge_notes"] = selection.judges.notes() if selection.judges is not None else []
     transfer.attrs["run_notes"] = list(selection.run_lines)  # which of several runs each cell shows (harness.tables.selection)
     if several:
         transfer.attrs["extra_notes"] = [*transfer.attrs.get("extra_notes", []),
                                          "No avg column: the columns span several suites."]
-    shown = list(dict.fromkeys(tables._metric_label(m) for _, m in tables._shown_columns(transfer)  # noqa: SLF001
-                               if not m.startswith(tables.DELTA)))
+    shown = list(dict.fromkeys(metric_label(m) for _, m in shown_columns(transfer)
+                               if not m.startswith(DELTA)))
     delta = f", Δ vs {baseline}" if len(variants) > 1 else ""
     generic = table_html(transfer, f"{' / '.join(shown)} per suite/split (%){delta}", "transfer")
     if experiment_section:  # the experiment's headline reads first; every suite/split folds below it
@@ -626,10 +624,10 @@ def build_report(outdir: str | Path | Sequence[str | Path], dest: str | Path | N
         mine = df[df["suite"] == suite]
         if not mine["task_type"].notna().any():
             continue
-        breakdown = tables.breakdown_table(mine, by="task_type", baseline=baseline)
+        breakdown = breakdown_table(mine, by="task_type", baseline=baseline)
         defined = [c for c in breakdown.columns if breakdown[c].notna().any()]
         breakdown = _keep_attrs(breakdown.loc[:, defined], breakdown)
-        labels = list(dict.fromkeys(tables._metric_label(m) for _, m in breakdown.columns))  # noqa: SLF001
+        labels = list(dict.fromkeys(metric_label(m) for _, m in breakdown.columns))
         breakdowns.append(table_html(breakdown, f"{suite}: {' / '.join(labels)} per task type (%)", "breakdown"))
     if breakdowns:
         sections.append('<section id="task-types"><h2>Per task type</h2>' + "".join(breakdowns) + "</section>")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
+from harness.tables.columns import declared_columns
+
 #: Questions listed per diagnostic (column, metric) and variant.
 TOP = 5
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
@@ -136,10 +138,9 @@ def place_labels(points: Sequence[tuple[float, float, str]], width: float, heigh
 def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
     from harness.tables import joint
     from harness.scoring import policy as scoring
-    from harness.tables import build as tables
 
     labels = experiment.labels
-    available = [m for m in tables.declared_columns(df)]
+    available = [m for m in declared_columns(df)]
     variants = [v for v in dict.fromkeys(df["variant"].astype(str)) if v != baseline]
     variants = [v.name for v in experiment.variants if v.name in variants] + sorted(
         v for v in variants if v not in {x.name for x in experiment.variants})

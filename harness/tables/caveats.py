@@ -5,7 +5,7 @@ A table cell can look more finished or healthier than it is: a ``limit=1`` cell 
 a 50-episode one; a checkpoint whose every reply failed to parse scores like one that
 planned badly; a row run with a stand-in agent or a smaller token budget sits beside the
 others unmarked. :func:`of` computes, from the records alone, what
-:mod:`harness.tables.build` then prints with every table (Markdown, LaTeX, CSV, JSON and the
+:mod:`harness.tables.render` then prints with every table (Markdown, LaTeX, CSV, JSON and the
 report's HTML):
 
 * **Episodes run of the split's total** per cell, ``n/N``. ``N`` is the number of episodes

@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 
 from harness.stats.paired import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from harness.tables.columns import DELTA
+from harness.tables.render import format_metric
 
 #: Fewest points (variants) a rank correlation is computed over.
 MIN_POINTS = 3
@@ -136,7 +138,7 @@ def _column_values(arrays: Mapping[str, Mapping[str, np.ndarray]], column: Joint
     """A column's value per variant (shape (V,), or (B, V) with resample ``counts`` per cell):
     the mean over its cells of sum(num) / sum(den); NaN where a cell has no value. The units of
     one suite/split (``suite/split#task``: a suite that declares ``mean_over``;
-    :func:`harness.tables.build.unit_labels`) are averaged first, each once, as the table's cells are."""
+    :func:`harness.tables.units.unit_labels`) are averaged first, each once, as the table's cells are."""
     per_cell: dict[str, list[np.ndarray]] = {}
     for cell in column.cells:
         a = arrays[cell]
@@ -163,7 +165,7 @@ def association(df: pd.DataFrame, x: JointColumn, y: JointColumn, baseline: str,
     out: dict[str, Any] = {"x": {"column": x.label, "metric": x.metric}, "y": {"column": y.label, "metric": y.metric},
                            "points": [], "n": 0, "rho": None, "interval": None, "resamples": 0,
                            "undefined_resamples": 0, "pairs": {}, "reason": None}
-    from harness.tables.build import unit_labels
+    from harness.tables.units import unit_labels
 
     shown = df[(df["suite"].astype(str) + "/" + df["split"].astype(str)).isin([*x.cells, *y.cells]).to_numpy()]
     unit, _ = unit_labels(shown)  # a suite its benchmark averages over task types: each task type a unit
@@ -242,9 +244,7 @@ def _metric_text(metric: str) -> str:
 
 
 def _delta_text(value: float, metric: str) -> str:
-    from harness.tables import build as tables
-
-    return tables.format_metric(value, tables.DELTA + metric)
+    return format_metric(value, DELTA + metric)
 
 
 def notes(results: Sequence[Mapping[str, Any]], baseline_label: str) -> list[str]:

@@ -11,7 +11,7 @@
   seed (``seed_offset``) and its declared repeat index (``repeat``): runs that differ only
   in ``seed=`` or ``repeat=`` are **repeats** of one cell, all shown (columns ``repeat``:
   the seed offset, ``repeat_index``: the repeat index); tables give their spread
-  (harness.tables.build, harness.stats.paired).
+  (harness.tables.paired, harness.stats.paired).
 * **Several stores**: a run (same identity, hence same run id) found in two
   stores counts once, its episodes de-duplicated by key (:func:`merge_stores`): a
   finished row over an error record; two finished rows whose results disagree are

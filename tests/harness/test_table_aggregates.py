@@ -13,7 +13,8 @@ from harness.scoring import policy as scoring
 from harness.cli.main import main
 from harness.scoring.summaries import records_frame
 from harness.store.database import ResultStore
-from harness.tables.build import breakdown_table, to_markdown, transfer_table
+from harness.tables.build import breakdown_table, transfer_table
+from harness.tables.render import to_markdown
 from harness.types import EpisodeRecord, RunSpec
 
 
