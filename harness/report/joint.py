@@ -14,6 +14,8 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
+from harness.scoring import policy as scoring
+from harness.tables import joint
 from harness.tables.columns import declared_columns
 
 #: Questions listed per diagnostic (column, metric) and variant.
@@ -27,14 +29,10 @@ def _esc(text: Any) -> str:
 
 def _shown(value: float, metric: str) -> float:
     """A Δ as the table prints it: points for a rate, the score's own unit otherwise."""
-    from harness.scoring import policy as scoring
-
     return 100 * value if scoring.is_percent(metric) else value
 
 
 def _axis_label(column: str, metric: str) -> str:
-    from harness.scoring import policy as scoring
-
     unit = " (points)" if scoring.is_percent(metric) else ""
     return f"Δ {column} {scoring.label_of(metric) or metric}{unit}"
 
@@ -57,8 +55,6 @@ def scatter_chart(result: Mapping[str, Any]) -> str:
     rho = (f"ρ = {result['rho']:+.2f}" + (f" [{result['interval'][0]:+.2f}, {result['interval'][1]:+.2f}]"
                                           if result.get("interval") else "")
            if result["rho"] is not None else "ρ not computed")
-    from harness.scoring import policy as scoring
-
     name = lambda side: f"{result[side]['column']} {scoring.label_of(result[side]['metric']) or result[side]['metric']}"  # noqa: E731
     title = f"{name('x')} vs {name('y')}"
     subtitle = f"{rho}, n = {result['n']}"
@@ -136,9 +132,6 @@ def place_labels(points: Sequence[tuple[float, float, str]], width: float, heigh
 
 
 def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
-    from harness.tables import joint
-    from harness.scoring import policy as scoring
-
     labels = experiment.labels
     available = [m for m in declared_columns(df)]
     variants = [v for v in dict.fromkeys(df["variant"].astype(str)) if v != baseline]
