@@ -43,6 +43,12 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from harness import params
+from harness.registry.catalog import SUITES
+from harness.run.config import CONFIG_DIR
+from harness.scoring import policy as scoring
+from harness.stats.sequential import stopping_of
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -66,8 +72,6 @@ _FULL_RUN = "full run"
 
 
 def _stopping_of(identity: Any) -> Any:
-    from harness.stats.sequential import stopping_of
-
     return stopping_of(identity)
 
 
@@ -85,9 +89,6 @@ def _flat(node: Any, prefix: str) -> dict[str, Any]:
 def _suite_defaults(suite: str) -> dict[str, Any]:
     """The suite's declared parameter defaults (its plugin's declaration); {} where unknown."""
     try:
-        from harness import params
-        from harness.registry.catalog import SUITES
-
         declaration = SUITES.entry(str(suite)).params
         return {f.name: f.default for f in params.fields_of(declaration) if not f.required}
     except Exception:  # noqa: BLE001 - a suite not installed here: no defaults to compare with
@@ -138,7 +139,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _split_episodes(sessions: Any) -> int | None:
+def split_episodes(sessions: Any) -> int | None:
     """The split's episode count a run recorded (its latest session that says), else None."""
     if isinstance(sessions, Mapping):
         sessions = [sessions]
@@ -155,7 +156,7 @@ def with_run_facts(df: "pd.DataFrame", runs: "pd.DataFrame") -> "pd.DataFrame":
     totals: dict[str, float] = {}
     settings: dict[str, str] = {}
     for r in runs.to_dict("records") if len(runs) else []:
-        total = _split_episodes(r.get("provenance"))
+        total = split_episodes(r.get("provenance"))
         totals[r["run_id"]] = float(total) if total is not None else math.nan
         settings[r["run_id"]] = json.dumps(run_settings(r.get("spec"), r.get("identity"), r.get("provenance")),
                                            sort_keys=True, default=str)
@@ -221,8 +222,6 @@ def coverage(part: "pd.DataFrame") -> list[dict[str, Any]]:
     own (:func:`harness.scoring.policy.tally`): ``metric``, ``label``, ``n`` (episodes it applies to),
     ``valued``, ``missing`` (no value: counted as ``missing_value``, or left out where that is
     None), ``unscored`` (awaiting a score: left out)."""
-    from harness.scoring import policy as scoring
-
     if not len(part) or "suite" not in part:
         return []
     values = scoring.value_rows(part)
@@ -348,8 +347,6 @@ def declared_agents(experiment: Any) -> dict[str, str]:
     or the agent a ``variant=NAME`` config selects with ``override /planner: X``); variants
     whose agent cannot be told from the files are left out."""
     import re
-
-    from harness.run.config import CONFIG_DIR
 
     out: dict[str, str] = {}
     for variant in getattr(experiment, "variants", ()):

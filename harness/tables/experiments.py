@@ -40,7 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from harness.run import servers, sweep
 from harness.run.config import CONFIG_DIR
+from harness.scoring import policy as scoring
+from harness.scoring.policy import declared, suite_scoring
+from harness.scoring.summaries import metric_columns
+from harness.tables import caveats, joint
 from harness.tables.build import relabel, transfer_table
 from harness.tables.columns import DELTA, declared_columns
 
@@ -109,8 +114,6 @@ class Experiment:
 
         The user's own ``overrides`` come last, so they win over the experiment's.
         """
-        from harness.run import servers
-
         out = []
         for variant in self.variants:
             mine = variant.overrides
@@ -147,8 +150,6 @@ class Experiment:
         fills them (``out``: the store's folder, as the note prints it); so are a column's
         splits no variant ran, and a column's metric without a value. With columns of both
         roles, the association of their Δ is added below (:mod:`harness.tables.joint`)."""
-        from harness.tables import caveats
-
         names = [v.name for v in self.variants]
         cells = {c for col in self.columns for c in col.cells}
         in_cells = (df["suite"].astype(str) + "/" + df["split"].astype(str)).isin(cells).to_numpy()
@@ -185,8 +186,6 @@ class Experiment:
         notes = self._missing_notes(table, shown, have, out, available)
         table = relabel(table, self.labels)
         if any(c.role for c in self.columns):
-            from harness.tables import joint
-
             defined = {(g, m) for g, m in table.columns}
             results = self.association(every_variant, [c for c in shown if c.role], baseline or "", defined,
                                        available)
@@ -207,8 +206,6 @@ class Experiment:
     def _missing_notes(self, table: "pd.DataFrame", shown: Sequence[Column], have: set[str], out: str,
                        available: Sequence[str] = ()) -> list[str]:
         """What the store lacks of the table: whole columns, a column's splits, a column's metrics."""
-        from harness.scoring import policy as scoring
-
         notes = []
         fill = f"`harness run +experiment={self.name} out={out}` with the overrides of the runs already there"
         absent = [c for c in self.columns if c not in shown]
@@ -239,8 +236,6 @@ class Experiment:
         """Each diagnostic (column, metric) against each transfer (column, metric)
         (:func:`harness.tables.joint.association`); ``defined``: the (column, metric) pairs with a
         value in the table (others are named in a note already)."""
-        from harness.tables import joint
-
         def expand(role: str) -> list["joint.JointColumn"]:
             return [joint.JointColumn(c.label, tuple(c.cells), m) for c in columns if c.role == role
                     for m in self.metrics_of(c, available) if defined is None or (c.label, m) in defined]
@@ -368,13 +363,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 def parse(node: dict[str, Any], default_name: str = "experiment") -> Experiment:
     """An :class:`Experiment` from its ``experiment`` node; one-line errors naming the key."""
-    from harness.run import servers
-    from harness.scoring.summaries import metric_columns
-    from harness.scoring.policy import declared, suite_scoring
-
     if "sweep" in node:  # a checkpoint sweep (harness/run/sweep.py): its runs come from its checkpoints
-        from harness.run import sweep
-
         try:
             return sweep.parse(node, default_name)  # type: ignore[return-value]
         except sweep.SweepError as exc:

@@ -29,12 +29,16 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from harness.judging import views as judge_views
+from harness.scoring import policy as scoring
+from harness.stats.sequential import stopping_of
+from harness.store.database import ResultStore
+from harness.tables import caveats
+from harness.tables.caveats import split_episodes
 from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from harness.store.database import ResultStore
 
 _CELL = ["variant", "suite", "split"]
 
@@ -87,13 +91,10 @@ class RunFacts:
 
 def run_facts(store: "ResultStore", runs: "pd.DataFrame") -> dict[str, RunFacts]:
     """:class:`RunFacts` of each run of ``runs`` (rows of ``store.runs()``)."""
-    from harness.tables.caveats import _split_episodes
-    from harness.stats.sequential import stopping_of
-
     out = {}
     for r in runs.itertuples():
         episodes = store.run_counts(r.run_id)[0]
-        out[r.run_id] = RunFacts(episodes, _split_episodes(store.provenance(r.run_id)),
+        out[r.run_id] = RunFacts(episodes, split_episodes(store.provenance(r.run_id)),
                                  stopping_of(r.identity) is not None)
     return out
 
@@ -277,8 +278,6 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     applied before the judges are read, so their counts and agreement are of those records only."""
     import pandas as pd
 
-    from harness.store.database import ResultStore
-
     opened = []
     try:
         for path in paths:
@@ -356,8 +355,6 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     if where is not None and len(df):
         df = where(df)
     df, view = _judged(df, verdicts, judge)
-    from harness.tables import caveats  # each record's split size and its run's settings (table footnotes)
-
     df = caveats.with_run_facts(df, shown)
     lines = list(dict.fromkeys(selection_lines([c for c in choices if (c["variant"], c["suite"], c["split"])
                                                  in set(zip(df["variant"], df["suite"], df["split"]))])))
@@ -368,9 +365,6 @@ def _judged(df: "pd.DataFrame", verdicts: list["pd.DataFrame"], judge: str | Non
     """``df`` with the chosen judges' values (:func:`harness.judging.views.apply`); the same
     verdict in two stores counts once."""
     import pandas as pd
-
-    from harness.judging import views as judge_views
-    from harness.scoring import policy as scoring
 
     frame = pd.concat(verdicts, ignore_index=True) if verdicts else None
     if frame is not None:
