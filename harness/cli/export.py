@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
     from harness.tables import caveats
     from harness.tables import export
     from harness.tables import selection as results
-    from harness.tables import build as tables
+    from harness.tables.build import select
     from harness.cli.table import _patterns
     from harness.store import StoreError
 
@@ -49,9 +49,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         df = (export.all_runs(args.outdir, args.prefer) if args.all_runs
               else results.load(args.outdir, _patterns(args.run), args.prefer, judge=args.judge,
-                                where=lambda d: tables.select(d, _patterns(args.suite), _patterns(args.split),
-                                                              _patterns(args.variant))).frame)
-        df = tables.select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
+                                where=lambda d: select(d, _patterns(args.suite), _patterns(args.split),
+                                                       _patterns(args.variant))).frame)
+        df = select(df, _patterns(args.suite), _patterns(args.split), _patterns(args.variant))
         df = df.drop(columns=[caveats.SPLIT_EPISODES, caveats.RUN_SETTINGS], errors="ignore")  # tables' footnotes only
         df = export.with_metrics(df)
     except (StoreError, results.SelectionError, ValueError) as exc:

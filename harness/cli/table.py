@@ -93,11 +93,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _select(args: argparse.Namespace, df: Any, variants: bool = True) -> Any:
-    from harness.tables import build as tables
+    from harness.tables.build import select
 
     try:
-        return tables.select(df, _patterns(args.suite), _patterns(args.split),
-                             _patterns(args.variant) if variants else ())
+        return select(df, _patterns(args.suite), _patterns(args.split),
+                      _patterns(args.variant) if variants else ())
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
 
@@ -113,7 +113,8 @@ def _labels(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
-    from harness.tables import build as tables
+    from harness.tables.build import breakdown_table, transfer_table
+    from harness.tables.columns import COST_METRICS, add_cost_columns, default_metrics
 
     df, notes = selection.frame, selection.notes
     where = " and ".join(selection.stores)
@@ -153,13 +154,13 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
     if args.by == "failure":
         return _failure_table(args, df, notes, store)
     metrics = (tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics
-               else tuple(tables.default_metrics(df)))
+               else tuple(default_metrics(df)))
     try:
-        if set(metrics) & set(tables.COST_METRICS):
-            df = tables.add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
+        if set(metrics) & set(COST_METRICS):
+            df = add_cost_columns(df, store.transcripts(sorted(set(df["run_id"]))))
         order = [v.strip() for v in args.order.split(",") if v.strip()] if args.order else None
         if args.by:
-            table = tables.breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline, variants_order=order)
+            table = breakdown_table(df, by=args.by, metrics=metrics, baseline=baseline, variants_order=order)
             if args.label:  # the variants are the columns here: their caveats follow the new names
                 labels = _labels(args)
                 table = table.rename(columns=labels, level=0)
@@ -171,10 +172,10 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                                      for x in cav.get("settings", [])]}
         else:
             several = df["suite"].nunique() > 1
-            table = tables.transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns or "split",
-                                          stats=args.stats, variants_order=order, labels=_labels(args),
-                                          average=args.average or not several, drop_undefined=True,
-                                          pooled=args.pooled, columns_of=every_row)
+            table = transfer_table(df, baseline=baseline, metrics=metrics, columns=args.columns or "split",
+                                   stats=args.stats, variants_order=order, labels=_labels(args),
+                                   average=args.average or not several, drop_undefined=True,
+                                   pooled=args.pooled, columns_of=every_row)
             if several and not args.average:
                 notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
@@ -247,14 +248,14 @@ def _sequential_lines(comparisons: list[Any]) -> list[str]:
 
 def _renderer(args: argparse.Namespace, selection: Any) -> Any:
     """The format's writer; the table's footnotes gain which judges' scores it shows."""
-    from harness.tables import build as tables
+    from harness.tables.render import to_csv, to_latex, to_markdown
 
     if args.format == "json":
         from harness.tables import json_table as table_json
 
         write = lambda table: table_json.to_json(table, selection)  # noqa: E731
     else:
-        write = {"markdown": tables.to_markdown, "latex": tables.to_latex, "csv": tables.to_csv}[args.format]
+        write = {"markdown": to_markdown, "latex": to_latex, "csv": to_csv}[args.format]
 
     def render(table: Any) -> str:
         if selection.judges is not None:

@@ -14,6 +14,10 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
+from harness.scoring import policy as scoring
+from harness.tables import joint
+from harness.tables.columns import declared_columns
+
 #: Questions listed per diagnostic (column, metric) and variant.
 TOP = 5
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
@@ -25,14 +29,10 @@ def _esc(text: Any) -> str:
 
 def _shown(value: float, metric: str) -> float:
     """A Δ as the table prints it: points for a rate, the score's own unit otherwise."""
-    from harness.scoring import policy as scoring
-
     return 100 * value if scoring.is_percent(metric) else value
 
 
 def _axis_label(column: str, metric: str) -> str:
-    from harness.scoring import policy as scoring
-
     unit = " (points)" if scoring.is_percent(metric) else ""
     return f"Δ {column} {scoring.label_of(metric) or metric}{unit}"
 
@@ -55,8 +55,6 @@ def scatter_chart(result: Mapping[str, Any]) -> str:
     rho = (f"ρ = {result['rho']:+.2f}" + (f" [{result['interval'][0]:+.2f}, {result['interval'][1]:+.2f}]"
                                           if result.get("interval") else "")
            if result["rho"] is not None else "ρ not computed")
-    from harness.scoring import policy as scoring
-
     name = lambda side: f"{result[side]['column']} {scoring.label_of(result[side]['metric']) or result[side]['metric']}"  # noqa: E731
     title = f"{name('x')} vs {name('y')}"
     subtitle = f"{rho}, n = {result['n']}"
@@ -134,12 +132,8 @@ def place_labels(points: Sequence[tuple[float, float, str]], width: float, heigh
 
 
 def _differences_html(df: Any, experiment: Any, baseline: str) -> str:
-    from harness.tables import joint
-    from harness.scoring import policy as scoring
-    from harness.tables import build as tables
-
     labels = experiment.labels
-    available = [m for m in tables.declared_columns(df)]
+    available = [m for m in declared_columns(df)]
     variants = [v for v in dict.fromkeys(df["variant"].astype(str)) if v != baseline]
     variants = [v.name for v in experiment.variants if v.name in variants] + sorted(
         v for v in variants if v not in {x.name for x in experiment.variants})

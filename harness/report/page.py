@@ -9,11 +9,17 @@ template prints is escaped by it.
 
 from __future__ import annotations
 
+import html
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 _HERE = Path(__file__).parent
+
+
+def esc(text: Any) -> str:
+    """``text`` escaped for HTML, quotes too: how every fragment the Python side builds escapes its values."""
+    return html.escape(str(text), quote=True)
 
 
 @lru_cache(maxsize=None)

@@ -8,11 +8,9 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-
-def _esc(text: Any) -> str:
-    from harness.report import _esc as esc
-
-    return esc(text)
+from harness.report.page import esc
+from harness.scoring.policy import known_metric
+from harness.stats.sequential import describe
 
 
 def interval_chart(c: Any, percent: bool) -> str:
@@ -34,9 +32,9 @@ def interval_chart(c: Any, percent: bool) -> str:
     def y(v: float) -> float:
         return top + height / 2 - v / span * height / 2
 
-    svg = [f'<svg class="chart" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
+    svg = [f'<svg class="chart" role="img" aria-label="{esc(title)}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{left + width + 20}" height="{top + height + 40}" data-chart="sequential">',
-           f'<text x="{left}" y="16" class="title">{_esc(title)}</text>']
+           f'<text x="{left}" y="16" class="title">{esc(title)}</text>']
     for tick in (-span, -span / 2, 0.0, span / 2, span):
         svg.append(f'<line x1="{left - 4}" x2="{left + width}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
                    f'class="{"whisker" if tick == 0 else "grid"}"/><text x="{left - 8}" y="{y(tick) + 4:.1f}" '
@@ -50,11 +48,11 @@ def interval_chart(c: Any, percent: bool) -> str:
         upper = " ".join(f"{x(i):.1f},{y(hi):.1f}" for i, _lo, hi in kept)
         lower = " ".join(f"{x(i):.1f},{y(lo):.1f}" for i, lo, _hi in reversed(kept))
         svg.append(f'<polygon points="{upper} {lower}" fill="#4269d0" fill-opacity="0.25" stroke="#4269d0">'
-                   f'<title>{_esc(title)}</title></polygon>')
+                   f'<title>{esc(title)}</title></polygon>')
     if d.at is not None:
         svg.append(f'<line x1="{x(d.at):.1f}" x2="{x(d.at):.1f}" y1="{top}" y2="{top + height}" class="whisker"/>'
                    f'<text x="{x(d.at) - 4:.1f}" y="{top + 12}" class="tick" text-anchor="end">'
-                   f'{_esc(d.outcome)} at pair {d.at}</text>')
+                   f'{esc(d.outcome)} at pair {d.at}</text>')
     svg.append(f'<text x="{left + width / 2}" y="{top + height + 30}" class="tick" text-anchor="middle">'
                f'paired episodes (1 … {n})</text></svg>')
     return "".join(svg)
@@ -64,14 +62,11 @@ def sequential_section(comparisons: Sequence[Any]) -> str:
     """The section: a line and a chart per comparison ('' when there is none)."""
     if not comparisons:
         return ""
-    from harness.scoring.policy import known_metric
-    from harness.stats.sequential import describe
-
     parts = ['<section id="sequential"><h2>Sequential comparisons</h2>']
     for c in comparisons:
         metric = known_metric(c.metric)
         percent = metric is None or metric.percent
-        parts.append(f'<p class="sequential">{_esc(describe(c, percent))}</p>' + interval_chart(c, percent))
+        parts.append(f'<p class="sequential">{esc(describe(c, percent))}</p>' + interval_chart(c, percent))
     parts.append("<p class=\"notes\">Sequential intervals: a betting rule's holds at every number of pairs at once, "
                  "the bounded design's repeated interval at every look it took, so the comparison could stop as "
                  "soon as it was decided. The transfer table's Δ interval and p are fixed-sample figures, not "

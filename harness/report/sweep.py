@@ -8,11 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-
-def _esc(text: Any) -> str:
-    from harness.report import _esc as esc
-
-    return esc(text)
+from harness.report.page import esc
+from harness.tables.sweeps import describe
 
 
 def curve_chart(s: Any) -> str:
@@ -40,9 +37,9 @@ def curve_chart(s: Any) -> str:
     def y(v: float) -> float:
         return top + height - (v - y_lo) / (y_hi - y_lo) * height
 
-    svg = [f'<svg class="chart" role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg" '
+    svg = [f'<svg class="chart" role="img" aria-label="{esc(title)}" xmlns="http://www.w3.org/2000/svg" '
            f'width="{left + width + 20}" height="{top + height + 44}" data-chart="checkpoint-sweep">',
-           f'<text x="{left}" y="16" class="title">{_esc(title)}</text>']
+           f'<text x="{left}" y="16" class="title">{esc(title)}</text>']
     for k in range(5):
         tick = y_lo + k * (y_hi - y_lo) / 4
         svg.append(f'<line x1="{left - 4}" x2="{left + width}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
@@ -54,7 +51,7 @@ def curve_chart(s: Any) -> str:
     for xv, p in zip(xs, points):
         label = p.name if not use_steps else f"{p.step}"
         svg.append(f'<text x="{x(xv):.1f}" y="{top + height + 16}" class="tick" text-anchor="middle">'
-                   f'{_esc(label)}</text>')
+                   f'{esc(label)}</text>')
         if math.isnan(p.mean):
             continue
         how = (f"dropped after {p.episodes} selection episodes ({p.drop.by} better)" if p.drop is not None
@@ -64,8 +61,8 @@ def curve_chart(s: Any) -> str:
         svg.append(f'<line x1="{x(xv):.1f}" x2="{x(xv):.1f}" y1="{y(p.lo):.1f}" y2="{y(p.hi):.1f}" '
                    f'stroke="#4269d0" stroke-width="2"/>'
                    f'<circle cx="{x(xv):.1f}" cy="{y(p.mean):.1f}" r="4" stroke="#4269d0" '
-                   f'fill="{"white" if p.drop is not None else "#4269d0"}" data-checkpoint="{_esc(p.name)}">'
-                   f'<title>{_esc(tip)}</title></circle>')
+                   f'fill="{"white" if p.drop is not None else "#4269d0"}" data-checkpoint="{esc(p.name)}">'
+                   f'<title>{esc(tip)}</title></circle>')
     if s.held_out is not None and s.chosen is not None:
         mean, lo, hi, n, size = s.held_out
         xv = next(xv for xv, p in zip(xs, points) if p.name == s.chosen) + 0.02 * max(1e-9, x_hi - x_lo)
@@ -73,8 +70,8 @@ def curve_chart(s: Any) -> str:
         tip = f"{s.chosen} held out: {s.metric} {scale * mean:.1f} [{scale * lo:.1f}, {scale * hi:.1f}], {n} episodes"
         svg.append(f'<line x1="{cx + 6:.1f}" x2="{cx + 6:.1f}" y1="{y(lo):.1f}" y2="{y(hi):.1f}" stroke="#ef8a17" '
                    f'stroke-width="2"/><polygon points="{cx + 6:.1f},{cy - 6:.1f} {cx + 12:.1f},{cy:.1f} '
-                   f'{cx + 6:.1f},{cy + 6:.1f} {cx:.1f},{cy:.1f}" fill="#ef8a17" data-held-out="{_esc(s.chosen)}">'
-                   f'<title>{_esc(tip)}</title></polygon>')
+                   f'{cx + 6:.1f},{cy + 6:.1f} {cx:.1f},{cy:.1f}" fill="#ef8a17" data-held-out="{esc(s.chosen)}">'
+                   f'<title>{esc(tip)}</title></polygon>')
     axis = "training step" if use_steps else "checkpoint"
     svg.append(f'<text x="{left + width / 2}" y="{top + height + 36}" class="tick" text-anchor="middle">{axis} '
                '(blue: selection estimate, hollow: dropped; orange: the chosen one on held-out episodes)</text></svg>')
@@ -85,14 +82,12 @@ def sweep_section(sweeps: Sequence[Any]) -> str:
     """The section: each sweep's lines (as ``harness table`` prints them) and its curve."""
     if not sweeps:
         return ""
-    from harness.tables.sweeps import describe
-
     parts = ['<section id="checkpoint-sweep"><h2>Checkpoint sweeps</h2>']
     for s in sweeps:
         lines = describe(s)
-        parts.append(f'<p class="sequential">{_esc(lines[0])}</p><ul>'
-                     + "".join(f"<li>{_esc(x[2:])}</li>" for x in lines[1:-1]) + "</ul>"
-                     + f'<p class="sequential">{_esc(lines[-1])}</p>' + curve_chart(s))
+        parts.append(f'<p class="sequential">{esc(lines[0])}</p><ul>'
+                     + "".join(f"<li>{esc(x[2:])}</li>" for x in lines[1:-1]) + "</ul>"
+                     + f'<p class="sequential">{esc(lines[-1])}</p>' + curve_chart(s))
     parts.append('<p class="notes">The selection estimates chose the checkpoint; their intervals are anytime-valid '
                  "(valid although the race stopped each checkpoint when it chose). The held-out value is measured "
                  "on episodes selection never saw: it is the figure to report.</p></section>")

@@ -1,3 +1,5 @@
 """Tables from stored runs: which runs a table shows (:mod:`.selection`), the transfer and
-breakdown tables and their text forms (:mod:`.build`), JSON, caveats, joint diagnostics and
+breakdown tables (:mod:`.build`; their column vocabulary :mod:`.columns`, what a cell averages
+over :mod:`.units`, the paired-statistics and repeat columns :mod:`.paired`), their text forms
+(:mod:`.render`), JSON, caveats, joint diagnostics and
 transfer, experiments' headlines, checkpoint sweeps and exports."""

@@ -5,7 +5,7 @@ A table cell can look more finished or healthier than it is: a ``limit=1`` cell 
 a 50-episode one; a checkpoint whose every reply failed to parse scores like one that
 planned badly; a row run with a stand-in agent or a smaller token budget sits beside the
 others unmarked. :func:`of` computes, from the records alone, what
-:mod:`harness.tables.build` then prints with every table (Markdown, LaTeX, CSV, JSON and the
+:mod:`harness.tables.render` then prints with every table (Markdown, LaTeX, CSV, JSON and the
 report's HTML):
 
 * **Episodes run of the split's total** per cell, ``n/N``. ``N`` is the number of episodes
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -140,7 +139,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _split_episodes(sessions: Any) -> int | None:
+def split_episodes(sessions: Any) -> int | None:
     """The split's episode count a run recorded (its latest session that says), else None."""
     if isinstance(sessions, Mapping):
         sessions = [sessions]
@@ -157,7 +156,7 @@ def with_run_facts(df: "pd.DataFrame", runs: "pd.DataFrame") -> "pd.DataFrame":
     totals: dict[str, float] = {}
     settings: dict[str, str] = {}
     for r in runs.to_dict("records") if len(runs) else []:
-        total = _split_episodes(r.get("provenance"))
+        total = split_episodes(r.get("provenance"))
         totals[r["run_id"]] = float(total) if total is not None else math.nan
         settings[r["run_id"]] = json.dumps(run_settings(r.get("spec"), r.get("identity"), r.get("provenance")),
                                            sort_keys=True, default=str)
@@ -347,6 +346,8 @@ def declared_agents(experiment: Any) -> dict[str, str]:
     """Variant name -> the agent its declared overrides compose (``planner=X`` / ``policy=X``,
     or the agent a ``variant=NAME`` config selects with ``override /planner: X``); variants
     whose agent cannot be told from the files are left out."""
+    import re
+
     out: dict[str, str] = {}
     for variant in getattr(experiment, "variants", ()):
         agent = None

@@ -45,8 +45,9 @@ from harness.run.config import CONFIG_DIR
 from harness.scoring import policy as scoring
 from harness.scoring.policy import PLAIN, suite_scoring
 from harness.scoring.summaries import metric_columns
-from harness.tables import build as tables
 from harness.tables import caveats, joint
+from harness.tables.build import relabel, transfer_table
+from harness.tables.columns import DELTA, declared_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,26 +165,26 @@ class Experiment:
                                   f"(variants present: {', '.join(present)})")
         have = set(df["suite"].astype(str) + "/" + df["split"].astype(str))
         shown = [c for c in self.columns if have & set(c.cells)]
-        available = tables.declared_columns(df)
+        available = declared_columns(df)
         declared = set(available)
         metrics = tuple(dict.fromkeys(m for c in shown for m in self.metrics_of(c, available) if m in declared))
-        table = tables.transfer_table(
+        table = transfer_table(
             df, baseline=baseline, metrics=metrics, variants_order=present,
             per_column_delta=self.delta == "each", stats=self.stats and baseline is not None,
             layout={c.label: c.cells for c in shown}, average=self.average, drop_undefined="valueless",
             stats_in_notes=True,
         )
         wanted = {c.label: set(self.metrics_of(c, available)) for c in shown}
-        plain = lambda m: (m[len(tables.DELTA):] if m.startswith(tables.DELTA) else m).split(":", 1)[0]  # noqa: E731
+        plain = lambda m: (m[len(DELTA):] if m.startswith(DELTA) else m).split(":", 1)[0]  # noqa: E731
         keep = [g not in wanted or plain(m) in wanted[g] for g, m in table.columns]
         if not all(keep):
             attrs = dict(table.attrs)
             table = table.loc[:, keep]
             table.attrs = attrs
         if self.delta == "none":
-            table = table.loc[:, [not m.startswith(tables.DELTA) for _, m in table.columns]]
+            table = table.loc[:, [not m.startswith(DELTA) for _, m in table.columns]]
         notes = self._missing_notes(table, shown, have, out, available)
-        table = tables.relabel(table, self.labels)
+        table = relabel(table, self.labels)
         if any(c.role for c in self.columns):
             defined = {(g, m) for g, m in table.columns}
             results = self.association(every_variant, [c for c in shown if c.role], baseline or "", defined,
@@ -249,6 +250,7 @@ class Experiment:
 
         import pandas as pd
 
+
         if not self.paper_rows:
             raise ExperimentError(f"experiment {self.name} declares no paper numbers (experiment.paper.rows)")
         metric = self.metrics[0]
@@ -260,9 +262,9 @@ class Experiment:
                 continue
             values = {}
             for group, m in table.columns:
-                plain = m[len(tables.DELTA):] if m.startswith(tables.DELTA) else m
+                plain = m[len(DELTA):] if m.startswith(DELTA) else m
                 value = reported.get(group) if plain == metric and ":" not in m else None
-                if value is not None and m.startswith(tables.DELTA):
+                if value is not None and m.startswith(DELTA):
                     base = base_row.get(group)
                     value = None if base is None or variant.name == self.baseline else value - base
                 values[(group, m)] = math.nan if value is None else float(value) / 100.0

@@ -13,13 +13,15 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from harness.scoring import policy as scoring
+from harness.scoring.policy import value_rows
+from harness.store.database import ResultStore
+from harness.tables.selection import EPISODE_KEY, SelectionError, merge_stores, with_families
+from harness.util.redact import redact_text
 
 def all_runs(paths: Sequence[str], prefer: Sequence[str] = ()) -> pd.DataFrame:
     """Every stored run's records (superseded runs too), each episode once; stores that
     disagree on an episode are refused unless ``prefer`` chooses (harness.tables.selection.merge_stores)."""
-    from harness.tables.selection import EPISODE_KEY, SelectionError, merge_stores, with_families
-    from harness.store import ResultStore
-
     frames = []
     for path in dict.fromkeys(paths):
         with ResultStore(path, readonly=True) as store:
@@ -33,8 +35,6 @@ def all_runs(paths: Sequence[str], prefer: Sequence[str] = ()) -> pd.DataFrame:
     unknown = [p for p in prefer if str(p) not in {str(q) for q in paths}]
     if unknown:
         raise SelectionError(f"--prefer {unknown[0]} is not one of the stores read ({', '.join(map(str, paths))})")
-    from harness.scoring.policy import value_rows
-
     df = pd.concat(frames, ignore_index=True)
     df = merge_stores(df, prefer).sort_values(EPISODE_KEY, kind="stable").reset_index(drop=True)
     return df.assign(values=value_rows(df)) if len(df) else df
@@ -47,8 +47,6 @@ def with_metrics(df: pd.DataFrame) -> pd.DataFrame:
     denominator]``; None where the episode does not count (not applicable, unscored, or left
     out by its policy). The mean of a mean metric's non-None values over a cell's episodes is
     the cell's value."""
-    from harness.scoring import policy as scoring
-
     out = []
     for values in scoring.value_rows(df) if len(df) else []:
         row: dict[str, Any] = {}
@@ -71,8 +69,6 @@ def _plain(value: Any) -> Any:
 
 
 def to_jsonl(df: pd.DataFrame) -> str:
-    from harness.util.redact import redact_text
-
     lines = []
     for row in df.to_dict(orient="records"):
         lines.append(json.dumps({k: _plain(v) for k, v in row.items()}, default=str, allow_nan=False))
@@ -82,8 +78,6 @@ def to_jsonl(df: pd.DataFrame) -> str:
 
 def to_parquet(df: pd.DataFrame, path: str) -> None:
     """Parquet via pyarrow; ``extra`` (a dict per row, of varying keys) is stored as JSON text."""
-    from harness.util.redact import redact_text
-
     df = df.assign(extra=[json.dumps(x, sort_keys=True, default=str) for x in df["extra"]],
                    values=[json.dumps({k: _plain(v) for k, v in x.items()}, sort_keys=True, default=str)
                            for x in df["values"]],

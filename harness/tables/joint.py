@@ -41,7 +41,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from harness.scoring import policy as scoring
 from harness.stats.paired import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from harness.tables.columns import DELTA
+from harness.tables.render import format_metric
+from harness.tables.units import unit_labels
 
 #: Fewest points (variants) a rank correlation is computed over.
 MIN_POINTS = 3
@@ -65,8 +69,6 @@ def _keys(df: pd.DataFrame) -> list[str]:
 def _per_episode(df: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """``df`` with ``_group`` (suite/split), ``_variant`` and, per metric, ``_num:M`` and
     ``_den:M`` (0 and 0 where an episode has no value; :func:`harness.scoring.policy.columns`)."""
-    from harness.scoring import policy as scoring
-
     values = scoring.value_rows(df)
     extra: dict[str, Any] = {"_group": (df["suite"].astype(str) + "/" + df["split"].astype(str)).to_numpy(),
                              "_variant": df["variant"].astype(str).to_numpy()}
@@ -136,7 +138,7 @@ def _column_values(arrays: Mapping[str, Mapping[str, np.ndarray]], column: Joint
     """A column's value per variant (shape (V,), or (B, V) with resample ``counts`` per cell):
     the mean over its cells of sum(num) / sum(den); NaN where a cell has no value. The units of
     one suite/split (``suite/split#task``: a suite that declares ``mean_over``;
-    :func:`harness.tables.build.unit_labels`) are averaged first, each once, as the table's cells are."""
+    :func:`harness.tables.units.unit_labels`) are averaged first, each once, as the table's cells are."""
     per_cell: dict[str, list[np.ndarray]] = {}
     for cell in column.cells:
         a = arrays[cell]
@@ -163,8 +165,6 @@ def association(df: pd.DataFrame, x: JointColumn, y: JointColumn, baseline: str,
     out: dict[str, Any] = {"x": {"column": x.label, "metric": x.metric}, "y": {"column": y.label, "metric": y.metric},
                            "points": [], "n": 0, "rho": None, "interval": None, "resamples": 0,
                            "undefined_resamples": 0, "pairs": {}, "reason": None}
-    from harness.tables.build import unit_labels
-
     shown = df[(df["suite"].astype(str) + "/" + df["split"].astype(str)).isin([*x.cells, *y.cells]).to_numpy()]
     unit, _ = unit_labels(shown)  # a suite its benchmark averages over task types: each task type a unit
     frame = _per_episode(shown, [x.metric, y.metric]).assign(_group=unit.to_numpy())
@@ -236,15 +236,11 @@ def association(df: pd.DataFrame, x: JointColumn, y: JointColumn, baseline: str,
 
 
 def _metric_text(metric: str) -> str:
-    from harness.scoring import policy as scoring
-
     return scoring.label_of(metric) or metric
 
 
 def _delta_text(value: float, metric: str) -> str:
-    from harness.tables import build as tables
-
-    return tables.format_metric(value, tables.DELTA + metric)
+    return format_metric(value, DELTA + metric)
 
 
 def notes(results: Sequence[Mapping[str, Any]], baseline_label: str) -> list[str]:

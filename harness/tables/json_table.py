@@ -30,6 +30,8 @@ import pandas as pd
 from harness.scoring.summaries import wilson_interval
 from harness.tables import caveats
 from harness.scoring import policy as scoring
+from harness.tables.columns import AVG, DELTA
+from harness.tables.render import footnotes, length_unit
 
 
 def _binary(metric: str) -> bool:
@@ -50,12 +52,11 @@ def _num(value: Any) -> Any:
 
 def to_json(table: pd.DataFrame, selection: Any) -> str:
     """The JSON document of ``table``, built from ``selection`` (:class:`harness.tables.selection.Selection`)."""
-    from harness.tables import build as tables
 
     layout: dict[str, list[str]] = table.attrs.get("layout", {})
     names = {label: name for label, name in table.attrs.get("labels", {}).items()}
     df = selection.frame
-    cells_of = {**layout, tables.AVG: [g for gs in layout.values() for g in gs]}
+    cells_of = {**layout, AVG: [g for gs in layout.values() for g in gs]}
     group = df["suite"].astype(str) + "/" + df["split"].astype(str)
     rows = []
     for row in table.index:
@@ -64,14 +65,14 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         mine_group = group[mine.index]
         cells: dict[str, Any] = {}
         for col, metric in table.columns:
-            if metric.startswith(tables.DELTA) or ":" in metric:
+            if metric.startswith(DELTA) or ":" in metric:
                 continue
             body: dict[str, Any] = {"value": _num(table.at[row, (col, metric)])}
             how = table.attrs.get("aggregates", {}).get(col, {}).get(metric)
             if how:  # "mean over task_type" (the benchmark's figure) or "pooled" (harness.tables.build)
                 body["aggregate"] = how
-            if scoring.is_path_length_weighted(metric):  # the unit of L* and T (tables.length_unit)
-                body["length_unit"] = tables.length_unit(table, col, metric)
+            if scoring.is_path_length_weighted(metric):  # the unit of L* and T (harness.tables.render.length_unit)
+                body["length_unit"] = length_unit(table, col, metric)
             in_cell = mine[mine_group.isin(cells_of.get(col, [])).to_numpy()]
             declared = scoring.known_metric(metric)
             # n: the episodes the metric applies to (every reader counts the same; harness.scoring.policy)
@@ -94,7 +95,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
                 known = [x for x in num if x == x]  # episodes with a value
                 body["interval"] = [_num(x) for x in wilson_interval(int(sum(known)), len(known))]
                 body["interval_kind"] = "wilson95"
-            delta = (col, tables.DELTA + metric)
+            delta = (col, DELTA + metric)
             if delta in table.columns:
                 body["delta"] = _num(table.at[row, delta])
                 lo, hi = (col, delta[1] + ":lo"), (col, delta[1] + ":hi")
@@ -124,7 +125,7 @@ def to_json(table: pd.DataFrame, selection: Any) -> str:
         "metrics": table.attrs.get("metrics"),
         "columns": {col: cells for col, cells in layout.items()},
         "rows": rows,
-        "notes": tables._notes(table),
+        "notes": footnotes(table),
         **({"association": table.attrs["association"]} if "association" in table.attrs else {}),
         # stopping=sequential: each comparison's sequential decision (harness.stats.sequential)
         **({"sequential": table.attrs["sequential"]} if "sequential" in table.attrs else {}),

@@ -11,7 +11,7 @@
   seed (``seed_offset``) and its declared repeat index (``repeat``): runs that differ only
   in ``seed=`` or ``repeat=`` are **repeats** of one cell, all shown (columns ``repeat``:
   the seed offset, ``repeat_index``: the repeat index); tables give their spread
-  (harness.tables.build, harness.stats.paired).
+  (harness.tables.paired, harness.stats.paired).
 * **Several stores**: a run (same identity, hence same run id) found in two
   stores counts once, its episodes de-duplicated by key (:func:`merge_stores`): a
   finished row over an error record; two finished rows whose results disagree are
@@ -34,6 +34,7 @@ from harness.scoring import policy as scoring
 from harness.stats.sequential import stopping_of
 from harness.store import ResultStore
 from harness.tables import caveats
+from harness.tables.caveats import split_episodes
 from harness.types import PROTOCOL_EXPERT_LENGTH_UNIT
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def run_facts(store: "ResultStore", runs: "pd.DataFrame") -> dict[str, RunFacts]
     out = {}
     for r in runs.itertuples():
         episodes = store.run_counts(r.run_id)[0]
-        out[r.run_id] = RunFacts(episodes, caveats._split_episodes(store.provenance(r.run_id)),
+        out[r.run_id] = RunFacts(episodes, split_episodes(store.provenance(r.run_id)),
                                  stopping_of(r.identity) is not None)
     return out
 
@@ -354,7 +355,6 @@ def load(paths: Sequence[str], picks: Sequence[str] = (), prefer: Sequence[str] 
     if where is not None and len(df):
         df = where(df)
     df, view = _judged(df, verdicts, judge)
-    # each record's split size and its run's settings (table footnotes)
     # The view's scoring (judges side by side or not) travels with its records: what their
     # tables declare depends on them alone, never on a table read before in the process.
     df = scoring.on_frame(caveats.with_run_facts(df, shown), view.scoring)

@@ -14,8 +14,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from harness.stats.sequential.betting import DEFAULT_RULE, RULE_VERSION, confidence_sequence
+from harness.scoring.policy import columns, episode_values, suite_scoring
 from harness.run.sweep import HELD_OUT, HELD_OUT_SUFFIX, RACE, Drop, ordered_values, replay, step_of
+from harness.stats.sequential.betting import DEFAULT_RULE, RULE_VERSION, confidence_sequence
+from harness.stats.sequential.stopping import tested_metric
 
 
 # --- intervals ----------------------------------------------------------------------------
@@ -119,9 +121,6 @@ def stored_sweeps(frame: Any, runs: Any) -> list[Sweep]:
     ``stopping.baseline`` = :data:`RACE`, a ``partition`` in the protocol) of one suite,
     split, partition, race settings, seed and repeat, their race replayed from the records
     (with the round size the runs were started with), and the held-out run of the chosen one."""
-    from harness.scoring.policy import suite_scoring
-    from harness.stats.sequential.stopping import tested_metric
-
     by_run: dict[str, list[dict]] = {}
     for row in frame.to_dict("records"):
         by_run.setdefault(row["run_id"], []).append(row)
@@ -177,8 +176,6 @@ def stored_sweeps(frame: Any, runs: Any) -> list[Sweep]:
         h = held.get((where, f"{state.chosen}{HELD_OUT_SUFFIX}")) if state.chosen else None
         if h is not None:
             rows = by_run[h["run_id"]]
-            from harness.scoring.policy import columns, episode_values
-
             nums = np.asarray(columns(metric, [episode_values(x, values_fn) for x in rows])[0], dtype=float)
             mean, lo, hi, k = interval(nums, metric, 0.05, anytime=False)
             size = int((_identity(h).get("protocol") or {}).get("partition", {}).get("episodes", len(rows)))

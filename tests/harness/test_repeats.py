@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from harness.tables import selection as results
-from harness.tables import build as tables
 from harness.cli.entry import main
 from harness.stats.paired import PairedCell, paired_delta, repeat_interval, value_matrix
 from harness.store import ResultStore
 from harness.types import EpisodeRecord
 from tests.harness.test_table_selection import write_store
+from harness.tables.build import transfer_table
 
 
 def _gc_repeat(satisfied: int, n: int = 4, total: int = 4) -> np.ndarray:
@@ -124,7 +124,7 @@ def test_declared_repeat_index_pairs_repeat_with_repeat(tmp_path, capsys):
             write_store(out, recs, identity={"repeat": k} if k else {})
     selection = results.load([str(out)])
     assert selection.notes == [] and sorted(set(selection.frame["repeat_index"])) == [0, 1]
-    table = tables.transfer_table(selection.frame, metrics=("sr",), stats=True)
+    table = transfer_table(selection.frame, metrics=("sr",), stats=True)
     assert table.at["base", ("avg", "sr")] == pytest.approx(0.5)
     assert table.at["base", ("avg", "sr:k")] == 2 and table.at["base", ("avg", "sr:sd")] == pytest.approx(
         np.std([0.25, 0.75], ddof=1))

@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.tables import build as tables
 from harness.scoring.summaries import records_frame
 from harness.stats.paired import PairedCell, mcnemar_exact, paired_delta
 from harness.types import EpisodeRecord
+from harness.tables.build import transfer_table
+from harness.tables.render import format_p, to_csv, to_latex, to_markdown
 
 
 def test_mcnemar_exact_hand_computed():
@@ -116,15 +117,15 @@ def _records():
 
 
 def test_table_stats_columns_and_rendering():
-    table = tables.transfer_table(_records(), baseline="base", stats=True)
+    table = transfer_table(_records(), baseline="base", stats=True)
     group = "eb_alfred/base"
     lo, hi = table.at["cfg_sft", (group, "Δsr:lo")], table.at["cfg_sft", (group, "Δsr:hi")]
     assert table.at["cfg_sft", (group, "Δsr:p")] == pytest.approx(mcnemar_exact(4, 0))
     # the interval comes from the 20 paired episodes only (Δ there = 0.2)
     assert lo <= 0.2 <= hi
-    md = tables.to_markdown(table)
-    assert f"p={tables.format_p(mcnemar_exact(4, 0))}" in md and "paired bootstrap 95 % interval" in md
-    csv = tables.to_csv(table)
+    md = to_markdown(table)
+    assert f"p={format_p(mcnemar_exact(4, 0))}" in md and "paired bootstrap 95 % interval" in md
+    csv = to_csv(table)
     header = csv.splitlines()[0].split(",")
     assert f"{group}:Δsr:p" in header and f"{group}:Δsr:lo" in header
     assert "[" not in csv  # CSV keeps one number per field
@@ -132,10 +133,10 @@ def test_table_stats_columns_and_rendering():
 
 def test_table_without_baseline_has_no_delta_and_stats_need_one():
     df = _records()
-    table = tables.transfer_table(df, baseline=None)
+    table = transfer_table(df, baseline=None)
     assert not any(m.startswith("Δ") for _, m in table.columns)
     with pytest.raises(ValueError, match="baseline"):
-        tables.transfer_table(df, baseline=None, stats=True)
+        transfer_table(df, baseline=None, stats=True)
 
 
 def test_suite_columns_average_the_suite_splits():
@@ -144,7 +145,7 @@ def test_suite_columns_average_the_suite_splits():
         for i in range(4):
             recs.append(EpisodeRecord("r", "base", "s1", split, f"e{i}", 0, success=i < wins, gc_total=1,
                                       gc_satisfied=int(i < wins)))
-    table = tables.transfer_table(records_frame(recs), baseline="base", columns="suite")
+    table = transfer_table(records_frame(recs), baseline="base", columns="suite")
     assert list(dict.fromkeys(g for g, _ in table.columns)) == ["s1", "avg"]
     assert table.at["base", ("s1", "sr")] == pytest.approx((0.5 + 1.0) / 2)
 
@@ -158,7 +159,7 @@ def test_error_records_count_as_no_goal_condition_met():
         # failed at reset: the total came from the task, nothing satisfied
         EpisodeRecord("r", "base", "s", "a", "e2", 0, gc_satisfied=0, gc_total=2, error_kind="env"),
     ])
-    table = tables.transfer_table(pd.DataFrame(recs), baseline=None)
+    table = transfer_table(pd.DataFrame(recs), baseline=None)
     assert table.at["base", ("s/a", "sr")] == pytest.approx(1 / 3)
     assert table.at["base", ("s/a", "gc")] == pytest.approx(2 / 6)
 
@@ -174,7 +175,7 @@ def test_stats_delta_is_paired_on_the_shared_episodes_and_inside_its_interval():
     for i in range(20):
         recs.append(EpisodeRecord("r1", "v", "s", "a", f"x{i}", 0, success=True, gc_satisfied=1, gc_total=1))
     df = records_frame(recs)
-    table = tables.transfer_table(df, baseline="base", stats=True)
+    table = transfer_table(df, baseline="base", stats=True)
     for col in ("s/a", "avg"):
         for m in ("sr", "gc"):
             d, lo, hi = (table.at["v", (col, f"Δ{m}{x}")] for x in ("", ":lo", ":hi"))
@@ -184,19 +185,19 @@ def test_stats_delta_is_paired_on_the_shared_episodes_and_inside_its_interval():
     assert table.attrs["mismatch"] == [
         {"row": "v", "group": "s/a", "episodes": 40, "baseline_episodes": 20, "shared": 20},
         {"row": "v", "group": "avg", "episodes": 40, "baseline_episodes": 20, "shared": 20}]
-    md = tables.to_markdown(table)
+    md = to_markdown(table)
     assert "| v | 72.5 | 72.5 | +20.0‡ [" in md
     assert "‡ v, s/a: ran 40 episodes, base 20, 20 shared; the Δ and its interval are over the 20 shared" in md
-    assert r"$^\ddagger$" in tables.to_latex(table)
-    csv = tables.to_csv(table).splitlines()
+    assert r"$^\ddagger$" in to_latex(table)
+    csv = to_csv(table).splitlines()
     assert "s/a:Δsr:n" in csv[0].split(",") and "‡" not in "\n".join(csv)
     # Without --stats the Δ is the difference of the shown values, flagged as comparing different sets.
-    plain = tables.transfer_table(df, baseline="base")
+    plain = transfer_table(df, baseline="base")
     assert plain.at["v", ("avg", "Δsr")] == pytest.approx(29 / 40 - 5 / 20)
-    assert "compares different episode sets" in tables.to_markdown(plain)
+    assert "compares different episode sets" in to_markdown(plain)
     # Same episode sets: no mark, no note.
-    same = tables.transfer_table(df[~df["episode_id"].str.startswith("x")], baseline="base", stats=True)
-    assert same.attrs["mismatch"] == [] and "‡" not in tables.to_markdown(same)
+    same = transfer_table(df[~df["episode_id"].str.startswith("x")], baseline="base", stats=True)
+    assert same.attrs["mismatch"] == [] and "‡" not in to_markdown(same)
 
 
 def test_blocked_bootstrap_equals_the_plain_gather_bit_for_bit():

@@ -10,7 +10,8 @@ import math
 from harness.cli.entry import main
 from harness.scoring.summaries import records_frame
 from harness.store import ResultStore
-from harness.tables.build import breakdown_table, to_markdown, transfer_table
+from harness.tables.build import breakdown_table, transfer_table
+from harness.tables.render import to_markdown
 from harness.types import EpisodeRecord, RunSpec
 
 

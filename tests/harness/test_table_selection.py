@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from harness.tables import selection as results
-from harness.tables import build as tables
 from harness.cli.entry import main
 from harness.scoring.summaries import records_frame
 from harness.store import ResultStore
@@ -19,6 +18,8 @@ from harness.tables.json_table import to_json
 from harness.types import EpisodeRecord, RunSpec
 from tests import golden
 from tests.harness.test_tables import golden_records
+from harness.tables.build import select, transfer_table
+from harness.tables.render import to_markdown
 
 TESTDATA = Path(__file__).parent / "testdata"
 
@@ -35,7 +36,7 @@ def test_undefined_metric_is_left_out_and_average_and_delta_share_cells(df):
     """libero has no goal conditions: no 'libero/spatial GC' column, and avg GC (= alfred's GC)
     has its Δ, plain and paired: favor_sft 75 - 50 = +25 on the same four alfred episodes."""
     for stats in (False, True):
-        table = tables.transfer_table(df, stats=stats, drop_undefined=True)
+        table = transfer_table(df, stats=stats, drop_undefined=True)
         assert ("libero/spatial", "gc") not in table.columns and ("libero/spatial", "Δgc") not in table.columns
         assert table.at["favor_sft", ("avg", "gc")] == pytest.approx(0.75)
         assert table.at["favor_sft", ("avg", "Δgc")] == pytest.approx(0.25), stats
@@ -45,44 +46,44 @@ def test_undefined_metric_is_left_out_and_average_and_delta_share_cells(df):
 def test_a_row_missing_a_column_has_no_average_and_no_delta(df):
     only_alfred = records_frame([EpisodeRecord("run-x", "x", "alfred", "valid_unseen", f"e{i}", 0, success=True,
                                                gc_satisfied=2, gc_total=2) for i in range(1, 5)])
-    table = tables.transfer_table(pd.concat([df, only_alfred]), stats=True, drop_undefined=True)
+    table = transfer_table(pd.concat([df, only_alfred]), stats=True, drop_undefined=True)
     assert math.isnan(table.at["x", ("avg", "sr")])
     assert math.isnan(table.at["x", ("avg", "Δsr")]) and math.isnan(table.at["x", ("avg", "Δsr:p")])
     assert table.at["x", ("alfred/valid_unseen", "Δsr")] == pytest.approx(0.5)
 
 
 def test_layout_average_and_labels(df):
-    table = tables.transfer_table(df, metrics=("sr",), layout={"Long": ["libero/spatial"], "ALF": ["alfred/valid_unseen"]},
-                                  average=False, per_column_delta=True, labels={"cfg_sft": "CFG-SFT"},
-                                  variants_order=["cfg_sft", "favor_sft"])
+    table = transfer_table(df, metrics=("sr",), layout={"Long": ["libero/spatial"], "ALF": ["alfred/valid_unseen"]},
+                           average=False, per_column_delta=True, labels={"cfg_sft": "CFG-SFT"},
+                           variants_order=["cfg_sft", "favor_sft"])
     assert list(table.index) == ["base", "CFG-SFT", "favor_sft"]
     assert [g for g, _ in table.columns] == ["Long", "Long", "ALF", "ALF"]
     assert table.at["CFG-SFT", ("Long", "Δsr")] == pytest.approx(0.2)
-    md = tables.to_markdown(table)
+    md = to_markdown(table)
     assert "† CFG-SFT, ALF: 1 of 4 episodes ended in errors" in md and "avg" not in md
 
 
 def test_the_error_footnote_names_goal_conditions_only_where_episodes_have_them(df):
-    md = tables.to_markdown(tables.transfer_table(df, metrics=("sr",)))
+    md = to_markdown(transfer_table(df, metrics=("sr",)))
     assert "1 of 4 episodes ended in errors (1 agent), counted as failures (no goal condition met)." in md
     # one-step episodes (no goal conditions): the same error is not said to have met none
     one_step = records_frame([EpisodeRecord("run-q", "base", "qa", "test", f"q{i}", 0, success=i == 0,
                                             error_kind="env" if i == 1 else None) for i in range(3)])
-    md = tables.to_markdown(tables.transfer_table(one_step, metrics=("sr",)))
+    md = to_markdown(transfer_table(one_step, metrics=("sr",)))
     assert "1 of 3 episodes ended in errors (1 env), counted as failures." in md
     assert "no goal condition" not in md
 
 
 def test_select_globs(df):
-    assert set(tables.select(df, suites=["lib*"])["suite"]) == {"libero"}
-    assert set(tables.select(df, variants=["*_sft"])["variant"]) == {"favor_sft", "cfg_sft"}
-    assert len(tables.select(df, suites=["alfred"], splits=["valid_*"], variants=["base"])) == 4
+    assert set(select(df, suites=["lib*"])["suite"]) == {"libero"}
+    assert set(select(df, variants=["*_sft"])["variant"]) == {"favor_sft", "cfg_sft"}
+    assert len(select(df, suites=["alfred"], splits=["valid_*"], variants=["base"])) == 4
     with pytest.raises(ValueError, match="--suite 'eb_\\*' matches nothing; present: alfred, libero"):
-        tables.select(df, suites=["eb_*"])
+        select(df, suites=["eb_*"])
 
 
 def test_json_golden(df):
-    table = tables.transfer_table(df, stats=True, drop_undefined=True, variants_order=["favor_sft", "cfg_sft"])
+    table = transfer_table(df, stats=True, drop_undefined=True, variants_order=["favor_sft", "cfg_sft"])
     selection = results.Selection(df.assign(repeat=0), pd.DataFrame(), [], [])
     text = to_json(table, selection)
     golden.check_golden(TESTDATA / "transfer.json", text)

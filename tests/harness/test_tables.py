@@ -19,17 +19,10 @@ import pytest
 
 from tests import golden
 
-from harness.tables import build as tables
 from harness.scoring.summaries import records_frame
-from harness.tables.build import (
-    breakdown_table,
-    format_value,
-    latex_escape,
-    to_csv,
-    to_latex,
-    to_markdown,
-    transfer_table,
-)
+from harness.tables.build import breakdown_table, transfer_table
+from harness.tables.columns import UNITS_DIFFER, add_cost_columns
+from harness.tables.render import format_value, latex_escape, to_csv, to_latex, to_markdown
 from harness.types import EpisodeRecord
 
 TESTDATA = Path(__file__).parent / "testdata"
@@ -246,17 +239,17 @@ def test_cost_metrics_from_the_transcripts(tmp_path):
              {"run_id": "r1", "suite": "s", "split": "a", "episode_id": "e1", "seed": 0, "prompt_tokens": 200,
               "output_tokens": 20},
              {"run_id": "r2", "suite": "s", "split": "a", "episode_id": "e0", "seed": 0, "raw_output": "x"}]
-    df = tables.add_cost_columns(records_frame(recs), calls)
-    table = tables.transfer_table(df, baseline="base", metrics=("sr", "seconds", "prompt_tokens", "output_tokens"))
+    df = add_cost_columns(records_frame(recs), calls)
+    table = transfer_table(df, baseline="base", metrics=("sr", "seconds", "prompt_tokens", "output_tokens"))
     assert table.at["base", ("s/a", "seconds")] == pytest.approx(2.5)
     assert table.at["base", ("s/a", "prompt_tokens")] == pytest.approx((400 + 200) / 2)
     assert table.at["base", ("s/a", "output_tokens")] == pytest.approx(30)
     assert math.isnan(table.at["v", ("s/a", "prompt_tokens")])  # no counted call
     assert table.at["v", ("avg", "Δseconds")] == pytest.approx(-1.5)
-    md = tables.to_markdown(table)
+    md = to_markdown(table)
     assert "| base | 100.0 | 2.5 | 300 | 30 |" in md and "-1.5" in md and "s/ep: mean wall time" in md
     with pytest.raises(ValueError, match="cost columns"):
-        tables.transfer_table(records_frame(recs), baseline="base", metrics=("seconds",))
+        transfer_table(records_frame(recs), baseline="base", metrics=("seconds",))
 
 
 def test_table_metrics_seconds_and_tokens_on_the_command_line(tmp_path, capsys):
@@ -307,17 +300,17 @@ def test_plw_columns_name_the_unit_of_their_records() -> None:
     table = transfer_table(plw_frame(), metrics=("sr", "plw_sr"))
     assert table[("alfred/eb_valid_seen", "plw_sr")].tolist() == pytest.approx([0.2, 0.8])
     assert table[("alfred/valid_seen", "plw_sr")].tolist() == pytest.approx([0.7, 1.0])
-    assert table.attrs["units"] == {"alfred/eb_valid_seen": tables.UNITS_DIFFER, "alfred/valid_seen": LOW_LEVEL,
-                                    "avg": tables.UNITS_DIFFER}
+    assert table.attrs["units"] == {"alfred/eb_valid_seen": UNITS_DIFFER, "alfred/valid_seen": LOW_LEVEL,
+                                    "avg": UNITS_DIFFER}
     md = to_markdown(table)
     assert f"| alfred/valid_seen PLW SR [{LOW_LEVEL}] |" in md and "| alfred/valid_seen SR |" in md
-    assert f"alfred/eb_valid_seen PLW SR [{tables.UNITS_DIFFER}]" in md
+    assert f"alfred/eb_valid_seen PLW SR [{UNITS_DIFFER}]" in md
     assert (f"PLW [units differ] in alfred/eb_valid_seen: L* and T are counted in base: {SUBGOALS}; "
             f"thor: {LOW_LEVEL}.") in md
     assert f"alfred/valid_seen:plw_sr [{LOW_LEVEL}]" in to_csv(table).splitlines()[0]
     # Breakdown columns are variants: each has its own unit (base: both, so they differ).
     breakdown = breakdown_table(plw_frame(), by="split", metrics=("plw_sr",))
-    assert breakdown.attrs["units"] == {"base": tables.UNITS_DIFFER, "thor": LOW_LEVEL}
+    assert breakdown.attrs["units"] == {"base": UNITS_DIFFER, "thor": LOW_LEVEL}
 
 
 @pytest.mark.parametrize(("name", "render"), [("transfer_plw_units.md", to_markdown),
@@ -346,5 +339,5 @@ def test_plw_cells_of_the_json_name_their_unit() -> None:
                              Selection(frame.assign(repeat=0), pd.DataFrame(), [], [])))
     thor = next(r for r in doc["rows"] if r["variant"] == "thor")["cells"]
     assert thor["alfred/valid_seen"]["plw_sr"]["length_unit"] == LOW_LEVEL
-    assert thor["alfred/eb_valid_seen"]["plw_sr"]["length_unit"] == tables.UNITS_DIFFER
+    assert thor["alfred/eb_valid_seen"]["plw_sr"]["length_unit"] == UNITS_DIFFER
     assert "length_unit" not in thor["alfred/valid_seen"]["sr"]

@@ -129,7 +129,8 @@ def test_more_invalid_actions_than_steps_is_a_value_not_an_error(tmp_path):
 
 def test_a_unit_no_record_states_is_never_printed_as_nan():
     """pandas gives a missing unit as NaN: tables name it 'unstated' (or no unit), never 'nan'."""
-    from harness.tables.build import breakdown_table, to_markdown
+    from harness.tables.build import breakdown_table
+    from harness.tables.render import to_markdown
     from tests.harness.test_tables import plw_frame
 
     df = plw_frame()

@@ -16,7 +16,9 @@ import pytest
 
 from harness.scoring.summaries import records_frame
 from harness.store import ResultStore
-from harness.tables.build import ALL, breakdown_table, to_markdown, transfer_table
+from harness.tables.build import breakdown_table, transfer_table
+from harness.tables.columns import ALL
+from harness.tables.render import to_markdown
 from harness.types import EpisodeRecord, RunSpec
 
 TIER = {"FAU": "physical_interaction", "CIA": "physical_interaction", "TR": "temporal_causal", "CR": "temporal_causal",

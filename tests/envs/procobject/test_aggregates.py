@@ -9,7 +9,8 @@ import pytest
 
 from envs.procobject.plugin import SUITE
 from harness.scoring.summaries import records_frame
-from harness.tables.build import ALL, breakdown_table
+from harness.tables.build import breakdown_table
+from harness.tables.columns import ALL
 from harness.types import EpisodeRecord
 
 

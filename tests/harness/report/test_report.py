@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from harness.cli.entry import main
-from harness.report import episodes_for_power
+from harness.report.sections import episodes_for_power
 from tests.harness.report.cdp import Browser, find_chromium
 
 LIMIT = 16
@@ -277,7 +277,7 @@ def test_video_artifacts_are_linked_relative_to_the_report(tmp_path):
     from the report folder (the report and the store travel together)."""
     import pandas as pd
 
-    from harness.report import _episode_payload
+    from harness.report.episodes import episode_payload
 
     store_dir = tmp_path / "out"
     video = store_dir / "artifacts" / "run1" / "ep0.mp4"
@@ -285,13 +285,13 @@ def test_video_artifacts_are_linked_relative_to_the_report(tmp_path):
                                seed=0, task_type=None, success=True, termination="success", error_kind=None,
                                error_message=None, gc_satisfied=0, gc_total=0, steps=120, invalid_actions=0,
                                planner_output_errors=0, wall_time_s=1.5, extra={"artifacts": {"video": str(video)}})])
-    (summary,), (ep,) = _episode_payload(frame, ["success"], {}, {}, store_dir / "report", store_dir)
+    (summary,), (ep,) = episode_payload(frame, ["success"], {}, {}, store_dir / "report", store_dir)
     assert ep["video"] == "../artifacts/run1/ep0.mp4" and ep["history"] == [] and ep["calls"] == []
     assert summary["video"] is True and summary["seconds"] == 1.5
 
 
 def test_prompts_become_chat_turns():
-    from harness.report import _messages
+    from harness.report.episodes import _messages
 
     chat = json.dumps([{"role": "system", "content": [{"type": "text", "text": "You are a robot.\nAct."}]},
                        {"role": "user", "content": [{"type": "image", "size": [500, 500]},
@@ -592,7 +592,7 @@ def test_video_links_of_stores_written_before_store_relative_paths(tmp_path, mon
     links the file, from the store's folder, whatever the working directory is now."""
     import pandas as pd
 
-    from harness.report import _episode_payload
+    from harness.report.episodes import episode_payload
 
     store_dir = tmp_path / "vid"
     (store_dir / "artifacts" / "r1" / "videos").mkdir(parents=True)
@@ -601,7 +601,7 @@ def test_video_links_of_stores_written_before_store_relative_paths(tmp_path, mon
                  success=False, steps=5, extra={"artifacts": {"video": path}}) for i, path in enumerate(
         ["vid/artifacts/r1/videos/e.mp4", "artifacts/r1/videos/e.mp4", "elsewhere/artifacts/r1/videos/e.mp4"])]
     monkeypatch.chdir(tmp_path / "vid")  # not the run's working directory
-    _, details = _episode_payload(pd.DataFrame(rows), ["x"] * 3, {}, {}, store_dir / "report", store_dir)
+    _, details = episode_payload(pd.DataFrame(rows), ["x"] * 3, {}, {}, store_dir / "report", store_dir)
     assert [d["video"] for d in details] == ["../artifacts/r1/videos/e.mp4"] * 3
 
 
