@@ -21,7 +21,7 @@ def _config_dir() -> Path:
     """Hydra's config tree: ``configs/`` at the top of a checkout (beside harness, envs, planners
     and policies); a built wheel carries it inside the package as ``harness/configs`` (setup.py's
     build step), so an installed harness composes the same configs from any folder."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # harness/, this module sits in harness/run/
     shipped = package / "configs"
     if (shipped / "config.yaml").is_file():
         return shipped
