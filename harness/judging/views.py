@@ -19,7 +19,7 @@ one judge to choose. Two prompts of one model are two judges.
 
 A verdict that could not be read (``unreadable``) or a call that failed (``error``) gives no
 value, never a 0; the footnotes count them per judge. With two or more judges over the same
-answers, their agreement (:func:`harness.judging.stage.agreement`) is in the footnotes, the table's
+answers, their agreement (:func:`harness.judging.agreement.agreement`) is in the footnotes, the table's
 JSON and the report.
 """
 
@@ -30,6 +30,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+
+from harness.judging.agreement import agreement
+from harness.judging.stage import unanswered
+from harness.scoring.policy import suite_scoring
 
 #: The answer key of a record and of a verdict.
 KEY = ("run_id", "suite", "split", "episode_id", "seed")
@@ -181,8 +185,6 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
     ``verdicts``: the stores' ``judgements`` rows; ``judged_labels``: labels of the judged
     metrics the shown suites declare (for the footnotes). Raises :class:`JudgeSelectionError`.
     """
-    from harness.judging.stage import agreement
-
     keys = set(map(tuple, df[list(KEY)].astype({"seed": int}).itertuples(index=False, name=None))) if len(df) else set()
     if verdicts is not None and len(verdicts):
         verdicts = verdicts[[tuple(r) in keys for r in verdicts[list(KEY)].astype({"seed": int}).itertuples(
@@ -241,13 +243,13 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
         split = view.mode == "each" and n in view.shared_values
         given += [f"{n}@{t}" for t in view.tags] if split else [n]
     new_values = []
-    for row, values, unanswered in zip(df[list(KEY)].itertuples(index=False, name=None), df["values"],
+    for row, values, no_answer in zip(df[list(KEY)].itertuples(index=False, name=None), df["values"],
                                        _unanswered(df)):
         add = filled.get((row[0], row[1], row[2], row[3], int(row[4])))
         merged = dict(values) if isinstance(values, dict) else {}
         if add:
             merged.update({n: sum(xs) / len(xs) for n, xs in add.items()})
-        elif unanswered:
+        elif no_answer:
             merged.update({n: None for n in given if n not in merged})
         new_values.append(merged)
     return df.assign(values=new_values), view
@@ -256,10 +258,6 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
 def _unanswered(df: Any) -> list[bool]:
     """Per record: :func:`harness.judging.stage.unanswered` (nothing to judge: it counts as the judged
     metrics' missing value)."""
-    from harness.judging.stage import unanswered
-
-    from harness.scoring.policy import suite_scoring
-
     none = [None] * len(df)
     judged: dict[str, set[str]] = {}
     out = []
