@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from harness.cli.common import UsageError
+from harness.param_schema import describe
 
 
 def add_parser(sub: Any) -> None:
@@ -93,8 +94,6 @@ def _one(name: str) -> int:
 
 
 def _print_params(declaration: Any, indent: str) -> None:
-    from harness.params import describe
-
     rows = describe(declaration)
     if not rows:
         print(f"{indent}no parameters")

@@ -94,7 +94,8 @@ def register_schemas() -> None:
     from hydra.core.config_store import ConfigStore
 
     from harness.registry.catalog import BY_GROUP
-    from harness.params import NoParams, schema_node
+    from harness.param_schema import schema_node
+    from harness.params import NoParams
 
     cs = ConfigStore.instance()
     for group, registry in BY_GROUP.items():

@@ -8,9 +8,8 @@ from typing import List, Optional
 
 import pytest
 
-from harness.params import (
-    Composite, Group, NoParams, ParamError, Parsed, describe, identity_of, param, parse, schema_node, values_of,
-)
+from harness.param_schema import describe, schema_node
+from harness.params import Composite, Group, NoParams, ParamError, Parsed, identity_of, param, parse, values_of
 
 
 @dataclass
