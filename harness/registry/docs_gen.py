@@ -19,6 +19,7 @@ import sys
 from typing import Any, Iterable
 
 from harness.param_schema import describe
+from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS
 
 #: Top-level packages of this project: plugins whose target lives in one are its own.
 OWN_PACKAGES = ("harness", "envs", "planners", "policies")
@@ -72,8 +73,6 @@ def table(declaration: Any, include_third_party: bool = True) -> list[str]:
 
 
 def _registries() -> dict[str, Any]:
-    from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS
-
     return {"suite": SUITES, "planner": PLANNERS, "policy": POLICIES, "executor": EXECUTORS, "backend": BACKENDS,
             "tracker": TRACKERS}
 
