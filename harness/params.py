@@ -6,8 +6,9 @@ From that declaration come
 * validation (:func:`parse`): types, ranges, choices, URLs and paths; a bad value is a
   :class:`ParamError` whose ``str()`` is one line naming the key and what it accepts;
 * defaults: the dataclass's (the configs do not repeat them; :mod:`harness.run.config`
-  registers a schema node per plugin in Hydra's ConfigStore, built by :func:`schema_node`);
-* documentation (:func:`describe`, ``harness list NAME``, docs/parameters.md);
+  registers a schema node per plugin in Hydra's ConfigStore, built by
+  :func:`harness.param_schema.schema_node`);
+* documentation (:func:`harness.param_schema.describe`, ``harness list NAME``, docs/parameters.md);
 * the run identity (:func:`identity_of`): each field says whether it changes results
   (``results=True``: hashed into the run identity) or only speed and transport
   (``results=False``: batch sizes, threads, timeouts, where data is read from when its
@@ -38,6 +39,11 @@ import typing
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from urllib.parse import urlsplit
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from harness.util.redact import SECRET_FORMS, is_secret_key, register_declared
 
 
 #: The suites one ``harness run`` invocation runs (every job of a sweep), set while its jobs are
@@ -122,8 +128,6 @@ def param(default: Any = MISSING, *, help: str, results: bool = True, ge: float 
     (``"url"``): see :attr:`Rule.secret`; a field named like a secret (``api_key``, ``token``,
     ``password``: :func:`harness.util.redact.is_secret_key`) must say so.
     """
-    from harness.util.redact import SECRET_FORMS
-
     if kind is not None and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}")
     if secret is not None and secret not in SECRET_FORMS:
@@ -155,7 +159,7 @@ class Field:
 
     @property
     def optional(self) -> bool:
-        return _is_optional(self.type)
+        return is_optional(self.type)
 
     def type_text(self) -> str:
         return _type_text(self.type)
@@ -163,7 +167,7 @@ class Field:
     def default_text(self) -> str:
         if self.required:
             return "required"
-        return _value_text(self.default)
+        return value_text(self.default)
 
 
 def fields_of(cls: type) -> list[Field]:
@@ -193,15 +197,11 @@ _FIELDS: dict[type, list[Field]] = {}
 
 
 def _named_like_a_secret(name: str) -> bool:
-    from harness.util.redact import is_secret_key
-
     return is_secret_key(name)
 
 
 def register_secrets(cls: type, values: Mapping[str, Any]) -> None:
     """Register with :mod:`harness.util.redact` every value of ``values`` that ``cls`` declares secret."""
-    from harness.util.redact import register_declared
-
     for f in fields_of(cls):
         if f.rule.secret is not None and f.name in values:
             register_declared(f.rule.secret, values[f.name])
@@ -263,7 +263,7 @@ def convert(f: Field, value: Any) -> Any:
     try:
         return _convert(f.type, value, f.rule)
     except _Bad as bad:
-        raise ParamError(f.name, f"must be {bad.wanted}, got {_value_text(value)}") from None
+        raise ParamError(f.name, f"must be {bad.wanted}, got {value_text(value)}") from None
 
 
 class _Bad(Exception):
@@ -272,10 +272,10 @@ class _Bad(Exception):
 
 
 def _convert(tp: Any, value: Any, rule: Rule) -> Any:
-    if _is_optional(tp):
+    if is_optional(tp):
         if value is None:
             return None
-        inner = _strip_optional(tp)
+        inner = strip_optional(tp)
         try:
             return _convert(inner, value, rule)
         except _Bad as bad:
@@ -318,7 +318,7 @@ def _to_bool(value: Any) -> bool:
     raise _Bad("true or false")
 
 
-def _range_text(rule: Rule, whole: bool) -> str:
+def range_text(rule: Rule, whole: bool) -> str:
     if whole and rule.ge is not None and rule.le is not None and rule.gt is None and rule.lt is None:
         return f"between {_num(rule.ge)} and {_num(rule.le)} (a whole number)"
     parts = []
@@ -339,7 +339,7 @@ def _num(x: float) -> str:
 
 
 def _to_int(value: Any, rule: Rule) -> int:
-    wanted = _range_text(rule, True)
+    wanted = range_text(rule, True)
     if isinstance(value, bool):
         raise _Bad(wanted)
     if isinstance(value, int):
@@ -358,7 +358,7 @@ def _to_int(value: Any, rule: Rule) -> int:
 
 
 def _to_float(value: Any, rule: Rule) -> float:
-    wanted = _range_text(rule, False)
+    wanted = range_text(rule, False)
     if isinstance(value, bool):
         raise _Bad(wanted)
     if isinstance(value, (int, float)):
@@ -386,12 +386,12 @@ def _to_str(value: Any, rule: Rule) -> str:
     if isinstance(value, bool):
         text = "true" if value else "false"
         if rule.choices is None or text not in rule.choices:
-            raise _Bad(_str_wanted(rule))
+            raise _Bad(str_wanted(rule))
         return text
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)  # a name or path that looks like a number (model=7)
     if not isinstance(value, str):
-        raise _Bad(_str_wanted(rule))
+        raise _Bad(str_wanted(rule))
     if rule.kind in ("url", "ws_url"):
         _check_url(value, rule)
     elif rule.kind in ("dir", "file", "path"):
@@ -399,7 +399,7 @@ def _to_str(value: Any, rule: Rule) -> str:
     return value
 
 
-def _str_wanted(rule: Rule) -> str:
+def str_wanted(rule: Rule) -> str:
     if rule.choices is not None:
         return "one of " + ", ".join(map(str, rule.choices))
     return {"url": "an http(s) URL such as http://127.0.0.1:8000/v1",
@@ -409,7 +409,6 @@ def _str_wanted(rule: Rule) -> str:
 
 
 def _check_url(value: str, rule: Rule) -> None:
-    from urllib.parse import urlsplit
 
     schemes = ("http", "https") if rule.kind == "url" else ("ws", "wss")
     try:
@@ -418,19 +417,19 @@ def _check_url(value: str, rule: Rule) -> None:
     except ValueError:
         ok = False
     if not ok:
-        raise _Bad(_str_wanted(rule))
+        raise _Bad(str_wanted(rule))
 
 
 def _check_path(value: str, rule: Rule) -> None:
     path = Path(value).expanduser()
     ok = {"dir": path.is_dir, "file": path.is_file, "path": path.exists}[rule.kind]()  # type: ignore[index]
     if not ok:
-        raise _Bad(_str_wanted(rule))
+        raise _Bad(str_wanted(rule))
 
 
 def _check(value: Any, rule: Rule) -> Any:
     if rule.choices is not None and value not in rule.choices:
-        raise _Bad("one of " + ", ".join(map(_value_text, rule.choices)))
+        raise _Bad("one of " + ", ".join(map(value_text, rule.choices)))
     if rule.check is not None:
         try:
             value = rule.check(value)
@@ -442,10 +441,6 @@ def _check(value: Any, rule: Rule) -> Any:
 
 def _plain(values: Mapping[str, Any]) -> Mapping[str, Any]:
     """OmegaConf containers as plain Python values."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-    except ImportError:  # pragma: no cover - the core install has omegaconf
-        return values
     if isinstance(values, (DictConfig, ListConfig)):
         return OmegaConf.to_container(values, resolve=True)  # type: ignore[return-value]
     return {k: (OmegaConf.to_container(v, resolve=True) if isinstance(v, (DictConfig, ListConfig)) else v)
@@ -524,7 +519,7 @@ def values_of(params: Any) -> dict[str, Any]:
     return {f.name: getattr(params, f.name) for f in fields_of(type(params))}
 
 
-# --- identity and documentation ---------------------------------------------------------
+# --- identity and the text of types and values -----------------------------------------
 def identity_of(params: Any) -> dict[str, Any]:
     """The result-changing fields of a parsed declaration (or of each group of a
     :class:`Parsed`), as JSON-ready values: what the run identity hashes."""
@@ -546,64 +541,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class Row:
-    """One parameter as documentation shows it."""
-
-    group: str
-    name: str
-    type: str
-    default: str
-    results: bool | str  # True, False, or "via identity"
-    help: str
-    accepts: str
-
-
-def describe(declaration: Any, keep: Callable[[Any], bool] | None = None) -> list[Row]:
-    """Every parameter of a declaration (each group of a composite) for ``harness list`` and docs.
-    ``keep(params)``: which of a composite's groups to show (by their declaration class)."""
-    if declaration is None:
-        return []
-    groups = declaration.all_groups() if isinstance(declaration, Composite) else [Group("", declaration)]
-    if keep is not None and isinstance(declaration, Composite):
-        groups = [g for g in groups if keep(g.params)]
-    rows = []
-    for group in groups:
-        for f in fields_of(group.params):
-            rows.append(Row(group.title, f.name, f.type_text(), f.default_text(),
-                            "via identity" if f.rule.via_identity else f.rule.results, f.rule.help,
-                            _accepts_text(f)))
-    return rows
-
-
-def _accepts_text(f: Field) -> str:
-    rule = f.rule
-    base = _strip_optional(f.type)
-    if typing.get_origin(base) in (list, tuple):
-        base = (typing.get_args(base) or (Any,))[0]
-        prefix = "items "
-    else:
-        prefix = ""
-    if rule.choices is not None:
-        text = "one of " + ", ".join(map(_value_text, rule.choices))
-    elif base is bool:
-        text = "true or false"
-    elif base in (int, float):
-        text = _range_text(rule, base is int)
-    elif base is str and rule.kind:
-        text = _str_wanted(rule)
-    else:
-        text = ""
-    if text and prefix:
-        text = prefix + text
-    if f.optional:
-        text = f"{text}, or null" if text else "null or a value"
-    return text
-
-
 def _type_text(tp: Any) -> str:
-    if _is_optional(tp):
-        return _type_text(_strip_optional(tp)) + " | null"
+    if is_optional(tp):
+        return _type_text(strip_optional(tp)) + " | null"
     origin = typing.get_origin(tp)
     if origin in (list, tuple):
         args = typing.get_args(tp)
@@ -615,7 +555,7 @@ def _type_text(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _value_text(value: Any) -> str:
+def value_text(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -625,66 +565,15 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _is_optional(tp: Any) -> bool:
+def is_optional(tp: Any) -> bool:
     return typing.get_origin(tp) in (Union, types.UnionType) and type(None) in typing.get_args(tp)
 
 
-def _strip_optional(tp: Any) -> Any:
-    if not _is_optional(tp):
+def strip_optional(tp: Any) -> Any:
+    if not is_optional(tp):
         return tp
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     return args[0] if len(args) == 1 else Union[tuple(args)]  # type: ignore[return-value]
-
-
-# --- Hydra schema ---------------------------------------------------------------------------
-def schema_node(declaration: Any, *, name: str | None = None) -> type:
-    """A dataclass for Hydra's ConfigStore with the declaration's fields and defaults, so
-    a composed config shows them and an override of an unknown key fails at composition.
-
-    Booleans are typed ``Any`` in the node: OmegaConf would read ``2`` as true, and
-    :func:`parse` (run right after composition) accepts only true/false. A composite's
-    node holds every group's fields with ``None`` defaults (the applicable group's own
-    default is used), so a key given for a group the run does not use is still seen.
-    """
-    head = [("name", str, field(default=name))] if name is not None else []
-    if isinstance(declaration, (Composite, list, tuple)):
-        groups = declaration.all_groups() if isinstance(declaration, Composite) else \
-            [Group("", d) for d in declaration]
-        seen: dict[str, Any] = {}
-        for group in groups:
-            for f in fields_of(group.params):
-                seen.setdefault(f.name, (f.name, _node_type(f, loose=True), field(default=None)))
-        return dataclasses.make_dataclass("UnionParamsNode", head + list(seen.values()))
-    specs = list(head)
-    for f in fields_of(declaration):
-        if f.required:
-            specs.append((f.name, Any, field(default="???")))
-            continue
-        default = f.default
-        if isinstance(default, (list, dict, tuple)):
-            specs.append((f.name, _node_type(f), field(default_factory=lambda d=default: list(d)
-                                                             if isinstance(d, (list, tuple)) else dict(d))))
-        else:
-            specs.append((f.name, _node_type(f), field(default=default)))
-    return dataclasses.make_dataclass(f"{declaration.__name__}Node", specs)
-
-
-def _node_type(f: Field, loose: bool = False) -> Any:
-    tp = f.type
-    if f.rule.choices is not None and {"true", "false"} & set(map(str, f.rule.choices)):
-        return Any  # auto / true / false: OmegaConf would turn a given false into the string 'False'
-    optional = _is_optional(tp) or loose
-    base = _strip_optional(tp)
-    origin = typing.get_origin(base)
-    if base in (int, float, str):
-        node: Any = base
-    elif origin in (list, tuple):
-        args = typing.get_args(base)
-        inner = args[0] if args and args[0] in (int, float, str) else Any
-        node = typing.List[inner]  # type: ignore[valid-type]
-    else:
-        return Any
-    return typing.Optional[node] if optional else node
 
 
 @dataclass

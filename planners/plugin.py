@@ -187,7 +187,7 @@ class VLMParams(Composite):
     configuration serves a multirun over several suites (``-m suite=eb_alfred,eb_manipulation``),
     each job ignoring the others' settings (they enter no identity). A key given as
     null counts as not given (the group's default applies) unless its field takes null: a
-    configuration lists every group's keys with null defaults (``harness.params.schema_node``).
+    configuration lists every group's keys with null defaults (``harness.param_schema.schema_node``).
     """
 
     def groups(self, values: Mapping[str, Any], suite: str | None) -> list[Group]:

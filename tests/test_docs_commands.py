@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli.run import _experiment_jobs
-from harness.run.config import ConfigError, MissingPrerequisite, compose, expand_sweeps, to_run_spec
+from harness.run.config import ConfigError, MissingPrerequisite, compose, expand_sweeps
+from harness.run.spec import to_run_spec
 from tests.helpers import require_example_plugin
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from envs.cfg_bench.judge_prompt import (
     JUDGE_PROMPT_VERSION, JUDGE_TEMPERATURE, build_judge_prompt, load_original_prompt, render_original,
 )
 from envs.cfg_bench.scoring import parse_judge_reply
-from harness.judging.stage import Verdict
+from harness.judging.verdicts import Verdict
 from harness.types import EpisodeSpec
 
 

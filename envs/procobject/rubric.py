@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from envs.procobject.answer import answer_text
 from envs.procobject.judge_prompt import DIMENSIONS, JUDGE_PROMPT_VERSION, build_judge_prompt, parse_judge_reply
-from harness.judging.stage import Verdict
+from harness.judging.verdicts import Verdict
 from harness.types import EpisodeSpec
 
 

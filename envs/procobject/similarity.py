@@ -26,7 +26,7 @@ scorer's settings. Defaults, the scoring model (``judge.model``):
   ``lang2model["en"]`` and :47 ``model2layers``; the same in bert-score 0.3.13).
 
 A model that can't be loaded here (not a local folder, not in the local cache, and not
-downloadable) makes the metric *not computed*: :class:`harness.judging.stage.NotComputed`, no row
+downloadable) makes the metric *not computed*: :class:`harness.judging.verdicts.NotComputed`, no row
 written, and ``harness judge`` ends with ``not computed: <reason>``. A reply without a readable
 ``answer`` is not scored (as the judge does not judge it): the means run over readable answers,
 and the unreadable ones are counted by ``reply_unreadable``.
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from envs.procobject.answer import answer_text
-from harness.judging.stage import NotComputed, Verdict
+from harness.judging.verdicts import NotComputed, Verdict
 from harness.types import EpisodeSpec
 
 SCORERS = ("sentence_similarity", "bertscore")
@@ -80,7 +80,7 @@ def _device(device: str) -> str:
 
 
 class SimilarityScorer:
-    """One of :data:`SCORERS` over procobject's stored answers (a ``harness.judging.stage.LocalScorer``)."""
+    """One of :data:`SCORERS` over procobject's stored answers (a ``harness.judging.verdicts.LocalScorer``)."""
 
     version = VERSION
 

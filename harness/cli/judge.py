@@ -1,4 +1,4 @@
-"""``harness judge``: score a store's answers with a judge model (harness/judging.py)."""
+"""``harness judge``: score a store's answers with a judge model (harness/judging/stage.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import sys
 from typing import Any, Sequence
 
 from harness.cli.common import UsageError
+from harness.judging.judges import JudgeError, load_config, split_judge_overrides
+from harness.judging.stage import Counts, judge_store
 
 
 def add_parser(sub: Any) -> None:
@@ -40,15 +42,11 @@ def saved_on_stop() -> str | None:
 
 
 def run_judge(out: str, overrides: Sequence[str], writer: str = "harness judge") -> int:
-    from harness.judging.stage import JudgeError, judge_store, split_judge_overrides
-
     name, mine, rest = split_judge_overrides(overrides)
     if rest:
         raise UsageError(f"harness judge: unknown argument {rest[0]!r} (expected judge=NAME or judge.KEY=VALUE)")
     if not name:
         raise UsageError("harness judge: judge=NAME is required (a config in configs/judge/ or a .yaml path)")
-    from harness.judging.stage import Counts
-
     counts = JUDGED[out] = Counts()  # filled as verdicts are committed
     try:
         result = judge_store(out, name, mine, print_fn=lambda line: print(line, file=sys.stderr), counts=counts,
@@ -60,8 +58,6 @@ def run_judge(out: str, overrides: Sequence[str], writer: str = "harness judge")
 
 def check_config(overrides: Sequence[str]) -> tuple[str | None, list[str], list[str]]:
     """For ``harness run ... judge=NAME``: the judge part of the command line, its config checked."""
-    from harness.judging.stage import JudgeError, load_config, split_judge_overrides
-
     name, mine, rest = split_judge_overrides(overrides)
     if name is None and mine:
         raise UsageError(f"{mine[0]!r} needs judge=NAME")

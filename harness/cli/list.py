@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from typing import Any
 
 from harness.cli.common import UsageError
+from harness.param_schema import describe
+from harness.plugins import warn_problems
+from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS, found
+from harness.run.config import CONFIG_DIR
+from harness.scoring.failures import declared_classes
 
 
 def add_parser(sub: Any) -> None:
@@ -18,14 +24,9 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS, found
-    from harness.plugins import warn_problems
-
     warn_problems(found())
     if args.name:
         return _one(args.name)
-    from harness.run.config import CONFIG_DIR
-
     for registry in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS, TRACKERS):
         print(f"{registry.plural}:")
         for entry in registry.entries():
@@ -42,8 +43,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _one(name: str) -> int:
-    from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS
-
     suite, _, agent = name.partition(".") if "." in name else (None, "", name)
     hits = []
     for registry in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS, TRACKERS):
@@ -52,8 +51,6 @@ def _one(name: str) -> int:
             if entry.name == agent and (suite is None or owner == suite):
                 hits.append((registry.kind, entry))
     if not hits:
-        import difflib
-
         names = sorted({e.name for r in (SUITES, PLANNERS, POLICIES, EXECUTORS, BACKENDS, TRACKERS) for e in r.entries()})
         close = difflib.get_close_matches(agent, names, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -70,8 +67,6 @@ def _one(name: str) -> int:
                   + (f"; {flags}" if flags else "") + (f"; applies where {m.applies}" if m.applies else "")
                   + f"; {m.policy})" + (f": {m.description}" if m.description else ""))
         if kind == "suite":  # the classes `harness table --by failure` and the report show for it
-            from harness.scoring.failures import declared_classes
-
             own = {c.name for c in getattr(entry, "failure_classes", ()) or ()}
             print("  failure classes (harness table --by failure): " + ", ".join(
                 f"{c.name}{' (its own: ' + c.label + ')' if c.name in own else ''}"
@@ -93,8 +88,6 @@ def _one(name: str) -> int:
 
 
 def _print_params(declaration: Any, indent: str) -> None:
-    from harness.params import describe
-
     rows = describe(declaration)
     if not rows:
         print(f"{indent}no parameters")

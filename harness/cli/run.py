@@ -131,7 +131,7 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
     if show == "job":  # Hydra's --cfg job: the composed config of each job, nothing run or written
         from omegaconf import OmegaConf
 
-        from harness.run.config import to_run_spec
+        from harness.run.spec import to_run_spec
         for job, cfg in zip(jobs, configs):
             try:
                 spec = to_run_spec(cfg)
@@ -525,7 +525,8 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     import json
 
     from harness.registry.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-    from harness.run.config import ConfigError, MissingPrerequisite, to_run_spec
+    from harness.run.config import ConfigError, MissingPrerequisite
+    from harness.run.spec import to_run_spec
     from harness.registry.extras import missing_extra_message
     from harness.interfaces import action_mismatch
     from harness.registry.loader import MissingDependencyError, UnknownPluginError

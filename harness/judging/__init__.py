@@ -1,7 +1,8 @@
-"""The judge stage (``harness judge``, :mod:`.stage`) and the views tables read of its
-judgements (:mod:`.views`). ``Verdict`` and ``NotComputed`` are importable from here, the path
+"""The judge stage (``harness judge``, :mod:`.stage`), the judges it runs (:mod:`.judges`), what
+they return (:mod:`.verdicts`), how far they agree (:mod:`.agreement`) and the views tables read
+of their judgements (:mod:`.views`). ``Verdict`` and ``NotComputed`` are importable from here, the path
 judge authors use."""
 
-from harness.judging.stage import NotComputed, Verdict
+from harness.judging.verdicts import NotComputed, Verdict
 
 __all__ = ["NotComputed", "Verdict"]

@@ -19,7 +19,7 @@ one judge to choose. Two prompts of one model are two judges.
 
 A verdict that could not be read (``unreadable``) or a call that failed (``error``) gives no
 value, never a 0; the footnotes count them per judge. With two or more judges over the same
-answers, their agreement (:func:`harness.judging.stage.agreement`) is in the footnotes, the table's
+answers, their agreement (:func:`harness.judging.agreement.agreement`) is in the footnotes, the table's
 JSON and the report.
 """
 
@@ -31,7 +31,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from harness.judging import stage
+from harness.judging.agreement import agreement
+from harness.judging.stage import unanswered
 from harness.scoring.policy import Scoring, suite_scoring
 
 #: The answer key of a record and of a verdict.
@@ -221,7 +222,7 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
         view.counts[j.tag] = {s: int((mine["status"] == s).sum()) for s in ("ok", "unreadable", "error")}
     # agreement between the chosen judges (or every judge, one being shown): judge identity -> judge
     pool = rows[rows["_judge"].isin({j.key for j in (chosen if len(chosen) > 1 else judges)})]
-    view.agreement = stage.agreement(pool.assign(judge_id=pool["_judge"]))
+    view.agreement = agreement(pool.assign(judge_id=pool["_judge"]))
     ok = rows[(rows["status"] == "ok") & rows["_judge"].isin({j.key for j in chosen})]
     givers: dict[str, set[str]] = {}
     for r in ok.to_dict("records"):
@@ -248,13 +249,13 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
         split = view.mode == "each" and n in view.shared_values
         given += [f"{n}@{t}" for t in view.tags] if split else [n]
     new_values = []
-    for row, values, unanswered in zip(df[list(KEY)].itertuples(index=False, name=None), df["values"],
+    for row, values, no_answer in zip(df[list(KEY)].itertuples(index=False, name=None), df["values"],
                                        _unanswered(df)):
         add = filled.get((row[0], row[1], row[2], row[3], int(row[4])))
         merged = dict(values) if isinstance(values, dict) else {}
         if add:
             merged.update({n: sum(xs) / len(xs) for n, xs in add.items()})
-        elif unanswered:
+        elif no_answer:
             merged.update({n: None for n in given if n not in merged})
         new_values.append(merged)
     return df.assign(values=new_values), view
@@ -272,7 +273,7 @@ def _unanswered(df: Any) -> list[bool]:
                                           df["values"] if "values" in df else none):
         if str(suite) not in judged:
             judged[str(suite)] = {m.value for m in suite_scoring(str(suite))[0] if m.judged}
-        out.append(stage.unanswered(kind, extra, values, judged[str(suite)]))
+        out.append(unanswered(kind, extra, values, judged[str(suite)]))
     return out
 
 

@@ -6,7 +6,7 @@ Regenerate it after adding or changing a declaration::
 
 Every plugin of this project (suites, planners, policies, executors, model backends, and
 each suite's prompt settings) gets a table of its parameters from
-:func:`harness.params.describe`: name, type, default, what it accepts, whether it changes
+:func:`harness.param_schema.describe`: name, type, default, what it accepts, whether it changes
 results (is in the run identity) and its help. ``--all`` adds installed third-party plugins
 (the committed page holds this project's only, so it does not depend on what is installed).
 tests/test_parameters_doc.py fails when the committed page is out of date.
@@ -18,7 +18,8 @@ import argparse
 import sys
 from typing import Any, Iterable
 
-from harness.params import describe
+from harness.param_schema import describe
+from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS
 
 #: Top-level packages of this project: plugins whose target lives in one are its own.
 OWN_PACKAGES = ("harness", "envs", "planners", "policies")
@@ -72,8 +73,6 @@ def table(declaration: Any, include_third_party: bool = True) -> list[str]:
 
 
 def _registries() -> dict[str, Any]:
-    from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS
-
     return {"suite": SUITES, "planner": PLANNERS, "policy": POLICIES, "executor": EXECUTORS, "backend": BACKENDS,
             "tracker": TRACKERS}
 

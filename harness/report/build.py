@@ -48,7 +48,7 @@ from harness.scoring import failures
 from harness.scoring.policy import suite_scoring
 from harness.scoring.summaries import summarize
 from harness.stats.sequential import stored_comparisons  # stopping=sequential runs among the shown ones
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.tables import experiments
 from harness.tables import failures as failure_table
 from harness.tables import selection as results

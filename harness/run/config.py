@@ -1,11 +1,12 @@
-"""Hydra at the edge: compose ``configs/`` with overrides, check the result
-against a typed schema, and turn it into a :class:`RunSpec`.
+"""Hydra at the edge: compose ``configs/`` with overrides and check the result against a typed
+schema (:mod:`harness.run.spec` turns it into a :class:`~harness.types.RunSpec`).
 
 Only the CLI calls this module; the runner sees dataclasses, never Hydra.
 """
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import os
 import re
@@ -13,15 +14,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, OverrideParseException
 from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from harness.types import RunSpec
+from harness.param_schema import schema_node
+from harness.params import Composite, NoParams, fields_of
+from harness.registry.catalog import BY_GROUP, PLANNERS, POLICIES
+from harness.registry.loader import MissingDependencyError, UnknownPluginError
 
 def _config_dir() -> Path:
     """Hydra's config tree: ``configs/`` at the top of a checkout (beside harness, envs, planners
     and policies); a built wheel carries it inside the package as ``harness/configs`` (setup.py's
     build step), so an installed harness composes the same configs from any folder."""
-    package = Path(__file__).resolve().parents[1]  # harness/
+    package = Path(__file__).resolve().parent.parent  # harness/, this module sits in harness/run/
     shipped = package / "configs"
     if (shipped / "config.yaml").is_file():
         return shipped
@@ -52,7 +63,7 @@ class RunnerConfig:
 class RunConfig:
     """The composed config's typed top level. ``suite``, ``planner``, ``policy`` and
     ``executor`` are the plugins' own schema nodes (:func:`register_schemas`), typed by
-    their declarations and checked strictly by :func:`to_run_spec`."""
+    their declarations and checked strictly by :func:`harness.run.spec.to_run_spec`."""
 
     suite: Any = MISSING
     planner: Any = MISSING
@@ -91,11 +102,6 @@ def register_schemas() -> None:
     ``policy/zero``, ``executor/ray``...), generated from its declaration: the config
     groups' choices and defaults. A YAML file of the same name in ``configs/<group>/``
     takes its place (a user's own preset)."""
-    from hydra.core.config_store import ConfigStore
-
-    from harness.registry.catalog import BY_GROUP
-    from harness.params import NoParams, schema_node
-
     cs = ConfigStore.instance()
     for group, registry in BY_GROUP.items():
         for name in registry.names():
@@ -125,8 +131,6 @@ def register_schemas() -> None:
 
 
 def _is_composite(decl: Any) -> bool:
-    from harness.params import Composite
-
     return isinstance(decl, Composite)
 
 
@@ -136,9 +140,6 @@ AGENT_KINDS = ("planner", "policy")
 
 def expand_sweeps(overrides: list[str]) -> list[list[str]]:
     """Expand Hydra sweep overrides (``planner=oracle,random``) into one override list per job."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
@@ -155,16 +156,10 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
 
 def compose(overrides: list[str], missing: list[str] | None = None) -> DictConfig:
     """Compose ``configs/config.yaml`` with overrides over the plugins' schema nodes, and
-    check the values strictly (:func:`to_run_spec` checks the plugins' parameters).
+    check the values strictly (:func:`harness.run.spec.to_run_spec` checks the plugins' parameters).
 
     ``missing``: a variant's unset checkpoint is appended to it (and the checkpoint left as the
     variable's name, never read) instead of raised -- the dry run lists, it loads nothing."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     register_schemas()
     _check_shapes(overrides)
     GlobalHydra.instance().clear()
@@ -218,11 +213,6 @@ def _check_shapes(overrides: list[str]) -> None:
     """A group given something other than a name (``planner=[1]``) or a ``params`` node given
     something other than a mapping (``suite.params=5``): one line naming the key, before Hydra
     (whose own errors for these are a TypeError or no error at all)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    from harness.registry.catalog import BY_GROUP
-
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException:
@@ -268,11 +258,7 @@ def _unused_group_keys(cfg: DictConfig, variant_params: dict[str, Any]) -> set[s
     """Keys a variant file sets for a group of the agent's declaration that this run does not
     use: a variant names its weights for every backend (``model`` for ``hf``,
     ``served_checkpoint`` for ``openai``), and only the chosen backend's apply. Given on the
-    command line, such a key is refused instead (see :func:`to_run_spec`)."""
-    from harness.registry.catalog import PLANNERS, POLICIES
-    from harness.params import Composite, fields_of
-    from harness.registry.loader import MissingDependencyError, UnknownPluginError
-
+    command line, such a key is refused instead (see :func:`harness.run.spec.to_run_spec`)."""
     agent_key = "policy" if cfg.get("policy") is not None else "planner"
     node = cfg.get(agent_key)
     if node is None or OmegaConf.is_missing(cfg, "suite"):
@@ -307,7 +293,7 @@ def _command_line_wins(cfg: DictConfig, overrides: list[str]) -> None:
     """Precedence: config files < the variant's own params < the command line.
 
     The agent's params are merged with the variant's (variant last, see
-    :func:`to_run_spec`); a ``planner.params.K`` / ``policy.params.K`` given on
+    :func:`harness.run.spec.to_run_spec`); a ``planner.params.K`` / ``policy.params.K`` given on
     the command line is copied over the variant's value so that it wins. Both
     ``planner.params.K`` and ``variant.params.K`` given with different values
     is refused (which one was meant?).
@@ -381,196 +367,14 @@ def _check_own_weights(cfg: DictConfig, sources: dict[str, Any], overrides: list
         "or variant.params.model=PATH")
 
 
-#: Longest time limit accepted (seconds): what ``threading`` can wait for (its TIMEOUT_MAX
-#: is larger), rounded down to a year; ``null`` means no limit.
-MAX_TIMEOUT_S = 365 * 24 * 3600.0
-#: Largest trial seed: episode seeds are offset by it and must stay valid numpy seeds (< 2**32).
-MAX_SEED = 2**31 - 1
 #: Boolean settings (OmegaConf would read 2 or "yes" as true without a word).
 BOOL_KEYS = ("record_prompts", "progress", "runner.pipeline", "record_images")
 #: ... of which null is a value too (record_images: within the store's frame budget).
 NULLABLE_BOOL_KEYS = ("record_images",)
 
 
-def _check_values(cfg: DictConfig) -> None:
-    """ConfigError naming the key for values that would silently misbehave."""
-    import math
-
-    def positive_or_null(key: str, value: Any) -> None:
-        if value is not None and not (value > 0 and math.isfinite(value) and value <= MAX_TIMEOUT_S):
-            raise ConfigError(f"{key} must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, or null (no limit); got {value}")
-
-    if cfg.limit is not None and cfg.limit < 1:  # 0 would "succeed" having run nothing
-        raise ConfigError(f"limit must be >= 1 (null: every episode), got {cfg.limit}")
-    if not 0 <= cfg.seed <= MAX_SEED:
-        raise ConfigError(f"seed must be between 0 and {MAX_SEED} (it offsets every episode's seed), got {cfg.seed}")
-    if not 0 <= cfg.repeat <= MAX_SEED:
-        raise ConfigError(f"repeat must be between 0 and {MAX_SEED} (a repeat index: 0, 1, 2, ...), got {cfg.repeat}")
-    if not str(cfg.out).strip():
-        raise ConfigError("out must name an output directory (e.g. out=runs/exp1), got an empty value")
-    positive_or_null("episode_timeout_s", cfg.episode_timeout_s)
-    positive_or_null("agent_timeout_s", cfg.agent_timeout_s)
-    if not 0 <= cfg.runner.batch_wait_s <= 60:
-        raise ConfigError(f"runner.batch_wait_s must be between 0 and 60 seconds, got {cfg.runner.batch_wait_s}")
-    if cfg.max_retries < 0:
-        raise ConfigError(f"max_retries must be >= 0, got {cfg.max_retries}")
-
-
-def _plain(node: Any) -> dict[str, Any]:
-    """A node's values; a required field nobody gave (``???``) is left out, so its declaration
-    names it as required."""
-    if node is None:
-        return {}
-    values = OmegaConf.to_container(node, resolve=True, throw_on_missing=False) or {}
-    return {k: v for k, v in dict(values).items() if v != "???"}
-
-
-def _absolute_data_dirs(params: dict[str, Any]) -> dict[str, Any]:
-    """A suite's data folders (``data_dir``, ``*_data_dir``) given as relative paths, made absolute
-    against the folder the command runs in: the run stores its parameters, and a later command
-    (``harness judge`` reading the videos) may run from another folder."""
-    out = dict(params)
-    for key, value in params.items():
-        if (key == "data_dir" or key.endswith("_data_dir")) and isinstance(value, str) and value.strip():
-            out[key] = os.path.abspath(os.path.expanduser(value))
-    return out
-
-
-def to_run_spec(cfg: DictConfig) -> RunSpec:
-    """The run's spec, every plugin parameter checked against its declaration
-    (:func:`harness.params.parse`): a bad value is a :class:`ConfigError` naming the key."""
-    from harness.registry.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-    from harness.params import NoParams, ParamError, parse, values_of
-    from harness.registry.loader import MissingDependencyError, UnknownPluginError
-
-    _check_values(cfg)
-    agent_key = "policy" if cfg.policy is not None else "planner"
-    agent_cfg = cfg[agent_key]
-    kind = "policy" if cfg.policy is not None else agent_cfg.get("kind", "planner")
-    if kind not in AGENT_KINDS:
-        raise ConfigError(f"{agent_key}.kind must be one of {', '.join(AGENT_KINDS)}, got {kind!r}")
-    registry = POLICIES if kind == "policy" else PLANNERS
-    try:
-        suite_plugin = SUITES.entry(cfg.suite.name)
-        executor_plugin = EXECUTORS.entry(cfg.executor.name)
-        agent_plugin = registry.entry(agent_cfg.name, cfg.suite.name)
-    except MissingDependencyError as exc:
-        raise MissingPrerequisite(str(exc)) from None
-    except UnknownPluginError as exc:
-        raise ConfigError(str(exc)) from None
-
-    def checked(decl: Any, values: dict[str, Any], prefix: str, label: str, **kw: Any) -> dict[str, Any]:
-        """Every parameter's value: the given ones converted, the declaration's defaults for the rest."""
-        if decl is None:  # a plugin that declares no parameters takes none
-            decl = NoParams
-        try:
-            parsed = parse(decl, values, **kw)
-        except ParamError as exc:
-            if exc.unknown:
-                raise ConfigError(exc.of(label)) from None
-            raise ConfigError(str(exc.at(prefix)) if exc.key else f"{prefix.rstrip('.')}: {exc.problem}") from None
-        return values_of(parsed)
-
-    suite_params = _absolute_data_dirs(checked(suite_plugin.params, _plain(cfg.suite.params), "suite.params.",
-                                               f"suite {suite_plugin.name}"))
-    executor_values = {k: v for k, v in _plain(cfg.executor).items() if k != "name"}
-    executor_params = checked(executor_plugin.params, executor_values, "executor.",
-                              f"executor {executor_plugin.name}")
-    agent_given = _plain(agent_cfg.get("params"))
-    variant_given = _plain(cfg.variant.params)
-    agent_params = {**agent_given, **variant_given}
-    where = f"{agent_key}.params."
-    try:
-        agent_params = checked(agent_plugin.params, agent_params, where, f"{kind} {agent_cfg.name}",
-                               **({"suite": cfg.suite.name} if getattr(agent_plugin, "takes_suite", False) else {}))
-    except ConfigError as exc:
-        missing = _agent_not_installed(agent_plugin, agent_params, f"{kind} {agent_cfg.name}", cfg.suite.name)
-        if missing:  # the extra to install first, before asking for a parameter (a model) it could not use
-            raise MissingPrerequisite(missing) from None
-        text = str(exc)
-        key = text[len(where):].split(" ", 1)[0] if text.startswith(where) else None
-        if key and key in variant_given and key not in agent_given:
-            raise ConfigError(f"variant.params.{text[len(where):]}") from None
-        raise
-    split = cfg.split if cfg.split is not None else suite_plugin.default_split
-    if split is None:
-        raise ConfigError(f"suite {suite_plugin.name} declares no default split: give split=NAME")
-    stopping = _stopping(cfg, suite_plugin.name)
-    return RunSpec(
-        suite=cfg.suite.name,
-        split=split,
-        agent=agent_cfg.name,
-        variant=cfg.variant.name,
-        agent_kind=kind,
-        suite_params=suite_params,
-        agent_params=agent_params,
-        seed=cfg.seed,
-        repeat=cfg.repeat,
-        limit=cfg.limit,
-        executor=cfg.executor.name,
-        num_workers=int(executor_params.get("num_workers", 1)),
-        batch_size=int(executor_params.get("batch_size", 1)),
-        envs_per_worker=int(executor_params.get("envs_per_worker", 1)),
-        executor_params=executor_params,
-        episode_timeout_s=cfg.episode_timeout_s,
-        agent_timeout_s=cfg.agent_timeout_s,
-        max_retries=cfg.max_retries,
-        pipeline=cfg.runner.pipeline,
-        batch_wait_s=cfg.runner.batch_wait_s,
-        record_prompts=cfg.record_prompts,
-        record_images=cfg.record_images,
-        stopping=stopping,
-    )
-
-
-def _agent_not_installed(plugin: Any, given: dict[str, Any], who: str, suite: str) -> str | None:
-    """One line naming the extra when the agent's, or its chosen model backend's, declared
-    packages are not installed (harness.registry.extras.not_installed); None when they are."""
-    from harness.registry.extras import not_installed
-    from harness.params import Composite
-
-    found = [(plugin, who)]
-    if isinstance(getattr(plugin, "params", None), Composite):
-        try:
-            groups = plugin.params.groups(dict(given), suite)
-        except Exception:  # noqa: BLE001 - values the check refused: the agent's own modules only
-            groups = []
-        found += [(g.plugin, f"{who} ({g.title})") for g in groups if g.plugin is not None]
-    return next((line for p, w in found if (line := not_installed(p, w)) is not None), None)
-
-
-def _stopping(cfg: DictConfig, suite: str) -> dict[str, Any] | None:
-    """``stopping=sequential``: its settings checked (harness.stats.sequential.SequentialStopping), the
-    tested metric resolved against the suite's declarations; None without it."""
-    import dataclasses
-
-    from harness.scoring.policy import suite_scoring
-    from harness.stats.sequential import SequentialStopping, tested_metric
-
-    node = cfg.get("stopping")
-    if node is None:
-        return None
-    given = _plain(node)
-    given.pop("name", None)
-    known = {f.name for f in dataclasses.fields(SequentialStopping)}
-    unknown = sorted(set(given) - known)
-    if unknown:
-        raise ConfigError(f"stopping.{unknown[0]} is not a setting of stopping=sequential "
-                          f"(settings: {', '.join(sorted(known))})")
-    if given.get("baseline") is None:
-        raise ConfigError("stopping=sequential needs stopping.baseline=NAME: the variant of the sweep "
-                          "the others are compared against")
-    try:
-        rule = SequentialStopping(**given)
-        metric = tested_metric(suite_scoring(suite)[0], rule.metric)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(str(exc)) from None
-    return dataclasses.asdict(dataclasses.replace(rule, metric=metric.name))
-
 def group_choices(group: str) -> list[str]:
     """The choices of a config group: its registered plugins and its YAML files."""
-    from harness.registry.catalog import BY_GROUP
-
     names = set(BY_GROUP[group].names()) if group in BY_GROUP else set()
     return sorted(names | {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")})
 
@@ -581,11 +385,6 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _hint(exc: BaseException) -> str:
-    import difflib
-    import re
-
-    from hydra.errors import OverrideParseException
-
     line = _first_line(exc)
     if isinstance(exc, OverrideParseException):
         text = str(exc)
@@ -617,10 +416,6 @@ def _hint(exc: BaseException) -> str:
 def _close_keys(key: str) -> list[str]:
     """The config keys a mistyped ``key`` (``spli``, ``runner.pipelin``) is closest to, among
     the keys beside it in the composed defaults (RunConfig's fields and their nodes' keys)."""
-    import difflib
-
-    from omegaconf import OmegaConf
-
     parent, _, leaf = key.rpartition(".")
     try:
         node = OmegaConf.structured(RunConfig)

@@ -44,5 +44,5 @@ LOCAL = ExecutorPlugin(name="local", target="harness.run.executors:local_executo
 PROCESS = ExecutorPlugin(name="process", target="harness.run.executors:process_executor", params=ProcessParams,
                          summary="num_workers worker processes, envs_per_worker envs each (default 1); hard timeouts")
 RAY = ExecutorPlugin(name="ray", target="harness.run.executors_ray:ray_executor", params=RayParams, extra="ray",
-                     setup="harness.run.executors_ray:setup",
+                     setup="harness.run.ray_cluster:setup",
                      summary="envs on Ray actors (num_workers actors, ceil(batch_size/num_workers) envs each)")

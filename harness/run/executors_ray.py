@@ -29,35 +29,32 @@ Faults:
   record; every other slot with a call on that actor gets a ``worker`` fault
   and is retried. Only the slot the actor is executing can condemn it: the
   driver asks the actor which one that is (a probe served by a second thread
-  of the actor, :meth:`EnvActor.busy`); a step that holds the GIL cannot
+  of the actor, :meth:`harness.run.ray_actors.EnvActor.busy`); a step that holds the GIL cannot
   answer, and then the first slot of the running call whose deadline passed
   is blamed.
 
-Cluster: :func:`ensure_ray` joins ``executor.address`` (``auto``, ``HOST:PORT``,
+Cluster: :func:`harness.run.ray_cluster.ensure_ray` joins ``executor.address`` (``auto``, ``HOST:PORT``,
 ``ray://HOST:PORT``), else ``RAY_ADDRESS``, else starts a local one-node
 cluster. Deadlines cross machines as remaining seconds, never as clock
 readings.
 """
 
+
 from __future__ import annotations
 
 import itertools
-import logging
 import math
-import os
 import queue
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from harness.run.allocator import keep_freed_heap
-from harness.run.executors import (Deliver, EnvFactory, ResetOptions, Transition, _close_quietly, _error, drive,
-                               reset_env)
+from harness.run.executors import Deliver, EnvFactory, ResetOptions, Transition, _error
+from harness.run.ray_actors import ACTOR_CPUS, EnvActor
+from harness.run.ray_cluster import ensure_ray, first_line
 
-#: CPUs each env actor reserves.
-ACTOR_CPUS = 1
 #: How long the driver waits for an actor to say which slot it is executing.
 PROBE_TIMEOUT_S = 1.0
 #: Re-ask an actor this often while a later slot of its running call is past its deadline.
@@ -65,158 +62,6 @@ PROBE_EVERY_S = 0.1
 
 TIMEOUT_KILLED = ("timeout", "episode exceeded its wall-clock limit; Ray actor killed")
 NEIGHBOUR_KILLED = ("worker", "Ray actor killed: another episode on it passed its deadline")
-
-
-class EnvActor:
-    """Runs in a Ray worker process: a few envs, built lazily by the factory.
-
-    :meth:`run` executes one batch of operations in order and returns their
-    Transitions; :meth:`busy` (its own concurrency group, so it answers while
-    ``run`` is executing) says which operation of which call runs now.
-    """
-
-    def __init__(self, env_factory: EnvFactory):
-        import os
-
-        keep_freed_heap()
-        # Software GL (Mesa's llvmpipe, what EGL gives without a GPU) renders on as many threads
-        # as the machine has cores; the actor holds one CPU, so its envs render on one thread
-        # (Ray sets OMP_NUM_THREADS the same way). A GPU driver ignores it; an explicit value wins.
-        os.environ.setdefault("LP_NUM_THREADS", str(ACTOR_CPUS))
-        self._factory = env_factory
-        self._envs: dict[int, Any] = {}
-        self._busy: tuple[int, int] | None = None
-
-    def run(self, call_id: int, ops: Sequence[tuple]) -> list[Transition]:
-        """``ops``: ``("reset", index, options)`` or ``("advance", index, actions, remaining_s)``."""
-        arrived = time.monotonic()
-        out = []
-        try:
-            for k, op in enumerate(ops):
-                self._busy = (call_id, k)
-                out.append(self._reset(op[1], op[2]) if op[0] == "reset" else self._advance(op[1], op[2], op[3], arrived))
-        finally:
-            self._busy = None
-        return out
-
-    def _reset(self, index: int, options: ResetOptions) -> Transition:
-        try:
-            env = self._envs.get(index)
-            if env is None:
-                env = self._envs[index] = self._factory()
-        except Exception:
-            return Transition(error=_error("env"))
-        return reset_env(env, options)
-
-    def _advance(self, index: int, actions: Sequence[Any], remaining_s: float | None, arrived: float) -> Transition:
-        env = self._envs.get(index)
-        if env is None:  # the driver's generations prevent this; never step an env that was not reset
-            return Transition(error=("worker", "the Ray actor holding this episode lost its env"))
-        return drive(env, actions, None if remaining_s is None else arrived + remaining_s)
-
-    def busy(self) -> tuple[int, int] | None:
-        """(call id, index of the operation) running now, else None."""
-        return self._busy
-
-    def discard(self, index: int) -> None:
-        _close_quietly(self._envs.pop(index, None))
-
-    def pid(self) -> int:
-        import os
-
-        return os.getpid()
-
-
-def setup(params: Mapping[str, Any]) -> None:
-    """``executor=ray``'s setup hook (harness.plugins.ExecutorPlugin.setup): join the cluster
-    before any store or run exists; the executor then reuses the connection. A
-    :class:`RayConnectError` (one line) when Ray is missing or the cluster cannot be joined."""
-    import importlib.util
-
-    if importlib.util.find_spec("ray") is None:
-        raise RayConnectError("executor=ray needs Ray: pip install -e '.[ray]'")
-    ensure_ray(params.get("address"))
-
-
-def ensure_ray(address: str | None = None) -> Any:
-    """Import Ray and join (or start) a cluster: ``address`` if given, else
-    ``RAY_ADDRESS``, else a new local one. A :class:`RayConnectError` (one line)
-    when the extra is missing or the cluster cannot be joined."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise RayConnectError("executor=ray needs Ray: pip install -e '.[ray]'") from exc
-    if ray.is_initialized():
-        return ray
-    address = None if address is None or not str(address).strip() else str(address).strip()
-    if address is not None and address != "auto":
-        _check_reachable(address)  # Ray itself retries an unreachable address for ever
-    elif address == "auto" or os.environ.get("RAY_ADDRESS"):
-        _check_auto(address)
-    kwargs: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
-    if not (address or "").startswith("ray://"):
-        kwargs["include_dashboard"] = False  # a Ray client connection takes no such option
-    try:
-        ray.init(address=address, **kwargs)
-    except Exception as exc:
-        where = address or "the local cluster"
-        raise RayConnectError(f"executor=ray: cannot join Ray at {where}: {_connect_hint(exc)}") from None
-    return ray
-
-
-#: Seconds to wait for a TCP connection to an explicit cluster address.
-CONNECT_TIMEOUT_S = 5.0
-
-
-def _check_reachable(address: str) -> None:
-    """RayConnectError unless ``HOST:PORT`` / ``ray://HOST:PORT`` accepts a TCP connection."""
-    import socket
-
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise RayConnectError(f"executor.address must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise RayConnectError(f"executor=ray: cannot reach Ray at {address}: {exc.strerror or exc}") from None
-
-
-def _check_auto(address: str | None) -> None:
-    """``auto`` (or no address with ``RAY_ADDRESS`` set): the address Ray would join -- RAY_ADDRESS,
-    else the cluster recorded by the last ``ray start`` (/tmp/ray/ray_current_cluster), else
-    one found running -- must answer; a record left by a stopped cluster would make Ray retry for ever."""
-    try:
-        from ray._private.services import get_ray_address_from_environment
-    except ImportError:  # moved in another Ray version: ray.init decides alone
-        return
-    try:
-        resolved = get_ray_address_from_environment(address, None)
-    except ConnectionError as exc:
-        raise RayConnectError(f"executor=ray: executor.address=auto: {_first_line(exc)}") from None
-    if not resolved or resolved == "auto" or resolved == "local":
-        return
-    where = "RAY_ADDRESS" if os.environ.get("RAY_ADDRESS") else "the address recorded by the last `ray start`"
-    try:
-        _check_reachable(resolved)
-    except RayConnectError as exc:
-        raise RayConnectError(f"{exc} ({where}; a cluster since stopped?)") from None
-
-
-class RayConnectError(RuntimeError):
-    """executor=ray cannot start: Ray missing, or the cluster refused or unreachable (one line)."""
-
-
-def _connect_hint(exc: BaseException) -> str:
-    name = type(exc).__name__
-    text = _first_line(exc)
-    chain, cause = [], exc
-    while cause is not None and len(chain) < 8:  # ray.init's ConnectionError hides the cause in __cause__
-        chain.append(f"{type(cause).__name__} {cause}")
-        cause = cause.__cause__ or cause.__context__
-    if any("AuthenticationError" in c or "InvalidAuthToken" in c for c in chain):
-        return (f"authentication failed ({text}); the cluster wants its token: set RAY_AUTH_MODE=token and "
-                "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) as on the cluster")
-    return f"{name}: {text}"
 
 
 @dataclass(eq=False)
@@ -452,9 +297,9 @@ class RayExecutor:
                 a = call.actor
                 if self._handles[a] is not None and call.generation == self._generation[a]:
                     self._lose(a)
-                out = [(s, Transition(error=("worker", f"Ray actor died ({_first_line(exc)})"))) for s in call.slots]
+                out = [(s, Transition(error=("worker", f"Ray actor died ({first_line(exc)})"))) for s in call.slots]
             except Exception as exc:
-                out = [(s, Transition(error=("worker", f"Ray task failed: {_first_line(exc)}"))) for s in call.slots]
+                out = [(s, Transition(error=("worker", f"Ray task failed: {first_line(exc)}"))) for s in call.slots]
         for slot, tr in out:
             call.deliver(slot, tr)
 
@@ -528,87 +373,9 @@ class RayExecutor:
 _DONE = object()
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
-
-
 def ray_executor(*, env_factory: EnvFactory, num_workers: int, batch_size: int,
                  address: str | None = None) -> RayExecutor:
     """``num_workers`` actors, ``ceil(batch_size / num_workers)`` envs on each."""
     actors = max(1, num_workers)
     return RayExecutor(env_factory, actors=actors, envs_per_actor=max(1, math.ceil(batch_size / actors)),
                        address=address)
-
-
-class _AgentActor:
-    """Runs in a Ray worker (e.g. one with a GPU): one agent, built from the registry."""
-
-    def __init__(self, kind: str, name: str, params: dict[str, Any], suite: str | None = None):
-        from harness.registry.catalog import PLANNERS, POLICIES
-
-        # the suite, so that a suite's own agent (planner=oracle) is the one built
-        self.agent = (POLICIES if kind == "policy" else PLANNERS).build(name, suite, **params)
-
-    def describe(self) -> dict[str, Any]:
-        a = self.agent
-        return {"name": a.name, "privileged": bool(getattr(a, "privileged", False)),
-                "reads_images": getattr(a, "reads_images", None), "replan_steps": getattr(a, "replan_steps", None),
-                "max_concurrent_calls": int(getattr(a, "max_concurrent_calls", 1) or 1),
-                "identity": dict(a.identity()),
-                # the parsed declaration (a picklable dataclass or Parsed): the runner hashes it
-                "params": getattr(a, "params", None)}
-
-    def reset(self, episode: Any) -> None:
-        self.agent.reset(episode)
-
-    def act(self, requests: Sequence[Any]) -> Any:
-        return self.agent.act(requests)
-
-
-class RayAgent:
-    """An agent that lives on a Ray actor with its own resources (``num_gpus=1``
-    puts an in-process model, e.g. the ``hf`` backend, on a GPU node), driven by
-    the runner on the driver exactly like a local agent (an agent declaring
-    ``max_concurrent_calls``, a server's client, takes that many calls at once there
-    too). Its identity and parameters are the wrapped agent's, so a run resumes
-    whether the model ran locally or on the cluster. ``suite`` picks a suite's own
-    agent (``planner=oracle``).
-    """
-
-    def __init__(self, name: str, params: dict[str, Any] | None = None, *, kind: str = "planner",
-                 suite: str | None = None, num_gpus: float = 0, num_cpus: float = 1):
-        self._ray = ray = ensure_ray()
-        remote = ray.remote(num_gpus=num_gpus, num_cpus=num_cpus, max_restarts=0)(_AgentActor)
-        self._actor = remote.remote(kind, name, dict(params or {}), suite)
-        info = ray.get(self._actor.describe.remote())
-        if info["max_concurrent_calls"] > 1:
-            # A server's client takes that many calls at once (the runner sends them from its
-            # call threads); an actor runs one method at a time unless made with max_concurrency,
-            # which only its creation sets: made again, so.
-            ray.kill(self._actor, no_restart=True)
-            self._actor = remote.options(max_concurrency=info["max_concurrent_calls"]).remote(
-                kind, name, dict(params or {}), suite)
-            ray.get(self._actor.describe.remote())
-            self.max_concurrent_calls = info["max_concurrent_calls"]
-        self.name, self.privileged = info["name"], info["privileged"]
-        if info["reads_images"] is not None:
-            self.reads_images = info["reads_images"]
-        if info["replan_steps"] is not None:
-            self.replan_steps = info["replan_steps"]
-        self._identity = info["identity"]
-        #: The wrapped agent's parsed parameters: the run identity hashes them, so a run on Ray
-        #: has the run id it has locally.
-        self.params = info["params"]
-
-    def identity(self) -> dict[str, Any]:
-        return dict(self._identity)
-
-    def reset(self, episode: Any) -> None:
-        self._ray.get(self._actor.reset.remote(episode))
-
-    def act(self, requests: Sequence[Any]) -> Any:
-        return self._ray.get(self._actor.act.remote(list(requests)))
-
-    def close(self) -> None:
-        self._ray.kill(self._actor, no_restart=True)

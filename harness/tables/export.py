@@ -15,7 +15,7 @@ import pandas as pd
 
 from harness.scoring import policy as scoring
 from harness.scoring.policy import value_rows
-from harness.store.database import ResultStore
+from harness.store import ResultStore
 from harness.tables.selection import EPISODE_KEY, SelectionError, merge_stores, with_families
 from harness.util.redact import redact_text
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from harness.interfaces import AgentReply
-from harness.judging.stage import Verdict
+from harness.judging.verdicts import Verdict
 from harness.params import param, parse
 from harness.plugins import AgentPlugin, SuitePlugin
 from harness.scoring.policy import Metric

@@ -86,7 +86,7 @@ def test_a_runner_keeps_freed_memory_in_its_process():
 def test_ray_env_actors_keep_freed_memory():
     # The actor class as a Ray worker process runs it (Ray itself is not needed for this).
     assert _kept_after("""
-        from harness.run.executors_ray import EnvActor
+        from harness.run.ray_actors import EnvActor
         from tests.harness.test_allocator import ProbeEnv
         EnvActor(ProbeEnv)
     """) == "True"

@@ -15,7 +15,7 @@ import statistics
 
 import pytest
 
-from harness.judging.stage import krippendorff_alpha_interval, spearman_rho
+from harness.judging.agreement import krippendorff_alpha_interval, spearman_rho
 from tests.harness import judge_fixtures as fx
 
 pytest.importorskip("openai", reason="the openai backend needs the `models` extra")

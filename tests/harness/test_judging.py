@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.judging.stage import agreement, judge_id_of, krippendorff_alpha_interval, spearman_rho
+from harness.judging.agreement import agreement, krippendorff_alpha_interval, spearman_rho
+from harness.judging.judges import judge_id_of
 from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
 from tests.helpers import committed_rows

@@ -1,4 +1,4 @@
-"""The judging stage's verdict rules (harness/judging.py, the store's ``judgements`` table):
+"""The judging stage's verdict rules (harness/judging/stage.py, the store's ``judgements`` table):
 
 - a failed judge call is an ``error`` row, and a rerun judges exactly those answers again,
   replacing the error rows and nothing else;
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.entry import main
-from harness.judging.stage import Verdict
+from harness.judging.verdicts import Verdict
 from harness.store import ResultStore
 from tests.harness import judge_fixtures as fx
 from tests.helpers import chat_completion, send_json

@@ -8,9 +8,8 @@ from typing import List, Optional
 
 import pytest
 
-from harness.params import (
-    Composite, Group, NoParams, ParamError, Parsed, describe, identity_of, param, parse, schema_node, values_of,
-)
+from harness.param_schema import describe, schema_node
+from harness.params import Composite, Group, NoParams, ParamError, Parsed, identity_of, param, parse, values_of
 
 
 @dataclass
@@ -144,7 +143,8 @@ def test_a_composite_takes_each_key_in_the_group_that_applies():
 def test_false_for_an_auto_true_false_choice_reaches_the_plugin_as_false():
     """``planner.params.json_schema=false``: Hydra reads ``false`` as a boolean; a str-typed
     schema node would turn it into the string 'False', which no choice matches."""
-    from harness.run.config import compose, to_run_spec
+    from harness.run.config import compose
+    from harness.run.spec import to_run_spec
 
     spec = to_run_spec(compose(["planner=vlm", "planner.params.model=x", "planner.params.backend=openai",
                                 "planner.params.base_url=http://127.0.0.1:9/v1", "planner.params.json_schema=false"]))

@@ -279,7 +279,8 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
 def test_command_line_agent_params_win_over_the_variants_own(monkeypatch):
     """Repro: ``variant=base planner.params.backend=openai planner.params.model=m`` ran the hf backend
     on $BASE_MODEL: the variant's params were merged last and silently replaced what was given."""
-    from harness.run.config import ConfigError, compose, to_run_spec
+    from harness.run.config import ConfigError, compose
+    from harness.run.spec import to_run_spec
 
     monkeypatch.setenv("BASE_MODEL", "/ckpt/base")
     spec_ = to_run_spec(compose(["variant=base", "planner.params.backend=openai", "planner.params.model=served",
@@ -295,7 +296,8 @@ def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
     """``served_checkpoint`` given once in a sweep of variants would be hashed into every
     variant's identity: refused; each variant reads its own $<VARIANT>_SERVED_CHECKPOINT."""
     from harness.cli.entry import main
-    from harness.run.config import compose, to_run_spec
+    from harness.run.config import compose
+    from harness.run.spec import to_run_spec
 
     monkeypatch.setenv("BASE_MODEL", "/ckpt/base")
     monkeypatch.setenv("FAVOR_SFT_SERVED_CHECKPOINT", "/ckpt/favor")

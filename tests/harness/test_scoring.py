@@ -101,7 +101,7 @@ def test_one_value_name_of_two_suites_never_pools():
 def test_judge_agreement_is_per_suite():
     import pandas as pd
 
-    from harness.judging.stage import agreement
+    from harness.judging.agreement import agreement
 
     rows = []
     for suite, scale in (("cfg_bench", 2.0), ("procobject", 1.0)):

@@ -13,7 +13,7 @@ from harness.judging import views as judge_views
 from harness.registry.catalog import SUITES
 from harness.scoring import policy as scoring
 from harness.scoring.summaries import records_frame, summarize
-from harness.tables.build import declared_columns, default_metrics
+from harness.tables.columns import declared_columns, default_metrics
 from harness.types import EpisodeRecord
 
 SUITE = "cfg_bench"  # declares judged metrics (S, C) on the value judge_score, correctness

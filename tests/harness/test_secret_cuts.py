@@ -2,7 +2,7 @@
 what ``harness report`` / ``harness export`` write, whatever the server does with it:
 
 * a judge server that repeats the key across the 2,000-character cut of an error verdict's
-  reason (harness/judging.py), at every offset around it;
+  reason (harness/judging/stage.py), at every offset around it;
 * a model server that repeats the key across the ``max_reply_chars`` cut of a reply
   (planners/vlm/reply_body.py), in a body read whole and in one cut while it arrives;
 * a run killed with SIGKILL while a long reply naming the key waits in the spool

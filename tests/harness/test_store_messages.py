@@ -86,7 +86,8 @@ def test_a_relative_data_dir_is_stored_absolute(tmp_path, monkeypatch, data_dir)
     """``harness judge`` (or ``harness report``) from another folder rebuilds the suite from the
     stored parameters: a data folder stored as given ("data") would not be found there.
     Mutation caught: the relative path stored as given."""
-    from harness.run.config import compose, to_run_spec
+    from harness.run.config import compose
+    from harness.run.spec import to_run_spec
 
     work = tmp_path / "work"
     work.mkdir()

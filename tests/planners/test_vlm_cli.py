@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.config import compose, to_run_spec
+from harness.run.config import compose
+from harness.run.spec import to_run_spec
 from tests.conftest import REPO_ROOT
 
 

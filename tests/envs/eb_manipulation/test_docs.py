@@ -8,7 +8,8 @@ import shlex
 
 import pytest
 
-from harness.run.config import compose, to_run_spec
+from harness.run.config import compose
+from harness.run.spec import to_run_spec
 from tests.conftest import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "eb_manipulation.md"

@@ -203,7 +203,7 @@ def test_hung_step_past_the_deadline_kills_the_actor_and_is_a_timeout_record(clu
 def test_agent_on_a_ray_actor_gives_the_same_records(cluster, suite, agent):
     """The planner on its own actor (as a model on a GPU actor would be), envs on
     env actors: same run id and records as everything local."""
-    from harness.run.executors_ray import RayAgent
+    from harness.run.ray_actors import RayAgent
 
     remote = RayAgent(agent, suite="eb_alfred", num_cpus=0)  # planner=oracle: the suite's own
     try:
@@ -221,7 +221,7 @@ def test_agent_on_a_ray_actor_has_the_wrapped_agents_params(cluster, suite):
     parsed parameters, so its run id is the local one. Mutation guarded: a RayAgent
     without ``params`` hashes none and gets another run id."""
     from harness.registry.catalog import POLICIES
-    from harness.run.executors_ray import RayAgent
+    from harness.run.ray_actors import RayAgent
     from harness.params import identity_of
     from harness.run.runner import run_id_of, run_identity
 
@@ -247,7 +247,7 @@ def test_agent_on_a_ray_actor_takes_its_declared_concurrent_calls(cluster, suite
     from concurrent.futures import ThreadPoolExecutor
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from harness.run.executors_ray import RayAgent
+    from harness.run.ray_actors import RayAgent
     from tests.helpers import chat_completion, eb_alfred_requests, send_json
 
     lock, inflight = threading.Lock(), [0, 0]  # now, most
