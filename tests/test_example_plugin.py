@@ -43,7 +43,7 @@ def test_it_passes_check_suite_and_check_agent():
 
 def test_harness_run_suite_example_planner_oracle(tmp_path):
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "harness.cli.entry", "run", "suite=example", "planner=oracle", f"out={out}",
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=example", "planner=oracle", f"out={out}",
                           "progress=false"], cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -43,7 +43,7 @@ def env(tmp_path_factory) -> dict[str, str]:
 
 
 def harness(env, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli.entry", *args], cwd=REPO_ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -61,7 +61,7 @@ def test_every_shell_command_runs(tmp_path):
             args = [a.replace("127.0.0.1:8000", f"127.0.0.1:{port}").replace("judge.model=MODEL", "judge.model=judge-a")
                     for a in args]
         try:
-            done = subprocess.run([sys.executable, "-m", "harness.cli.entry", *args], cwd=tmp_path, env=_env(),
+            done = subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, env=_env(),
                                   capture_output=True, text=True, timeout=300)
         finally:
             if server is not None:

@@ -113,7 +113,7 @@ CASES = [
 
 def _cli(command: str, args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    return subprocess.run([sys.executable, "-m", "harness.cli.entry", command, *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "harness.cli", command, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

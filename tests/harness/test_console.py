@@ -77,7 +77,7 @@ def test_show_puts_them_back_on_the_console(tmp_path: Path) -> None:
 
 def test_a_refusal_is_one_line_and_writes_no_log(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "harness.cli.entry", "run", "suite=eb_alfred", "split=nope",
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=eb_alfred", "split=nope",
                            f"out={out}"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
@@ -96,7 +96,7 @@ def _quiet_run(tmp_path: Path, overrides: list[str]) -> tuple[str, list[Path]]:
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     env.pop("HARNESS_THIRD_PARTY_WARNINGS", None)
-    done = subprocess.run([sys.executable, "-m", "harness.cli.entry", "run", *overrides, "limit=1", f"out={out}",
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", *overrides, "limit=1", f"out={out}",
                            "progress=false"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stderr, sorted((out / "logs").glob("*.log"))

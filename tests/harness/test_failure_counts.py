@@ -31,7 +31,7 @@ def test_a_run_whose_every_reply_is_prose_says_so_in_its_end_line(tmp_path):
     httpd = serve_prose()
     try:
         res = subprocess.run(
-            [sys.executable, "-m", "harness.cli.entry", "run", "suite=eb_alfred", "suite.params.render=false",
+            [sys.executable, "-m", "harness.cli", "run", "suite=eb_alfred", "suite.params.render=false",
              "suite.params.generated_per_split=40", "split=seen", "limit=2", "planner=vlm",
              "planner.params.backend=openai", "planner.params.model=m", "planner.params.max_retries=0",
              f"planner.params.base_url=http://127.0.0.1:{httpd.server_port}/v1", "out=o"],

@@ -30,7 +30,7 @@ FAST = ["suite.params.render=false", "suite.params.generated_per_split=40", "pro
 def harness(*args: str, cwd: Path, timeout: float = 120, shell_prefix: str | None = None,
             env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
-    cmd = [sys.executable, "-m", "harness.cli.entry", *args]
+    cmd = [sys.executable, "-m", "harness.cli", *args]
     if shell_prefix:
         quoted = " ".join(f"'{a}'" for a in cmd)
         return subprocess.run(["bash", "-c", f"{shell_prefix}; exec {quoted}"], cwd=cwd, env=env,

@@ -21,7 +21,7 @@ def test_workers_of_a_killed_parent_exit_quietly(tmp_path):
     from tests.helpers import require_example_plugin
 
     require_example_plugin()
-    args = [sys.executable, "-m", "harness.cli.entry", "run", "suite=example", "planner=random", "limit=20000",
+    args = [sys.executable, "-m", "harness.cli", "run", "suite=example", "planner=random", "limit=20000",
             "suite.params.episodes_per_split=20000", "progress=false",
             "executor=process", "executor.num_workers=4", "out=t"]
     proc = subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, text=True,

@@ -38,7 +38,7 @@ def spec(**kw) -> RunSpec:
 
 
 def harness(*args: str, cwd: Path, timeout: float = 120, env_extra: dict | None = None,
-            module: str = "harness.cli.entry") -> subprocess.CompletedProcess:
+            module: str = "harness.cli") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -314,7 +314,7 @@ def test_served_checkpoint_is_per_variant(monkeypatch, tmp_path):
 # --- variant=base without $BASE_MODEL -----------------------------------------------------------------
 def test_variant_without_its_checkpoint_names_the_variable(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_MODEL", "_ADAPTER"))}
-    res = subprocess.run([sys.executable, "-m", "harness.cli.entry", "run", "variant=favor_sft", "split=seen", "limit=1",
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "run", "variant=favor_sft", "split=seen", "limit=1",
                           *FAST, "out=o"], cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
                          capture_output=True, text=True, timeout=120)
     one_line_error(res, "set $FAVOR_SFT_MODEL to its folder (or Hub id), or $BASE_MODEL with $FAVOR_SFT_ADAPTER",
@@ -420,7 +420,7 @@ def test_a_sound_store_checks_clean(tmp_path):
 def test_a_full_disk_leaves_no_empty_store(tmp_path):
     """Repro: on a full disk a 0-byte results.sqlite was left behind."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = " ".join(f"'{a}'" for a in [sys.executable, "-m", "harness.cli.entry", "run", "planner=random", "split=seen",
+    cmd = " ".join(f"'{a}'" for a in [sys.executable, "-m", "harness.cli", "run", "planner=random", "split=seen",
                                       "limit=5", *FAST, "out=y"])
     res = subprocess.run(["bash", "-c", f"ulimit -f 0; exec {cmd}"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=120)

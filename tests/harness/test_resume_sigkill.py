@@ -34,7 +34,7 @@ def spawn(*cmd: str) -> subprocess.Popen:
 
 
 def harness(*args: str) -> subprocess.Popen:
-    return spawn("harness.cli.entry", *args)
+    return spawn("harness.cli", *args)
 
 
 def table(outdir: Path) -> str:

@@ -183,7 +183,7 @@ def test_a_key_across_the_reply_cut_leaves_no_prefix(tmp_path, tail):
     env = _env(tmp_path, MY_MODEL_KEY=KEY)
     with straddling_model(lambda n: "a" * (limit - 20 - n) + KEY + "b" * tail) as url:
         run = subprocess.run(
-            [sys.executable, "-m", "harness.cli.entry", "run", "planner=vlm", "planner.params.backend=openai",
+            [sys.executable, "-m", "harness.cli", "run", "planner=vlm", "planner.params.backend=openai",
              "planner.params.model=m", f"planner.params.base_url={url}", "planner.params.api_key_env=MY_MODEL_KEY",
              f"planner.params.max_reply_chars={limit}", "planner.params.max_retries=0", "split=seen", "limit=2",
              *FAST, "out=o"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -247,7 +247,7 @@ def test_a_sigkilled_run_leaves_no_key_in_its_spool_and_the_next_start_removes_i
     # Another harness process's live spool folder is kept; the dead one's goes at the next start.
     live = spool_root / f"harness-spool-{os.getpid()}-live"
     live.mkdir()
-    res = subprocess.run([sys.executable, "-m", "harness.cli.entry", "list"], cwd=tmp_path, env=env,
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "list"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert [p.name for p in spool_root.glob("harness-spool-*")] == [live.name]
@@ -285,7 +285,7 @@ def test_a_policy_server_echoing_the_api_key_reaches_neither_stderr_nor_a_record
     env = _env(tmp_path)
     with echoing_policy_server() as port:
         run = subprocess.run(
-            [sys.executable, "-m", "harness.cli.entry", "run", "suite=libero", "split=libero_spatial", "policy=remote",
+            [sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial", "policy=remote",
              f"policy.params.url=ws://127.0.0.1:{port}", f"policy.params.api_key={KEY}",
              "policy.params.connect_retries=2", "policy.params.backoff_s=0.05", "policy.params.checkpoint_id=c",
              "suite.params.tasks=[0]", "suite.params.trials=1", "suite.params.max_steps=10", "out=o",

@@ -30,7 +30,7 @@ def test_a_signal_to_the_process_group_is_one_line(tmp_path, sig):
     from tests.helpers import require_example_plugin
 
     require_example_plugin()
-    args = [sys.executable, "-m", "harness.cli.entry", "run", "suite=example", "planner=random", "limit=20000",
+    args = [sys.executable, "-m", "harness.cli", "run", "suite=example", "planner=random", "limit=20000",
             "suite.params.episodes_per_split=20000", "progress=false",
             "executor=process", "executor.num_workers=2", "out=t"]
     proc = subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, text=True,

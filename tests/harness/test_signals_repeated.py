@@ -59,7 +59,7 @@ def holding_server() -> Iterator[tuple[str, list]]:
 
 
 def _hung_run(tmp_path: Path, url: str) -> subprocess.Popen:
-    args = [sys.executable, "-m", "harness.cli.entry", "run", "planner=vlm", "planner.params.backend=openai",
+    args = [sys.executable, "-m", "harness.cli", "run", "planner=vlm", "planner.params.backend=openai",
             "planner.params.model=m", f"planner.params.base_url={url}", "planner.params.max_retries=0",
             "planner.params.request_timeout_s=300", "split=seen", "limit=1", *FAST, "out=o"]
     return subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, text=True,

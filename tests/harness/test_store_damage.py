@@ -36,7 +36,7 @@ N = 40
 
 def harness(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "harness.cli.entry", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -83,7 +83,7 @@ def source(tmp_path_factory) -> tuple[Path, str]:
     assert cli.main([*RUN, f"out={root / 'o'}"]) == 0
     with ResultStore(root / "o", readonly=True):
         pass
-    status = subprocess.run([sys.executable, "-m", "harness.cli.entry", "table", str(root / "o")], capture_output=True,
+    status = subprocess.run([sys.executable, "-m", "harness.cli", "table", str(root / "o")], capture_output=True,
                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
     assert status.returncode == 0, status.stderr
     return root / "o", status.stdout

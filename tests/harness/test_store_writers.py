@@ -41,20 +41,20 @@ def test_a_second_writer_is_refused_while_the_first_lives_and_takes_over_after(t
             assert time.monotonic() < deadline, "the first run never reached its gate"
             time.sleep(0.1)
         time.sleep(1.5)  # the writer's watchdog commits what finished before the gate
-        second = subprocess.run([sys.executable, "-m", "harness.cli.entry", *RUN, "out=o"], cwd=tmp_path, env=env(),
+        second = subprocess.run([sys.executable, "-m", "harness.cli", *RUN, "out=o"], cwd=tmp_path, env=env(),
                                 capture_output=True, text=True, timeout=120)
         lines = [line for line in second.stderr.splitlines() if line.strip()]
         assert second.returncode == 2 and len(lines) == 1, second.stderr
         assert "being written by `harness run` (pid " in lines[0] and f"pid {first.pid}" in lines[0], lines[0]
         # a reader meanwhile: one snapshot, every row it shows is whole
-        table = subprocess.run([sys.executable, "-m", "harness.cli.entry", "table", "o"], cwd=tmp_path, env=env(),
+        table = subprocess.run([sys.executable, "-m", "harness.cli", "table", "o"], cwd=tmp_path, env=env(),
                                capture_output=True, text=True, timeout=120)
         assert table.returncode == 0 and "random" in table.stdout, table.stderr
         assert first.poll() is None  # still alive, still the writer
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
-    third = subprocess.run([sys.executable, "-m", "harness.cli.entry", *RUN, "out=o"], cwd=tmp_path, env=env(),
+    third = subprocess.run([sys.executable, "-m", "harness.cli", *RUN, "out=o"], cwd=tmp_path, env=env(),
                            capture_output=True, text=True, timeout=120)
     assert third.returncode == 0 and "40/40 done" in third.stderr, third.stderr
     assert " 0 resumed" not in third.stderr  # it took over the first run's episodes

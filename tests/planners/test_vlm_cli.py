@@ -43,13 +43,13 @@ def test_multirun_of_three_variants_prints_a_three_row_table(
            "FAVOR_SFT_ADAPTER": str(tiny_ckpts["favor"]), "CFG_SFT_ADAPTER": str(tiny_ckpts["cfg"])}
     for name in ("BASE_MODEL", "FAVOR_SFT_MODEL", "CFG_SFT_MODEL"):
         env.pop(name, None)
-    cmd = [sys.executable, "-m", "harness.cli.entry", "run", "-m", "variant=base,favor_sft,cfg_sft", "suite=eb_alfred",
+    cmd = [sys.executable, "-m", "harness.cli", "run", "-m", "variant=base,favor_sft,cfg_sft", "suite=eb_alfred",
            "split=base", "limit=1", f"variant.params.model={tiny_ckpts['base']}",
            "planner.params.max_new_tokens=4", "planner.params.num_examples=0", "planner.params.image_size=112",
            f"out={out}", "progress=false"]
     run = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
-    table = subprocess.run([sys.executable, "-m", "harness.cli.entry", "table", str(out)], cwd=REPO_ROOT, env=env,
+    table = subprocess.run([sys.executable, "-m", "harness.cli", "table", str(out)], cwd=REPO_ROOT, env=env,
                            capture_output=True, text=True, timeout=120)
     assert table.returncode == 0, table.stderr
     rows = [line for line in table.stdout.splitlines() if line.startswith("| ") and not line.startswith("| variant")]

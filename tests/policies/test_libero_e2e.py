@@ -35,7 +35,7 @@ def tiny_vla(tmp_path_factory) -> Path:
 
 def _harness_run(args: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    return subprocess.run([sys.executable, "-m", "harness.cli.entry", "run", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "harness.cli", "run", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -56,7 +56,7 @@ def test_three_served_variants_one_at_a_time(tmp_path):
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
            "HF_HUB_OFFLINE": "1",
-           "VLA_SERVE_COMMAND": f"{sys.executable} -m harness.cli.entry serve-policy policy=vla "
+           "VLA_SERVE_COMMAND": f"{sys.executable} -m harness.cli serve-policy policy=vla "
                                 "policy.params.checkpoint={checkpoint} policy.params.allow_untrained_head=true "
                                 "port={port}"}
     ckpts = {}
@@ -65,7 +65,7 @@ def test_three_served_variants_one_at_a_time(tmp_path):
         env[ENV_NAMES[v]] = str(ckpts[v])
         env[f"{ENV_NAMES[v]}_URL"] = f"ws://127.0.0.1:{_free_port()}"
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "harness.cli.entry", "run", "+experiment=libero_four_suites", f"out={out}",
+    cmd = [sys.executable, "-m", "harness.cli", "run", "+experiment=libero_four_suites", f"out={out}",
            "progress=false", "suite.params.tasks=[0]", "suite.params.trials=1", "suite.params.max_steps=12",
            "policy.params.connect_retries=2", "policy.params.backoff_s=0.1", "policy.params.timeout_s=30"]
 
@@ -117,7 +117,7 @@ def test_three_served_variants_one_at_a_time(tmp_path):
     assert ids == {v: f"ckpt_{v}@sha256:{path_digest(ckpts[v])}" for v in VARIANTS}
     assert not _alive(json.loads((out / "servers" / "cfg_sft.json").read_text())["pid"])
 
-    table = subprocess.run([sys.executable, "-m", "harness.cli.entry", "table", str(out), "--experiment",
+    table = subprocess.run([sys.executable, "-m", "harness.cli", "table", str(out), "--experiment",
                             "libero_four_suites"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert table.returncode == 0, table.stderr[-2000:]
     for label in ("Base", "FAVOR-SFT", "CFG-SFT", "Spatial", "Object", "Goal", "Long"):

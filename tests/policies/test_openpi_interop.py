@@ -115,7 +115,7 @@ def tiny_vla(tmp_path_factory) -> Path:
 
 def _serve_policy(args: list[str]) -> tuple[subprocess.Popen, int]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.entry", "serve-policy", *args, "port=0"], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve-policy", *args, "port=0"], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     lines = []

@@ -245,7 +245,7 @@ def test_oft_server_drives_a_libero_episode_through_harness_run(tmp_path):
     with DeployServer(tmp_path, "openvla_oft") as server:
         env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
         res = subprocess.run(
-            [sys.executable, "-m", "harness.cli.entry", "run", "suite=libero", "split=libero_spatial", "policy=openvla",
+            [sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial", "policy=openvla",
              "suite.params.protocol=openvla", "policy.params.protocol=openvla_oft", f"policy.params.url={server.url}",
              "policy.params.checkpoint_id=oft-test", "suite.params.tasks=[0]", "suite.params.trials=1",
              f"suite.params.max_steps={STEPS}", f"out={tmp_path}", "progress=false"],
@@ -277,7 +277,7 @@ def test_openvla_server_drives_a_libero_episode_through_harness_run(tmp_path):
     with DeployServer(tmp_path, "openvla") as server:
         env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
         res = subprocess.run(
-            [sys.executable, "-m", "harness.cli.entry", "run", "suite=libero", "split=libero_spatial", "policy=openvla",
+            [sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial", "policy=openvla",
              "suite.params.protocol=openvla", f"policy.params.url={server.url}", "suite.params.tasks=[0]",
              "suite.params.trials=1", "suite.params.max_steps=3", f"out={tmp_path}", "progress=false"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

@@ -28,7 +28,7 @@ def test_usage_errors(capsys, args, message):
 
 def test_remote_policy_with_no_server_is_a_usage_error():
     # serving a remote policy is pointless but exercises the construction path: unreachable -> exit 2
-    run = subprocess.run([sys.executable, "-m", "harness.cli.entry", "serve-policy", "policy=remote",
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "serve-policy", "policy=remote",
                           "policy.params.url=ws://127.0.0.1:9", "policy.params.connect_retries=1"],
                          cwd=REPO, capture_output=True, text=True, timeout=120,
                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})

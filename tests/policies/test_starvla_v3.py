@@ -126,7 +126,7 @@ def test_v3_server_drives_a_libero_pro_episode_through_harness_run(tmp_path):
     with StarVLAV3Server() as server:
         env = {**os.environ, "PYTHONPATH": str(REPO), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
         res = subprocess.run(
-            [sys.executable, "-m", "harness.cli.entry", "run", "suite=libero", "split=libero_goal_lan", "policy=remote",
+            [sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_goal_lan", "policy=remote",
              "policy.params.protocol=starvla", f"policy.params.url=ws://127.0.0.1:{server.port}",
              "suite.params.tasks=[0]", "suite.params.trials=1", f"suite.params.max_steps={STEPS}",
              f"out={tmp_path}", "progress=false"], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)

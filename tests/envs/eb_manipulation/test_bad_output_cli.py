@@ -28,7 +28,7 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(model: Path, out: Path, *extra: str) -> None:
-    cmd = [sys.executable, "-m", "harness.cli.entry", "run", "suite=eb_manipulation", "planner=vlm", "split=base",
+    cmd = [sys.executable, "-m", "harness.cli", "run", "suite=eb_manipulation", "planner=vlm", "split=base",
            "limit=1", f"planner.params.model={model}", "planner.params.max_new_tokens=6",
            "planner.params.manipulation_shots=0", "planner.params.image_size=64", "suite.params.image_size=64",
            "record_prompts=true", f"out={out}", "progress=false", *extra]

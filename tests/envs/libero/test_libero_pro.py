@@ -129,7 +129,7 @@ def test_harness_run_refuses_an_unshipped_split_in_one_line(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "harness.cli.entry", "run", "suite=libero", "split=libero_10_env",
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_10_env",
                           "policy=zero", f"out={tmp_path / 'out'}", "progress=false"], capture_output=True, text=True,
                          env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
     assert out.returncode == 2, out.stderr[-2000:]

@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 def _cli(out: Path, address: str, **env: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    return subprocess.run([sys.executable, "-m", "harness.cli.entry", *ARGS, f"executor.address={address}", f"out={out}"],
+    return subprocess.run([sys.executable, "-m", "harness.cli", *ARGS, f"executor.address={address}", f"out={out}"],
                           cwd=REPO, env={**base, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True,
                           timeout=300)
 

@@ -154,14 +154,14 @@ def test_driver_killed_then_rerun_resumes(cluster, tmp_path):
     at_kill = committed_rows(db)
     assert k - batch + 1 <= at_kill <= k
 
-    proc = _spawn("harness.cli.entry", "run", *args, f"out={out}", env=env)
+    proc = _spawn("harness.cli", "run", *args, f"out={out}", env=env)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
     assert f"{n - at_kill} episodes run, {at_kill} resumed" in err
 
     clean = tmp_path / "clean"
     local_args = [a for a in args if not a.startswith("executor")]
-    proc = _spawn("harness.cli.entry", "run", *local_args, f"out={clean}", env=env)
+    proc = _spawn("harness.cli", "run", *local_args, f"out={clean}", env=env)
     assert proc.communicate(timeout=600)[0] is not None and proc.returncode == 0
     with ResultStore(out, readonly=True) as a, ResultStore(clean, readonly=True) as b:
         assert comparable(a.records()) == comparable(b.records())

@@ -561,7 +561,7 @@ def test_libero_video_plays_from_a_store_made_with_a_relative_out(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    run = subprocess.run([sys.executable, "-m", "harness.cli.entry", "run", "suite=libero", "split=libero_spatial",
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", "suite=libero", "split=libero_spatial",
                           "policy=zero", "limit=1", "suite.params.max_steps=5", "suite.params.video=all",
                           "out=vid", "progress=false"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -572,7 +572,7 @@ def test_libero_video_plays_from_a_store_made_with_a_relative_out(tmp_path):
     # The executed actions, per step (LIBERO's 7-D end-effector delta and gripper), rounded.
     assert len(extra["actions"]) == 5 and all(len(a) == 7 for a in extra["actions"]), extra.get("actions")
     assert (work / "vid" / video).is_file()
-    report = subprocess.run([sys.executable, "-m", "harness.cli.entry", "report", "vid"], cwd=work, env=env,
+    report = subprocess.run([sys.executable, "-m", "harness.cli", "report", "vid"], cwd=work, env=env,
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     with _chromium(tmp_path) as browser:
