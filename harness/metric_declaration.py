@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from harness.values import DELIVERED, ValueState, read_value
+
 #: Aggregations a metric may declare.
 AGGREGATIONS = ("mean", "ratio")
 #: ``Metric.missing`` left to its default (see :class:`Metric`).
@@ -115,8 +117,8 @@ def applies_to(metric: Metric, values: Mapping[str, Any]) -> bool:
     """Whether ``metric`` applies to the episode whose per-episode values are ``values``."""
     if metric.applies is None:
         return True
-    flag = number_or_none(values.get(metric.applies))
-    return flag is not None and flag != 0  # None, NaN, 0 or not a number: does not apply (as harness.scoring.policy)
+    state, flag = read_value(values.get(metric.applies))
+    return state is ValueState.VALUE and flag != 0  # None, 0 or not a number: does not apply (as harness.scoring.policy)
 
 
 def value_problems(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any],
@@ -173,22 +175,24 @@ def _at_least(x: float, bound: float, weight: float) -> bool:
 
 def not_delivered(suite: str, metrics: Iterable[Metric], values: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The values a declared metric reads (its value, weight or ``applies``) that the env gave as
-    something other than a number or None -- NaN, an infinity, text: ``(value name, one line
-    naming the suite and the metric)`` pairs. Such a value was *not delivered*: never a
-    "missing" value a cell would count (None is the env's "no value")."""
+    something other than a number or None -- NaN, an infinity, text
+    (:attr:`harness.values.ValueState.NOT_DELIVERED` by :func:`harness.values.read_value`):
+    ``(value name, one line naming the suite and the metric)`` pairs. Such a value was *not
+    delivered*: never a "missing" value a cell would count (None is the env's "no value")."""
+    return undelivered_problems(suite, metrics, {k: v for k, v in values.items() if read_value(v)[0] not in DELIVERED})
+
+
+def undelivered_problems(suite: str, metrics: Iterable[Metric], undelivered: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """:func:`not_delivered`'s pairs from the values already found not delivered (each name to
+    the raw value the env gave), e.g. those the runner kept while it read an episode's values:
+    each value a declared metric reads, named once, with the first metric that reads it."""
     out: list[tuple[str, str]] = []
     for m in metrics:
         for key, role in ((m.value, "value"), (m.weight, "weight"), (m.applies, "applies")):
-            raw = values.get(key) if key is not None else None
-            if raw is None or isinstance(raw, bool) or key in {k for k, _ in out}:
+            if key is None or key not in undelivered or key in {k for k, _ in out}:
                 continue
-            try:
-                ok = math.isfinite(float(raw))
-            except (TypeError, ValueError, OverflowError):
-                ok = False
-            if not ok:
-                out.append((key, f"suite {suite}: metric {m.name!r} {role} {key!r} is {_short(raw)}, not a number: "
-                                 "not delivered (an env gives a finite number, or None for no value)"))
+            out.append((key, f"suite {suite}: metric {m.name!r} {role} {key!r} is {_short(undelivered[key])}, not a "
+                             "number: not delivered (an env gives a finite number, or None for no value)"))
     return out
 
 
@@ -198,7 +202,9 @@ def _short(value: Any) -> str:
 
 
 def number_or_none(value: Any) -> float | None:
-    """A per-episode value as a float; None for None, NaN (unscored) and non-numbers."""
+    """A record field as a float; None for None, NaN (pandas' missing field) and non-numbers.
+    A per-episode *value* is read by :func:`harness.values.read_value` instead (its NaN is not
+    delivered, not missing)."""
     if value is None:
         return None
     try:

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 from harness.judging.agreement import agreement
 from harness.judging.stage import unanswered
 from harness.scoring.policy import Scoring, suite_scoring
+from harness.values import ValueState, read_value
 
 #: The answer key of a record and of a verdict.
 KEY = ("run_id", "suite", "split", "episode_id", "seed")
@@ -243,7 +244,8 @@ def apply(df: Any, verdicts: Any, selector: str | None, judged_labels: Sequence[
     # An answer that errored, is empty, or that its env marked as no answer (an absent, empty or
     # unreadable answer field) has nothing to judge: each value the chosen judges give is None
     # there, so the metric's error policy counts it (docs/judging.md). Answers not judged (yet),
-    # or whose verdicts were unreadable or failed, stay without a value: unscored.
+    # or whose verdicts were unreadable or failed, stay without a value (absent, never NaN): a
+    # judged metric reads an absent value as unscored (harness.scoring.policy.classify).
     given: list[str] = []
     for n in givers:
         split = view.mode == "each" and n in view.shared_values
@@ -278,8 +280,7 @@ def _unanswered(df: Any) -> list[bool]:
 
 
 def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)) and math.isfinite(float(v)):
-        return float(v)
-    return None
+    """A verdict's value as a number (:func:`harness.values.read_value`'s VALUE); None for
+    anything else, which then gives the answer no value: it stays unscored."""
+    state, x = read_value(v)
+    return x if state is ValueState.VALUE else None

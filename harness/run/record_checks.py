@@ -13,8 +13,9 @@ harness's episode facts, :mod:`harness.types` ``INFO_*``):
 * ``0 <= gc_satisfied <= gc_total`` (a table's GC is then at most 100);
 * ``invalid_actions >= 0`` and ``expert_length >= 0`` where known.
 
-A declared metric's value the env gives as NaN, an infinity or text was *not delivered*: an
-error record naming the suite and the metric, never a "missing" value counted as the metric's
+A declared metric's value the env gives as NaN, an infinity or text was *not delivered*
+(:func:`harness.values.read_value`, the rule the runner read the env's values by): an error
+record naming the suite and the metric, never a "missing" value counted as the metric's
 ``missing`` (None is the env's "no value").
 """
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from harness.metric_declaration import not_delivered, value_problems
+from harness.metric_declaration import undelivered_problems, value_problems
 from harness.types import EpisodeRecord
 
 
@@ -43,16 +44,17 @@ def record_problems(record: EpisodeRecord) -> list[str]:
     return out
 
 
-def problems_of(record: EpisodeRecord, delivered: Any = None) -> tuple[list[str], set[str]]:
+def problems_of(record: EpisodeRecord, undelivered: Mapping[str, Any] | None = None) -> tuple[list[str], set[str]]:
     """What ``record`` (of an episode that ended without an error) breaks: one line per problem,
-    and the names of the stored values involved (dropped from the error record). ``delivered``:
-    the env's ``info["values"]`` as it gave them (a NaN there is stored as None, but was not
-    delivered: :func:`harness.metric_declaration.not_delivered`)."""
+    and the names of the stored values involved (dropped from the error record). ``undelivered``:
+    the values the runner found the env did not deliver as it read them (each name to what the
+    env gave; stored as None): those a declared metric reads are named
+    (:func:`harness.metric_declaration.undelivered_problems`)."""
     from harness.scoring.policy import episode_values, suite_scoring
 
     problems = record_problems(record)
     metrics, derive = suite_scoring(record.suite)
-    found = not_delivered(record.suite, metrics, delivered) if isinstance(delivered, Mapping) else []
+    found = undelivered_problems(record.suite, metrics, undelivered or {})
     try:
         values = episode_values(dataclasses.asdict(record), derive)
     except Exception as exc:  # noqa: BLE001 - the suite's own function: named in the record

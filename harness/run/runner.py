@@ -29,6 +29,7 @@ from harness.run.artifacts import FrameStore
 from harness.run.executors import EnvFactory, Transition, make_executor
 from harness.interfaces import Agent, AgentReply, AgentRequest, InvalidOutput, Suite
 from harness.params import identity_of
+from harness.values import ValueState, read_value
 from harness.util.redact import redact
 from harness.stats.sequential import identity_entry as sequential_identity
 from harness.stats.sequential import ORDER_KEY as SEQUENTIAL_ORDER_KEY
@@ -832,6 +833,7 @@ class Runner:
         breakdown = _breakdown_of(spec)  # the suite's further --by fields (SuitePlugin.breakdowns)
         if breakdown:
             extra["breakdown"] = breakdown
+        values, undelivered = _episode_values(info.get(INFO_VALUES))
         record = EpisodeRecord(
             run_id=self.run_id,
             variant=self.spec.variant,
@@ -856,10 +858,10 @@ class Runner:
             empty_plan=termination == TERMINATION_EMPTY_PLAN,
             path_length=None if info.get(INFO_PATH_LENGTH) is None else int(info[INFO_PATH_LENGTH]),
             extra=extra,
-            values=_episode_values(info.get(INFO_VALUES)),
+            values=values,
         )
         if error is None:  # what the suite declares, enforced where the record is made
-            problems, keys = record_checks.problems_of(record, info.get(INFO_VALUES))
+            problems, keys = record_checks.problems_of(record, undelivered)
             if problems:
                 record = record_checks.as_error(record, problems, keys)
         if self._writer is not None:
@@ -998,24 +1000,27 @@ def _describe(exc: BaseException) -> str:
 ACTION_DECIMALS = 3
 
 
-def _episode_values(values: Any) -> dict[str, Any]:
-    """``info["values"]`` as a record keeps it: names to JSON numbers or None (NaN, an infinity
-    or text: None; where a declared metric reads such a value, :func:`harness.run.record_checks.problems_of`
-    makes the episode an error record: the value was not delivered)."""
+def _episode_values(values: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``info["values"]`` as a record keeps it -- names to JSON numbers or None -- and the values
+    the env did not deliver, each name to what the env gave (both read by the one rule,
+    :func:`harness.values.read_value`): a value not delivered (NaN, an infinity, text) is kept
+    as None, and where a declared metric reads it :func:`harness.run.record_checks.problems_of`
+    makes the episode an error record naming it."""
     if not isinstance(values, Mapping):
-        return {}
+        return {}, {}
     out: dict[str, Any] = {}
+    undelivered: dict[str, Any] = {}
     for name, x in values.items():
-        if x is None or isinstance(x, bool):
-            out[str(name)] = None if x is None else int(x)
-            continue
-        try:
-            f = float(x)
-        except (TypeError, ValueError):
+        state, f = read_value(x)
+        if state is not ValueState.VALUE:  # None, or not delivered: no number stored
             out[str(name)] = None
-            continue
-        out[str(name)] = None if f != f or f in (float("inf"), float("-inf")) else (int(f) if float(f).is_integer() and isinstance(x, int) else f)
-    return out
+            if state is not ValueState.MISSING:
+                undelivered[str(name)] = x
+        elif isinstance(x, bool):
+            out[str(name)] = int(x)
+        else:
+            out[str(name)] = int(f) if f.is_integer() and isinstance(x, int) else f
+    return out, undelivered
 
 
 def _rounded_actions(actions: Iterator[Any]) -> list[list[float]] | None:

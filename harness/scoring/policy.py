@@ -14,16 +14,21 @@ episode of a suite that declares the metric (a value of another suite never pool
 and that the metric ``applies`` to. Such an episode is, per :func:`classify`:
 
 * ``value``: it has a number of its own;
-* ``missing``: it has none (it errored, gave no answer, or an unusable one): it counts as the
-  metric's ``missing`` value (a failure, or 0), or is left out where that is None;
+* ``missing``: it has none (None: it errored, gave no answer, or an unusable one; or no value
+  of a metric that is not judged): it counts as the metric's ``missing`` value (a failure, or
+  0), or is left out where that is None;
 * ``unscored``: its answer awaits a score that is not the model's to give (a judged metric not
-  yet judged, an unreadable verdict, a failed judge call; a NaN value, or no value of a judged
-  metric): left out of the value, and shown as the cell's coverage (:func:`tally`).
+  yet judged, an unreadable verdict, a failed judge call: no value of a judged metric, or the
+  explicit marker :data:`harness.values.AWAITS_SCORE` an in-memory caller puts there): left out
+  of the value, and shown as the cell's coverage (:func:`tally`).
 
-A fourth state never reaches a cell: a value the env did *not deliver* (NaN, an infinity or text
-where a declared metric reads a value, or no value it owed) makes the episode an error record
-(:mod:`harness.run.record_checks`), which counts as ``missing``; a NaN among a cell's values (an
-in-memory caller's "not scored") never comes from an env.
+A fourth state never reaches a cell from a store: a value the env did *not deliver* (NaN, an
+infinity or text where a declared metric reads a value, or no value it owed) makes the episode
+an error record (:mod:`harness.run.record_checks`), which counts as ``missing``. A NaN (an
+infinity, text) an in-memory caller puts among a cell's values is read the same way
+(:class:`harness.values.ValueState` ``NOT_DELIVERED``, by the one rule
+:func:`harness.values.read_value`) and counted as such an error record's value would be: as the
+metric's ``missing`` value (in :attr:`Tally.missing`), never as "unscored".
 
 The core never names a suite's metric: tables, statistics, the report, export and the
 trackers read these declarations. Cells over no usable episode are NaN, never 0.
@@ -40,15 +45,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from harness.metric_declaration import Metric, number_or_none
+from harness.metric_declaration import Metric
 from harness.registry.catalog import SUITES
 from harness.scoring import record_fields
-
-
-def _number(value: Any) -> float:
-    """A per-episode value as a float; None, missing, NaN or non-numbers give NaN."""
-    x = number_or_none(value)
-    return math.nan if x is None else x
+from harness.values import ValueState, read_value
 
 
 class EpisodeValues(dict):
@@ -62,9 +62,10 @@ class EpisodeValues(dict):
         self.suite = suite
 
 
-#: What :func:`classify` finds an episode to be for a metric.
-NOT_APPLICABLE, VALUE, MISSING, UNSCORED = "not_applicable", "value", "missing", "unscored"
 _ABSENT = object()
+#: The states a cell counts as the metric's ``missing`` value: none of the episode's own, or
+#: one that was not delivered (an error record's, had the runner seen it).
+_COUNTED_MISSING = (ValueState.MISSING, ValueState.NOT_DELIVERED)
 
 
 def own_declaration(suite: str, metric: Metric) -> Metric | None:
@@ -89,36 +90,40 @@ def _own(declared: tuple[Metric, ...], name: str) -> Metric | None:
 
 
 def classify(metric: Metric, values: Mapping[str, Any],
-             own: Callable[[str, Metric], Metric | None] = own_declaration) -> tuple[float, float, str]:
-    """One episode's (numerator, denominator, kind) for ``metric`` (the module doc's policy);
-    NaN and NaN where the episode does not count in the value. An episode that knows its suite
-    (:class:`EpisodeValues`) counts by that suite's declaration (``own``:
-    :func:`own_declaration`, or a cell's memo of it), and not at all where its suite declares
-    no metric of that name."""
+             own: Callable[[str, Metric], Metric | None] = own_declaration) -> tuple[float, float, ValueState]:
+    """One episode's (numerator, denominator, state) for ``metric`` (the module doc's policy);
+    NaN and NaN where the episode does not count in the value. Each value is read by
+    :func:`harness.values.read_value`; an absent one is UNSCORED for a judged metric, else
+    MISSING. An episode that knows its suite (:class:`EpisodeValues`) counts by that suite's
+    declaration (``own``: :func:`own_declaration`, or a cell's memo of it), and not at all where
+    its suite declares no metric of that name."""
     suite = getattr(values, "suite", None)
     if suite is not None:
         own = own(str(suite), metric)
         if own is None:
-            return math.nan, math.nan, NOT_APPLICABLE
+            return math.nan, math.nan, ValueState.NOT_APPLICABLE
         metric = own
     if metric.applies is not None:
-        flag = _number(values.get(metric.applies))
-        if math.isnan(flag) or not flag:
-            return math.nan, math.nan, NOT_APPLICABLE
+        state, flag = read_value(values.get(metric.applies))
+        if state is not ValueState.VALUE or not flag:
+            return math.nan, math.nan, ValueState.NOT_APPLICABLE
     raw = values.get(metric.value, _ABSENT)
-    if (raw is _ABSENT and metric.judged) or (isinstance(raw, float) and math.isnan(raw)):
-        return math.nan, math.nan, UNSCORED
-    x, kind = _number(None if raw is _ABSENT else raw), VALUE
-    if math.isnan(x):
+    if raw is _ABSENT:
+        kind, x = (ValueState.UNSCORED if metric.judged else ValueState.MISSING), None
+    else:
+        kind, x = read_value(raw)
+    if kind is ValueState.UNSCORED:
+        return math.nan, math.nan, kind
+    if kind in _COUNTED_MISSING:
         if metric.missing is None:
-            return math.nan, math.nan, MISSING
-        x, kind = float(metric.missing), MISSING
+            return math.nan, math.nan, kind
+        x = float(metric.missing)
     if metric.aggregation != "ratio":
         return x, 1.0, kind
-    w = _number(values.get(metric.weight))
-    if math.isnan(w):
-        return math.nan, math.nan, UNSCORED if kind == VALUE else kind
-    return (x * w if kind == MISSING else x), w, kind
+    state, w = read_value(values.get(metric.weight))
+    if state is not ValueState.VALUE:
+        return math.nan, math.nan, ValueState.UNSCORED if kind is ValueState.VALUE else kind
+    return (x * w if kind in _COUNTED_MISSING else x), w, kind
 
 
 def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float]]:
@@ -140,7 +145,8 @@ def columns(metric: Metric, values: Sequence[Mapping[str, Any]]) -> tuple[list[f
 class Tally:
     """How a cell's episodes count for one metric: ``n`` apply; of those, ``valued`` have a
     value of their own, ``missing`` none (counted as the metric's ``missing`` value, or left
-    out where ``missing_counts`` is False), ``unscored`` await a score (left out)."""
+    out where ``missing_counts`` is False; a value that was not delivered counts here too),
+    ``unscored`` await a score (left out)."""
 
     n: int = 0
     valued: int = 0
@@ -177,8 +183,8 @@ def tally(metric: Metric, values: Sequence[Mapping[str, Any]]) -> Tally:
     """The cell's :class:`Tally` of ``metric`` over per-episode ``values``."""
     own = _cell_declarations()
     kinds = [classify(metric, v, own)[2] for v in values]
-    return Tally(n=sum(k != NOT_APPLICABLE for k in kinds), valued=kinds.count(VALUE),
-                 missing=kinds.count(MISSING), unscored=kinds.count(UNSCORED),
+    return Tally(n=sum(k is not ValueState.NOT_APPLICABLE for k in kinds), valued=kinds.count(ValueState.VALUE),
+                 missing=sum(k in _COUNTED_MISSING for k in kinds), unscored=kinds.count(ValueState.UNSCORED),
                  missing_counts=metric.missing is not None)
 
 

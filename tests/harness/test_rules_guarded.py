@@ -13,10 +13,13 @@ import pytest
 from gymnasium import spaces
 
 from harness.run.record_checks import problems_of, record_problems
-from harness.scoring.policy import MISSING, UNSCORED, VALUE, Metric, classify, columns
+from harness.scoring.policy import Metric, classify, columns
 from harness.spaces import Record, outside
 from harness.check.invariants import EpisodeWatch
 from harness.types import INFO_INVALID_ACTIONS, EpisodeRecord
+from harness.values import ValueState
+
+MISSING, UNSCORED, VALUE = ValueState.MISSING, ValueState.UNSCORED, ValueState.VALUE
 
 
 # --- harness.scoring.policy.classify: an episode without a value counts as Metric.missing ------------
@@ -26,7 +29,8 @@ def test_an_episode_without_a_value_counts_as_the_declared_missing_value():
     counting it at all where ``missing=None``."""
     quarter = Metric("score", "Score", "score", range=(0.0, 1.0), unit="score", missing=0.25)
     assert classify(quarter, {"score": None}) == (0.25, 1.0, MISSING)
-    assert classify(quarter, {"score": "not a number"}) == (0.25, 1.0, MISSING)
+    # Text was not delivered: counted as an error record's value would be, its missing value.
+    assert classify(quarter, {"score": "not a number"}) == (0.25, 1.0, ValueState.NOT_DELIVERED)
     assert classify(quarter, {"score": 0.75}) == (0.75, 1.0, VALUE)
     # missing=None: left out (NaN), still classified as missing.
     out = Metric("score", "Score", "score", range=(0.0, 1.0), unit="score", missing=None)

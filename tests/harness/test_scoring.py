@@ -7,6 +7,7 @@ import pytest
 from harness.plugins import SuitePlugin
 from harness.metric_declaration import check_metrics
 from harness.scoring.policy import EpisodeValues, Metric, Tally, aggregate, classify, columns, tally
+from harness.values import AWAITS_SCORE, ValueState
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -69,18 +70,18 @@ def test_a_missing_value_outside_the_range_fails():
 
 
 def test_applies_and_unscored_and_another_suites_value():
-    """Only the episodes a metric applies to count; a NaN (or no value of a judged metric) is
-    unscored, left out but tallied; a value of a suite that does not declare the metric is
-    not counted."""
+    """Only the episodes a metric applies to count; the marker AWAITS_SCORE (or no value of a
+    judged metric) is unscored, left out but tallied; a value of a suite that does not declare
+    the metric is not counted."""
     acc = Metric("acc", "Acc", "correct", binary=True, applies="is_mc")
     values = [{"is_mc": 1, "correct": 1}, {"is_mc": 1}, {"is_mc": 0, "correct": 1}, {"correct": 1}]
     assert aggregate(acc, values) == 0.5 and tally(acc, values) == Tally(n=2, valued=1, missing=1)
     judged = Metric("j", "J", "judge_score", range=(0, 10), unit="score", judged=True)
-    values = [{"judge_score": 6}, {"judge_score": None}, {}, {"judge_score": math.nan}]
+    values = [{"judge_score": 6}, {"judge_score": None}, {}, {"judge_score": AWAITS_SCORE}]
     assert aggregate(judged, values) == 3.0  # (6 + 0) / 2: the empty answer counts 0
     assert tally(judged, values) == Tally(n=4, valued=1, missing=1, unscored=2)
     mine = EpisodeValues({"judge_score": 8}, "no_such_suite_declares_j")  # the fallback scoring: no 'j'
-    assert classify(judged, mine)[2] == "not_applicable"
+    assert classify(judged, mine)[2] is ValueState.NOT_APPLICABLE
     assert aggregate(judged, [{"judge_score": 6}, mine]) == 6.0
 
 

@@ -2,7 +2,6 @@
 stopped once decided, resumed from its records, and what ``harness table`` says about it."""
 
 import json
-import math
 import sqlite3
 
 import pytest
@@ -151,13 +150,14 @@ def test_paired_values_follow_the_error_policy_and_split_order():
 
 def test_a_pair_without_a_value_is_left_out_and_counted():
     """The error policy (harness.scoring.policy.classify): a score with no value of its own counts as
-    the metric's missing value (the bottom of its range), an unscored one (NaN) is left out with
-    its pair, and the pair is counted."""
+    the metric's missing value (the bottom of its range), an unscored one (the marker
+    AWAITS_SCORE) is left out with its pair, and the pair is counted."""
     from harness.scoring.policy import Metric
+    from harness.values import AWAITS_SCORE
 
     score = Metric("score", "Score", "score", range=(0.0, 10.0), unit="score")
     variant = [_row(0, True, values={"score": 7.0}), _row(1, True, values={"score": None}),
-               _row(2, True, values={"score": math.nan})]
+               _row(2, True, values={"score": AWAITS_SCORE})]
     baseline = [_row(0, True, values={"score": 5.0}), _row(1, True, values={"score": 4.0}),
                 _row(2, True, values={"score": 5.0})]
     for rows in (variant, baseline):
