@@ -122,7 +122,7 @@ def _put(port: int, size_mb: int, calls: int, shape: str = "plain") -> None:
 def episode(port: int, out: Path, limit: int, episodes: int = 1, split: str = "base") -> dict[str, Any]:
     """``episodes`` episodes of ``harness run`` in a subprocess (their calls in flight together,
     up to the backend's default max_concurrency of 8): its peak RSS, the store, the kept outputs."""
-    cmd = [sys.executable, "-m", "harness.cli.entry", "run", "suite=eb_alfred", f"split={split}", f"limit={episodes}",
+    cmd = [sys.executable, "-m", "harness.cli", "run", "suite=eb_alfred", f"split={split}", f"limit={episodes}",
            "planner=vlm", "planner.params.backend=openai", "planner.params.model=fake",
            f"planner.params.base_url=http://127.0.0.1:{port}/v1", "planner.params.max_retries=0",
            "planner.params.request_timeout_s=600", "planner.params.json_schema='false'",

@@ -54,7 +54,7 @@ experiment:
 
 
 def run(spec: Path, out: Path, episodes: int, round_: int) -> dict[str, float]:
-    argv = [sys.executable, "-m", "harness.cli.entry", "run", f"+experiment={spec}", "stopping=sequential",
+    argv = [sys.executable, "-m", "harness.cli", "run", f"+experiment={spec}", "stopping=sequential",
             "stopping.baseline=b", f"stopping.round={round_}", f"stopping.max_episodes={episodes}",
             "suite.params.render=false", "suite.params.generated_per_split=100", "progress=false",
             "planner.params.num_examples=0", f"out={out}"]

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def one_run(out: Path, args: argparse.Namespace, tracker: bool) -> float:
-    cmd = [sys.executable, "-m", "harness.cli.entry", "run", f"suite={args.suite}", f"split={args.split}",
+    cmd = [sys.executable, "-m", "harness.cli", "run", f"suite={args.suite}", f"split={args.split}",
            f"planner={args.planner}", f"limit={args.limit}", "progress=false", f"out={out}"]
     if tracker:
         cmd += ["tracker=mlflow", f"tracker.tracking_uri={args.uri}"]

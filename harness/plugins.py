@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from harness.metric_declaration import check_metrics
+
 #: Entry-point group per plugin kind (agents: planners and policies).
 GROUPS = {
     "suite": "embodied_transfer.suites",
@@ -114,8 +116,6 @@ class SuitePlugin(Plugin):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from harness.metric_declaration import check_metrics
-
         object.__setattr__(self, "metrics", check_metrics(self.metrics, f"suite {self.name!r}"))
         object.__setattr__(self, "breakdowns", tuple(self.breakdowns))
         for name in self.breakdowns:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from harness.registry.catalog import Collected
+from harness.registry.catalog import SUITES, Collected
 
 #: Environment variable naming the data root.
 DATA_ROOT_ENV = "EMBODIED_TRANSFER_DATA"
@@ -113,8 +113,6 @@ class Dataset:
 
 
 def _suite_datasets() -> dict[str, Dataset]:
-    from harness.registry.catalog import SUITES
-
     out: dict[str, Dataset] = {}
     for plugin in SUITES.entries():
         for ds in getattr(plugin, "datasets", ()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from harness.registry.catalog import Collected
+from harness.registry.catalog import SUITES, Collected
 
 #: Top-level third-party module -> the extra that installs it, for the core's and the agents'
 #: extras; each suite declares its own (``SuitePlugin.modules`` with its ``extra``).
@@ -27,8 +27,6 @@ _CORE_EXTRAS: dict[str, str] = {
 def _module_extras() -> dict[str, str]:
     """The core's table and every suite's modules. Where two suites' extras bring a module,
     the extra with the fewest modules is named (the smaller install)."""
-    from harness.registry.catalog import SUITES
-
     out = dict(_CORE_EXTRAS)
     suites = sorted((p for p in SUITES.entries() if p.extra and getattr(p, "modules", ())),
                     key=lambda p: -len(p.modules))

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from harness.util import console
-from harness.run.allocator import keep_freed_heap
 from harness.interfaces import AgentContractError, EpisodeEnv, InvalidOutput
+from harness.registry.catalog import EXECUTORS, SUITES
+from harness.run.allocator import keep_freed_heap
 from harness.types import INFO_ACTION_OK, INFO_FEEDBACK
+from harness.util import console
 
 #: Builds a fresh env. Must be picklable for the process executor
 #: (see :class:`SuiteEnvFactory`).
@@ -62,8 +63,6 @@ class SuiteEnvFactory:
         key = (self.suite, tuple(sorted((k, repr(v)) for k, v in self.params.items())))
         suite = _SUITE_CACHE.get(key)
         if suite is None:
-            from harness.registry.catalog import SUITES
-
             suite = SUITES.build(self.suite, **dict(self.params))
             _SUITE_CACHE[key] = suite
         return suite.make_env()
@@ -558,8 +557,6 @@ class ProcessExecutor:
 def make_executor(name: str, env_factory: EnvFactory, *, num_workers: int, batch_size: int, **options: Any):
     """Build an executor by registry key (see :mod:`harness.registry.catalog`); ``options``
     are executor-specific settings (``envs_per_worker``), passed only when set."""
-    from harness.registry.catalog import EXECUTORS
-
     return EXECUTORS.build(name, env_factory=env_factory, num_workers=num_workers, batch_size=batch_size, **options)
 
 

@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
+from harness.registry.catalog import SUITES
+
 #: Distributions whose versions can move results (recorded when installed): the core's and
 #: the agents'; each suite adds its own (``SuitePlugin.packages``, :func:`tracked_packages`).
 CORE_PACKAGES = (
@@ -19,8 +21,6 @@ CORE_PACKAGES = (
 
 
 def tracked_packages() -> tuple[str, ...]:
-    from harness.registry.catalog import SUITES
-
     names = list(CORE_PACKAGES)
     for plugin in SUITES.entries():
         names += [n for n in getattr(plugin, "packages", ()) if n not in names]

@@ -25,6 +25,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from harness.metric_declaration import undelivered_problems, value_problems
+from harness.scoring.policy import episode_values, suite_scoring
 from harness.types import EpisodeRecord
 
 
@@ -50,8 +51,6 @@ def problems_of(record: EpisodeRecord, undelivered: Mapping[str, Any] | None = N
     the values the runner found the env did not deliver as it read them (each name to what the
     env gave; stored as None): those a declared metric reads are named
     (:func:`harness.metric_declaration.undelivered_problems`)."""
-    from harness.scoring.policy import episode_values, suite_scoring
-
     problems = record_problems(record)
     metrics, derive = suite_scoring(record.suite)
     found = undelivered_problems(record.suite, metrics, undelivered or {})

@@ -27,6 +27,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from harness.registry.extras import MODULE_EXTRAS
+
 #: Codec, pixel format and container settings (see the module docstring).
 CODEC = "libx264"
 PIXEL_FORMAT = "yuv420p"
@@ -52,7 +54,6 @@ def write_mp4(path: str | Path, frames: Sequence[np.ndarray] | Iterable[np.ndarr
     try:
         import av
     except ImportError as exc:  # pragma: no cover - the extra of a suite that writes videos installs it
-        from harness.registry.extras import MODULE_EXTRAS
 
         extra = MODULE_EXTRAS.get("av")
         has = f" (the '{extra}' extra has it)" if extra else ""

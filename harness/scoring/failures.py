@@ -42,6 +42,8 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from harness.interfaces import FailedEpisode, FailureClass, FailureRules
+from harness.registry.catalog import SUITES
+from harness.registry.loader import UnknownPluginError, load_target
 from harness.types import TERMINATION_EPISODE_TIMEOUT
 
 #: The core's classes: what any suite's episodes can end as.
@@ -69,8 +71,6 @@ def undeclared(name: str) -> FailureClass:
 
 
 def _suite_plugin(suite: str) -> Any:
-    from harness.registry.catalog import SUITES
-    from harness.registry.loader import UnknownPluginError
 
     try:
         return SUITES.entry(str(suite))
@@ -123,8 +123,6 @@ def rules_for(suite: str) -> FailureRules | None:
     """The failure reader a suite's plugin names (``SuitePlugin.failures``: an instance, a
     class or a factory taking no argument); None: none, or a suite not registered here (its
     episodes get the generic classes)."""
-    from harness.registry.loader import load_target
-
     plugin = _suite_plugin(suite)
     target = getattr(plugin, "failures", None)
     return reader_of(load_target(plugin, "suite", target), str(suite)) if target else None
@@ -220,8 +218,6 @@ def tasks_from_suites(store: Any, frame: Any) -> dict[tuple[str, str, str, str],
     classified without task rules.
     """
     import json
-
-    from harness.registry.catalog import SUITES
 
     out: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     if frame is None or len(frame) == 0:

@@ -33,6 +33,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from harness.scoring.policy import Metric, columns, known_metric, suite_scoring
+
 #: Bootstrap resamples and generator seed used by tables.
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
@@ -94,8 +96,6 @@ _NV, _DV, _NB, _DB = range(6, 10)
 
 def _metric(metric: Any) -> Any:
     """A declared metric (:class:`harness.scoring.policy.Metric`) from itself or its name."""
-    from harness.scoring.policy import Metric, known_metric
-
     found = metric if isinstance(metric, Metric) else known_metric(str(metric))
     if found is None:
         raise ValueError(f"no suite declares a metric {metric!r}")
@@ -105,8 +105,6 @@ def _metric(metric: Any) -> Any:
 def _num_den(metric: Any, success: np.ndarray, s: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-episode numerator and denominator of ``metric`` from the record columns (the
     fallback scoring's values of success and goal conditions); 0 and 0 where no value."""
-    from harness.scoring.policy import columns, suite_scoring
-
     derive = suite_scoring("")[1]
     values = [derive({"success": bool(a), "gc_satisfied": b, "gc_total": c}) if derive else {}
               for a, b, c in zip(np.asarray(success).tolist(), np.asarray(s).tolist(), np.asarray(ts).tolist())]

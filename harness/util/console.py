@@ -31,6 +31,8 @@ import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.util.redact import redact_text
+
 #: This project's top-level packages: their warnings and log records are the harness's own.
 OURS = ("harness", "envs", "planners", "policies", "__main__")
 
@@ -56,8 +58,6 @@ class _Sink:
         self.count = 0
 
     def write(self, text: str) -> None:
-        from harness.util.redact import redact_text
-
         line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} [pid {os.getpid()}] {redact_text(text.rstrip())}\n"
         with self.lock:
             self.count += 1
@@ -146,7 +146,6 @@ def _redacted_record(factory: Any) -> Any:
             text = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad format: logging reports it as usual
             return record
-        from harness.util.redact import redact_text
 
         record.msg, record.args = redact_text(text), None
         return record

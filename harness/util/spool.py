@@ -28,6 +28,8 @@ import threading
 import weakref
 from typing import Any
 
+from harness.util.redact import redact_text
+
 #: Texts longer than this many characters wait on disk (a usual reply, 1-3 KB, stays in memory).
 SPOOL_CHARS = 4096
 
@@ -98,8 +100,6 @@ class Spooled:
     __slots__ = ("path", "length", "_finalizer", "__weakref__")
 
     def __init__(self, text: str):
-        from harness.util.redact import redact_text
-
         text = redact_text(text)  # never a credential on disk, even if the process is killed
         fd, self.path = tempfile.mkstemp(dir=_folder(), suffix=".txt")
         with os.fdopen(fd, "wb") as fh:

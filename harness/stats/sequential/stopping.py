@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from harness.scoring.policy import columns, episode_values, suite_scoring
 from harness.stats.sequential.betting import DEFAULT_RULE, GROUP_SEQUENTIAL, RULE_VERSION, RULES, Decision, decide
 from harness.stats.sequential.design import DEFAULT_SPENDING, check_spending, decide_bounded
 from harness.stats.sequential.order import identity as order_identity
@@ -219,8 +220,6 @@ def paired_values(variant_rows: Sequence[dict], baseline_rows: Sequence[dict], m
     metric's ``missing`` value. NaN (unscored, not applicable, or left out by ``missing=None``)
     is left out of the test and counted.
     """
-    from harness.scoring.policy import columns, episode_values
-
     def by_key(rows: Sequence[dict]) -> dict[tuple, tuple[int, float]]:
         out = {}
         vals = [episode_values(r, values_fn) for r in rows]  # type: ignore[arg-type]
@@ -382,8 +381,6 @@ def stored_comparisons(frame: object, runs: object) -> list[Comparison]:
     recomputed from the records (nothing else is stored). ``frame``: the records; ``runs``: the
     shown runs (``harness.tables.selection.Selection``)."""
     import json
-
-    from harness.scoring.policy import suite_scoring
 
     by_run: dict[str, list[dict]] = {}
     for row in frame.to_dict("records"):  # type: ignore[attr-defined]
