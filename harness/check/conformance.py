@@ -64,7 +64,7 @@ AssertionError) whose message is one line naming the rule broken. What is checke
 ``identity``
     each declared parameter (:func:`harness.params.fields_of`) varied to another valid value
     inside its declared range (a bool flipped, another choice, a number +1 or -1 within its
-    bounds, the field's ``example=``; others are skipped) changes the run id (:func:`harness.run.runner.run_id_of`) exactly when
+    bounds, the field's ``example=``; others are skipped) changes the run id (:func:`harness.run.identity.run_id_of`) exactly when
     it is declared ``results=True``; a ``results=False`` field must also leave the records
     of a few episodes unchanged (a field that changes records is in the identity; where it
     sizes the split, the episodes both runs hold).
@@ -888,7 +888,7 @@ class _Checker:
 
     # -- identity ---------------------------------------------------------------------
     def check_identity(self, whose: str) -> None:
-        from harness.run.runner import run_id_of, run_identity
+        from harness.run.identity import run_id_of, run_identity
 
         c = "identity"
         is_suite = whose == "suite"

@@ -131,8 +131,8 @@ def _exit_if_stopped_with_calls_left(status: int) -> None:
     if status <= 128:
         return
     deadline = time.monotonic() + STOPPED_CALL_GRACE_S
-    runner = sys.modules.get("harness.run.runner")
-    if runner is not None and not runner.wait_for_abandoned(STOPPED_CALL_GRACE_S):
+    calls = sys.modules.get("harness.run.calls")
+    if calls is not None and not calls.wait_for_abandoned(STOPPED_CALL_GRACE_S):
         _end_now(status)  # an abandoned agent call still runs (maybe in native code): no finalizers
     for t in threading.enumerate():
         if t is not threading.current_thread() and not t.daemon:
@@ -148,15 +148,15 @@ ABANDONED_CALL_GRACE_S = 5.0
 def _exit_cleanly_if_agent_calls_linger(status: int) -> None:
     """End the process with ``status`` even when an abandoned agent call is still running.
 
-    A timed-out call is cancelled (``harness.run.runner.call_cancelled``; the hf backend stops
+    A timed-out call is cancelled (``harness.run.calls.call_cancelled``; the hf backend stops
     generating at its next token), but one may still be inside native code when Python
     exits, and torch then aborts the process (status 134, "terminate called without an
     active exception") after every record was saved. If one is still running after
     :data:`ABANDONED_CALL_GRACE_S`, the process ends with its documented status without
     running native destructors (output flushed first; the store is already closed).
     """
-    runner = sys.modules.get("harness.run.runner")
-    if runner is None or runner.wait_for_abandoned(ABANDONED_CALL_GRACE_S):
+    calls = sys.modules.get("harness.run.calls")
+    if calls is None or calls.wait_for_abandoned(ABANDONED_CALL_GRACE_S):
         return
     _end_now(status)
 

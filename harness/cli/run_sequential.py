@@ -144,7 +144,7 @@ def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
 
 
 def _run_id(job: Any) -> str:
-    from harness.run.runner import run_id_of, run_identity
+    from harness.run.identity import run_id_of, run_identity
 
     return run_id_of(run_identity(job.spec, job.suite, job.agent))
 

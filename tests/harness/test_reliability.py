@@ -253,7 +253,7 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
     """The hf backend's stopping criterion: a generate call abandoned by the runner's timeout
     returns at its next token instead of generating max_new_tokens."""
     pytest.importorskip("peft")
-    from harness.run.runner import AgentTimeout, _call_with_timeout, wait_for_abandoned
+    from harness.run.calls import AgentTimeout, _call_with_timeout, wait_for_abandoned
     from planners.vlm.backends import HFBackend
     from tests.planners.tiny_vlm import build_base
 
