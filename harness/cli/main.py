@@ -18,6 +18,9 @@ from typing import Any, Sequence
 
 from harness.cli.common import EXIT_USAGE, UsageError
 from harness.plugins import COMMAND_GROUP, own_entry_points, registered
+from harness.registry.extras import missing_extra_message
+from harness.util import console, spool
+from harness.util.redact import redact_text
 
 #: Subcommand -> module (each has ``add_parser(sub)`` and ``main(args)``): the core's own, in
 #: :mod:`harness.cli`; installed packages add theirs under :data:`harness.plugins.COMMAND_GROUP`
@@ -78,8 +81,6 @@ def _end_now(status: int) -> None:
             stream.flush()
         except (OSError, ValueError, RuntimeError):  # RuntimeError: a reentrant flush from a handler
             pass
-    from harness.util import spool
-
     spool.remove_own()
     os._exit(status)
 
@@ -93,8 +94,6 @@ def _stop_line(signum: int, command: str | None) -> str:
         kept = (saved_on_stop() if callable(saved_on_stop) else None) or "nothing was written"
     except Exception:  # noqa: BLE001 - the line is printed whatever the count's state
         kept = "nothing was written"
-    from harness.util.redact import redact_text
-
     return redact_text(f"harness: stopped by {what}; {kept}")
 
 
@@ -103,8 +102,6 @@ def main(argv: Sequence[str] | None = None, *, process: bool | None = None) -> i
     the ``harness`` script calls it), so it may end the process itself at exit (below)."""
     process = argv is None if process is None else process
     if argv is None:  # the `harness` process itself: third-party warnings go to the run's log
-        from harness.util import console
-
         console.install()
     _STOP.update(signum=None, line=None, command=None, process=process, returned=False)
     status = _main(argv)
@@ -210,18 +207,12 @@ def _main(argv: Sequence[str] | None) -> int:
             _command(modules, name).add_parser(sub)
         args = parser.parse_args(argv)
         command = _STOP["command"] = args.command
-        from harness.util import spool
-
         spool.remove_stale()  # the spool folders of harness processes that were killed
         return _command(modules, command).main(args)
     except UsageError as exc:
-        from harness.util.redact import redact_text
-
         print(f"harness: error: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as exc:
-        from harness.registry.extras import missing_extra_message
-
         line = missing_extra_message(exc)
         if line is None or command is None:
             raise
