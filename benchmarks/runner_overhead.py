@@ -15,7 +15,7 @@ Also timed: the bare loop storing its records through the store's writer,
 the floor for any loop that keeps its results.
 
 The pipelined runner (the default) is timed beside lockstep (``runner.pipeline=false``).
-A zero-cost agent's calls are made on the runner's own thread (harness.run.runner.INLINE_BELOW_S)
+A zero-cost agent's calls are made on the runner's own thread (harness.run.calls.INLINE_BELOW_S)
 and one episode in flight runs lockstep, so main-thread CPU still counts all the work.
 
 Measured (idle 2-core machine, 2026-12-01, wall, two runs of three trials, +-10% between

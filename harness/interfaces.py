@@ -77,7 +77,7 @@ class Suite(Protocol):
 
     # Optional: ``split_total(split) -> int``, how many episodes the whole split holds where the
     # suite's own parameters select part of it (LIBERO's ``tasks`` / ``trials``): tables mark a
-    # cell that ran fewer as partial, like ``limit`` (harness.run.runner.split_size, harness.tables.caveats).
+    # cell that ran fewer as partial, like ``limit`` (harness.run.identity.split_size, harness.tables.caveats).
 
     def make_env(self) -> EpisodeEnv:
         """A fresh env able to run any episode of this suite (one per worker slot)."""

@@ -203,7 +203,7 @@ class LazyEpisodes(Sequence[EpisodeSpec]):
                  episode_id: Callable[[int], str] | None = None) -> None:
         self.make, self.count, self.start = make, count, start
         #: Episode i's id without building it (optional): lets a resumed run skip finished
-        #: episodes by id before building anything (harness.run.runner.plan_episodes).
+        #: episodes by id before building anything (harness.run.identity.plan_episodes).
         self.episode_id = episode_id
 
     def episode_id_of(self, index: int) -> str:

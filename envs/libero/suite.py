@@ -152,7 +152,7 @@ class LiberoSuite:
 
     def split_total(self, split: str) -> int:
         """The split's episodes without the ``tasks`` / ``trials`` selection (every task, the
-        preset's trials): what a table counts a selected run as part of (harness.run.runner.split_size)."""
+        preset's trials): what a table counts a selected run as part of (harness.run.identity.split_size)."""
         if not _split_available(self.provider, split):
             return len(self.episodes(split))  # raises as episodes() does
         return int(self.provider.suite(split).n_tasks) * int(self.preset["trials"])

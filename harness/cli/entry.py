@@ -18,6 +18,9 @@ from typing import Any, Sequence
 
 from harness.cli.common import EXIT_USAGE, UsageError
 from harness.plugins import COMMAND_GROUP, own_entry_points, registered
+from harness.registry.extras import missing_extra_message
+from harness.util import console, spool
+from harness.util.redact import redact_text
 
 #: Subcommand -> module (each has ``add_parser(sub)`` and ``main(args)``): the core's own, in
 #: :mod:`harness.cli`; installed packages add theirs under :data:`harness.plugins.COMMAND_GROUP`
@@ -78,8 +81,6 @@ def _end_now(status: int) -> None:
             stream.flush()
         except (OSError, ValueError, RuntimeError):  # RuntimeError: a reentrant flush from a handler
             pass
-    from harness.util import spool
-
     spool.remove_own()
     os._exit(status)
 
@@ -93,8 +94,6 @@ def _stop_line(signum: int, command: str | None) -> str:
         kept = (saved_on_stop() if callable(saved_on_stop) else None) or "nothing was written"
     except Exception:  # noqa: BLE001 - the line is printed whatever the count's state
         kept = "nothing was written"
-    from harness.util.redact import redact_text
-
     return redact_text(f"harness: stopped by {what}; {kept}")
 
 
@@ -103,8 +102,6 @@ def main(argv: Sequence[str] | None = None, *, process: bool | None = None) -> i
     the ``harness`` script calls it), so it may end the process itself at exit (below)."""
     process = argv is None if process is None else process
     if argv is None:  # the `harness` process itself: third-party warnings go to the run's log
-        from harness.util import console
-
         console.install()
     _STOP.update(signum=None, line=None, command=None, process=process, returned=False)
     status = _main(argv)
@@ -131,8 +128,8 @@ def _exit_if_stopped_with_calls_left(status: int) -> None:
     if status <= 128:
         return
     deadline = time.monotonic() + STOPPED_CALL_GRACE_S
-    runner = sys.modules.get("harness.run.runner")
-    if runner is not None and not runner.wait_for_abandoned(STOPPED_CALL_GRACE_S):
+    calls = sys.modules.get("harness.run.calls")
+    if calls is not None and not calls.wait_for_abandoned(STOPPED_CALL_GRACE_S):
         _end_now(status)  # an abandoned agent call still runs (maybe in native code): no finalizers
     for t in threading.enumerate():
         if t is not threading.current_thread() and not t.daemon:
@@ -148,15 +145,15 @@ ABANDONED_CALL_GRACE_S = 5.0
 def _exit_cleanly_if_agent_calls_linger(status: int) -> None:
     """End the process with ``status`` even when an abandoned agent call is still running.
 
-    A timed-out call is cancelled (``harness.run.runner.call_cancelled``; the hf backend stops
+    A timed-out call is cancelled (``harness.run.calls.call_cancelled``; the hf backend stops
     generating at its next token), but one may still be inside native code when Python
     exits, and torch then aborts the process (status 134, "terminate called without an
     active exception") after every record was saved. If one is still running after
     :data:`ABANDONED_CALL_GRACE_S`, the process ends with its documented status without
     running native destructors (output flushed first; the store is already closed).
     """
-    runner = sys.modules.get("harness.run.runner")
-    if runner is None or runner.wait_for_abandoned(ABANDONED_CALL_GRACE_S):
+    calls = sys.modules.get("harness.run.calls")
+    if calls is None or calls.wait_for_abandoned(ABANDONED_CALL_GRACE_S):
         return
     _end_now(status)
 
@@ -210,18 +207,12 @@ def _main(argv: Sequence[str] | None) -> int:
             _command(modules, name).add_parser(sub)
         args = parser.parse_args(argv)
         command = _STOP["command"] = args.command
-        from harness.util import spool
-
         spool.remove_stale()  # the spool folders of harness processes that were killed
         return _command(modules, command).main(args)
     except UsageError as exc:
-        from harness.util.redact import redact_text
-
         print(f"harness: error: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as exc:
-        from harness.registry.extras import missing_extra_message
-
         line = missing_extra_message(exc)
         if line is None or command is None:
             raise

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from harness.cli.common import UsageError, check_output, one_line
+from harness.report import build_report
+from harness.store import StoreError
 
 
 def add_parser(sub: Any) -> None:
@@ -33,24 +36,24 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.report import build_report
-    from harness.store import StoreError
-
     if args.dest is not None:
-        from pathlib import Path
-
         html = Path(args.dest)
         html = html if html.suffix.lower() in (".html", ".htm") else html / "index.html"
         check_output(html, args.outdir, args.force, make_parents=True)
+    outdir = args.outdir[0] if len(args.outdir) == 1 else args.outdir
+    path = write_report(outdir, dest=args.dest, baseline=args.baseline,
+                        picks=[p.strip() for v in args.run for p in v.split(",") if p.strip()],
+                        prefer=args.prefer, judge=args.judge, experiment=args.experiment, paper=args.paper)
+    print(f"report written to {path}", file=sys.stderr)
+    return 0
+
+
+def write_report(outdir: Any, **options: Any) -> Path:
+    """:func:`harness.report.build_report` of ``outdir`` (one output directory or several) with
+    ``options``, as ``harness report`` writes it: its path; UsageError naming what failed."""
     try:
-        outdir = args.outdir[0] if len(args.outdir) == 1 else args.outdir
-        path = build_report(outdir, dest=args.dest, baseline=args.baseline,
-                            picks=[p.strip() for v in args.run for p in v.split(",") if p.strip()],
-                            prefer=args.prefer, judge=args.judge, experiment=args.experiment, paper=args.paper)
+        return build_report(outdir, **options)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     except (ValueError, OSError) as exc:
         raise UsageError(one_line(exc)) from None
-    print(f"report written to {path}", file=sys.stderr)
-    return 0
-

@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
+import json
 import sys
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any
 
+from omegaconf import OmegaConf
+
+from harness.cli import judge, run_sequential, run_sweep
 from harness.cli.common import UsageError, first_lines, one_line
+from harness.cli.run_checks import Missing, missing_checkpoints, missing_message, unreachable_servers
+from harness.cli.run_progress import Progress, failures_text
+from harness.cli.run_trackers import build_trackers, check_tracker, close_trackers, log_outputs, tracker_key
+from harness.interfaces import action_mismatch
+from harness.params import INVOCATION_SUITES, Composite, fields_of
+from harness.registry.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
+from harness.registry.extras import missing_extra_message, not_installed
+from harness.registry.loader import MissingDependencyError, UnknownPluginError, load_target
+from harness.run import provenance
+from harness.run.config import ConfigError, MissingPrerequisite, compose, expand_sweeps
+from harness.run.spec import to_run_spec
+from harness.run.executors import SuiteEnvFactory
+from harness.run.runner import Runner
+from harness.run.servers import Lifecycle, ServeError
+from harness.run.sweep import CheckpointSweep
+from harness.run.trackers import RunLogger, run_config
+from harness.store import ResultStore, StoreError
+from harness.tables import experiments
+from harness.util.redact import redact_override
 
 #: What this invocation has committed so far (for the message on an interrupt):
 #: episodes of finished jobs, the running job's runner, the output directory.
@@ -34,8 +59,6 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.cli import judge
-
     # One invocation's state: a process that calls main() again (tests, a notebook) must not
     # judge, or count as saved, what an earlier invocation wrote.
     SAVED.update(episodes=0, runner=None, out=None)
@@ -55,8 +78,6 @@ def main(args: argparse.Namespace) -> int:
 def saved_on_stop() -> str | None:
     """What a stop signal leaves saved, for ``harness: stopped by SIG...; <this>`` (None: nothing):
     the episodes finished in this invocation and the verdicts of its ``judge=NAME``."""
-    from harness.cli import judge
-
     parts = []
     if SAVED.get("out") is not None:
         runner = SAVED["runner"]
@@ -71,9 +92,6 @@ def saved_on_stop() -> str | None:
 def _experiment_jobs(overrides: list[str], multirun: bool) -> list[list[str]] | None:
     """``+experiment=NAME``: one override list per variant x suite x split (harness/tables/experiments.py),
     times the sweep of the other overrides with -m (``seed=0,1,2``: repeats); None without one."""
-    from harness.tables import experiments
-    from harness.run.config import ConfigError, expand_sweeps
-
     try:
         name, edits, rest = experiments.split_overrides(overrides)
         if name is None:
@@ -109,8 +127,6 @@ class _Job:
 
 
 def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_run: bool = False) -> int:
-    from harness.run.config import ConfigError, compose, expand_sweeps
-
     try:
         jobs = _experiment_jobs(overrides, multirun)
         if jobs is None:
@@ -129,9 +145,6 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
         raise UsageError(str(exc)) from None
     _check_per_variant_settings(overrides, configs)
     if show == "job":  # Hydra's --cfg job: the composed config of each job, nothing run or written
-        from omegaconf import OmegaConf
-
-        from harness.run.spec import to_run_spec
         for job, cfg in zip(jobs, configs):
             try:
                 spec = to_run_spec(cfg)
@@ -146,12 +159,8 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
     # Every job is checked (names, parameters, splits, data paths) before the first episode runs.
     suites: dict[str, Any] = {}
     prepared = []
-    from harness.util.redact import redact_override
-
     # Servers the harness starts itself (an experiment's serve.command) do not answer before the run.
     managed = missing is not None and _servers(overrides) is not None
-    from harness.params import INVOCATION_SUITES
-
     # A suite-specific key (a prompt setting) that no job of this invocation uses is refused.
     invocation = INVOCATION_SUITES.set(frozenset(str(c.suite.name) for c in configs if c.get("suite") is not None))
     try:
@@ -161,38 +170,34 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
                 job_ = _prepare(cfg, suites, label)
                 prepared.append(job_)
                 if missing is not None:
-                    missing += [(text, label) for text in _missing_checkpoints(job_.spec)
-                                + ([] if managed else _unreachable_servers(job_.spec))]
-            except _Missing as exc:
+                    missing += [(text, label) for text in missing_checkpoints(job_.spec)
+                                + ([] if managed else unreachable_servers(job_.spec))]
+            except Missing as exc:
                 if missing is None:
                     where = f" (job {label})" if len(configs) > 1 else ""
                     raise UsageError(f"{exc}{where}") from None
                 missing += [(text, label) for text in exc.items]
                 if exc.spec is not None:  # the job's other prerequisites: its checkpoints, its servers
-                    missing += [(text, label) for text in _missing_checkpoints(exc.spec)
-                                + ([] if managed else _unreachable_servers(exc.spec))]
+                    missing += [(text, label) for text in missing_checkpoints(exc.spec)
+                                + ([] if managed else unreachable_servers(exc.spec))]
             except UsageError as exc:
                 where = f" (job {label})" if len(configs) > 1 else ""
                 raise UsageError(f"{exc}{where}") from None
     finally:
         INVOCATION_SUITES.reset(invocation)
     if dry_run and missing:
-        raise UsageError(_missing_message(missing, len(configs)))
+        raise UsageError(missing_message(missing, len(configs)))
     sequential = sweep = None
     swept = _checkpoint_sweep(overrides)
     if swept is not None:  # +experiment=checkpoint_sweep: a race on selection episodes, then held-out
-        from harness.cli import run_sweep
-
         sweep = run_sweep.plan(prepared, swept)  # checked before any episode runs (exit 2), dry run too
     elif any(job.spec.stopping for job in prepared):  # stopping=sequential: the jobs run in rounds
-        from harness.cli import run_sequential
-
         sequential = run_sequential.plan(prepared)  # checked before any episode runs (exit 2), dry run too
     if dry_run:
         _print_plan(prepared)
         return 0
     experiment = _experiment_name(overrides)
-    trackers = _build_trackers(prepared)
+    trackers = build_trackers(prepared)
     servers = _servers(overrides)  # an experiment's policy servers, one variant at a time
     failed = 0
     try:
@@ -200,20 +205,16 @@ def _cmd_run(overrides: list[str], multirun: bool, show: str | None = None, dry_
             job.position = f"[{i + 1}/{len(prepared)}] " if len(prepared) > 1 else ""
             job.experiment = experiment
         if sequential is not None:
-            from harness.cli import run_sequential
-
             failed += run_sequential.run(sequential, lambda job: _run_job(job, servers, trackers))
         if sweep is not None:
-            from harness.cli import run_sweep
-
             failed += run_sweep.run(sweep, lambda job: _run_job(job, servers, trackers))
         for job in prepared if sequential is None and sweep is None else ():
             failed += _run_job(job, servers, trackers)
-        _log_outputs(prepared, trackers, experiment)
+        log_outputs(prepared, trackers, experiment)
     finally:
         if servers is not None:
             servers.stop()
-        _close_trackers(trackers)
+        close_trackers(trackers)
     return 1 if failed else 0
 
 
@@ -221,28 +222,22 @@ def _run_job(job: _Job, servers: Any, trackers: dict[Any, Any]) -> int:
     """Run one job's episodes (what it has not stored yet); 1 when it failed, else 0."""
     if servers is not None:
         _serve(servers, job)
-    return int(_run_one(job, trackers.get(_tracker_key(job))) != 0)
+    return int(_run_one(job, trackers.get(tracker_key(job))) != 0)
 
 
 def _servers(overrides: list[str]) -> Any:
     """``+experiment=NAME`` with ``experiment.serve.command``: its server lifecycle (harness/run/servers.py)."""
-    from harness.tables import experiments
-    from harness.run import servers
-
     name, edits, _rest = experiments.split_overrides(overrides)
     if name is None:
         return None
     try:
-        return servers.Lifecycle.for_experiment(experiments.load(name, edits))
-    except (experiments.ExperimentError, servers.ServeError) as exc:
+        return Lifecycle.for_experiment(experiments.load(name, edits))
+    except (experiments.ExperimentError, ServeError) as exc:
         raise UsageError(str(exc)) from None
 
 
 def _checkpoint_sweep(overrides: list[str]) -> Any:
     """``+experiment=NAME`` naming a checkpoint sweep (harness/run/sweep.py), else None."""
-    from harness.tables import experiments
-    from harness.run.sweep import CheckpointSweep
-
     name, edits, _rest = experiments.split_overrides(overrides)
     if name is None:
         return None
@@ -254,229 +249,15 @@ def _checkpoint_sweep(overrides: list[str]) -> Any:
 
 
 def _serve(lifecycle: Any, job: _Job) -> None:
-    from harness.run.servers import ServeError
-
     try:
         lifecycle.enter(job.spec.variant, job.cfg.out, keep=job.keep_serving)
     except ServeError as exc:
         raise UsageError(f"{exc} (finished episodes are saved)") from None
 
 
-class _Missing(UsageError):
-    """Prerequisites of a run that are not here (data, an optional extra, a checkpoint), one
-    line each (``items``), and the run's spec where it was read (``spec``: its checkpoints
-    and servers are checked too): a dry run lists every one, a run stops with them."""
-
-    def __init__(self, items: list[str], spec: Any = None) -> None:
-        items = _one_per_package(items)
-        super().__init__("; ".join(items))
-        self.items = list(items)
-        self.spec = spec
-
-
-def _one_per_package(items: list[str]) -> list[str]:
-    """Lines that name the same missing package the same way (a suite and its oracle both
-    needing mujoco) as one: "planner 'oracle' and suite 'eb_manipulation' need the package ..."."""
-    import re
-
-    merged: dict[str, list[str]] = {}
-    order: list[str] = []
-    for item in items:
-        m = re.match(r"^(.+?) needs (the package '[^']+'.*)$", item)
-        key = m.group(2) if m else item
-        if key not in merged:
-            order.append(key)
-            merged[key] = []
-        if m and m.group(1) not in merged[key]:
-            merged[key].append(m.group(1))
-    out = []
-    for key in order:
-        who = merged[key]
-        out.append(key if not who else f"{who[0]} needs {key}" if len(who) == 1 else
-                   f"{', '.join(who[:-1])} and {who[-1]} need {key}")
-    return out
-
-
-def _missing_message(missing: list[tuple[str, str]], jobs: int) -> str:
-    """Every missing prerequisite in one message: one line when there is one, else a line each
-    (the same text once, with how many of the runs need it)."""
-    by_text: dict[str, list[str]] = {}
-    for text, label in missing:
-        by_text.setdefault(text, [])
-        if label not in by_text[text]:
-            by_text[text].append(label)
-    if len(by_text) == 1:
-        (text, labels), = by_text.items()
-        return text + (f" (job {labels[0]})" if jobs > 1 and len(labels) == 1 else
-                       f" ({len(labels)} of the {jobs} runs)" if jobs > 1 else "")
-    lines = [f"{len(by_text)} prerequisites of the requested runs are missing (dry run: nothing was run or written):"]
-    for text, labels in by_text.items():
-        where = (f"job {labels[0]}" if len(labels) == 1 else f"{len(labels)} of the {jobs} runs") if jobs > 1 else ""
-        lines.append(f"  - {text}" + (f" ({where})" if where else ""))
-    return "\n".join(lines)
-
-
-#: Agent parameters that name a server the agent calls (an OpenAI-compatible endpoint, a
-#: policy server): the dry run checks that something listens there.
-_SERVER_PARAMS = ("base_url", "url")
-
-
-#: Agent parameters that may name a local checkpoint folder or file (``model`` only when no
-#: server is named: a served model's name is the server's business).
-_CHECKPOINT_PARAMS = ("model", "adapter", "served_checkpoint")
-
-
-def _missing_checkpoints(spec: Any) -> list[str]:
-    """The checkpoint parameters whose value is a local path (``/``, ``./``, ``../``, ``~``) that
-    does not exist: looked up, never read (a Hub id is left to the run)."""
-    import os
-
-    out = []
-    for name in _CHECKPOINT_PARAMS:
-        value = spec.agent_params.get(name)
-        if name == "model" and spec.agent_params.get("base_url"):
-            continue
-        if isinstance(value, str) and value.startswith(("/", "./", "../", "~")) \
-                and not os.path.exists(os.path.expanduser(value)):
-            out.append(f"variant {spec.variant}: {spec.agent_kind}.params.{name}={value} does not exist")
-    return out
-
-
-def _unreachable_servers(spec: Any, timeout_s: float = 2.0) -> list[str]:
-    """The servers the agent's parameters name that accept no connection (a TCP connect to
-    host:port, nothing sent): what the dry run reports as missing."""
-    import socket
-    from urllib.parse import urlsplit
-
-    from harness.util.redact import redact_text
-
-    out = []
-    for name in _SERVER_PARAMS:
-        value = spec.agent_params.get(name)
-        if not isinstance(value, str) or "://" not in value:
-            continue
-        try:
-            parts = urlsplit(value)
-            port = parts.port or {"https": 443, "wss": 443}.get(parts.scheme, 80)
-            host = parts.hostname
-        except ValueError:
-            continue
-        if not host:
-            continue
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                pass
-        except OSError as exc:
-            out.append(f"{spec.agent_kind} {spec.agent}: no server answers at {redact_text(value)} "
-                       f"({spec.agent_kind}.params.{name}): {type(exc).__name__}: {one_line(exc)}")
-    return out
-
-
-def _close_trackers(trackers: dict[Any, Any]) -> None:
-    from harness.run.trackers import call, channel
-
-    for tracker in trackers.values():
-        if not channel(tracker, type(tracker).__name__).dead:
-            call(tracker, type(tracker).__name__, "closing", tracker.close)
-
-
 def _experiment_name(overrides: list[str]) -> str | None:
-    from pathlib import Path
-
-    from harness.tables import experiments
-
     name = experiments.split_overrides(overrides)[0]
     return None if name is None else (Path(name).stem if name.endswith((".yaml", ".yml")) or "/" in name else name)
-
-
-def _tracker_key(job: _Job) -> Any:
-    import json
-
-    return None if job.tracker is None else json.dumps(job.tracker, sort_keys=True, default=str)
-
-
-def _check_tracker(cfg: Any) -> Any:
-    """tracker=NAME: (name, its parameters checked against the declaration); None without one."""
-    from harness.registry.catalog import TRACKERS
-    from harness.params import NoParams, ParamError, parse, values_of
-    from harness.registry.loader import MissingDependencyError, UnknownPluginError
-
-    node = cfg.get("tracker")
-    if node is None:
-        return None
-    from omegaconf import OmegaConf
-
-    values = dict(OmegaConf.to_container(node, resolve=True) or {})
-    name = values.pop("name", None)
-    try:
-        plugin = TRACKERS.entry(name)
-        parsed = parse(plugin.params or NoParams, values)
-    except MissingDependencyError as exc:
-        raise _Missing([str(exc)]) from None
-    except UnknownPluginError as exc:
-        raise UsageError(str(exc)) from None
-    except ParamError as exc:
-        raise UsageError(exc.of(f"tracker {name}") if exc.unknown else str(exc.at("tracker."))) from None
-    return name, values_of(parsed)
-
-
-def _build_trackers(prepared: list[_Job]) -> dict[Any, Any]:
-    """One tracker object per distinct tracker setting of the jobs (a missing extra: one line, nothing run)."""
-    from harness.registry.catalog import TRACKERS
-    from harness.registry.loader import MissingDependencyError
-
-    out: dict[Any, Any] = {}
-    for job in prepared:
-        key = _tracker_key(job)
-        if key is None or key in out:
-            continue
-        name, params = job.tracker
-        try:
-            out[key] = TRACKERS.build(name, **params)
-        except MissingDependencyError as exc:
-            raise UsageError(str(exc)) from None
-        except (TypeError, ValueError, OSError) as exc:
-            raise UsageError(f"tracker {name}: {one_line(exc)}") from None
-    return out
-
-
-def _log_outputs(prepared: list[_Job], trackers: dict[Any, Any], experiment: str | None) -> None:
-    """After the last job: each output directory's table (Markdown, JSON) and report, to its trackers."""
-    import contextlib
-    import io
-    from pathlib import Path
-
-    from harness.cli.entry import main as cli
-    from harness.run.trackers import call, channel
-
-    done: set[tuple[Any, str]] = set()
-    for job in prepared:
-        key = _tracker_key(job)
-        out = str(job.cfg.out)
-        if key is None or (key, out) in done:
-            continue
-        done.add((key, out))
-        if channel(trackers[key], job.tracker[0]).dead:  # failed or not answering: warned once already
-            continue
-        folder = Path(out) / "tracker"
-        folder.mkdir(parents=True, exist_ok=True)
-        files = {}
-        for fmt, suffix in (("markdown", "md"), ("json", "json")):
-            argv = ["table", out, "--format", fmt] + (["--experiment", experiment] if experiment else [])
-            text, err = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
-                rc = cli(argv)
-            if rc == 0:
-                (folder / f"table.{suffix}").write_text(text.getvalue(), encoding="utf-8")
-                files[f"table.{suffix}"] = folder / f"table.{suffix}"
-        folders = {}
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            rc = cli(["report", out])
-        if rc == 0:
-            folders["report"] = Path(out) / "report"
-        call(trackers[key], job.tracker[0], "logging the table and report", trackers[key].log_outputs,
-             name=f"table {Path(out).name}", files=files, folders=folders, out=Path(out),
-             group=experiment or Path(out).name)
 
 
 def _print_plan(prepared: list[_Job]) -> None:
@@ -519,22 +300,12 @@ def _is_sweep(override: str) -> bool:
 def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
     """The checked job. Whatever it needs that is not here (an optional extra of the suite, the
     agent or its model backend; the suite's data) is gathered, every one, into one
-    :class:`_Missing` (with the spec, so that the dry run also checks its checkpoints and
+    :class:`Missing` (with the spec, so that the dry run also checks its checkpoints and
     servers); bad input is a :class:`UsageError` at once."""
-    import difflib
-    import json
-
-    from harness.registry.catalog import EXECUTORS, PLANNERS, POLICIES, SUITES
-    from harness.run.config import ConfigError, MissingPrerequisite
-    from harness.run.spec import to_run_spec
-    from harness.registry.extras import missing_extra_message
-    from harness.interfaces import action_mismatch
-    from harness.registry.loader import MissingDependencyError, UnknownPluginError
-
     try:
         spec = to_run_spec(cfg)
     except MissingPrerequisite as exc:
-        raise _Missing([str(exc)]) from None
+        raise Missing([str(exc)]) from None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
@@ -544,7 +315,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         agent_plugin = registry.entry(spec.agent, spec.suite)
         _setup_executor(EXECUTORS.entry(spec.executor), spec)
     except MissingDependencyError as exc:
-        raise _Missing([str(exc)], spec) from None
+        raise Missing([str(exc)], spec) from None
     except UnknownPluginError as exc:
         raise UsageError(str(exc)) from None
     missing += _agent_not_installed(agent_plugin, spec)
@@ -563,11 +334,9 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         unavailable = getattr(suite, "unavailable", None)  # optional: a split known but not installed
         reason = unavailable(spec.split) if callable(unavailable) else None
         if reason:
-            raise _Missing([f"{spec.suite}/{spec.split}: {reason}"])
+            raise Missing([f"{spec.suite}/{spec.split}: {reason}"])
         canonical = getattr(suite, "canonical_split", None)  # optional: a split known under another spelling
         if callable(canonical) and canonical(spec.split) != spec.split:
-            import dataclasses
-
             spec = dataclasses.replace(spec, split=str(canonical(spec.split)))  # one run identity for both
         if spec.split not in suite.splits():
             close = difflib.get_close_matches(spec.split, list(suite.splits()), n=1)
@@ -576,8 +345,6 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         # surfaces missing or malformed data before anything starts; a split with no episode
         # (a count of 0, a filter that keeps none) would "succeed" having run nothing
         if not len(suite.episodes(spec.split)):
-            from harness.params import fields_of
-
             decl = SUITES.entry(spec.suite).params
             try:
                 defaults = {f.name: f.default for f in fields_of(decl)} if decl is not None else {}
@@ -587,7 +354,7 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
                      if (v == 0 and not isinstance(v, bool) or v in ([], ())) and defaults.get(k) != v]
             raise UsageError(f"{spec.suite}/{spec.split} has no episodes to run"
                              + (f" ({', '.join(zeros)})" if zeros else ""))
-    except _Missing as exc:
+    except Missing as exc:
         missing += exc.items
         suite = None
     except MissingDependencyError as exc:
@@ -614,11 +381,11 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
         raise UsageError(f"bad parameters for suite {spec.suite}: {type(exc).__name__}: {one_line(exc)} "
                          f"({json.dumps(dict(spec.suite_params), default=str)})") from None
     try:
-        tracker = _check_tracker(cfg)
-    except _Missing as exc:
+        tracker = check_tracker(cfg)
+    except Missing as exc:
         missing += exc.items
     if missing:
-        raise _Missing(missing, spec)
+        raise Missing(missing, spec)
     # planner=oracle on a suite runs that suite's own oracle (harness.plugins.AgentPlugin.suite).
     # An agent that cannot produce the suite's kind of action is refused before any episode.
     mismatch = action_mismatch(suite, spec.suite, agent_factory, f"{spec.agent_kind} {spec.agent}")
@@ -630,9 +397,6 @@ def _prepare(cfg: Any, suites: dict[str, Any], label: str) -> _Job:
 def _agent_not_installed(plugin: Any, spec: Any) -> list[str]:
     """The agent's, and its chosen groups' plugins' (the ``vlm`` planner's model backend),
     declared modules that are not installed: one line each (harness.registry.extras.not_installed)."""
-    from harness.registry.extras import not_installed
-    from harness.params import Composite
-
     who = f"{spec.agent_kind} {spec.agent}"
     found = [(plugin, who)]
     if isinstance(plugin.params, Composite):
@@ -646,8 +410,6 @@ def _agent_not_installed(plugin: Any, spec: Any) -> list[str]:
 
 def _setup_executor(plugin: Any, spec: Any) -> None:
     """The executor's own setup (joining a cluster...), before any store or run exists."""
-    from harness.registry.loader import load_target
-
     if plugin.setup is None:
         return
     hook = load_target(plugin, "executor", plugin.setup)
@@ -658,14 +420,6 @@ def _setup_executor(plugin: Any, spec: Any) -> None:
 
 
 def _run_one(job: _Job, tracker: Any = None) -> int:
-    from omegaconf import OmegaConf
-
-    from harness.run import provenance
-    from harness.registry.catalog import EXECUTORS, PLANNERS, POLICIES
-    from harness.run.executors import SuiteEnvFactory
-    from harness.run.runner import Runner
-    from harness.store import ResultStore, StoreError
-
     cfg, spec, suite = job.cfg, job.spec, job.suite
     registry = POLICIES if spec.agent_kind == "policy" else PLANNERS
     try:
@@ -694,12 +448,8 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     if callable(share_cores):
         share_cores(0 if in_process else spec.num_workers)
     prov = provenance.collect(OmegaConf.to_container(cfg, resolve=True), agent.identity())
-    bar = _Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress,
+    bar = Progress(f"{spec.variant} · {spec.suite}/{spec.split}", enabled=cfg.progress,
                     batch=spec.batch_size if in_process else spec.num_workers * spec.envs_per_worker)
-
-    from pathlib import Path
-
-    from harness.run.trackers import RunLogger, run_config
 
     logger = RunLogger(tracker, job.tracker[0] if job.tracker else "")
 
@@ -745,168 +495,4 @@ def _run_one(job: _Job, tracker: Any = None) -> int:
     )
     return 0
 
-
-def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
-    """The agent's failures as the progress and end lines print them: runtime errors always,
-    then timeouts, episodes with output errors (agent outputs that yielded no usable action,
-    e.g. unparseable replies), failed episodes an empty plan ended and episodes that ran fallback actions -- every one
-    when ``full`` (the end line), the ones that happened otherwise (progress lines)."""
-    n = {key: int(counts.get(key, 0)) for key in ("errors", "timeouts", "output_error_episodes",
-                                                  "output_errors", "empty_plans", "fallback_episodes")}
-    parts = [f"{n['errors']} errors"]
-    if full or n["timeouts"]:
-        parts.append(f"{n['timeouts']} timeouts")
-    if full or n["output_error_episodes"]:
-        parts.append(f"{n['output_error_episodes']} with output errors ({n['output_errors']} unusable replies)")
-    if full or n["empty_plans"]:
-        parts.append(f"{n['empty_plans']} failed on an empty plan")
-    if full or n["fallback_episodes"]:
-        parts.append(f"{n['fallback_episodes']} with fallback actions")
-    return ", ".join(parts)
-
-
-def _record_failures(record: Any) -> dict[str, int]:
-    """One record's contribution to :meth:`harness.store.ResultStore.run_failures`."""
-    extra = record.extra if isinstance(getattr(record, "extra", None), dict) else {}
-    kind = getattr(record, "error_kind", None)
-    output_errors = int(getattr(record, "planner_output_errors", 0) or 0)
-    return {"errors": int(kind is not None and kind != "timeout"), "timeouts": int(kind == "timeout"),
-            "output_error_episodes": int(output_errors > 0), "output_errors": output_errors,
-            "empty_plans": int(bool(getattr(record, "empty_plan", False)) and not getattr(record, "success", False)),
-            "fallback_episodes": int(bool(extra.get("fallback_plans")))}
-
-
-class _Progress:
-    """Progress of one job: a rich bar on a terminal; without one (CI, nohup, a cluster job's
-    log) a plain line at a bounded rate -- every ``interval_s`` (30 s) even while nothing
-    finishes, and when a batch of episodes finishes but at most every ``min_gap_s`` (5 s) --
-    with done/total, SR so far, errors and ETA. Once the agent is called, both also show the
-    agent calls done and in flight and, when the agent reports token counts (model backends),
-    the output tokens per second since the first call started: a long model run shows that
-    it works before its first episode ends (the first call's start prints a line)."""
-
-    def __init__(self, label: str, enabled: bool, *, batch: int = 8, interval_s: float = 30.0,
-                 min_gap_s: float = 5.0, stream: Any = None):
-        self.stream = stream or sys.stderr
-        tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.label, self.enabled = label, enabled and tty
-        self.lines = enabled and not tty
-        self.batch, self.interval_s, self.min_gap_s = max(1, int(batch)), interval_s, min_gap_s
-        self._progress: Any = None
-        self._task: Any = None
-        self.ok = self.n = 0
-        self.failures: dict[str, int] = {}
-        self.total = self.skipped = 0
-        self._t0 = self._last = time.monotonic()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
-        self.calls_started = self.calls_done = 0
-        self._first_call: float | None = None
-        self.output_tokens: int | None = None  # None until a call reports its tokens
-
-    def __enter__(self) -> "_Progress":
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("SR {task.fields[sr]}"), TextColumn("{task.fields[err]}"),
-                TimeRemainingColumn(), TextColumn("{task.fields[calls]}"), transient=False,
-            )
-            self._progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
-
-    def start(self, total: int, skipped: int) -> None:
-        self.total, self.skipped = total, skipped
-        self._t0 = self._last = time.monotonic()
-        if self._progress is not None:
-            self._task = self._progress.add_task(self.label, total=total, completed=skipped, sr="-", err="0 errors",
-                                                 calls=self.calls_text())
-        if self.lines and total > skipped:
-            self._ticker = threading.Thread(target=self._tick, name="harness-progress", daemon=True)
-            self._ticker.start()
-
-    def update(self, record: Any) -> None:
-        with self._lock:
-            self.n += 1
-            self.ok += bool(record.success)
-            for key, n in _record_failures(record).items():
-                self.failures[key] = self.failures.get(key, 0) + n
-            err = failures_text(self.failures)
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, advance=1, sr=f"{100 * self.ok / self.n:.1f}%", err=err)
-        elif self.lines and (self.n % self.batch == 0 or self.skipped + self.n == self.total) \
-                and time.monotonic() - self._last >= self.min_gap_s:
-            self.print_line()
-
-    def call(self, event: str, requests: int, output_tokens: int | None) -> None:
-        """The runner's ``on_call``: an agent call ``started`` or ``finished`` (from its threads)."""
-        now = time.monotonic()
-        with self._lock:
-            if event == "started":
-                self.calls_started += 1
-                first = self._first_call is None
-                if first:
-                    self._first_call = now
-            else:
-                self.calls_done += 1
-                first = False
-                if output_tokens is not None:
-                    self.output_tokens = (self.output_tokens or 0) + int(output_tokens)
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, calls=self.calls_text())
-        elif self.lines and first:
-            self.print_line()
-
-    def calls_text(self) -> str:
-        """'agent calls 12 done, 2 in flight, 35.1 output tok/s' ('' before the first call; the
-        rate only when the agent reports tokens)."""
-        now = time.monotonic()
-        with self._lock:
-            if not self.calls_started:
-                return ""
-            tokens, done, started, first = self.output_tokens, self.calls_done, self.calls_started, self._first_call
-        text = f"agent calls {done} done, {started - done} in flight"
-        if tokens is not None:
-            text += f", {tokens / max(1e-3, now - (first or now)):.1f} output tok/s"
-        return text
-
-    def _tick(self) -> None:
-        while not self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - self._last))):
-            if time.monotonic() - self._last >= self.interval_s:
-                self.print_line()
-
-    def line(self) -> str:
-        with self._lock:
-            n, ok, errors = self.n, self.ok, failures_text(self.failures)
-        elapsed = time.monotonic() - self._t0
-        done = self.skipped + n
-        left = self.total - done
-        eta = _duration(elapsed / n * left) if n else "?"
-        sr = f"{100 * ok / n:.1f}%" if n else "-"
-        calls = self.calls_text()
-        return (f"progress: {self.label} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%), "
-                f"SR {sr} of {n} run, {errors}, elapsed {_duration(elapsed)}, ETA {eta}"
-                + (f"; {calls}" if calls else ""))
-
-    def print_line(self) -> None:
-        self._last = time.monotonic()
-        print(self.line(), file=self.stream, flush=True)
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 

@@ -29,9 +29,12 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.cli.common import UsageError
-from harness.stats.sequential import GROUP_SEQUENTIAL, decide_family, paired_values
+from harness.run.identity import run_id_of, run_identity
+from harness.scoring.policy import suite_scoring
+from harness.stats.sequential import GROUP_SEQUENTIAL, decide_family, paired_values, tested_metric
 from harness.stats.sequential.order import OrderedSuite
 from harness.stats.sequential.stopping import Comparison, family_text
+from harness.store import ResultStore, StoreError
 
 
 @dataclass
@@ -144,16 +147,12 @@ def _run_group(group: _Group, run_job: Callable[[Any], int]) -> int:
 
 
 def _run_id(job: Any) -> str:
-    from harness.run.runner import run_id_of, run_identity
-
     return run_id_of(run_identity(job.spec, job.suite, job.agent))
 
 
 def _stored(out: Any, jobs: list[Any]) -> dict[str, list[dict]]:
     """The stored records of the jobs' runs (jobs, or their run ids), by run id (read-only: the
     runs are closed)."""
-    from harness.store import ResultStore, StoreError
-
     ids = [job if isinstance(job, str) else _run_id(job) for job in jobs]
     try:
         with ResultStore(out, readonly=True) as store:
@@ -167,8 +166,5 @@ def _stored(out: Any, jobs: list[Any]) -> dict[str, list[dict]]:
 
 
 def _metric(suite: str, name: str) -> tuple[Any, Any]:
-    from harness.scoring.policy import suite_scoring
-    from harness.stats.sequential import tested_metric
-
     metrics, values_fn = suite_scoring(suite)
     return tested_metric(metrics, name), values_fn

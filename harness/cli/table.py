@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
 from harness.cli.common import UsageError, one_line
+from harness.scoring import failures
+from harness.scoring.policy import known_metric
+from harness.stats.sequential import describe as describe_sequential
+from harness.stats.sequential import stored_comparisons
+from harness.store import ResultStore, StoreError
+from harness.tables.build import breakdown_table, select, transfer_table
+from harness.tables.columns import COST_METRICS, add_cost_columns, default_metrics
+from harness.tables.render import to_csv, to_latex, to_markdown
+from harness.tables import experiments
+from harness.tables import failures as failure_table
+from harness.tables import json_table as table_json
+from harness.tables import selection as results
+from harness.tables import sweeps as sweep
+from harness.tables.sweeps import stored_sweeps
 
 
 def add_parser(sub: Any) -> None:
@@ -67,9 +82,25 @@ def _metric_names(text: str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.tables import selection as results
-    from harness.store import ResultStore, StoreError
+    text, notes = table_text(args)
+    sys.stdout.write(text)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
 
+
+def render(out: str, fmt: str = "markdown", experiment: str | None = None) -> str:
+    """The table of the store in ``out`` as ``harness table OUT --format FMT [--experiment NAME]``
+    prints it (its notes left out); UsageError where that command fails with one."""
+    parser = argparse.ArgumentParser(prog="harness")
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["table", "."])  # the command's defaults
+    args.outdir, args.format, args.experiment = [out], fmt, experiment
+    return table_text(args)[0]
+
+
+def table_text(args: argparse.Namespace) -> tuple[str, list[str]]:
+    """What ``harness table`` prints: (the table as its format writes it, the notes for stderr)."""
     outdirs = list(dict.fromkeys(args.outdir))
     try:  # each verified once, then read as one snapshot (a run may be writing meanwhile)
         # --suite / --split choose the columns; --variant / --order choose rows afterwards (_table),
@@ -93,8 +124,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _select(args: argparse.Namespace, df: Any, variants: bool = True) -> Any:
-    from harness.tables.build import select
-
     try:
         return select(df, _patterns(args.suite), _patterns(args.split),
                       _patterns(args.variant) if variants else ())
@@ -112,10 +141,7 @@ def _labels(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
-def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
-    from harness.tables.build import breakdown_table, transfer_table
-    from harness.tables.columns import COST_METRICS, add_cost_columns, default_metrics
-
+def _table(args: argparse.Namespace, store: Any, selection: Any) -> tuple[str, list[str]]:
     df, notes = selection.frame, selection.notes
     where = " and ".join(selection.stores)
     if df.empty:
@@ -180,40 +206,33 @@ def _table(args: argparse.Namespace, store: Any, selection: Any) -> int:
                 notes = [*notes, "no avg column: the columns span several suites (--average adds one)"]
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
-    notes = _write(args, render, table, [] if args.by else sequential, notes, [] if args.by else _sweeps(df, selection))
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    return 0
+    return _write(args, render, table, [] if args.by else sequential, notes, [] if args.by else _sweeps(df, selection))
 
 
 def _write(args: argparse.Namespace, render: Any, table: Any, sequential: list[Any], notes: list[str],
-           sweeps: list[Any] = ()) -> list[str]:
-    """Print the table, and below it (markdown) or among the notes (csv, latex) where and why
+           sweeps: list[Any] = ()) -> tuple[str, list[str]]:
+    """The table, and below it (markdown) or among the notes (csv, latex) where and why
     each sequential comparison stopped and how each checkpoint sweep chose (JSON carries them
-    in its ``sequential`` and ``checkpoint_sweeps`` keys); the notes."""
-    from harness.tables import sweeps as sweep
-
+    in its ``sequential`` and ``checkpoint_sweeps`` keys); (that text, the notes)."""
     if sequential:
         table.attrs["sequential"] = [c.to_json() for c in sequential]
     if sweeps:
         table.attrs["checkpoint_sweeps"] = [s.to_json() for s in sweeps]
     text = render(table)
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    text = text if text.endswith("\n") else text + "\n"
     if args.format == "csv":  # CSV has no footnotes: which runs it shows goes with the notes
         notes = [*table.attrs.get("run_notes", []), *notes]
     if (sequential or sweeps) and args.format != "json":
         lines = (_sequential_lines(sequential) if sequential else []) + [x for s in sweeps for x in sweep.describe(s)]
         if args.format == "markdown":  # below the table, like its footnotes
-            sys.stdout.write("\n" + "\n".join(lines) + "\n")
+            text += "\n" + "\n".join(lines) + "\n"
         else:
             notes = [*notes, *lines]
-    return notes
+    return text, notes
 
 
 def _sequential(df: Any, selection: Any) -> list[Any]:
     """The stopped comparisons (``stopping=sequential``) among the shown rows."""
-    from harness.stats.sequential import stored_comparisons
-
     shown = set(df["run_id"])
     runs = selection.runs
     if runs is None or not len(runs) or "identity" not in runs:
@@ -223,8 +242,6 @@ def _sequential(df: Any, selection: Any) -> list[Any]:
 
 def _sweeps(df: Any, selection: Any) -> list[Any]:
     """The checkpoint sweeps (``+experiment=checkpoint_sweep``) among the shown rows."""
-    from harness.tables.sweeps import stored_sweeps
-
     runs = selection.runs
     if runs is None or not len(runs) or "identity" not in runs:
         return []
@@ -233,14 +250,11 @@ def _sweeps(df: Any, selection: Any) -> list[Any]:
 
 def _sequential_lines(comparisons: list[Any]) -> list[str]:
     """Where and why each sequential comparison stopped, and which interval to read."""
-    from harness.scoring.policy import known_metric
-    from harness.stats.sequential import describe
-
     lines = ["Sequential comparisons (stopping=sequential; each decision and interval valid for the looks its "
              "comparison took, wherever it stopped):"]
     for c in comparisons:
         metric = known_metric(c.metric)
-        lines.append(f"- {describe(c, percent=metric is None or metric.percent)}")
+        lines.append(f"- {describe_sequential(c, percent=metric is None or metric.percent)}")
     lines.append("The Δ columns' fixed-sample figures (and their paired interval and p with --stats) are not valid "
                  "under optional stopping: read the sequential interval above.")
     return lines
@@ -248,11 +262,7 @@ def _sequential_lines(comparisons: list[Any]) -> list[str]:
 
 def _renderer(args: argparse.Namespace, selection: Any) -> Any:
     """The format's writer; the table's footnotes gain which judges' scores it shows."""
-    from harness.tables.render import to_csv, to_latex, to_markdown
-
     if args.format == "json":
-        from harness.tables import json_table as table_json
-
         write = lambda table: table_json.to_json(table, selection)  # noqa: E731
     else:
         write = {"markdown": to_markdown, "latex": to_latex, "csv": to_csv}[args.format]
@@ -266,9 +276,7 @@ def _renderer(args: argparse.Namespace, selection: Any) -> Any:
     return render
 
 
-def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selection: Any) -> int:
-    from harness.tables import experiments
-
+def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selection: Any) -> tuple[str, list[str]]:
     given = [f for f, on in (("--by", args.by), ("--metrics", args.metrics), ("--columns", args.columns),
                              ("--stats", args.stats), ("--order", args.order), ("--baseline", args.baseline),
                              ("--average", args.average), ("--pooled", args.pooled)) if on]
@@ -278,32 +286,22 @@ def _experiment_table(args: argparse.Namespace, df: Any, notes: list[str], selec
     try:
         experiment = experiments.load(args.experiment)
         if args.label:  # the user's labels over the experiment's
-            import dataclasses
-
             labels = _labels(args)
             experiment = dataclasses.replace(experiment, variants=tuple(
                 dataclasses.replace(v, label=labels.get(v.name, v.label)) for v in experiment.variants))
         table = experiment.table(df, paper=args.paper, out=args.outdir[0])
     except ValueError as exc:
         raise UsageError(one_line(exc)) from None
-    notes = _write(args, _renderer(args, selection), table, _sequential(df, selection), notes)
+    text, notes = _write(args, _renderer(args, selection), table, _sequential(df, selection), notes)
     if args.format == "csv":  # CSV has no footnotes: what the experiment adds below its table goes to stderr
         notes = [*table.attrs.get("extra_notes", []), *notes]
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    return 0
+    return text, notes
 
 
-def _failure_table(args: argparse.Namespace, df: Any, notes: list[str], store: Any) -> int:
-    from harness.scoring import failures
-    from harness.tables import failures as failure_table
-
+def _failure_table(args: argparse.Namespace, df: Any, notes: list[str], store: Any) -> tuple[str, list[str]]:
     if args.format == "latex":
         raise UsageError("--by failure prints markdown or csv")
     tasks = failures.tasks_from_suites(store, df)  # old stores: task params re-derived from the suite
     table = failure_table.failure_table(df, failures.classify_frame(df, tasks))
-    sys.stdout.write(failure_table.failure_csv(table) if args.format == "csv" else failure_table.failure_markdown(table))
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    return 0
+    return (failure_table.failure_csv(table) if args.format == "csv" else failure_table.failure_markdown(table)), notes
 

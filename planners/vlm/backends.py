@@ -358,11 +358,11 @@ def _version(package: str) -> str:
 
 def _stop_when_abandoned() -> Any:
     """A stopping criterion that ends ``generate`` at the next token once the runner has
-    abandoned this call after a timeout (``harness.run.runner.call_cancelled``): the abandoned
+    abandoned this call after a timeout (``harness.run.calls.call_cancelled``): the abandoned
     thread leaves torch instead of generating on while the run goes on."""
     from transformers import StoppingCriteria, StoppingCriteriaList
 
-    from harness.run.runner import call_cancelled
+    from harness.run.calls import call_cancelled
 
     class _Abandoned(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:

@@ -4,7 +4,7 @@ Usage: ``python -m tests.harness.spin_cli K [cancellable] harness-args...``
 
 Stands in for the in-process model (the hf backend's ``generate``) that an
 ``agent_timeout_s`` abandons: its thread is still inside torch when the run
-ends. With ``cancellable`` the loop checks ``harness.run.runner.call_cancelled()``
+ends. With ``cancellable`` the loop checks ``harness.run.calls.call_cancelled()``
 as the hf backend's stopping criterion does; without it, it never stops. Runs
 the real :func:`harness.cli.entry.main` as the ``harness`` process does (``argv=None``).
 """
@@ -17,7 +17,7 @@ import sys
 def install(k: int, cancellable: bool) -> None:
     import torch
 
-    from harness.run.runner import call_cancelled
+    from harness.run.calls import call_cancelled
     from planners.random_planner import RandomPlanner
 
     act = RandomPlanner.act

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from harness.params import param, parse
+from harness.run.calls import AgentCaller
 from harness.run.runner import Runner
 from harness.store import ResultStore
 from harness.check.conformance import AGENT_CHECKS, SUITE_CHECKS, ConformanceError, check_agent, check_suite
@@ -111,14 +112,14 @@ def test_a_check_name_is_checked():
 # --- each check catches its bug ------------------------------------------------------------
 def _pipelined_runner_skips_agent_reset(monkeypatch):
     """The mutation: the pipelined runner marks the reset done without calling agent.reset()."""
-    original = Runner._serve_call
+    original = AgentCaller.serve
 
     def serve_call(self, served):
         for _, live in served:
             live.needs_reset = False
         return original(self, served)
 
-    monkeypatch.setattr(Runner, "_serve_call", serve_call)
+    monkeypatch.setattr(AgentCaller, "serve", serve_call)
 
 
 def test_reset_check_catches_a_pipelined_runner_that_skips_agent_reset(monkeypatch):
@@ -131,22 +132,20 @@ def test_reset_check_catches_a_pipelined_runner_that_skips_agent_reset(monkeypat
 
 
 def test_reset_check_catches_a_runner_that_resets_twice(monkeypatch):
-    original = Runner._agent_reset
+    original = AgentCaller.reset
 
     def twice(self, live):
         original(self, live)
         return original(self, live)
 
-    monkeypatch.setattr(Runner, "_agent_reset", twice)
+    monkeypatch.setattr(AgentCaller, "reset", twice)
     with pytest.raises(ConformanceError, match=r"reset: lockstep: episode seen/\d+ was reset 2 times in 1 attempts"):
         check_agent("random", "eb_alfred", suite_params=EB_ALFRED, checks=["reset"])
 
 
 def test_reset_check_catches_a_retry_without_agent_reset(monkeypatch):
     """A retried attempt (an env fault) must reset the agent again."""
-    import harness.run.runner as runner_module
-
-    original, seen = Runner._agent_reset, set()
+    original, seen = AgentCaller.reset, set()
 
     def once_per_episode(self, live):
         if live.spec.key in seen:
@@ -154,7 +153,7 @@ def test_reset_check_catches_a_retry_without_agent_reset(monkeypatch):
         seen.add(live.spec.key)
         return original(self, live)
 
-    monkeypatch.setattr(runner_module.Runner, "_agent_reset", once_per_episode)
+    monkeypatch.setattr(AgentCaller, "reset", once_per_episode)
     with pytest.raises(ConformanceError, match="reset 1 times in 2 attempts"):
         check_agent("random", "eb_alfred", suite_params=EB_ALFRED, checks=["reset"])
 
@@ -264,9 +263,9 @@ def test_identity_check_catches_a_result_changing_field_left_out_of_the_identity
 def test_identity_check_catches_a_results_field_missing_from_the_identity(monkeypatch):
     """The mutation: the suite hashes no declared parameter (identity_of sees none)."""
     LeakySuite = _leaky_suite()
-    import harness.run.runner as runner_module
+    import harness.run.identity as identity_module
 
-    monkeypatch.setattr(runner_module, "identity_of", lambda params: {})
+    monkeypatch.setattr(identity_module, "identity_of", lambda params: {})
     with pytest.raises(ConformanceError, match=r"identity: suite parameter size 21 -> 22 is declared results=True "
                                                r"but leaves the run id unchanged"):
         check_suite(LeakySuite(), checks=["identity"],

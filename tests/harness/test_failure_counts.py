@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.run import _Progress, failures_text
+from harness.cli.run_progress import Progress, failures_text
 from harness.store import ResultStore
 from harness.types import EpisodeRecord
 from tests.helpers import serve_chat_reply
@@ -69,7 +69,7 @@ def test_store_and_progress_count_each_kind(tmp_path):
         store.add_many(records)
         assert store.run_failures("r") == expected
     out = io.StringIO()
-    bar = _Progress("x", True, stream=out)
+    bar = Progress("x", True, stream=out)
     bar.start(7, 0)
     for r in records:
         bar.update(r)

@@ -102,7 +102,7 @@ EB_ALFRED = {"render": False, "generated_per_split": 12}
 def test_eb_alfred_records_equal_pipelined_and_lockstep(tmp_path, agent, jitter):
     """oracle_json: model-style outputs (transcripts, invalid-output paths); random: a
     seeded per-episode RNG, many short calls; without the jitter its calls are cheap
-    enough to be made on the runner's own thread (harness.run.runner.INLINE_BELOW_S)."""
+    enough to be made on the runner's own thread (harness.run.calls.INLINE_BELOW_S)."""
     make = (lambda: Jittery(PLANNERS.build(agent, suite="eb_alfred"))) if jitter else \
         (lambda: PLANNERS.build(agent, suite="eb_alfred"))
     records = _compare(tmp_path, "eb_alfred", EB_ALFRED, make, split="seen", limit=8, batch_size=3)

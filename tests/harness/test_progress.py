@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.cli.run import _Progress
+from harness.cli.run_progress import Progress
 from harness.interfaces import AgentReply
 from harness.run.runner import Runner
 from harness.store import ResultStore
@@ -75,7 +75,7 @@ def _outcome(records) -> list[tuple]:
 
 def test_plain_lines_show_agent_calls_in_flight_before_any_episode_finishes(suite, tmp_path):
     out = io.StringIO()  # not a terminal: plain lines
-    bar = _Progress("slow · eb_alfred/seen", enabled=True, batch=2, interval_s=0.25, min_gap_s=0.0, stream=out)
+    bar = Progress("slow · eb_alfred/seen", enabled=True, batch=2, interval_s=0.25, min_gap_s=0.0, stream=out)
     first_record: list[int] = []
     calls: list[tuple] = []
     lock = threading.Lock()
@@ -118,7 +118,7 @@ def test_rich_bar_shows_agent_calls(suite, tmp_path):
         def isatty(self):
             return True
 
-    bar = _Progress("slow · eb_alfred/seen", enabled=True, stream=Terminal())
+    bar = Progress("slow · eb_alfred/seen", enabled=True, stream=Terminal())
     seen: list[str] = []
 
     def on_call(event, n, tokens):
@@ -135,7 +135,7 @@ def test_rich_bar_shows_agent_calls(suite, tmp_path):
 
 def test_first_call_prints_a_line_and_no_tokens_no_rate():
     out = io.StringIO()
-    bar = _Progress("x", enabled=True, interval_s=60, min_gap_s=60, stream=out)
+    bar = Progress("x", enabled=True, interval_s=60, min_gap_s=60, stream=out)
     with bar:
         bar.start(4, 0)
         assert bar.calls_text() == "" and "agent calls" not in bar.line()

@@ -16,6 +16,7 @@ import pytest
 
 from harness.registry.catalog import PLANNERS
 from harness.interfaces import AgentReply
+from harness.run.calls import AgentCaller
 from harness.run.runner import Runner
 from harness.store import ResultStore
 from harness.types import EpisodeRecord, RunSpec
@@ -184,7 +185,7 @@ def test_episode_timeout_alone_interrupts_a_hung_planner(tmp_path, suite):
     assert all("wall-clock limit" in r.error_message and r.agent_calls == 1 for r in recs), [(r.error_message, r.agent_calls) for r in recs]
 
 
-def test_a_call_abandoned_at_one_deadline_asks_again_for_the_others(tmp_path, suite):
+def test_a_call_abandoned_at_one_deadline_asks_again_for_the_others(tmp_path, suite, monkeypatch):
     """The earliest deadline ends the call; an episode whose own deadline is later is asked
     again (and finishes) rather than charged with a timeout it did not have."""
     calls = []
@@ -197,8 +198,9 @@ def test_a_call_abandoned_at_one_deadline_asks_again_for_the_others(tmp_path, su
 
     agent = Wrapped(PLANNERS.build("oracle", suite="eb_alfred"), act)
     runner = Runner(spec(limit=2, batch_size=2, episode_timeout_s=30), suite, agent, None)
-    real = runner._call_limit
-    runner._call_limit = lambda lives: (0.3, True) if len(calls) == 0 else real(lives)
+    real = AgentCaller._call_limit
+    monkeypatch.setattr(AgentCaller, "_call_limit",
+                        lambda self, lives: (0.3, True) if len(calls) == 0 else real(self, lives))
     # the first episode's deadline is now; the second's in 30 s
     summary, _ = _run_bounded(runner, 30)
     assert summary is not None and summary.finished == 2
@@ -253,7 +255,7 @@ def test_hf_generate_stops_once_its_call_is_abandoned(tmp_path):
     """The hf backend's stopping criterion: a generate call abandoned by the runner's timeout
     returns at its next token instead of generating max_new_tokens."""
     pytest.importorskip("peft")
-    from harness.run.runner import AgentTimeout, _call_with_timeout, wait_for_abandoned
+    from harness.run.calls import AgentTimeout, _call_with_timeout, wait_for_abandoned
     from planners.vlm.backends import HFBackend
     from tests.planners.tiny_vlm import build_base
 
@@ -537,10 +539,10 @@ def test_progress_lines_without_a_terminal_at_a_bounded_rate():
     batch at most every min_gap, each with done/total, SR so far and ETA."""
     import io
 
-    from harness.cli.run import _Progress
+    from harness.cli.run_progress import Progress
 
     out = io.StringIO()
-    bar = _Progress("base · eb_alfred/seen", enabled=True, batch=2, interval_s=0.3, min_gap_s=0.0, stream=out)
+    bar = Progress("base · eb_alfred/seen", enabled=True, batch=2, interval_s=0.3, min_gap_s=0.0, stream=out)
 
     class R:
         def __init__(self, ok):
@@ -557,7 +559,7 @@ def test_progress_lines_without_a_terminal_at_a_bounded_rate():
     assert len(lines) == 3 and "6/10 (60%)" in lines[-1] and "SR 50.0% of 2 run" in lines[-1], lines
     assert "ETA " in lines[-1] and "ETA ?" not in lines[-1]
     # Bounded: 1,000 records within min_gap print nothing more.
-    bar = _Progress("x", enabled=True, batch=1, interval_s=60, min_gap_s=60, stream=out)
+    bar = Progress("x", enabled=True, batch=1, interval_s=60, min_gap_s=60, stream=out)
     before = len(out.getvalue().splitlines())
     with bar:
         bar.start(1000, 0)

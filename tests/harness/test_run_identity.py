@@ -13,9 +13,9 @@ from typing import Any, Mapping
 
 import pytest
 
-import harness.run.runner as runner_module
+import harness.run.identity as identity_module
 from harness.interfaces import Agent, Suite
-from harness.run.runner import run_id_of, run_identity
+from harness.run.identity import run_id_of, run_identity
 from harness.types import SCHEMA_VERSION, EpisodeSpec, RunSpec
 
 
@@ -120,7 +120,7 @@ def test_schema_version_changes_the_run_id(monkeypatch) -> None:
     """Mutation caught: leaving the record schema version out of the identity (a new
     record layout would resume rows written under the old one)."""
     before = rid()
-    monkeypatch.setattr(runner_module, "IDENTITY_SCHEMA_VERSION", runner_module.IDENTITY_SCHEMA_VERSION + 1)
+    monkeypatch.setattr(identity_module, "IDENTITY_SCHEMA_VERSION", identity_module.IDENTITY_SCHEMA_VERSION + 1)
     assert rid() != before
 
 

@@ -267,8 +267,8 @@ def test_drive_stops_between_steps_once_the_deadline_passed(suite):
 
 
 class FakeClock:
-    """The runner's and the local executor's clock, injected (they read ``time.monotonic`` through
-    their module's ``time``): it stands still except when a test moves it, so a deadline passes
+    """The runner's (with its calls, episodes and records) and the local executor's clock,
+    injected (they read ``time.monotonic`` through their module's ``time``): it stands still except when a test moves it, so a deadline passes
     exactly where the test says, whatever the machine's load. Every other ``time`` function is
     the real one."""
 
@@ -284,11 +284,15 @@ class FakeClock:
 
 @pytest.fixture
 def fake_clock(monkeypatch) -> FakeClock:
+    import harness.run.calls
+    import harness.run.episodes
     import harness.run.executors
+    import harness.run.records
     import harness.run.runner
 
     clock = FakeClock()
-    monkeypatch.setattr(harness.run.runner, "time", clock)
+    for module in (harness.run.runner, harness.run.calls, harness.run.episodes, harness.run.records):
+        monkeypatch.setattr(module, "time", clock)
     monkeypatch.setattr(harness.run.executors, "time", clock)
     return clock
 

@@ -22,7 +22,8 @@ from harness.interfaces import AgentReply
 from harness.judging.stage import unanswered
 from harness.metric_declaration import Metric, not_delivered, value_problems
 from harness.run.record_checks import problems_of
-from harness.run.runner import Runner, _episode_values
+from harness.run.records import episode_values as _episode_values
+from harness.run.runner import Runner
 from harness.scoring.policy import aggregate, classify, record_metrics, tally, value_rows
 from harness.store import ResultStore
 from harness.types import INFO_VALUES, EpisodeRecord, RunSpec

@@ -13,7 +13,7 @@ import pytest
 
 from harness.registry.catalog import SUITES
 from harness.params import ParamError, parse
-from harness.run.runner import run_id_of, run_identity
+from harness.run.identity import run_id_of, run_identity
 from harness.types import RunSpec
 from planners.plugin import VLM
 from tests.conftest import REPO_ROOT

@@ -158,14 +158,14 @@ def _keychain_episode(data_dir: Path):
 def _run_one(suite, ep, agent):
     spec = RunSpec(suite="alfred", split="eb_valid_seen", agent=agent.name, variant="v")
     runner = Runner(spec, suite, agent, None)
-    from harness.run import runner as runner_mod
+    from harness.run import identity as identity_mod
 
-    orig = runner_mod.select_episodes
-    runner_mod.select_episodes = lambda s, sp: [ep]
+    orig = identity_mod.select_episodes
+    identity_mod.select_episodes = lambda s, sp: [ep]
     try:
         return runner.run().records[0]
     finally:
-        runner_mod.select_episodes = orig
+        identity_mod.select_episodes = orig
 
 
 def test_planner_grounded_replanning_end_to_end(data_dir: Path) -> None:

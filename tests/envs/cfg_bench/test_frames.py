@@ -15,7 +15,7 @@ from envs.cfg_bench.plugin import CFGBenchPromptParams
 from envs.cfg_bench.suite import CFGBenchSuite
 from harness.interfaces import AgentRequest
 from harness.util.media import qwen_frame_indices
-from harness.run.runner import run_identity, run_id_of
+from harness.run.identity import run_identity, run_id_of
 from harness.types import RunSpec
 from tests.media_helpers import counting_video, frame_index
 

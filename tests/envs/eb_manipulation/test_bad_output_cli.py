@@ -68,7 +68,7 @@ def test_settings_the_suite_ignores_stay_out_of_its_run_identity(tiny_base: Path
     """``parser`` (and the other EB-ALFRED / ALFRED prompt settings) do not
     change an EB-Manipulation run's identity; what the suite uses does."""
     from envs.eb_manipulation.suite import EBManipulationSuite
-    from harness.run.runner import run_id_of, run_identity
+    from harness.run.identity import run_id_of, run_identity
     from harness.types import RunSpec
     from planners.vlm.planner import VLMPlanner
 

@@ -136,14 +136,14 @@ def test_runner_records_a_simulator_that_keeps_crashing_as_an_env_error(data_dir
         def act(self, requests):
             return [["GotoLocation Sofa"] for _ in requests]
 
-    from harness.run import runner as runner_mod
-    orig = runner_mod.select_episodes
-    runner_mod.select_episodes = lambda s, sp: [ep]
+    from harness.run import identity as identity_mod
+    orig = identity_mod.select_episodes
+    identity_mod.select_episodes = lambda s, sp: [ep]
     try:
         records = Runner(RunSpec(suite="alfred", split="eb_valid_seen", agent="x", variant="v", max_retries=1),
                          suite, OneEpisode(), None).run().records
     finally:
-        runner_mod.select_episodes = orig
+        identity_mod.select_episodes = orig
     (record,) = records
     assert record.error_kind == "env" and record.attempts == 2 and "died" in record.error_message
 

@@ -223,7 +223,7 @@ def test_agent_on_a_ray_actor_has_the_wrapped_agents_params(cluster, suite):
     from harness.registry.catalog import POLICIES
     from harness.run.ray_actors import RayAgent
     from harness.params import identity_of
-    from harness.run.runner import run_id_of, run_identity
+    from harness.run.identity import run_id_of, run_identity
 
     values = {"action": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], "chunk": 3}
     remote = RayAgent("zero", values, kind="policy", num_cpus=0)
