@@ -6,7 +6,30 @@ import os
 from pathlib import Path
 from typing import Callable, Sequence
 
+from harness.store import STORE_FILENAME
+
 EXIT_USAGE = 2
+
+#: The core's commands: name -> (its module, with ``add_parser(sub)`` and ``main(args)``; the
+#: line ``harness --help`` shows for it). Only the chosen command's module is imported
+#: (:mod:`harness.cli.entry`), so ``harness --help`` and each command load no other command's rooms.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("harness.cli.run", "run episodes (Hydra overrides, e.g. suite=NAME split=SPLIT planner=oracle)"),
+    "table": ("harness.cli.table", "print the transfer table of output directories (reads the stores only)"),
+    "report": ("harness.cli.report", "write a static HTML report of output directories (reads the stores only)"),
+    "export": ("harness.cli.export", "write the episode records of output directories as JSONL or Parquet"),
+    "fetch": ("harness.cli.fetch", "download an official dataset into the data cache, laid out as its suite "
+                                   "reads it (docs/fetch.md)"),
+    "store": ("harness.cli.store", "check a result store, or salvage a damaged one into a new store"),
+    "list": ("harness.cli.list", "registered suites, planners, policies, executors and variants; "
+                                 "`harness list NAME`: that plugin's parameters"),
+    "judge": ("harness.cli.judge", "score stored answers with a judge model (judge=NAME judge.KEY=VALUE ...)"),
+}
+
+
+def summary(command: str) -> str:
+    """The one-line help of a core command (:data:`COMMANDS`)."""
+    return COMMANDS[command][1]
 
 
 class UsageError(Exception):
@@ -27,8 +50,6 @@ def first_lines(exc: BaseException, limit: int = 40) -> str:
 
 def _store_files(inputs: Sequence[str]) -> list[Path]:
     """The files of the stores a command reads (the SQLite file, its journal, lock and WAL files)."""
-    from harness.store import STORE_FILENAME
-
     out = []
     for given in inputs:
         p = Path(given)

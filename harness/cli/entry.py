@@ -14,21 +14,17 @@ import importlib
 import signal
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-from harness.cli.common import EXIT_USAGE, UsageError
+from harness.cli.common import COMMANDS, EXIT_USAGE, UsageError, summary
 from harness.plugins import COMMAND_GROUP, own_entry_points, registered
 from harness.registry.extras import missing_extra_message
 from harness.util import console, spool
 from harness.util.redact import redact_text
 
-#: Subcommand -> module (each has ``add_parser(sub)`` and ``main(args)``): the core's own, in
-#: :mod:`harness.cli`; installed packages add theirs under :data:`harness.plugins.COMMAND_GROUP`
-#: (this project's policies add ``serve-policy``).
-COMMANDS = {"run": "harness.cli.run", "table": "harness.cli.table", "report": "harness.cli.report",
-            "export": "harness.cli.export", "fetch": "harness.cli.fetch", "store": "harness.cli.store",
-            "list": "harness.cli.list", "judge": "harness.cli.judge"}
-
+#: Commands of other installed packages come from the entry-point group
+#: :data:`harness.plugins.COMMAND_GROUP` (this project's policies add ``serve-policy``); the core's
+#: are :data:`harness.cli.common.COMMANDS`.
 __all__ = ["main", "UsageError", "EXIT_USAGE", "Terminated"]
 
 
@@ -182,14 +178,26 @@ def package_version() -> str:
 def commands() -> dict[str, str]:
     """Every command's module: the core's, then those installed packages register (the first
     registration of a name wins; a core command is never replaced)."""
-    found = dict(COMMANDS)
+    found = {name: module for name, (module, _) in COMMANDS.items()}
     for _, name, value in registered(COMMAND_GROUP, own_entry_points()):
         found.setdefault(name, value.partition(":")[0].strip())
     return found
 
 
-def _command(modules: dict[str, str], name: str) -> Any:
-    return importlib.import_module(modules[name])
+def _chosen(argv: Sequence[str], names: Iterable[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option), if it names one."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in set(names) else None
+
+
+def _add_commands(sub: Any, modules: dict[str, str], chosen: str | None) -> None:
+    """The subcommands: the chosen one with its own parser (its module imported); each other core
+    command by its one-line help alone, so nothing of its rooms is imported."""
+    for name, module in modules.items():
+        if name == chosen or name not in COMMANDS:
+            importlib.import_module(module).add_parser(sub)
+        else:
+            sub.add_parser(name, help=summary(name), add_help=False)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -203,12 +211,11 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.add_argument("--version", action="version", version=f"harness {package_version()}")
         sub = parser.add_subparsers(dest="command", required=True)
         modules = commands()
-        for name in modules:
-            _command(modules, name).add_parser(sub)
+        _add_commands(sub, modules, _chosen(sys.argv[1:] if argv is None else argv, modules))
         args = parser.parse_args(argv)
         command = _STOP["command"] = args.command
         spool.remove_stale()  # the spool folders of harness processes that were killed
-        return _command(modules, command).main(args)
+        return importlib.import_module(modules[command]).main(args)
     except UsageError as exc:
         print(f"harness: error: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE

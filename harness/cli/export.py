@@ -6,11 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from harness.cli.common import UsageError, check_output, one_line, write_atomically
+from harness.cli.common import UsageError, check_output, one_line, summary, write_atomically
+from harness.cli.table import _patterns
+from harness.store import StoreError
+from harness.tables import caveats, export, selection as results
+from harness.tables.build import select
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("export", help="write the episode records of output directories as JSONL or Parquet")
+    p = sub.add_parser("export", help=summary("export"))
     p.add_argument("outdir", nargs="+", help="output directories of `harness run` (several are read as one)")
     p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output; parquet needs a file); "
@@ -29,12 +33,6 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.tables import caveats
-    from harness.tables import export
-    from harness.tables import selection as results
-    from harness.tables.build import select
-    from harness.cli.table import _patterns
-    from harness.store import StoreError
 
     if args.format == "parquet" and args.output == "-":
         raise UsageError("--format parquet writes a file: give -o FILE.parquet")

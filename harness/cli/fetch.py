@@ -6,12 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from harness.cli.common import UsageError
+from harness.cli.common import UsageError, summary
+from harness.registry.datasets import FetchError, fetch
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("fetch", help="download an official dataset into the data cache, laid out as its suite "
-                                     "reads it (docs/fetch.md)")
+    p = sub.add_parser("fetch", help=summary("fetch"))
     p.add_argument("dataset", help="a dataset a suite declares (`harness list` names them; harness/registry/datasets.py)")
     p.add_argument("--revision", default=None, help="branch, tag or commit to fetch (default: the locked commit)")
     p.add_argument("--update", action="store_true", help="re-resolve the branch instead of the locked commit")
@@ -21,8 +21,6 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.registry.datasets import FetchError, fetch
-
     try:
         fetch(args.dataset, revision=args.revision, update=args.update, checkout=args.checkout,
               log=lambda line: print(line, file=sys.stderr))

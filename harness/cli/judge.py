@@ -6,14 +6,14 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from harness.cli.common import UsageError
+from harness.cli.common import UsageError, summary
 from harness.judging.judges import JudgeError, load_config, split_judge_overrides
 from harness.judging.stage import Counts, judge_store
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "judge", help="score stored answers with a judge model (judge=NAME judge.KEY=VALUE ...)",
+        "judge", help=summary("judge"),
         description="Judge the answers stored in OUT with the suite's rubric through a model backend "
         "(openai server or hf in process). Resumable: a rerun judges only what this judge has not.")
     p.add_argument("out", help="output directory of `harness run` (or its results.sqlite)")

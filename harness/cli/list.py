@@ -7,7 +7,7 @@ import difflib
 import sys
 from typing import Any
 
-from harness.cli.common import UsageError
+from harness.cli.common import UsageError, summary
 from harness.param_schema import describe
 from harness.plugins import warn_problems
 from harness.registry.catalog import BACKENDS, EXECUTORS, PLANNERS, POLICIES, SUITES, TRACKERS, found
@@ -16,8 +16,7 @@ from harness.scoring.failures import declared_classes
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("list", help="registered suites, planners, policies, executors and variants; "
-                                    "`harness list NAME`: that plugin's parameters")
+    p = sub.add_parser("list", help=summary("list"))
     p.add_argument("name", nargs="?", default=None,
                    help="a suite, agent, executor or model backend (a suite's own agent: SUITE.NAME, e.g. "
                         "SUITE.oracle)")

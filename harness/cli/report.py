@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import UsageError, check_output, one_line
+from harness.cli.common import UsageError, check_output, one_line, summary
 from harness.report import build_report
 from harness.store import StoreError
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="write a static HTML report of output directories (reads the stores only)")
+    p = sub.add_parser("report", help=summary("report"))
     p.add_argument("outdir", nargs="+", help="output directory of `harness run` (or its results.sqlite); "
                    "several are read as one store, as by `harness table`")
     p.add_argument("--dest", default=None, help="report file or folder (default: OUTDIR/report/index.html); "

@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from harness.cli import judge, run_sequential, run_sweep
-from harness.cli.common import UsageError, first_lines, one_line
+from harness.cli.common import UsageError, first_lines, one_line, summary
 from harness.cli.run_checks import Missing, missing_checkpoints, missing_message, unreachable_servers
 from harness.cli.run_progress import Progress, failures_text
 from harness.cli.run_trackers import build_trackers, check_tracker, close_trackers, log_outputs, tracker_key
@@ -26,10 +26,10 @@ from harness.registry.extras import missing_extra_message, not_installed
 from harness.registry.loader import MissingDependencyError, UnknownPluginError, load_target
 from harness.run import provenance
 from harness.run.config import ConfigError, MissingPrerequisite, compose, expand_sweeps
-from harness.run.spec import to_run_spec
 from harness.run.executors import SuiteEnvFactory
 from harness.run.runner import Runner
 from harness.run.servers import Lifecycle, ServeError
+from harness.run.spec import to_run_spec
 from harness.run.sweep import CheckpointSweep
 from harness.run.trackers import RunLogger, run_config
 from harness.store import ResultStore, StoreError
@@ -45,7 +45,7 @@ OUTS: list[str] = []
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "run", help="run episodes (Hydra overrides, e.g. suite=NAME split=SPLIT planner=oracle)",
+        "run", help=summary("run"),
         description="Run a suite split with an agent. Overrides are Hydra's key=value; "
         "with -m, comma-separated values sweep (e.g. -m planner=oracle,random split=seen,unseen).",
     )

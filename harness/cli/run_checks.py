@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from harness.cli.common import UsageError, one_line
 from harness.util.redact import redact_text
 
+
 class Missing(UsageError):
     """Prerequisites of a run that are not here (data, an optional extra, a checkpoint), one
     line each (``items``), and the run's spec where it was read (``spec``: its checkpoints

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any, Mapping
 
+
 def failures_text(counts: Mapping[str, int], *, full: bool = False) -> str:
     """The agent's failures as the progress and end lines print them: runtime errors always,
     then timeouts, episodes with output errors (agent outputs that yielded no usable action,

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.cli.common import UsageError
-from harness.cli.run_sequential import _run_id
+from harness.cli.run_sequential import _run_id, _stored
+from harness.run import sweep as sw
+from harness.run.sweep import ordered_values
+from harness.scoring.policy import suite_scoring
+from harness.stats.sequential.stopping import tested_metric
 
 
 @dataclass
@@ -42,9 +46,6 @@ def plan(prepared: list[Any], experiment: Any) -> _Sweep:
     """The sweep of the prepared jobs (one per checkpoint): their suite swapped for the
     selection part, their spec given the race's ``stopping`` entry. UsageError (exit 2) when
     the jobs do not share one suite, split and seed, or a setting does not fit."""
-    from harness.scoring.policy import suite_scoring
-    from harness.run import sweep as sw
-    from harness.stats.sequential.stopping import tested_metric
 
     settings = experiment.settings
     keys = {json.dumps([j.spec.suite, j.spec.split, dict(j.spec.suite_params), j.spec.seed, j.spec.repeat,
@@ -85,8 +86,6 @@ def plan(prepared: list[Any], experiment: Any) -> _Sweep:
 
 def run(sweep: _Sweep, run_job: Callable[[Any], int]) -> int:
     """The race in rounds, then the chosen checkpoint's held-out run; the failed jobs' count."""
-    from harness.run import sweep as sw
-
     s = sweep.settings
     names = [j.spec.variant for j in sweep.jobs]
     by_name = {j.spec.variant: j for j in sweep.jobs}
@@ -126,8 +125,6 @@ def run(sweep: _Sweep, run_job: Callable[[Any], int]) -> int:
 
 
 def _values(sweep: _Sweep, jobs: list[Any]) -> dict[str, Any]:
-    from harness.cli.run_sequential import _stored
-    from harness.run.sweep import ordered_values
 
     rows = _stored(jobs[0].cfg.out, [sweep.ids[j.spec.variant] for j in jobs])
     return {j.spec.variant: ordered_values(rows[sweep.ids[j.spec.variant]], sweep.metric, sweep.values_fn)

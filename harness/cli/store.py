@@ -6,11 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from harness.cli.common import UsageError
+from harness.cli.common import UsageError, summary
+from harness.store import RepairRefused, StoreError, inspect_store, repair_store
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("store", help="check a result store, or salvage a damaged one into a new store")
+    p = sub.add_parser("store", help=summary("store"))
     p.add_argument("action", choices=["check", "repair"])
     p.add_argument("outdir", help="output directory of `harness run` (or its results.sqlite)")
     p.add_argument("--dest", default=None, help="repair: the new store's output directory (default: OUTDIR-repaired)")
@@ -22,8 +23,6 @@ def main(args: argparse.Namespace) -> int:
     into a new store (the damaged one is left as it is); a file that is not a harness store or
     of an unknown schema is refused with that verdict's status."""
     from pathlib import Path
-
-    from harness.store import RepairRefused, StoreError, inspect_store, repair_store
 
     try:
         if args.action == "check":

@@ -7,25 +7,26 @@ import dataclasses
 import sys
 from typing import Any
 
-from harness.cli.common import UsageError, one_line
+from harness.cli.common import UsageError, one_line, summary
 from harness.scoring import failures
 from harness.scoring.policy import known_metric
-from harness.stats.sequential import describe as describe_sequential
-from harness.stats.sequential import stored_comparisons
+from harness.stats.sequential import describe as describe_sequential, stored_comparisons
 from harness.store import ResultStore, StoreError
+from harness.tables import (
+    experiments,
+    failures as failure_table,
+    json_table as table_json,
+    selection as results,
+    sweeps as sweep,
+)
 from harness.tables.build import breakdown_table, select, transfer_table
 from harness.tables.columns import COST_METRICS, add_cost_columns, default_metrics
 from harness.tables.render import to_csv, to_latex, to_markdown
-from harness.tables import experiments
-from harness.tables import failures as failure_table
-from harness.tables import json_table as table_json
-from harness.tables import selection as results
-from harness.tables import sweeps as sweep
 from harness.tables.sweeps import stored_sweeps
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("table", help="print the transfer table of output directories (reads the stores only)")
+    p = sub.add_parser("table", help=summary("table"))
     p.add_argument("outdir", nargs="+", help="output directory of `harness run` (or its results.sqlite); "
                    "several are read as one store")
     p.add_argument("--format", choices=["markdown", "latex", "csv", "json"], default="markdown",

@@ -38,7 +38,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
+from harness.params import register_secrets
 from harness.registry.loader import MissingDependencyError
+from harness.run.tracker_plugins import MlflowParams
+from harness.scoring.policy import columns, episode_values, suite_scoring
+from harness.util.redact import redact_text
 
 
 class Tracker(Protocol):
@@ -144,8 +148,6 @@ class MlflowTracker:
         # import (seconds) overlaps the run instead of preceding it.
         _check_installed("mlflow", "mlflow")
         self.tracking_uri, self.experiment = tracking_uri, experiment
-        from harness.params import register_secrets
-        from harness.run.tracker_plugins import MlflowParams
 
         register_secrets(MlflowParams, {"tracking_uri": tracking_uri})  # declared secret="url"
         self._client: Any = None
@@ -186,15 +188,17 @@ class MlflowTracker:
         self._client.log_dict(self._run_id, dict(config), "run.json")
 
     def log_episode(self, step: int, metrics: Mapping[str, float]) -> None:
-        from mlflow.entities import Metric
         import time
+
+        from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
         self._client.log_batch(self._run_id, metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()])
 
     def end_run(self, summary: Mapping[str, float]) -> None:
-        from mlflow.entities import Metric
         import time
+
+        from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
         self._client.log_batch(self._run_id, metrics=[Metric(k, float(v), now, 0) for k, v in summary.items()])
@@ -307,7 +311,6 @@ class _Channel:
             if self.dead:
                 return
             self.dead = True
-        from harness.util.redact import redact_text
 
         where = _where(self.tracker)
         print(redact_text(f"harness: warning: tracker {self.label}: {why}"
@@ -386,8 +389,6 @@ class RunLogger:
         """Each declared (not judged) metric of the record's suite over this session's episodes so far."""
         from dataclasses import asdict
 
-        from harness.scoring.policy import columns, episode_values, suite_scoring
-
         self._suite = self._suite or record.suite
         metrics, derive = suite_scoring(record.suite)
         values = episode_values(asdict(record), derive)
@@ -405,8 +406,6 @@ class RunLogger:
         return out
 
     def _headline(self) -> str | None:
-        from harness.scoring.policy import suite_scoring
-
         suite = getattr(self, "_suite", None)
         if suite is None:
             return None

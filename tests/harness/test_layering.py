@@ -141,6 +141,37 @@ def test_no_import_circle():
     assert not circles, "import circles:\n" + "\n".join(circles)
 
 
+def imports_inside_functions(path: Path) -> list[tuple[int, str]]:
+    """The core's modules ``path`` imports below its top level (inside a function or a class).
+    A module's dependencies on the core are read at its top; only heavy optional extras (torch,
+    ray, av, mlflow ...) are imported where they are used."""
+    tree = ast.parse(path.read_text(), str(path))
+    top = {id(n) for n in tree.body}
+    top |= {id(m) for n in tree.body if isinstance(n, ast.If) for m in ast.walk(n)}  # `if TYPE_CHECKING:`
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in top:
+            continue
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "harness":
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "harness"]
+    return found
+
+
+def test_the_core_is_imported_at_module_top():
+    lazy = [f"{path.relative_to(HARNESS.parent)}:{line}: {name}"
+            for path in modules().values() for line, name in imports_inside_functions(path)]
+    assert not lazy, "imports of the core inside functions (move them to the module's top):\n" + "\n".join(lazy)
+
+
+def test_an_import_inside_a_function_is_found(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("import json\nfrom harness.types import EpisodeSpec\n\ndef g():\n    import torch\n"
+                 "    from harness.store import ResultStore\n")
+    assert imports_inside_functions(f) == [(6, "harness.store")]
+
+
 @pytest.mark.parametrize("module", sorted(modules()))
 def test_every_module_imports(module):
     if module.endswith("__main__"):
