@@ -1,6 +1,6 @@
 """One load per checkpoint per process: an experiment's runs of one checkpoint, before and after.
 
-``harness run +experiment=NAME`` builds one ``vlm`` planner per run (harness/commands/run.py);
+``harness run +experiment=NAME`` builds one ``vlm`` planner per run (harness/cli/run.py);
 the ``hf`` backend now finds a checkpoint this process loaded already (planners/vlm/backends.py
 ``LOADED``) instead of loading it again. This script builds the planners of an experiment of
 ``--runs`` runs (33: CFG-Bench's Table 4) of one checkpoint, as ``harness run`` does, twice in

@@ -1,6 +1,6 @@
 """What a round of ``stopping=sequential`` costs, with real (tiny) checkpoints.
 
-A comparison runs its variants in rounds (harness/commands/run_sequential.py): after each round
+A comparison runs its variants in rounds (harness/cli/run_sequential.py): after each round
 the test reads the stored records and the open runs go on. Each run's agent, and so its model,
 is built once and kept for all rounds; what a round adds is the rest of a run's start (the
 store opened and the run resumed, the executor's workers, the progress line) and the test

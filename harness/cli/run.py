@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
     SAVED.update(episodes=0, runner=None, out=None)
     OUTS.clear()
     judge.JUDGED.clear()
-    # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging.py).
+    # judge=NAME judge.KEY=VALUE: judge the run's answers once it is done (harness/judging/stage.py).
     name, mine, overrides = judge.check_config(args.overrides)
     OUTS.clear()  # this invocation's outputs only (an earlier `main` in the same process wrote others)
     status = _cmd_run(overrides, args.multirun, show=args.cfg, dry_run=args.dry_run)

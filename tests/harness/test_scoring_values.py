@@ -1,4 +1,4 @@
-"""A record's per-episode values (harness/scoring.py ``episode_values``, ``value_rows``): the
+"""A record's per-episode values (harness/scoring/policy.py ``episode_values``, ``value_rows``): the
 suite's derived values first, then the values the episode stored, which win where both name
 the same value (a stored None too: the episode said it has no such value)."""
 

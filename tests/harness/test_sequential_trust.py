@@ -1,5 +1,5 @@
 """What makes a ``stopping=sequential`` decision trustworthy (harness/stats/sequential/,
-harness/commands/run_sequential.py), end to end on EB-ALFRED's embedded engine and on the
+harness/cli/run_sequential.py), end to end on EB-ALFRED's embedded engine and on the
 decision functions: a stored record is final (an errored episode is never run again), the pairs
 follow a seeded order of the episode ids (never the split's), the group's comparisons share
 alpha, and each run's agent (and server) is started once for all its rounds."""

@@ -1,4 +1,4 @@
-"""Paired statistics (harness/stats.py) against hand-computed cases, and their place in tables."""
+"""Paired statistics (harness/stats/paired.py) against hand-computed cases, and their place in tables."""
 
 import math
 
