@@ -84,8 +84,8 @@ def _end_now(status: int) -> None:
 def _stop_line(signum: int, command: str | None) -> str:
     """``harness: stopped by SIGINT; <what the command committed before the signal>``."""
     what = signal.Signals(signum).name
-    saved_on_stop = getattr(sys.modules.get(f"harness.cli.{COMMANDS.get(command or '', '')}"),
-                            "saved_on_stop", None) if command else None
+    module = COMMANDS[command][0] if command in COMMANDS else None
+    saved_on_stop = getattr(sys.modules.get(module), "saved_on_stop", None) if module else None
     try:
         kept = (saved_on_stop() if callable(saved_on_stop) else None) or "nothing was written"
     except Exception:  # noqa: BLE001 - the line is printed whatever the count's state

@@ -91,7 +91,7 @@ def test_a_stopped_process_does_not_wait_for_an_abandoned_call():
     import sys
     import time
 
-    code = ("import threading, time, sys; from harness import cli\n"
+    code = ("import threading, time, sys; from harness.cli import entry as cli\n"
             "threading.Thread(target=time.sleep, args=(8,)).start()\n"  # a call a server holds for 8 s
             "print('stop line', file=sys.stderr); cli._exit_if_stopped_with_calls_left(STATUS)\n"
             "sys.exit(0)\n")
