@@ -84,4 +84,7 @@ def to_parquet(df: pd.DataFrame, path: str) -> None:
                    **({"metrics": [json.dumps(x, sort_keys=True) for x in df["metrics"]]} if "metrics" in df else {}))
     text = [c for c in df.columns if df[c].dtype == object]
     df = df.assign(**{c: [redact_text(v) if isinstance(v, str) else v for v in df[c]] for c in text})
+    # The frame's attrs carry this process's reading state (the scoring view), not data:
+    # pandas would write them into the file's metadata as JSON.
+    df.attrs = {}
     df.to_parquet(path, index=False)
