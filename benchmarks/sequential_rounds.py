@@ -16,7 +16,7 @@ each in its own process and output folder, alternated ``--repeats`` times; it pr
 times, the run invocations each made (one per run per round) and the overhead per extra round:
 (rounds - one round) / (rounds - 1), with the median over the repeats. A real checkpoint's load
 (tens of seconds for 7B) is not part of a round: it happens once per run either way
-(tests/harness/test_sequential_trust.py checks that an agent is built once for all its rounds).
+(tests/harness/stats/test_sequential_trust.py checks that an agent is built once for all its rounds).
 
     python benchmarks/sequential_rounds.py [--episodes 40] [--round 10] [--repeats 3]
 """

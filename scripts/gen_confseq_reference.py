@@ -1,6 +1,6 @@
 """Regenerate tests/data/confseq_reference.json: reference values of the betting confidence
 sequences computed by the authors' own implementation, confseq (github.com/gostevehoward/confseq),
-for tests/harness/test_sequential.py to compare harness.stats.sequential.betting with.
+for tests/harness/stats/test_sequential.py to compare harness.stats.sequential.betting with.
 
 It imports confseq's pure-Python modules from a checkout (``src/confseq/betting.py``,
 ``betting_strategies.py`` and the modules they import); confseq's compiled extension is never

@@ -203,7 +203,7 @@ class Runner:
         declares ``max_concurrent_calls`` > 1 (a server's client) gets one request per call,
         each as soon as it is ready, that many calls at once. An episode's
         record does not depend on what ran beside it: its env, its seed and its requests
-        are its own (tests/harness/test_pipeline.py compares with lockstep on every suite).
+        are its own (tests/harness/run/test_pipeline.py compares with lockstep on every suite).
         """
         executor, pending, free = episodes.executor, episodes.pending, episodes.free
         events: queue.SimpleQueue[tuple] = queue.SimpleQueue()

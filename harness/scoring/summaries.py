@@ -10,7 +10,7 @@ EmbodiedBench's ``task_progress``), in ``harness/scoring/record_fields.py``, and
 declarations. The Wilson score interval: E. B. Wilson, "Probable inference, the law of
 succession, and statistical inference", JASA 22 (1927).
 
-Decisions (documented here, tested in ``tests/harness/test_metrics.py``)
+Decisions (documented here, tested in ``tests/harness/scoring/test_metrics.py``)
 ------------------------------------------------------------------------
 * **Error records count as failures, in every metric.** A record with
   ``error_kind`` set is a failed episode for SR and PLW SR whatever its

@@ -1,5 +1,5 @@
 """``harness fetch cfg_bench`` / ``procobject`` through the real huggingface_hub client against a
-local server in the hub's HTTP layout (tests/harness/fetch/hub_mirror.py), serving stand-ins
+local server in the hub's HTTP layout (tests/harness/registry/fetch/hub_mirror.py), serving stand-ins
 built from the releases' documented layout (envs/cfg_bench/datasets.py,
 envs/procobject/datasets.py say what is confirmed); the suites' readers then read the folder."""
 
@@ -18,7 +18,7 @@ from envs.cfg_bench.datasets import CFG_BENCH_DATASET  # noqa: E402
 from envs.procobject.data import load_items  # noqa: E402
 from envs.procobject.datasets import PROCOBJECT_DATASET  # noqa: E402
 from harness.cli.entry import main  # noqa: E402
-from tests.harness.fetch.hub_mirror import HubMirror, MirrorRepo  # noqa: E402
+from tests.harness.registry.fetch.hub_mirror import HubMirror, MirrorRepo  # noqa: E402
 
 
 def _dead_url() -> str:

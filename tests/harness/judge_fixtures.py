@@ -1,5 +1,5 @@
 """A tiny one-step QA suite with a judge rubric, its answering agent, a loopback judge
-server and a ``harness`` CLI that knows them (for tests/harness/test_judging.py).
+server and a ``harness`` CLI that knows them (for tests/harness/judging/test_judging.py).
 
 - ``python -m tests.harness.judge_fixtures cli ARGS...``: the real ``harness`` CLI with the
   suite ``qa_judge_test`` (split ``test``) and its agent ``answerer`` registered.
@@ -168,7 +168,7 @@ AGENT = AgentPlugin(name="answerer", suite=SUITE_NAME, target="tests.harness.jud
 #: A second suite whose env stores its values (``info["values"]``) and its answer text, judged
 #: by a rubric that skips empty answers (as a suite's rubric does where an empty answer has
 #: nothing to judge), and an agent that errs or answers nothing on some questions: the error
-#: policy's test bed (tests/harness/test_error_policy.py).
+#: policy's test bed (tests/harness/scoring/test_error_policy.py).
 STORED_SUITE_NAME = "qa_stored_test"
 
 

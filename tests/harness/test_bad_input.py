@@ -101,7 +101,7 @@ CASES = [
     # --- harness table (refused while parsing, before any store is read) ---
     pytest.param("table", ["o", "--metrics", ""], id="table --metrics ''"),
     pytest.param("table", ["o", "--metrics", "sr,,gc"], id="table --metrics sr,,gc"),
-    # --- harness judge (tests/harness/test_judging.py: the cases that need a store or a server) ---
+    # --- harness judge (tests/harness/judging/test_judging.py: the cases that need a store or a server) ---
     pytest.param("judge", ["out"], id="judge without judge="),
     pytest.param("judge", ["out", "judge=no_such_judge"], id="judge unknown judge"),
     pytest.param("judge", ["out", "judge=openai"], id="judge without judge.model"),

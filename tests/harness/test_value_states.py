@@ -28,7 +28,7 @@ from harness.scoring.policy import aggregate, classify, record_metrics, tally, v
 from harness.store import ResultStore
 from harness.types import INFO_VALUES, EpisodeRecord, RunSpec
 from harness.values import AWAITS_SCORE, DELIVERED, ValueState, read_value
-from tests.harness.test_conformance import _example
+from tests.harness.check.test_conformance import _example
 
 
 def _run(S, tmp_path, agent=None, limit=3):
@@ -141,7 +141,7 @@ def test_a_unit_no_record_states_is_never_printed_as_nan():
     """pandas gives a missing unit as NaN: tables name it 'unstated' (or no unit), never 'nan'."""
     from harness.tables.build import breakdown_table
     from harness.tables.render import to_markdown
-    from tests.harness.test_tables import plw_frame
+    from tests.harness.tables.test_tables import plw_frame
 
     df = plw_frame()
     df["expert_length_unit"] = [math.nan if v == "thor" else u for v, u in zip(df["variant"], df["expert_length_unit"])]

@@ -1,6 +1,6 @@
 """The policies pass the agent conformance checks (harness.check.conformance.check_agent) on the real
 LIBERO simulator: one reset per attempt, determinism, records equal lockstep / pipelined /
-process executor. ``zero`` is checked in tests/harness/test_conformance.py; here the
+process executor. ``zero`` is checked in tests/harness/check/test_conformance.py; here the
 in-process ``vla`` (a tiny random-weight checkpoint), ``replay`` (a demonstration file) and
 ``remote`` (openpi's protocol against ``harness serve-policy`` on loopback).
 

@@ -676,7 +676,7 @@ def test_report_reads_several_stores_as_one(tmp_path, capsys):
     named; a different identity for the same cell in a third store is refused in one line, and
     --run picks it. The same store-reading rules as `harness table A B`."""
     from harness.types import EpisodeRecord
-    from tests.harness.test_table_selection import two_suites, write_store
+    from tests.harness.tables.test_table_selection import two_suites, write_store
 
     recs = two_suites()
     write_store(tmp_path / "a", [r for r in recs if r.variant == "base"])

@@ -2,7 +2,7 @@
 diagnostic and transfer figures with their Δ) is on the first screen with no horizontal
 scroll, anywhere on that screen; the full table folds below it; the scatter charts' point
 labels never overlap. Checked in a real headless Chromium (skipped without one, required
-where REQUIRE_CHROMIUM=1) on the store tests/harness/test_joint.py writes with real runs."""
+where REQUIRE_CHROMIUM=1) on the store tests/harness/tables/test_joint.py writes with real runs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from harness.cli.entry import main
 from harness.report.joint import _box, _overlaps, place_labels
 from tests.harness.report.test_report import _browser_or_skip, _chromium, _open
-from tests.harness.test_joint import EXPERIMENT, _judge_reply, data, store  # noqa: F401 - the store's fixtures
+from tests.harness.tables.test_joint import EXPERIMENT, _judge_reply, data, store  # noqa: F401 - the store's fixtures
 
 WIDTH, HEIGHT = 1280, 800
 

@@ -12,7 +12,7 @@ from harness.report import build_report
 from harness.scoring.policy import known_metric
 from harness.stats.sequential import describe, stored_comparisons
 from harness.tables import selection as results
-from tests.harness.test_sequential_run import eb_alfred, run_cli  # noqa: F401 (a fixture)
+from tests.harness.stats.test_sequential_run import eb_alfred, run_cli  # noqa: F401 (a fixture)
 
 SEQUENTIAL = ["run", "-m", "split=seen", "stopping=sequential", "suite.params.render=false", "progress=false",
               "planner=oracle,random", "stopping.baseline=random", "stopping.round=5", "stopping.max_episodes=10"]
