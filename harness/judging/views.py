@@ -33,11 +33,10 @@ from typing import Any, Sequence
 
 from harness.judging.agreement import agreement
 from harness.judging.stage import unanswered
+from harness.judging.verdicts import ANSWER_KEY as KEY
 from harness.scoring.policy import Scoring, suite_scoring
 from harness.values import ValueState, read_value
 
-#: The answer key of a record and of a verdict.
-KEY = ("run_id", "suite", "split", "episode_id", "seed")
 #: ``--judge`` words that are not judge names.
 ALL = "all"
 
